@@ -1,0 +1,1 @@
+"""The HTTP layer: validates input, checks credentials, calls the domain, shapes responses."""

@@ -1,0 +1,47 @@
+"""The FastAPI application: routers, error handling and (optionally) in-process workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+
+from invoicing import __version__
+from invoicing.api import api_keys, health, invoices
+from invoicing.api.errors import install_error_handlers
+from invoicing.services import Services
+from invoicing.workers import run_workers
+
+
+def create_app(services: Services, run_workers_in_process: bool | None = None) -> FastAPI:
+    """Build the app around ready services; workers run in-process unless told not to."""
+    in_process = (
+        services.settings.run_workers if run_workers_in_process is None else run_workers_in_process
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_workers(services, stop)) if in_process else None
+        try:
+            yield
+        finally:
+            stop.set()
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait_for(task, timeout=15)
+
+    app = FastAPI(
+        title="Invoicing service",
+        version=__version__,
+        description="Crypto invoices on EVM chains: escrow per invoice, paid webhooks, "
+        "batched withdrawals and gasless owner settings.",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    install_error_handlers(app)
+    for router in (health.router, invoices.router, api_keys.router):
+        app.include_router(router)
+    return app

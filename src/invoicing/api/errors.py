@@ -1,0 +1,69 @@
+"""One place that turns every failure into ``{"error": {"code", "message", "details"}}``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from invoicing.errors import RateLimited, ServiceError
+
+log = logging.getLogger(__name__)
+
+HTTP_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limited",
+}
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> JSONResponse:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return JSONResponse({"error": error}, status_code=status)
+
+
+def _validation_details(exc: RequestValidationError) -> dict[str, Any]:
+    problems = []
+    for err in exc.errors():
+        location = ".".join(str(part) for part in err.get("loc", ()) if part != "body")
+        problems.append({"field": location, "problem": str(err.get("msg", "invalid"))})
+    return {"problems": problems}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def _service_error(_request: Request, exc: ServiceError) -> JSONResponse:
+        response = error_response(exc.status, exc.code, exc.message, exc.details)
+        if isinstance(exc, RateLimited):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(
+            400, "invalid_request", "the request is malformed", _validation_details(exc)
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, "internal_error", "internal error")

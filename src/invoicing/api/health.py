@@ -1,0 +1,43 @@
+"""Liveness, readiness (database and every chain) and Prometheus metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from invoicing.api.deps import services_of
+from invoicing.errors import ServiceError
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is up")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="The database and every configured chain answer")
+async def readyz(request: Request) -> JSONResponse:
+    services = services_of(request)
+    checks: dict[str, str] = {}
+    try:
+        async with services.db.sessions() as session:
+            await session.execute(text("SELECT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:  # noqa: BLE001 - readiness reports, never raises
+        checks["database"] = f"error: {type(exc).__name__}"
+    for chain in services.chains.all():
+        try:
+            await chain.block_number()
+            checks[f"chain:{chain.config.chain_id}"] = "ok"
+        except ServiceError as exc:
+            checks[f"chain:{chain.config.chain_id}"] = f"error: {exc.code}"
+    ready = all(value == "ok" for value in checks.values())
+    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+
+@router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
+async def metrics() -> Response:
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,106 @@
+"""Reading request input exactly as sent (signature mode signs the raw body/query)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, TypeVar
+
+from eth_utils.address import is_checksum_address, to_checksum_address
+from fastapi import Request
+from pydantic import AfterValidator, BaseModel, ValidationError
+
+from invoicing.errors import InvalidRequest, PayloadTooLarge
+
+MAX_BODY_BYTES = 64 * 1024
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def checksum_address(value: str) -> str:
+    """Accept a 0x address in any case; mixed case must be a valid EIP-55 checksum."""
+    if not isinstance(value, str) or len(value) != 42 or not value.startswith("0x"):
+        raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    try:
+        int(value[2:], 16)
+    except ValueError:
+        raise ValueError("must be a 0x-prefixed 20-byte hex address") from None
+    body = value[2:]
+    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
+        raise ValueError("has an invalid EIP-55 checksum")
+    return str(to_checksum_address(value))
+
+
+Address = Annotated[str, AfterValidator(checksum_address)]
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidRequest(f"duplicate JSON key {key!r}")
+        result[key] = value
+    return result
+
+
+async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The body as a JSON object with its key order kept; 400/413 on anything else."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise PayloadTooLarge(f"request body is over {max_bytes} bytes")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > max_bytes:
+            raise PayloadTooLarge(f"request body is over {max_bytes} bytes")
+    content_type = request.headers.get("content-type", "")
+    if "json" not in content_type.lower():
+        raise InvalidRequest("Content-Type must be application/json")
+    try:
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        if isinstance(exc, InvalidRequest):
+            raise
+        raise InvalidRequest("request body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    return data
+
+
+def query_items(request: Request) -> dict[str, str]:
+    """Query parameters in URL order; a repeated parameter is refused."""
+    items: dict[str, str] = {}
+    for key, value in request.query_params.multi_items():
+        if key in items:
+            raise InvalidRequest(f"query parameter {key!r} is repeated")
+        items[key] = value
+    return items
+
+
+def validate(model: type[Model], data: dict[str, Any]) -> Model:
+    """Pydantic validation with errors in the service's error shape."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
+            for err in exc.errors()
+        ]
+        first = problems[0] if problems else {"field": "", "problem": "invalid"}
+        raise InvalidRequest(
+            f"invalid {first['field'] or 'request'}: {first['problem']}", {"problems": problems}
+        ) from None
+
+
+def without_owner(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if key != "ownerAddress"}
+
+
+def owner_address_of(data: dict[str, Any]) -> str:
+    """The ownerAddress exactly as sent (signature mode signs it verbatim)."""
+    owner = data.get("ownerAddress")
+    if not isinstance(owner, str):
+        raise InvalidRequest("ownerAddress is required", {"field": "ownerAddress"})
+    try:
+        checksum_address(owner)
+    except ValueError as exc:
+        raise InvalidRequest(f"ownerAddress {exc}", {"field": "ownerAddress"}) from None
+    return owner

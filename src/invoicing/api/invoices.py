@@ -1,0 +1,240 @@
+"""Routes of spec 4.1-4.4: create, status, list and delete invoices."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from invoicing.api.deps import authorize, services_of
+from invoicing.api.inputs import (
+    Address,
+    json_body,
+    owner_address_of,
+    query_items,
+    validate,
+    without_owner,
+)
+from invoicing.invoices.models import InvoiceStatus
+from invoicing.invoices.service import (
+    InvoiceFilter,
+    NewInvoice,
+    create_invoice,
+    delete_invoice,
+    find_by_payment_address,
+    list_invoices,
+)
+from invoicing.invoices.views import invoice_to_dict
+from invoicing.monitor.check import recheck_invoice
+
+router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
+
+MAX_METADATA_BYTES = 16 * 1024
+
+
+class CreateInvoiceBody(BaseModel):
+    """Body of POST /integration/invoices (spec 4.1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    amount: str = Field(max_length=100)
+    invoiceId: str | None = Field(default=None, min_length=1, max_length=128)
+    tokenAddress: Address | None = None
+    webhookUrl: str | None = Field(default=None, max_length=2048)
+    description: str | None = Field(default=None, max_length=1000)
+    expiresAt: int | None = Field(default=None, gt=0, lt=2**63)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("webhookUrl")
+    @classmethod
+    def _absolute_http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an absolute http(s) URL")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value, separators=(",", ":"))) > MAX_METADATA_BYTES:
+            raise ValueError("must be at most 16 KiB when serialized")
+        return value
+
+
+class ListQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    chainId: int | None = Field(default=None, gt=0, lt=2**63)
+    status: str | None = None
+    paid: bool | None = None
+    tokenAddress: Address | None = None
+    invoiceId: str | None = Field(default=None, max_length=128)
+    page: int = Field(default=1, ge=1, lt=2**31)
+    limit: int = Field(default=20, ge=1)
+    dateFrom: int | None = Field(default=None, ge=0, lt=2**63)
+    dateTo: int | None = Field(default=None, ge=0, lt=2**63)
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str | None) -> str | None:
+        if value is not None and value not in InvoiceStatus.ALL:
+            raise ValueError(f"must be one of {', '.join(InvoiceStatus.ALL)}")
+        return value
+
+    @field_validator("paid", mode="before")
+    @classmethod
+    def _strict_bool(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return value
+
+
+class StatusQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    paymentAddress: Address
+
+
+class DeleteQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    invoiceId: str = Field(min_length=1, max_length=128)
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+@router.post(
+    "", status_code=201, openapi_extra=_body_schema(CreateInvoiceBody), summary="Create an invoice"
+)
+async def create(request: Request) -> JSONResponse:
+    services = services_of(request)
+    data = await json_body(request, services.settings.max_body_bytes)
+    owner = owner_address_of(data)
+    caller = await authorize(
+        request, "invoice.create", owner, without_owner(data), from_query=False
+    )
+    body = validate(CreateInvoiceBody, data)
+    chain = services.chains.get(body.chainId)
+    invoice, created = await create_invoice(
+        services.db,
+        chain,
+        NewInvoice(
+            owner_address=body.ownerAddress,
+            chain_id=body.chainId,
+            amount=body.amount,
+            invoice_id=body.invoiceId,
+            token_address=body.tokenAddress,
+            webhook_url=body.webhookUrl,
+            description=body.description,
+            expires_at=body.expiresAt,
+            metadata=body.metadata,
+        ),
+        caller,
+        services.clock.now_ms(),
+        services.settings.default_expiry_s,
+    )
+    return JSONResponse(
+        invoice_to_dict(invoice, services.settings.payment_page_url),
+        status_code=201 if created else 200,
+    )
+
+
+@router.get("/status", summary="Look up one invoice by paymentAddress (live re-check)")
+async def status(
+    request: Request,
+    ownerAddress: Annotated[str, Query()],
+    paymentAddress: Annotated[str, Query()],
+) -> JSONResponse:
+    services = services_of(request)
+    items = query_items(request)
+    owner = owner_address_of(items)
+    await authorize(request, "invoice.status", owner, without_owner(items), from_query=True)
+    query = validate(StatusQuery, items)
+    invoice = await find_by_payment_address(services.db, owner.lower(), query.paymentAddress)
+    invoice = await recheck_invoice(services, invoice)
+    return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
+
+
+@router.get("", summary="List an owner's invoices")
+async def list_(
+    request: Request,
+    ownerAddress: Annotated[str, Query()],
+    chainId: Annotated[int | None, Query()] = None,
+    status: Annotated[str | None, Query()] = None,
+    paid: Annotated[bool | None, Query()] = None,
+    tokenAddress: Annotated[str | None, Query()] = None,
+    invoiceId: Annotated[str | None, Query()] = None,
+    page: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+    dateFrom: Annotated[int | None, Query()] = None,
+    dateTo: Annotated[int | None, Query()] = None,
+) -> JSONResponse:
+    services = services_of(request)
+    items = query_items(request)
+    owner = owner_address_of(items)
+    await authorize(request, "invoice.list", owner, without_owner(items), from_query=True)
+    query = validate(ListQuery, items)
+    limit_ = min(query.limit, 100)
+    invoices, total = await list_invoices(
+        services.db,
+        InvoiceFilter(
+            owner_key=owner.lower(),
+            chain_id=query.chainId,
+            status=query.status,
+            paid=query.paid,
+            token_address=query.tokenAddress,
+            invoice_id=query.invoiceId,
+            date_from=query.dateFrom,
+            date_to=query.dateTo,
+            page=query.page,
+            limit=limit_,
+        ),
+    )
+    page_url = services.settings.payment_page_url
+    return JSONResponse(
+        {
+            "items": [invoice_to_dict(invoice, page_url) for invoice in invoices],
+            "total": total,
+            "page": query.page,
+            "limit": limit_,
+        }
+    )
+
+
+@router.delete("", summary="Soft-delete an invoice")
+async def delete(
+    request: Request,
+    ownerAddress: Annotated[str, Query()],
+    chainId: Annotated[int, Query()],
+    invoiceId: Annotated[str, Query()],
+) -> JSONResponse:
+    services = services_of(request)
+    items = query_items(request)
+    owner = owner_address_of(items)
+    await authorize(request, "invoice.delete", owner, without_owner(items), from_query=True)
+    query = validate(DeleteQuery, items)
+    invoice = await delete_invoice(
+        services.db, owner.lower(), query.chainId, query.invoiceId, services.clock.now_ms()
+    )
+    return JSONResponse(
+        {"deleted": True, "invoiceId": invoice.invoice_id, "chainId": invoice.chain_id}
+    )

@@ -1,0 +1,1 @@
+"""Request authentication: API keys and EIP-191 request signatures."""

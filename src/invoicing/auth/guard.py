@@ -1,0 +1,128 @@
+"""Authenticating a request in either mode (spec section 5, DESIGN section 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
+
+from invoicing.auth.api_keys import find_active_key
+from invoicing.auth.models import UsedRequestTimestamp
+from invoicing.auth.signatures import signed_by
+from invoicing.db import Database
+from invoicing.errors import (
+    Forbidden,
+    ReplayedRequest,
+    TimestampOutOfWindow,
+    Unauthorized,
+)
+
+API_KEY_HEADER = "x-service-api-key"
+SIGNATURE_HEADER = "x-service-signature"
+TIMESTAMP_HEADER = "x-service-timestamp"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made a request, and with which credential (the webhook echoes it)."""
+
+    owner_key: str
+    mode: str  # "api_key" or "signature"
+    api_key_id: str | None = None
+    signature: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    action: str
+    owner_address: str
+    payload: dict[str, Any]
+    from_query: bool
+
+
+async def authenticate(
+    db: Database,
+    headers: Mapping[str, str],
+    request: SignedRequest,
+    now_ms: int,
+    window_s: int,
+    allow_api_key: bool = True,
+) -> Caller:
+    """Check the request's credential against its ownerAddress; raise on any failure."""
+    api_key = headers.get(API_KEY_HEADER)
+    signature = headers.get(SIGNATURE_HEADER)
+    timestamp = headers.get(TIMESTAMP_HEADER)
+    if api_key is not None and (signature is not None or timestamp is not None):
+        raise Unauthorized("send either an API key or a request signature, not both")
+    if api_key is not None:
+        if not allow_api_key:
+            raise Unauthorized("this endpoint needs a request signature by the owner wallet")
+        return await _by_api_key(db, api_key, request.owner_address)
+    if signature is None or timestamp is None:
+        raise Unauthorized(
+            "missing credentials: send x-service-api-key, or x-service-signature "
+            "with x-service-timestamp"
+        )
+    return await _by_signature(db, signature, timestamp, request, now_ms, window_s)
+
+
+async def _by_api_key(db: Database, api_key: str, owner_address: str) -> Caller:
+    async with db.sessions() as session:
+        row = await find_active_key(session, api_key)
+    if row is None:
+        raise Unauthorized("invalid API key")
+    if row.owner_key != owner_address.lower():
+        raise Forbidden("this API key does not belong to ownerAddress")
+    return Caller(owner_key=row.owner_key, mode="api_key", api_key_id=row.id)
+
+
+def _parse_timestamp(timestamp: str) -> int:
+    if not timestamp.isdigit() or len(timestamp) > 16:
+        raise Unauthorized("x-service-timestamp must be unix time in milliseconds")
+    return int(timestamp)
+
+
+async def _by_signature(
+    db: Database,
+    signature: str,
+    timestamp: str,
+    request: SignedRequest,
+    now_ms: int,
+    window_s: int,
+) -> Caller:
+    ts = _parse_timestamp(timestamp)
+    if abs(now_ms - ts) > window_s * 1000:
+        raise TimestampOutOfWindow(
+            "x-service-timestamp is more than 5 minutes from server time",
+            {"serverTime": now_ms},
+        )
+    if len(signature) > 200 or not signed_by(
+        request.owner_address, signature, request.action, ts, request.payload, request.from_query
+    ):
+        raise Unauthorized("the request signature does not match ownerAddress and the request")
+    owner_key = request.owner_address.lower()
+    await _consume_timestamp(db, owner_key, ts, now_ms + window_s * 1000 * 2)
+    return Caller(owner_key=owner_key, mode="signature", signature=signature, timestamp=timestamp)
+
+
+async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: int) -> None:
+    """Accept (owner, timestamp) once, across every API process sharing the database."""
+    try:
+        async with db.transaction() as session:
+            session.add(
+                UsedRequestTimestamp(owner_key=owner_key, timestamp_ms=ts, expires_at=expires_at)
+            )
+    except IntegrityError as exc:
+        raise ReplayedRequest("this timestamp was already used by this owner") from exc
+
+
+async def purge_used_timestamps(db: Database, now_ms: int) -> None:
+    """Forget replay keys that can no longer pass the time window."""
+    async with db.transaction() as session:
+        await session.execute(
+            delete(UsedRequestTimestamp).where(UsedRequestTimestamp.expires_at < now_ms)
+        )

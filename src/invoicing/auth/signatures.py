@@ -1,0 +1,98 @@
+"""Signature mode (spec 5.2): the canonical message and who signed it.
+
+message = ``Service API Request Signature`` + ``\\n`` + canonical JSON, where the canonical
+JSON is ``{"action","ownerAddress","timestamp","payload"}`` in that order with no whitespace
+(``JSON.stringify`` output). Recovery uses eth-keys' coincurve (compiled secp256k1) backend.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from eth_account import Account
+from eth_account.messages import encode_defunct
+
+MESSAGE_PREFIX = "Service API Request Signature"
+
+
+def canonical_json(action: str, owner_address: str, timestamp: int, payload: Any) -> str:
+    body = {
+        "action": action,
+        "ownerAddress": owner_address,
+        "timestamp": timestamp,
+        "payload": payload,
+    }
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_message(action: str, owner_address: str, timestamp: int, payload: Any) -> str:
+    return MESSAGE_PREFIX + "\n" + canonical_json(action, owner_address, timestamp, payload)
+
+
+def sign_request(
+    private_key: str, action: str, owner_address: str, timestamp: int, payload: Any
+) -> str:
+    """Client side of signature mode (used by the CLI, tests and examples)."""
+    message = encode_defunct(text=request_message(action, owner_address, timestamp, payload))
+    return "0x" + bytes(Account.sign_message(message, private_key).signature).hex()
+
+
+def recover_signer(message: str, signature: str) -> str | None:
+    """Checksummed address that personal_signed ``message``, or None for a bad signature."""
+    try:
+        return str(Account.recover_message(encode_defunct(text=message), signature=signature))
+    except Exception:  # noqa: BLE001 - any malformed signature is simply "not signed"
+        return None
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(item) for item in value]
+    return value
+
+
+def _typed(value: str) -> Any:
+    """A query value as JSON would write it: integers and booleans unquoted."""
+    if value in ("true", "false"):
+        return value == "true"
+    if value.isdigit() and (value == "0" or not value.startswith("0")):
+        return int(value)
+    return value
+
+
+def payload_forms(payload: dict[str, Any], from_query: bool) -> Iterator[dict[str, Any]]:
+    """The payload as sent, then the equivalent forms the server also accepts."""
+    forms = [payload, _sorted(payload)]
+    if from_query:
+        typed = {
+            key: _typed(value) if isinstance(value, str) else value
+            for key, value in payload.items()
+        }
+        forms += [typed, _sorted(typed)]
+    seen: set[str] = set()
+    for form in forms:
+        key = json.dumps(form, separators=(",", ":"), ensure_ascii=False)
+        if key not in seen:
+            seen.add(key)
+            yield form
+
+
+def signed_by(
+    owner_address: str,
+    signature: str,
+    action: str,
+    timestamp: int,
+    payload: dict[str, Any],
+    from_query: bool,
+) -> bool:
+    """True when ``signature`` is the owner's over any accepted form of the request."""
+    owner = owner_address.lower()
+    for form in payload_forms(payload, from_query):
+        signer = recover_signer(request_message(action, owner_address, timestamp, form), signature)
+        if signer is not None and signer.lower() == owner:
+            return True
+    return False

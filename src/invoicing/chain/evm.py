@@ -1,0 +1,165 @@
+"""Typed EVM calls on top of :class:`JsonRpc`: reads, eth_call and signed EIP-1559 sends."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from eth_account import Account
+
+from invoicing.chain.rpc import JsonRpc
+from invoicing.errors import ChainUnavailable
+
+BlockRef = int | str
+
+
+def _block(block: BlockRef) -> str:
+    return hex(block) if isinstance(block, int) else block
+
+
+def _int(value: Any) -> int:
+    return int(value, 16) if isinstance(value, str) else int(value)
+
+
+def normalize_receipt(raw: dict[str, Any]) -> dict[str, Any]:
+    """Receipt with hex quantities turned into ints (status, gasUsed, blockNumber…)."""
+    receipt = dict(raw)
+    for key in ("status", "gasUsed", "blockNumber", "effectiveGasPrice", "cumulativeGasUsed"):
+        if receipt.get(key) is not None:
+            receipt[key] = _int(receipt[key])
+    return receipt
+
+
+class EvmClient:
+    """The service's view of one chain's JSON-RPC endpoint."""
+
+    def __init__(self, rpc: JsonRpc) -> None:
+        self.rpc = rpc
+
+    @classmethod
+    def connect(cls, url: str, *, timeout_s: float = 10.0) -> EvmClient:
+        return cls(JsonRpc(url, timeout_s=timeout_s))
+
+    async def aclose(self) -> None:
+        await self.rpc.aclose()
+
+    async def call_rpc(self, method: str, params: list[Any] | None = None) -> Any:
+        """Passthrough for node-specific methods (anvil_mine, evm_snapshot…)."""
+        return await self.rpc.call(method, params or [])
+
+    async def chain_id(self) -> int:
+        return _int(await self.rpc.call("eth_chainId"))
+
+    async def block_number(self) -> int:
+        return _int(await self.rpc.call("eth_blockNumber"))
+
+    async def get_block(self, block: BlockRef = "latest") -> dict[str, Any]:
+        result = await self.rpc.call("eth_getBlockByNumber", [_block(block), False])
+        if not isinstance(result, dict):
+            raise ChainUnavailable(f"block {block} not available")
+        return result
+
+    async def get_balance(self, address: str, block: BlockRef = "latest") -> int:
+        return _int(await self.rpc.call("eth_getBalance", [address, _block(block)]))
+
+    async def get_code(self, address: str, block: BlockRef = "latest") -> bytes:
+        code = await self.rpc.call("eth_getCode", [address, _block(block)])
+        return bytes.fromhex(str(code)[2:])
+
+    async def get_transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        return _int(await self.rpc.call("eth_getTransactionCount", [address, _block(block)]))
+
+    async def eth_call(
+        self,
+        to: str,
+        data: bytes,
+        block: BlockRef = "latest",
+        from_: str | None = None,
+        value: int = 0,
+    ) -> bytes:
+        """Run a call; raises ContractRevert with the revert data when it reverts."""
+        tx: dict[str, Any] = {"to": to, "data": "0x" + data.hex()}
+        if from_ is not None:
+            tx["from"] = from_
+        if value:
+            tx["value"] = hex(value)
+        result = await self.rpc.call("eth_call", [tx, _block(block)])
+        return bytes.fromhex(str(result)[2:])
+
+    async def estimate_gas(self, from_: str, to: str | None, data: bytes, value: int = 0) -> int:
+        tx: dict[str, Any] = {"from": from_, "data": "0x" + data.hex(), "value": hex(value)}
+        if to is not None:
+            tx["to"] = to
+        return _int(await self.rpc.call("eth_estimateGas", [tx]))
+
+    async def fee_caps(self) -> tuple[int, int]:
+        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
+        block = await self.get_block("latest")
+        base_fee = _int(block.get("baseFeePerGas", "0x0"))
+        try:
+            tip = _int(await self.rpc.call("eth_maxPriorityFeePerGas"))
+        except Exception:  # noqa: BLE001 - nodes without the method get a fixed 1 gwei tip
+            tip = 10**9
+        return 2 * base_fee + tip, tip
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        return str(await self.rpc.call("eth_sendRawTransaction", ["0x" + raw.hex()]))
+
+    async def get_receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        raw = await self.rpc.call("eth_getTransactionReceipt", [tx_hash])
+        return normalize_receipt(raw) if isinstance(raw, dict) else None
+
+    async def wait_for_receipt(
+        self, tx_hash: str, timeout_s: float = 30.0, poll_s: float = 0.05
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            receipt = await self.get_receipt(tx_hash)
+            if receipt is not None:
+                return receipt
+            if time.monotonic() > deadline:
+                raise ChainUnavailable(f"no receipt for {tx_hash} within {timeout_s} s")
+            await asyncio.sleep(poll_s)
+
+    def sign_transaction(self, private_key: str, tx: dict[str, Any]) -> tuple[str, bytes]:
+        """Sign an EIP-1559 transaction dict; returns (hash, raw bytes)."""
+        signed = Account.sign_transaction(tx, private_key)
+        return "0x" + bytes(signed.hash).hex(), bytes(signed.raw_transaction)
+
+    async def transact(
+        self,
+        private_key: str,
+        to: str | None,
+        data: bytes = b"",
+        value: int = 0,
+        gas: int | None = None,
+        wait: bool = True,
+    ) -> dict[str, Any]:
+        """Sign, send and (by default) wait for a transaction; returns its receipt.
+
+        For scripts, tests and dev deployment; the relayer tracks its own transactions.
+        """
+        sender = Account.from_key(private_key).address
+        chain_id = await self.chain_id()
+        nonce = await self.get_transaction_count(sender)
+        if gas is None:
+            gas = int(await self.estimate_gas(sender, to, data, value) * 1.2) + 10_000
+        max_fee, tip = await self.fee_caps()
+        tx: dict[str, Any] = {
+            "type": 2,
+            "chainId": chain_id,
+            "nonce": nonce,
+            "value": value,
+            "data": data,
+            "gas": gas,
+            "maxFeePerGas": max_fee,
+            "maxPriorityFeePerGas": tip,
+        }
+        if to is not None:
+            tx["to"] = to
+        tx_hash, raw = self.sign_transaction(private_key, tx)
+        await self.send_raw_transaction(raw)
+        if not wait:
+            return {"transactionHash": tx_hash}
+        return await self.wait_for_receipt(tx_hash)

@@ -1,0 +1,141 @@
+"""The ``invoicing`` command: dev, serve, worker, migrate, api-keys."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from invoicing.settings import Settings
+
+app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
+api_keys_app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
+app.add_typer(api_keys_app, name="api-keys")
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+@app.command()
+def dev(
+    port: Annotated[int, typer.Option(help="API port")] = 8000,
+    chain_port: Annotated[int, typer.Option(help="anvil port")] = 8545,
+    rpc_url: Annotated[str | None, typer.Option(help="use a running node instead")] = None,
+    database_url: Annotated[str | None, typer.Option(help="default: a fresh SQLite file")] = None,
+    ready_file: Annotated[Path | None, typer.Option(help="also write the ready line here")] = None,
+    host: Annotated[str, typer.Option(help="API bind address")] = "127.0.0.1",
+) -> None:
+    """Everything in one process: anvil, contracts, SQLite, the API and all workers."""
+    from invoicing.dev import DevOptions, run_dev
+
+    _logging()
+    asyncio.run(
+        run_dev(
+            DevOptions(
+                host=host,
+                port=port,
+                chain_port=chain_port,
+                rpc_url=rpc_url,
+                database_url=database_url
+                or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='invoicing-dev-')}/dev.db",
+                ready_file=ready_file,
+            )
+        )
+    )
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    workers: Annotated[bool, typer.Option(help="also run the workers in this process")] = False,
+) -> None:
+    """Run the HTTP API (configured by INVOICING_* variables)."""
+    import uvicorn
+
+    from invoicing.api.app import create_app
+    from invoicing.services import build_services
+
+    _logging()
+    settings = Settings()
+    application = create_app(build_services(settings), run_workers_in_process=workers)
+    uvicorn.run(application, host=host, port=port, log_level="info")
+
+
+@app.command()
+def worker() -> None:
+    """Run the background workers (monitor, webhooks, withdrawals, relayer)."""
+    from invoicing.services import build_services
+    from invoicing.workers import run_workers
+
+    _logging()
+
+    async def main() -> None:
+        services = build_services(Settings())
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await run_workers(services, stop)
+        finally:
+            await services.aclose()
+
+    asyncio.run(main())
+
+
+@app.command()
+def migrate(
+    database_url: Annotated[str | None, typer.Option(help="else INVOICING_DATABASE_URL")] = None,
+) -> None:
+    """Bring the database schema up to date (Alembic)."""
+    from invoicing.migrate import upgrade_sync
+
+    url = database_url or Settings().database_url
+    upgrade_sync(url)
+    typer.echo("database is up to date")
+
+
+@api_keys_app.command("create")
+def api_keys_create(
+    owner: Annotated[str, typer.Option(help="owner wallet address")],
+    label: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Issue an API key for an owner; prints it once as JSON."""
+    from invoicing.api.inputs import checksum_address
+    from invoicing.auth.api_keys import create_api_key
+    from invoicing.clock import SystemClock
+    from invoicing.db import Database
+
+    try:
+        owner_address = checksum_address(owner)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--owner {exc}") from None
+    settings = Settings()
+
+    async def main() -> dict[str, object]:
+        db = Database(settings.database_url)
+        try:
+            async with db.transaction() as session:
+                row, api_key = await create_api_key(
+                    session, owner_address, label, settings.secret, SystemClock().now_ms()
+                )
+            return {
+                "id": row.id,
+                "apiKey": api_key,
+                "ownerAddress": owner_address,
+                "label": label,
+                "createdAt": row.created_at,
+            }
+        finally:
+            await db.dispose()
+
+    typer.echo(json.dumps(asyncio.run(main())))

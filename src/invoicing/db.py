@@ -1,0 +1,97 @@
+"""Database engine and sessions (SQLAlchemy 2 async; SQLite default, PostgreSQL in production)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.orm import DeclarativeBase
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def async_url(url: str) -> str:
+    """Accept plain ``sqlite://`` / ``postgresql://`` URLs and pick the async drivers."""
+    parsed = make_url(url)
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        parsed = parsed.set(drivername="sqlite+aiosqlite")
+    elif parsed.drivername in ("postgresql", "postgres", "postgresql+psycopg2"):
+        parsed = parsed.set(drivername="postgresql+asyncpg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def is_sqlite(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def create_engine(url: str) -> AsyncEngine:
+    url = async_url(url)
+    kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        kwargs["connect_args"] = {"timeout": 30}
+    else:
+        kwargs["pool_size"] = 10
+        kwargs["max_overflow"] = 20
+        kwargs["pool_pre_ping"] = True
+    engine = create_async_engine(url, **kwargs)
+    if engine.dialect.name == "sqlite":
+        _tune_sqlite(engine)
+    return engine
+
+
+def _tune_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Several workers share one file: WAL lets readers go on while one writer commits.
+        # Leave transaction control to us (BEGIN IMMEDIATE takes the write lock up front, so
+        # read-then-write transactions cannot deadlock on lock upgrades).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class Database:
+    """Owns the engine; hands out sessions whose transaction commits on success."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = create_engine(url)
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """One unit of work: commit if the block succeeds, roll back if it raises."""
+        async with self.sessions() as session, session.begin():
+            yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

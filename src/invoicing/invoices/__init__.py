@@ -1,0 +1,1 @@
+"""Invoices: creation, lookup, listing, deletion and their state."""

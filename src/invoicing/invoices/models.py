@@ -1,0 +1,85 @@
+"""Invoice rows and the per-owner invoiceId sequence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from invoicing.db import Base
+
+# Raw token amounts can exceed 64 bits, so they are stored as decimal strings.
+RAW = String(80)
+
+
+class InvoiceStatus:
+    PENDING = "pending"
+    PAID = "paid"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    ALL = (PENDING, PAID, COMPLETED, CANCELLED, EXPIRED)
+    SETTLED = (COMPLETED, CANCELLED, EXPIRED)
+
+
+class Invoice(Base):
+    __tablename__ = "invoices"
+    __table_args__ = (
+        UniqueConstraint("owner_key", "chain_id", "invoice_id"),
+        Index("ix_invoices_owner_created", "owner_key", "created_at"),
+        Index("ix_invoices_watch", "chain_id", "watch", "next_check_at"),
+        Index("ix_invoices_sweep", "chain_id", "status", "withdrawn"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_address: Mapped[str] = mapped_column(String(42))
+    # Lowercased owner address: the key every lookup uses.
+    owner_key: Mapped[str] = mapped_column(String(42))
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    invoice_id: Mapped[str] = mapped_column(String(128))
+    payment_address: Mapped[str] = mapped_column(String(42), unique=True)
+    salt: Mapped[str] = mapped_column(String(66))
+    amount: Mapped[str] = mapped_column(String(100))
+    token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    decimals: Mapped[int] = mapped_column(Integer)
+    required_raw: Mapped[str] = mapped_column(RAW)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON, nullable=True)
+    webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(16))
+    paid: Mapped[bool] = mapped_column(Boolean, default=False)
+    paid_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    withdrawn: Mapped[bool] = mapped_column(Boolean, default=False)
+    withdrawn_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    balance_raw: Mapped[str] = mapped_column(RAW, default="0")
+    last_checked_at: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    deleted_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    # How the invoice was created; the paid webhook carries the matching credential.
+    auth_mode: Mapped[str] = mapped_column(String(16))
+    api_key_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    auth_signature: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    auth_timestamp: Mapped[str | None] = mapped_column(String(20), nullable=True)
+    # sha256 of the canonical create request: an identical retry returns the same invoice.
+    request_hash: Mapped[str] = mapped_column(String(64))
+
+    # Monitoring: whether the monitor still reads this escrow, and when next.
+    watch: Mapped[bool] = mapped_column(Boolean, default=True)
+    next_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Highest raw balance already swept from this escrow to the owner.
+    swept_raw: Mapped[str] = mapped_column(RAW, default="0")
+
+
+class OwnerSequence(Base):
+    """The next generated invoiceId for an owner on a chain."""
+
+    __tablename__ = "owner_sequences"
+
+    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    next_value: Mapped[int] = mapped_column(BigInteger)

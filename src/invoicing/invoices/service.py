@@ -1,0 +1,261 @@
+"""Invoice use cases: create (idempotent by invoiceId), find, list, delete."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from invoicing.auth.guard import Caller
+from invoicing.chain.gateway import ChainGateway
+from invoicing.db import Database
+from invoicing.errors import InvalidRequest, InvoiceExists, NotFound
+from invoicing.invoices.amounts import to_raw
+from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
+
+
+@dataclass(frozen=True)
+class NewInvoice:
+    """A validated create request (addresses already checksummed)."""
+
+    owner_address: str
+    chain_id: int
+    amount: str
+    invoice_id: str | None = None
+    token_address: str | None = None
+    webhook_url: str | None = None
+    description: str | None = None
+    expires_at: int | None = None
+    metadata: dict[str, Any] | None = None
+
+    def request_hash(self) -> str:
+        fields = {
+            "chainId": self.chain_id,
+            "amount": self.amount,
+            "tokenAddress": (self.token_address or "").lower() or None,
+            "webhookUrl": self.webhook_url,
+            "description": self.description,
+            "expiresAt": self.expires_at,
+            "metadata": self.metadata,
+        }
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def create_invoice(
+    db: Database,
+    chain: ChainGateway,
+    request: NewInvoice,
+    caller: Caller,
+    now_ms: int,
+    default_expiry_s: int,
+) -> tuple[Invoice, bool]:
+    """Create an invoice; returns (invoice, created). An identical retry returns the original."""
+    if request.token_address is None:
+        decimals = chain.config.native_decimals
+    else:
+        decimals = await chain.token_decimals(request.token_address)
+    required_raw = to_raw(request.amount, decimals)
+    expires_at = request.expires_at or now_ms + default_expiry_s * 1000
+    if expires_at <= now_ms:
+        raise InvalidRequest("expiresAt is in the past", {"field": "expiresAt"})
+    salt = os.urandom(32)
+    invoice = Invoice(
+        id=str(uuid.uuid4()),
+        owner_address=request.owner_address,
+        owner_key=request.owner_address.lower(),
+        chain_id=request.chain_id,
+        payment_address=chain.escrow_address(request.owner_address, salt),
+        salt="0x" + salt.hex(),
+        amount=request.amount,
+        token_address=request.token_address,
+        decimals=decimals,
+        required_raw=str(required_raw),
+        description=request.description,
+        metadata_=request.metadata,
+        webhook_url=request.webhook_url,
+        expires_at=expires_at,
+        status=InvoiceStatus.PENDING,
+        paid=False,
+        withdrawn=False,
+        balance_raw="0",
+        last_checked_at=now_ms,
+        created_at=now_ms,
+        updated_at=now_ms,
+        auth_mode=caller.mode,
+        api_key_id=caller.api_key_id,
+        auth_signature=caller.signature,
+        auth_timestamp=caller.timestamp,
+        request_hash=request.request_hash(),
+        watch=True,
+        next_check_at=now_ms,
+        swept_raw="0",
+    )
+    try:
+        async with db.transaction() as session:
+            if request.invoice_id is None:
+                invoice.invoice_id = await _next_invoice_id(session, invoice)
+            else:
+                invoice.invoice_id = request.invoice_id
+                existing = await _find_by_invoice_id(session, invoice)
+                if existing is not None:
+                    return _same_or_conflict(existing, invoice), False
+            session.add(invoice)
+        return invoice, True
+    except IntegrityError:
+        # Another process created the same invoiceId between our check and insert.
+        async with db.sessions() as session:
+            existing = await _find_by_invoice_id(session, invoice)
+        if existing is None:
+            raise
+        return _same_or_conflict(existing, invoice), False
+
+
+def _same_or_conflict(existing: Invoice, attempted: Invoice) -> Invoice:
+    if existing.request_hash != attempted.request_hash or existing.deleted_at is not None:
+        raise InvoiceExists(
+            "an invoice with this invoiceId already exists for this owner and chain",
+            {"invoiceId": existing.invoice_id, "chainId": existing.chain_id},
+        )
+    return existing
+
+
+async def _find_by_invoice_id(session: AsyncSession, invoice: Invoice) -> Invoice | None:
+    result = await session.scalar(
+        select(Invoice).where(
+            Invoice.owner_key == invoice.owner_key,
+            Invoice.chain_id == invoice.chain_id,
+            Invoice.invoice_id == invoice.invoice_id,
+        )
+    )
+    return result
+
+
+async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
+    """Take the owner's next sequence number, skipping ids the owner already chose."""
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    await session.execute(
+        insert(OwnerSequence)
+        .values(owner_key=invoice.owner_key, chain_id=invoice.chain_id, next_value=1)
+        .on_conflict_do_nothing()
+    )
+    sequence = await session.scalar(
+        select(OwnerSequence)
+        .where(
+            OwnerSequence.owner_key == invoice.owner_key, OwnerSequence.chain_id == invoice.chain_id
+        )
+        .with_for_update()
+    )
+    assert sequence is not None
+    value = sequence.next_value
+    while await session.scalar(
+        select(func.count())
+        .select_from(Invoice)
+        .where(
+            Invoice.owner_key == invoice.owner_key,
+            Invoice.chain_id == invoice.chain_id,
+            Invoice.invoice_id == str(value),
+        )
+    ):
+        value += 1
+    await session.execute(
+        update(OwnerSequence)
+        .where(
+            OwnerSequence.owner_key == invoice.owner_key, OwnerSequence.chain_id == invoice.chain_id
+        )
+        .values(next_value=value + 1)
+    )
+    return str(value)
+
+
+async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
+    """The owner's invoice at that escrow; 404 also when it belongs to another owner."""
+    async with db.sessions() as session:
+        invoice = await session.scalar(
+            select(Invoice).where(func.lower(Invoice.payment_address) == payment_address.lower())
+        )
+    if invoice is None or invoice.owner_key != owner_key:
+        raise NotFound("no invoice with this paymentAddress for this owner")
+    return invoice
+
+
+@dataclass(frozen=True)
+class InvoiceFilter:
+    owner_key: str
+    chain_id: int | None = None
+    status: str | None = None
+    paid: bool | None = None
+    token_address: str | None = None
+    invoice_id: str | None = None
+    date_from: int | None = None
+    date_to: int | None = None
+    page: int = 1
+    limit: int = 20
+
+
+async def list_invoices(db: Database, query: InvoiceFilter) -> tuple[list[Invoice], int]:
+    conditions: list[Any] = [Invoice.owner_key == query.owner_key]
+    if query.status == InvoiceStatus.CANCELLED:
+        conditions.append(Invoice.status == InvoiceStatus.CANCELLED)
+    else:
+        conditions.append(Invoice.deleted_at.is_(None))
+        if query.status is not None:
+            conditions.append(Invoice.status == query.status)
+    if query.chain_id is not None:
+        conditions.append(Invoice.chain_id == query.chain_id)
+    if query.paid is not None:
+        conditions.append(Invoice.paid.is_(query.paid))
+    if query.token_address is not None:
+        conditions.append(func.lower(Invoice.token_address) == query.token_address.lower())
+    if query.invoice_id is not None:
+        conditions.append(Invoice.invoice_id == query.invoice_id)
+    if query.date_from is not None:
+        conditions.append(Invoice.created_at >= query.date_from)
+    if query.date_to is not None:
+        conditions.append(Invoice.created_at <= query.date_to)
+    async with db.sessions() as session:
+        total = await session.scalar(select(func.count()).select_from(Invoice).where(*conditions))
+        rows = await session.scalars(
+            select(Invoice)
+            .where(*conditions)
+            .order_by(Invoice.created_at.desc(), Invoice.id)
+            .offset((query.page - 1) * query.limit)
+            .limit(query.limit)
+        )
+        return list(rows), int(total or 0)
+
+
+async def delete_invoice(
+    db: Database, owner_key: str, chain_id: int, invoice_id: str, now_ms: int
+) -> Invoice:
+    """Soft delete. Pending/expired → cancelled; paid/completed keep their status and are
+    still withdrawn to the owner. Monitoring stops except where funds must still be swept."""
+    async with db.transaction() as session:
+        invoice = await session.scalar(
+            select(Invoice)
+            .where(
+                Invoice.owner_key == owner_key,
+                Invoice.chain_id == chain_id,
+                Invoice.invoice_id == invoice_id,
+                Invoice.deleted_at.is_(None),
+            )
+            .with_for_update()
+        )
+        if invoice is None:
+            raise NotFound("no such invoice for this owner and chain")
+        if invoice.status in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
+            invoice.status = InvoiceStatus.CANCELLED
+        invoice.deleted_at = now_ms
+        invoice.watch = False
+        invoice.updated_at = now_ms
+        return invoice

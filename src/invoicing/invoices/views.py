@@ -1,0 +1,67 @@
+"""The Invoice object of spec 2.1 and the webhook payload of spec 2.2."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.models import Invoice
+
+
+def payment_url(payment_page_url: str, payment_address: str) -> str:
+    return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
+
+
+def invoice_to_dict(invoice: Invoice, payment_page_url: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": invoice.id,
+        "ownerAddress": invoice.owner_address,
+        "chainId": invoice.chain_id,
+        "invoiceId": invoice.invoice_id,
+        "paymentAddress": invoice.payment_address,
+        "amount": invoice.amount,
+        "tokenAddress": invoice.token_address,
+    }
+    if invoice.description is not None:
+        body["description"] = invoice.description
+    if invoice.metadata_ is not None:
+        body["metadata"] = invoice.metadata_
+    body.update(
+        {
+            "expiresAt": invoice.expires_at,
+            "status": invoice.status,
+            "paid": invoice.paid,
+            "paidAt": invoice.paid_at,
+            "withdrawn": invoice.withdrawn,
+            "withdrawnAt": invoice.withdrawn_at,
+            "requiredRaw": invoice.required_raw,
+            "balanceRaw": invoice.balance_raw,
+            "metaBalance": to_decimal_string(int(invoice.balance_raw), invoice.decimals),
+            "lastCheckedAt": invoice.last_checked_at,
+            "createdAt": invoice.created_at,
+            "updatedAt": invoice.updated_at,
+            "url": payment_url(payment_page_url, invoice.payment_address),
+        }
+    )
+    return body
+
+
+def webhook_payload(invoice: Invoice) -> dict[str, Any]:
+    """Body of the paid webhook; ``balance`` is the one JSON number the spec asks for."""
+    meta_balance = to_decimal_string(int(invoice.balance_raw), invoice.decimals)
+    return {
+        "ownerAddress": invoice.owner_address,
+        "chainId": invoice.chain_id,
+        "invoiceId": invoice.invoice_id,
+        "paymentAddress": invoice.payment_address,
+        "amount": invoice.amount,
+        "tokenAddress": invoice.token_address,
+        "status": "paid",
+        "paid": True,
+        "paidAt": invoice.paid_at,
+        "requiredRaw": invoice.required_raw,
+        "balanceRaw": invoice.balance_raw,
+        "balance": float(Decimal(meta_balance)),
+        "updatedAt": invoice.updated_at,
+    }

@@ -1,0 +1,1 @@
+"""The payment monitor: reads escrow balances and moves invoices pending → paid / expired."""

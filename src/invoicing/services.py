@@ -1,0 +1,48 @@
+"""The running service's parts, built once from Settings and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import httpx
+
+from invoicing.chain.evm import EvmClient
+from invoicing.chain.gateway import ChainGateway, ChainRegistry, EvmGateway
+from invoicing.clock import Clock, SystemClock
+from invoicing.db import Database
+from invoicing.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    chains: ChainRegistry
+    clock: Clock = field(default_factory=SystemClock)
+    # Outbound HTTP for webhooks; tests may pass an httpx.MockTransport-backed client.
+    http_transport: httpx.AsyncBaseTransport | None = None
+
+    async def aclose(self) -> None:
+        await self.chains.aclose()
+        await self.db.dispose()
+
+
+def escrow_init_code_hash() -> bytes:
+    from invoicing.chain import contracts
+
+    return contracts.escrow_init_code_hash()
+
+
+def build_services(settings: Settings, clock: Clock | None = None) -> Services:
+    """Connect the database and every configured chain (no network traffic yet)."""
+    init_hash = escrow_init_code_hash()
+    gateways: dict[int, ChainGateway] = {
+        chain_id: EvmGateway(config, EvmClient.connect(config.rpc_url), init_hash)
+        for chain_id, config in settings.chain_configs().items()
+    }
+    return Services(
+        settings=settings,
+        db=Database(settings.database_url),
+        chains=ChainRegistry(gateways),
+        clock=clock or SystemClock(),
+    )

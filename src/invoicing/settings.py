@@ -1,0 +1,125 @@
+"""Service configuration: one Settings class (``INVOICING_*`` variables) and the chains file."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """One configured chain: where its node is and which factory serves it."""
+
+    chain_id: int
+    name: str
+    rpc_url: str
+    factory: str
+    confirmations: int = 1
+    relayer_key: str | None = None
+    native_symbol: str = "ETH"
+    native_decimals: int = 18
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Built once at start-up and passed down."""
+
+    model_config = SettingsConfigDict(env_prefix="INVOICING_", extra="ignore")
+
+    environment: str = "production"
+    database_url: str = "sqlite+aiosqlite:///./invoicing.db"
+    chains_file: Path | None = None
+    base_url: str = "http://127.0.0.1:8000"
+    payment_page_url: str = "http://127.0.0.1:8000"
+    secret: str = PLACEHOLDER_SECRET
+
+    default_expiry_s: int = 24 * 3600
+    late_payment_window_s: int = 7 * 24 * 3600
+    signature_window_s: int = 300
+
+    monitor_interval_s: float = 20.0
+    monitor_expired_interval_s: float = 300.0
+    monitor_batch_size: int = 5000
+    webhook_retry_delay_s: float = 60.0
+    webhook_max_attempts: int = 20
+    webhook_timeout_s: float = 10.0
+    webhook_allow_private: bool = False
+    withdrawal_interval_s: float = 600.0
+    withdrawal_batch_size: int = 100
+    relayer_resend_after_s: float = 60.0
+    fee_rate_limit_per_minute: int = 30
+
+    max_body_bytes: int = 64 * 1024
+    run_workers: bool = True
+
+    # Chains can also be given inline (used by `invoicing dev`), instead of a file.
+    chains: list[ChainConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_secret(self) -> Settings:
+        if self.environment != "development" and self.secret == PLACEHOLDER_SECRET:
+            raise ValueError("INVOICING_SECRET must be set to a real secret outside development")
+        return self
+
+    @property
+    def is_development(self) -> bool:
+        return self.environment == "development"
+
+    def chain_configs(self) -> dict[int, ChainConfig]:
+        """Chains by id, from the inline list and the chains TOML file."""
+        configs = {c.chain_id: c for c in self.chains}
+        if self.chains_file is not None:
+            for chain in load_chains_file(self.chains_file):
+                configs[chain.chain_id] = chain
+        return configs
+
+
+def load_chains_file(path: Path) -> list[ChainConfig]:
+    """Parse a chains TOML file of ``[[chain]]`` tables.
+
+    Example::
+
+        [[chain]]
+        chain_id = 1
+        name = "Ethereum"
+        rpc_url = "https://rpc.example"
+        factory = "0x…"
+        confirmations = 12
+        relayer_key = "env:RELAYER_KEY_MAINNET"
+    """
+    data = tomllib.loads(path.read_text())
+    chains = []
+    for entry in data.get("chain", []):
+        relayer_key = entry.get("relayer_key")
+        chains.append(
+            ChainConfig(
+                chain_id=int(entry["chain_id"]),
+                name=str(entry.get("name", f"chain {entry['chain_id']}")),
+                rpc_url=str(entry["rpc_url"]),
+                factory=str(entry["factory"]),
+                confirmations=int(entry.get("confirmations", 1)),
+                relayer_key=resolve_secret(relayer_key) if relayer_key else None,
+                native_symbol=str(entry.get("native_symbol", "ETH")),
+                native_decimals=int(entry.get("native_decimals", 18)),
+            )
+        )
+    return chains
+
+
+def resolve_secret(reference: str) -> str:
+    """``env:NAME`` reads an environment variable, ``file:PATH`` a file; else the value itself."""
+    import os
+
+    if reference.startswith("env:"):
+        value = os.environ.get(reference[4:])
+        if not value:
+            raise ValueError(f"environment variable {reference[4:]} is not set")
+        return value
+    if reference.startswith("file:"):
+        return Path(reference[5:]).read_text().strip()
+    return reference

@@ -1,0 +1,1 @@
+"""Paid webhooks: a durable outbox and its delivery worker."""

@@ -1,0 +1,45 @@
+"""Background workers (monitor, webhooks, withdrawals, relayer) run as asyncio tasks.
+
+Each worker is ``async def run(services, stop: asyncio.Event) -> None`` and must return
+promptly once ``stop`` is set. They claim work with row locks, so any number of processes
+may run them against one PostgreSQL database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from invoicing.services import Services
+
+log = logging.getLogger(__name__)
+
+Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
+
+
+def all_workers() -> list[Worker]:
+    """Every worker the service runs. Each domain contributes its loop here."""
+    return []
+
+
+async def run_workers(
+    services: Services, stop: asyncio.Event, workers: list[Worker] | None = None
+) -> None:
+    """Run every worker until ``stop`` is set; a crashed worker is logged and restarted."""
+    await asyncio.gather(*(_supervise(w, services, stop) for w in workers or all_workers()))
+
+
+async def _supervise(worker: Worker, services: Services, stop: asyncio.Event) -> None:
+    name = getattr(worker, "__module__", repr(worker))
+    while not stop.is_set():
+        try:
+            await worker(services, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a worker must never take the process down
+            log.exception("worker %s crashed; restarting in 1 s", name)
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=1.0)
+            except TimeoutError:
+                pass
