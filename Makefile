@@ -1,0 +1,47 @@
+# Two commands for a new machine: `make run` (the embedded dev service) and `make test`.
+# Both do all set-up themselves and are safe to run again.
+
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NPM_STAMP := node_modules/.installed
+PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
+
+.PHONY: run test test-sqlite test-postgres lint setup bench compile clean
+
+setup: $(STAMP) $(NPM_STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NPM_STAMP)
+
+run: setup
+	$(VENV)/bin/invoicing dev
+
+# The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
+test: setup
+ifeq ($(DB),postgres)
+	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest $(PYTEST_ARGS)
+else
+	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest $(PYTEST_ARGS)
+endif
+
+lint: setup
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy
+
+compile: $(NPM_STAMP)
+	node scripts/compile.mjs
+
+bench: setup
+	$(PY) bench/gas.py
+
+clean:
+	rm -rf $(VENV) node_modules

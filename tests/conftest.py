@@ -1,0 +1,130 @@
+"""Shared fixtures: a real database (SQLite or PostgreSQL), a real anvil node, the real app.
+
+The database comes from ``INVOICING_TEST_DATABASE``: ``sqlite`` (default) or a PostgreSQL
+URL such as ``postgresql://postgres@127.0.0.1:5432/test``; for PostgreSQL a fresh database
+is created for the run and dropped afterwards. Tests share one chain and one database, so
+each test works with fresh owners (random keys) rather than resetting state.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
+from invoicing.chain.evm import EvmClient
+from invoicing.migrate import upgrade
+from invoicing.services import Services, build_services
+from invoicing.settings import ChainConfig, Settings
+
+TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
+
+
+def _sync_pg_url(url: str) -> str:
+    return make_url(url).set(drivername="postgresql+psycopg2").render_as_string(False)
+
+
+def new_database_url() -> tuple[str, Callable[[], None]]:
+    """A fresh, empty database for this run and a function that drops it."""
+    if TEST_DATABASE == "sqlite":
+        path = os.path.join(tempfile.mkdtemp(prefix="invoicing-test-"), "test.db")
+        return f"sqlite+aiosqlite:///{path}", lambda: None
+    admin_url = _sync_pg_url(TEST_DATABASE)
+    name = f"invoicing_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    url = make_url(TEST_DATABASE).set(database=name, drivername="postgresql+asyncpg")
+    return url.render_as_string(False), drop
+
+
+@pytest.fixture(scope="session")
+async def database_url() -> AsyncIterator[str]:
+    """One migrated database shared by the run."""
+    url, drop = new_database_url()
+    await upgrade(url)
+    yield url
+    drop()
+
+
+@pytest.fixture(scope="session")
+def anvil() -> Iterator[AnvilProcess]:
+    """anvil on a free port, automining (every transaction gets its own block)."""
+    with AnvilProcess() as node:
+        yield node
+
+
+@pytest.fixture(scope="session")
+async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
+    client = EvmClient.connect(anvil.url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(scope="session")
+async def dev(evm: EvmClient) -> DevDeployment:
+    """PaymentFactory and TestToken deployed by anvil account 0."""
+    return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+
+
+@pytest.fixture(scope="session")
+def factory(dev: DevDeployment) -> str:
+    return dev.factory
+
+
+def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> ChainConfig:
+    fields: dict[str, Any] = {
+        "chain_id": dev.chain_id,
+        "name": "Anvil (local)",
+        "rpc_url": anvil.url,
+        "factory": dev.factory,
+        "confirmations": 1,
+        "relayer_key": DEV_PRIVATE_KEYS[0],
+    }
+    fields.update(overrides)
+    return ChainConfig(**fields)
+
+
+MakeServices = Callable[..., Awaitable[Services]]
+
+
+@pytest.fixture
+async def make_services(
+    database_url: str, anvil: AnvilProcess, dev: DevDeployment
+) -> AsyncIterator[MakeServices]:
+    """Build Services on the test database and anvil; ``make_services(monitor_interval_s=1)``
+    overrides settings, ``chain=dict(confirmations=3)`` overrides the chain config."""
+    built: list[Services] = []
+
+    async def make(chain: dict[str, Any] | None = None, **overrides: Any) -> Services:
+        fields: dict[str, Any] = {
+            "environment": "development",
+            "database_url": database_url,
+            "base_url": "http://127.0.0.1:8000",
+            "payment_page_url": "http://pay.test",
+            "webhook_allow_private": True,
+            "run_workers": False,
+            "chains": [chain_config(anvil, dev, **(chain or {}))],
+        }
+        fields.update(overrides)
+        services = build_services(Settings(**fields))
+        built.append(services)
+        return services
+
+    yield make
+    for services in built:
+        await services.aclose()
