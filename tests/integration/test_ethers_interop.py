@@ -1,0 +1,72 @@
+"""Signatures made by ethers.js (as a wallet or dApp would) are accepted by the factory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+from eth_account.messages import encode_typed_data
+from eth_utils.crypto import keccak
+
+from invoicing.chain import contracts as c
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.evm import EvmClient
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SIGN_META = REPO_ROOT / "tests" / "js" / "sign_meta.mjs"
+RELAYER_KEY = DEV_PRIVATE_KEYS[1]
+
+
+def ethers_sign(*args: object) -> dict[str, dict[str, str]]:
+    node = shutil.which("node")
+    assert node is not None, "node is required for the ethers.js interop test"
+    result = subprocess.run(
+        [node, str(SIGN_META), *map(str, args)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    answer: dict[str, dict[str, str]] = json.loads(result.stdout)
+    return answer
+
+
+def typed_digest(typed: dict[str, object]) -> bytes:
+    signable = encode_typed_data(full_message=typed)
+    return keccak(b"\x19" + signable.version + signable.header + signable.body)
+
+
+async def test_ethers_signatures_are_accepted_by_the_factory(evm: EvmClient, factory: str) -> None:
+    owner = Account.create()
+    payout = Account.create().address
+    chain_id = await evm.chain_id()
+    block = await evm.get_block("latest")
+    deadline = int(block["timestamp"], 16) + 600
+    fee_typed = c.set_fee_typed_data(chain_id, factory, owner.address, 321, 0, deadline)
+    payout_typed = c.set_payout_typed_data(chain_id, factory, owner.address, payout, 1, deadline)
+
+    signed = ethers_sign(
+        "0x" + bytes(owner.key).hex(), chain_id, factory, 321, 0, payout, 1, deadline
+    )
+
+    assert signed["signer"] == owner.address
+    assert bytes.fromhex(signed["setFee"]["digest"][2:]) == typed_digest(fee_typed)
+    assert bytes.fromhex(signed["setPayout"]["digest"][2:]) == typed_digest(payout_typed)
+    fee_signature = bytes.fromhex(signed["setFee"]["signature"][2:])
+    payout_signature = bytes.fromhex(signed["setPayout"]["signature"][2:])
+    fee_call = c.encode_set_fee_meta(owner.address, 321, 0, deadline, fee_signature)
+    payout_call = c.encode_set_payout_meta(owner.address, payout, 1, deadline, payout_signature)
+    assert (await evm.transact(RELAYER_KEY, factory, fee_call))["status"] == 1
+    assert (await evm.transact(RELAYER_KEY, factory, payout_call))["status"] == 1
+    assert c.decode_uint256(await evm.eth_call(factory, c.encode_nonces(owner.address))) == 2
+    assert c.decode_uint256(await evm.eth_call(factory, c.encode_fee_bps_of(owner.address))) == 321
+    assert (
+        c.decode_address(await evm.eth_call(factory, c.encode_payout_of(owner.address))) == payout
+    )
