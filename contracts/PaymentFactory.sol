@@ -158,8 +158,15 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
             mstore(0x00, owner)
             for { let p := salts.offset } lt(p, end) { p := add(p, 0x20) } {
                 mstore(0x20, calldataload(p))
-                // A failed create (e.g. a duplicate salt) leaves that escrow alone.
-                pop(create2(0, code, codeLength, keccak256(0x00, 0x40)))
+                let create2Salt := keccak256(0x00, 0x40)
+                // An escrow swept earlier in this transaction still has code until the
+                // transaction ends, and a colliding CREATE2 would burn 63/64 of the gas left:
+                // remember swept escrows in transient storage (keyed by their random CREATE2
+                // salt) and skip duplicates. A create that fails otherwise is skipped too.
+                if iszero(tload(create2Salt)) {
+                    tstore(create2Salt, 1)
+                    pop(create2(0, code, codeLength, create2Salt))
+                }
             }
         }
     }

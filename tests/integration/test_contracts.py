@@ -595,3 +595,19 @@ async def test_owner_that_rejects_native_coin_reverts_with_named_error(
 
     assert reason == c.RevertReason("NativeTransferFailed", (owner.lower(),))
     assert await evm.get_balance(escrow) == 77
+
+
+async def test_duplicate_salt_in_a_batch_is_skipped_cheaply(evm: EvmClient, factory: str) -> None:
+    owner = new_owner()
+    salts = [new_salt(), new_salt()]
+    for salt, amount in zip(salts, (1_000, 2_000), strict=True):
+        await fund_native(evm, c.escrow_address(factory, owner.address, salt), amount)
+    data = c.encode_withdraw(owner.address, c.ZERO_ADDRESS, [salts[0], salts[0], salts[1]])
+
+    receipt = await send(evm, CALLER_KEY, factory, data)
+
+    events = [w for log in receipt["logs"] if (w := c.decode_withdrawn(log)) is not None]
+    assert events == [c.Withdrawn(owner.address, c.ZERO_ADDRESS, 3, 3_000, 0)]
+    assert await evm.get_balance(owner.address) == 3_000
+    # A colliding CREATE2 would have burnt 63/64 of the gas left (millions).
+    assert receipt["gasUsed"] < 200_000
