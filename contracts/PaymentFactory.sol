@@ -84,10 +84,9 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
 
     /// @notice The escrow address of (`owner`, `salt`), whatever token is paid into it.
     function predictEscrow(address owner, bytes32 salt) external view returns (address) {
+        bytes32 initCodeHash = keccak256(type(Escrow).creationCode);
         bytes32 hash = keccak256(
-            abi.encodePacked(
-                bytes1(0xff), address(this), _escrowSalt(owner, salt), keccak256(type(Escrow).creationCode)
-            )
+            abi.encodePacked(bytes1(0xff), address(this), _escrowSalt(owner, salt), initCodeHash)
         );
         return address(uint160(uint256(hash)));
     }
