@@ -14,16 +14,19 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.services import Services, build_services
 from invoicing.settings import ChainConfig, Settings
+from tests.support.server import serve
 
 TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
 
@@ -128,3 +131,22 @@ async def make_services(
     yield make
     for services in built:
         await services.aclose()
+
+
+class RunningApp:
+    """The real app on a real port, with an HTTP client and its Services."""
+
+    def __init__(self, base_url: str, services: Services, http: httpx.AsyncClient) -> None:
+        self.base_url = base_url
+        self.services = services
+        self.http = http
+
+
+@pytest.fixture
+async def app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
+    """The API served by uvicorn on a free port (workers off; tests drive them)."""
+    services = await make_services()
+    async with serve(create_app(services)) as base_url, httpx.AsyncClient(
+        base_url=base_url, timeout=30
+    ) as http:
+        yield RunningApp(base_url, services, http)

@@ -24,6 +24,10 @@ def _logging() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 @app.command()
 def dev(
     port: Annotated[int, typer.Option(help="API port")] = 8000,
@@ -37,6 +41,9 @@ def dev(
     from invoicing.dev import DevOptions, run_dev
 
     _logging()
+    # SIGTERM unwinds like Ctrl-C, so the anvil node this command started is stopped too
+    # (uvicorn re-raises the signal it caught once the server has shut down).
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     asyncio.run(
         run_dev(
             DevOptions(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from eth_abi.abi import decode, encode
+from eth_abi.exceptions import DecodingError
 from eth_utils.abi import function_signature_to_4byte_selector
 from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
@@ -100,7 +101,7 @@ class EvmGateway:
         try:
             raw = await self.evm.eth_call(token, selector(signature))
             return decode([out], raw)[0]
-        except (ContractRevert, RpcError, ValueError, OverflowError) as exc:
+        except (ContractRevert, RpcError, DecodingError, ValueError, OverflowError) as exc:
             raise UnsupportedToken(
                 f"{token} is not a readable ERC-20 on chain {self.config.chain_id}"
             ) from exc
