@@ -146,7 +146,8 @@ class RunningApp:
 async def app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
     """The API served by uvicorn on a free port (workers off; tests drive them)."""
     services = await make_services()
-    async with serve(create_app(services)) as base_url, httpx.AsyncClient(
-        base_url=base_url, timeout=30
-    ) as http:
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
         yield RunningApp(base_url, services, http)

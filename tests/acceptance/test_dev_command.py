@@ -32,9 +32,11 @@ def wait_for_file(path: Path, process: subprocess.Popen[bytes], timeout_s: float
 
 def port_is_open(port: int) -> bool:
     try:
-        httpx.post(f"http://127.0.0.1:{port}", json={"jsonrpc": "2.0", "id": 1,
-                                                     "method": "eth_chainId", "params": []},
-                   timeout=1)
+        httpx.post(
+            f"http://127.0.0.1:{port}",
+            json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []},
+            timeout=1,
+        )
         return True
     except httpx.HTTPError:
         return False
@@ -45,9 +47,21 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
     api_port, chain_port = free_port(), free_port()
     ready_file = tmp_path / "ready.json"
     process = subprocess.Popen(
-        [INVOICING, "dev", "--port", str(api_port), "--chain-port", str(chain_port),
-         "--ready-file", str(ready_file), "--database-url", f"sqlite:///{tmp_path}/dev.db"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
+        [
+            INVOICING,
+            "dev",
+            "--port",
+            str(api_port),
+            "--chain-port",
+            str(chain_port),
+            "--ready-file",
+            str(ready_file),
+            "--database-url",
+            f"sqlite:///{tmp_path}/dev.db",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
     )
     try:
         ready = json.loads(wait_for_file(ready_file, process))

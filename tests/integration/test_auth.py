@@ -47,8 +47,9 @@ async def test_no_credentials_is_401(app: RunningApp, dev: DevDeployment) -> Non
 
 async def test_unknown_api_key_is_401(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
-    response = await app.http.post(PATH, json=body_for(owner.address, dev),
-                                   headers=key_headers("sk_not-a-key"))
+    response = await app.http.post(
+        PATH, json=body_for(owner.address, dev), headers=key_headers("sk_not-a-key")
+    )
     await assert_refused(response, 401, "unauthorized")
 
 
@@ -58,8 +59,9 @@ async def test_api_key_of_another_owner_is_403_and_creates_nothing(
     alice, bob = new_owner(), new_owner()
     alice_key = await issue_api_key(app.services, alice)
 
-    response = await app.http.post(PATH, json=body_for(bob.address, dev),
-                                   headers=key_headers(alice_key))
+    response = await app.http.post(
+        PATH, json=body_for(bob.address, dev), headers=key_headers(alice_key)
+    )
 
     await assert_refused(response, 403, "forbidden")
     assert await count(app, bob.address) == 0
@@ -86,7 +88,9 @@ async def test_both_modes_or_half_a_pair_is_401(app: RunningApp, dev: DevDeploym
     assert await count(app, owner.address) == 0
 
 
-async def test_timestamp_outside_five_minutes_is_refused(app: RunningApp, dev: DevDeployment) -> None:
+async def test_timestamp_outside_five_minutes_is_refused(
+    app: RunningApp, dev: DevDeployment
+) -> None:
     owner = new_owner()
     body = body_for(owner.address, dev)
     payload = {k: v for k, v in body.items() if k != "ownerAddress"}
@@ -132,9 +136,10 @@ async def test_replay_is_refused_by_another_api_process_on_the_same_database(
     headers = signed_headers(owner, "invoice.create", payload)
     other_services = await make_services()
 
-    async with serve(create_app(other_services)) as other_url, httpx.AsyncClient(
-        base_url=other_url
-    ) as other:
+    async with (
+        serve(create_app(other_services)) as other_url,
+        httpx.AsyncClient(base_url=other_url) as other,
+    ):
         first = await app.http.post(PATH, json=body, headers=headers)
         replay = await other.post(PATH, json=body, headers=headers)
 
@@ -154,14 +159,18 @@ async def test_signature_over_another_action_or_payload_is_refused(
         PATH, json=body, headers=signed_headers(owner, "invoice.delete", payload)
     )
     tampered = await app.http.post(
-        PATH, json={**body, "amount": "100"}, headers=signed_headers(owner, "invoice.create", payload)
+        PATH,
+        json={**body, "amount": "100"},
+        headers=signed_headers(owner, "invoice.create", payload),
     )
     other_signer = await app.http.post(
-        PATH, json=body,
+        PATH,
+        json=body,
         headers=signed_headers(new_owner(), "invoice.create", payload, owner_address=owner.address),
     )
     null_added = await app.http.post(
-        PATH, json={**body, "description": None},
+        PATH,
+        json={**body, "description": None},
         headers=signed_headers(owner, "invoice.create", payload),
     )
 
@@ -172,8 +181,12 @@ async def test_signature_over_another_action_or_payload_is_refused(
 
 async def test_sorted_payload_keys_are_accepted(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1",
-            "invoiceId": "sorted-1"}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "1",
+        "invoiceId": "sorted-1",
+    }
     sorted_payload = {"amount": "1", "chainId": dev.chain_id, "invoiceId": "sorted-1"}
 
     response = await app.http.post(
@@ -205,9 +218,11 @@ async def test_owner_address_casing_is_signed_exactly_as_sent(
     body = {"ownerAddress": lower, "chainId": dev.chain_id, "amount": "1"}
 
     response = await app.http.post(
-        PATH, json=body,
-        headers=signed_headers(owner, "invoice.create", {"chainId": dev.chain_id, "amount": "1"},
-                               owner_address=lower),
+        PATH,
+        json=body,
+        headers=signed_headers(
+            owner, "invoice.create", {"chainId": dev.chain_id, "amount": "1"}, owner_address=lower
+        ),
     )
 
     assert response.status_code == 201, response.text
@@ -216,26 +231,43 @@ async def test_owner_address_casing_is_signed_exactly_as_sent(
 
 async def test_api_key_lifecycle(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
-    created = await signed_post(app.http, "/integration/api-keys", owner, "apikey.create",
-                                {"ownerAddress": owner.address, "label": "shop"})
+    created = await signed_post(
+        app.http,
+        "/integration/api-keys",
+        owner,
+        "apikey.create",
+        {"ownerAddress": owner.address, "label": "shop"},
+    )
     assert created.status_code == 201, created.text
     key = created.json()
     assert set(key) == {"id", "apiKey", "label", "createdAt"}
     assert key["label"] == "shop" and key["apiKey"].startswith("sk_")
 
-    use = await app.http.post(PATH, json=body_for(owner.address, dev),
-                              headers=key_headers(key["apiKey"]))
-    listed = await signed_get(app.http, "/integration/api-keys", owner, "apikey.list",
-                              {"ownerAddress": owner.address})
-    revoked = await signed_get(app.http, "/integration/api-keys", owner, "apikey.revoke",
-                               {"ownerAddress": owner.address, "id": key["id"]}, method="DELETE")
-    after = await app.http.post(PATH, json=body_for(owner.address, dev),
-                                headers=key_headers(key["apiKey"]))
+    use = await app.http.post(
+        PATH, json=body_for(owner.address, dev), headers=key_headers(key["apiKey"])
+    )
+    listed = await signed_get(
+        app.http, "/integration/api-keys", owner, "apikey.list", {"ownerAddress": owner.address}
+    )
+    revoked = await signed_get(
+        app.http,
+        "/integration/api-keys",
+        owner,
+        "apikey.revoke",
+        {"ownerAddress": owner.address, "id": key["id"]},
+        method="DELETE",
+    )
+    after = await app.http.post(
+        PATH, json=body_for(owner.address, dev), headers=key_headers(key["apiKey"])
+    )
 
     assert use.status_code == 201
     assert listed.status_code == 200
-    assert listed.json() == {"items": [{"id": key["id"], "label": "shop",
-                                        "createdAt": key["createdAt"], "revokedAt": None}]}
+    assert listed.json() == {
+        "items": [
+            {"id": key["id"], "label": "shop", "createdAt": key["createdAt"], "revokedAt": None}
+        ]
+    }
     assert "apiKey" not in listed.text and key["apiKey"] not in listed.text
     assert revoked.status_code == 200 and revoked.json()["revoked"] is True
     await assert_refused(after, 401, "unauthorized")
@@ -246,8 +278,9 @@ async def test_api_keys_cannot_manage_api_keys(app: RunningApp) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
 
-    response = await app.http.post("/integration/api-keys", json={"ownerAddress": owner.address},
-                                   headers=key_headers(key))
+    response = await app.http.post(
+        "/integration/api-keys", json={"ownerAddress": owner.address}, headers=key_headers(key)
+    )
 
     await assert_refused(response, 401, "unauthorized")
 
@@ -256,14 +289,22 @@ async def test_revoking_another_owners_key_is_404_and_keeps_it(
     app: RunningApp, dev: DevDeployment
 ) -> None:
     alice, bob = new_owner(), new_owner()
-    created = await signed_post(app.http, "/integration/api-keys", alice, "apikey.create",
-                                {"ownerAddress": alice.address})
+    created = await signed_post(
+        app.http, "/integration/api-keys", alice, "apikey.create", {"ownerAddress": alice.address}
+    )
     key = created.json()
 
-    response = await signed_get(app.http, "/integration/api-keys", bob, "apikey.revoke",
-                                {"ownerAddress": bob.address, "id": key["id"]}, method="DELETE")
-    still = await app.http.post(PATH, json=body_for(alice.address, dev),
-                                headers=key_headers(key["apiKey"]))
+    response = await signed_get(
+        app.http,
+        "/integration/api-keys",
+        bob,
+        "apikey.revoke",
+        {"ownerAddress": bob.address, "id": key["id"]},
+        method="DELETE",
+    )
+    still = await app.http.post(
+        PATH, json=body_for(alice.address, dev), headers=key_headers(key["apiKey"])
+    )
 
     await assert_refused(response, 404, "not_found")
     assert still.status_code == 201

@@ -25,9 +25,9 @@ PATH = "/integration/invoices"
 async def count_invoices(app: RunningApp, owner_address: str) -> int:
     async with app.services.db.sessions() as session:
         total = await session.scalar(
-            select(func.count()).select_from(Invoice).where(
-                Invoice.owner_key == owner_address.lower()
-            )
+            select(func.count())
+            .select_from(Invoice)
+            .where(Invoice.owner_key == owner_address.lower())
         )
     return int(total or 0)
 
@@ -37,19 +37,43 @@ async def test_create_native_invoice_returns_the_spec_shape(
 ) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1.5",
-            "invoiceId": "order-1", "description": "Two coffees", "metadata": {"cart": [1, 2]},
-            "webhookUrl": "http://127.0.0.1:9/hook"}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "1.5",
+        "invoiceId": "order-1",
+        "description": "Two coffees",
+        "metadata": {"cart": [1, 2]},
+        "webhookUrl": "http://127.0.0.1:9/hook",
+    }
 
     response = await app.http.post(PATH, json=body, headers=key_headers(key))
 
     assert response.status_code == 201
     invoice = response.json()
     assert set(invoice) == {
-        "id", "ownerAddress", "chainId", "invoiceId", "paymentAddress", "amount", "tokenAddress",
-        "description", "metadata", "expiresAt", "status", "paid", "paidAt", "withdrawn",
-        "withdrawnAt", "requiredRaw", "balanceRaw", "metaBalance", "lastCheckedAt", "createdAt",
-        "updatedAt", "url",
+        "id",
+        "ownerAddress",
+        "chainId",
+        "invoiceId",
+        "paymentAddress",
+        "amount",
+        "tokenAddress",
+        "description",
+        "metadata",
+        "expiresAt",
+        "status",
+        "paid",
+        "paidAt",
+        "withdrawn",
+        "withdrawnAt",
+        "requiredRaw",
+        "balanceRaw",
+        "metaBalance",
+        "lastCheckedAt",
+        "createdAt",
+        "updatedAt",
+        "url",
     }
     assert invoice["ownerAddress"] == owner.address
     assert invoice["chainId"] == dev.chain_id
@@ -81,8 +105,12 @@ async def test_create_native_invoice_returns_the_spec_shape(
 async def test_erc20_amount_uses_the_token_decimals(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "25.000001",
-            "tokenAddress": dev.token.lower()}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "25.000001",
+        "tokenAddress": dev.token.lower(),
+    }
 
     response = await app.http.post(PATH, json=body, headers=key_headers(key))
 
@@ -98,8 +126,12 @@ async def test_identical_retry_returns_the_same_invoice_and_a_difference_conflic
 ) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "2",
-            "invoiceId": "retry-1"}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "2",
+        "invoiceId": "retry-1",
+    }
     first = await app.http.post(PATH, json=body, headers=key_headers(key))
 
     again = await app.http.post(PATH, json=body, headers=key_headers(key))
@@ -147,8 +179,12 @@ async def test_generated_ids_are_unique_under_concurrent_requests(
 
 async def test_signature_mode_create(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "0.25",
-            "invoiceId": "sig-1"}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "0.25",
+        "invoiceId": "sig-1",
+    }
 
     response = await signed_post(app.http, PATH, owner, "invoice.create", body)
 
@@ -232,20 +268,31 @@ async def test_malformed_bodies(
 async def test_oversized_body_is_413(app: RunningApp, dev: DevDeployment) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
-    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1",
-            "metadata": {"blob": "x" * 70_000}}
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "amount": "1",
+        "metadata": {"blob": "x" * 70_000},
+    }
 
-    response = await app.http.post(PATH, content=json.dumps(body),
-                                   headers={**key_headers(key), "content-type": "application/json"})
+    response = await app.http.post(
+        PATH,
+        content=json.dumps(body),
+        headers={**key_headers(key), "content-type": "application/json"},
+    )
 
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
     assert await count_invoices(app, owner.address) == 0
 
 
-@pytest.mark.parametrize("owner_address", ["0x1234", "not-an-address", 42, None,
-                                           "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92267".upper()])
-async def test_bad_owner_address(app: RunningApp, dev: DevDeployment, owner_address: object) -> None:
+@pytest.mark.parametrize(
+    "owner_address",
+    ["0x1234", "not-an-address", 42, None, "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92267".upper()],
+)
+async def test_bad_owner_address(
+    app: RunningApp, dev: DevDeployment, owner_address: object
+) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
     body = {"ownerAddress": owner_address, "chainId": dev.chain_id, "amount": "1"}
@@ -268,7 +315,8 @@ async def test_mixed_case_owner_with_a_wrong_checksum_is_refused(
     assert re.search("[a-f]", flipped[2:]) and re.search("[A-F]", flipped[2:])
 
     response = await app.http.post(
-        PATH, json={"ownerAddress": flipped, "chainId": dev.chain_id, "amount": "1"},
+        PATH,
+        json={"ownerAddress": flipped, "chainId": dev.chain_id, "amount": "1"},
         headers=key_headers(key),
     )
 

@@ -41,10 +41,12 @@ def test_vector_verifies_as_sent_and_with_sorted_keys() -> None:
 def test_any_change_breaks_the_signature() -> None:
     assert not signed_by(OWNER, VECTOR, "invoice.status", 1760000000000, PAYLOAD, False)
     assert not signed_by(OWNER, VECTOR, "invoice.create", 1760000000001, PAYLOAD, False)
-    assert not signed_by(OWNER, VECTOR, "invoice.create", 1760000000000,
-                         {**PAYLOAD, "amount": "1.6"}, False)
-    assert not signed_by(OWNER, VECTOR, "invoice.create", 1760000000000,
-                         {**PAYLOAD, "description": None}, False)
+    assert not signed_by(
+        OWNER, VECTOR, "invoice.create", 1760000000000, {**PAYLOAD, "amount": "1.6"}, False
+    )
+    assert not signed_by(
+        OWNER, VECTOR, "invoice.create", 1760000000000, {**PAYLOAD, "description": None}, False
+    )
     other = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
     assert not signed_by(other, VECTOR, "invoice.create", 1760000000000, PAYLOAD, False)
 
