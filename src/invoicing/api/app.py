@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from invoicing import __version__
-from invoicing.api import api_keys, health, invoices
+from invoicing.api import api_keys, health, invoices, webhooks
 from invoicing.api.errors import install_error_handlers
+from invoicing.page import routes as page
 from invoicing.services import Services
 from invoicing.workers import run_workers
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,22 +14,55 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.invoices.models import Invoice, InvoiceStatus
 from invoicing.services import Services
 
+# Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
+PARALLEL_READS = 4
+
+
+class Watched(Protocol):
+    """What a balance read needs to know about an invoice (an ORM row or a plain row)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def payment_address(self) -> str: ...
+
+    @property
+    def token_address(self) -> str | None: ...
+
 
 async def confirmed_block(chain: ChainGateway) -> int:
     """The newest block at the chain's confirmation depth (1 = the head itself)."""
-    head = await chain.block_number()
+    return confirmed_at(chain, await chain.block_number())
+
+
+def confirmed_at(chain: ChainGateway, head: int) -> int:
     return max(0, head - (chain.config.confirmations - 1))
 
 
-async def read_balances(chain: ChainGateway, invoices: list[Invoice], block: int) -> dict[str, int]:
-    """Balances by invoice id, one batched read per token, all at ``block``."""
-    by_token: dict[str | None, list[Invoice]] = defaultdict(list)
+async def read_balances(
+    chain: ChainGateway, invoices: Sequence[Watched], block: int, batch_size: int = 6000
+) -> dict[str, int]:
+    """Balances by invoice id, read at ``block``: one ``balancesOf`` call per token and chunk
+    of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays in the thousands)."""
+    by_token: dict[str | None, list[Watched]] = defaultdict(list)
     for invoice in invoices:
         by_token[invoice.token_address].append(invoice)
+    chunks = [
+        (token, group[start : start + batch_size])
+        for token, group in by_token.items()
+        for start in range(0, len(group), batch_size)
+    ]
+    gate = asyncio.Semaphore(PARALLEL_READS)
+
+    async def read(token: str | None, chunk: list[Watched]) -> dict[str, int]:
+        async with gate:
+            values = await chain.balances(token, [i.payment_address for i in chunk], block)
+        return {invoice.id: value for invoice, value in zip(chunk, values, strict=True)}
+
     balances: dict[str, int] = {}
-    for token, group in by_token.items():
-        values = await chain.balances(token, [i.payment_address for i in group], block)
-        balances.update({invoice.id: value for invoice, value in zip(group, values, strict=True)})
+    for part in await asyncio.gather(*(read(token, chunk) for token, chunk in chunks)):
+        balances.update(part)
     return balances
 
 
@@ -57,6 +93,8 @@ async def on_paid(session: AsyncSession, services: Services, invoice: Invoice) -
     """Side effects of the paid transition, in the same transaction (the webhook outbox)."""
     from invoicing.webhooks.outbox import enqueue_paid_event
 
+    # A paid invoice needs no more balance reads; the withdrawal worker takes it from here.
+    invoice.watch = False
     await enqueue_paid_event(session, services, invoice)
 
 

@@ -1,0 +1,57 @@
+"""The monitor worker: one loop per chain, polling the head and running passes.
+
+Every ``monitor_poll_interval_s`` it reads ``eth_blockNumber`` (one cheap call). When the head
+moved, a block pass reads the pending invoices so that a payment is seen within one block;
+then the due pass checks whatever is due (pending every 20 s, expired at the lower rate).
+An RPC or database outage is logged and retried with exponential backoff; it never ends
+the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from invoicing.chain.gateway import ChainGateway
+from invoicing.errors import ChainUnavailable
+from invoicing.monitor.check import confirmed_at
+from invoicing.monitor.passes import run_block_pass, run_due_pass
+from invoicing.services import Services
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+
+
+async def run(services: Services, stop: asyncio.Event) -> None:
+    """Monitor every configured chain until ``stop`` is set."""
+    await asyncio.gather(*(watch_chain(services, chain, stop) for chain in services.chains.all()))
+
+
+async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Event) -> None:
+    poll_s = services.settings.monitor_poll_interval_s
+    last_block: int | None = None
+    failures = 0
+    while not stop.is_set():
+        try:
+            block = confirmed_at(chain, await chain.block_number())
+            if block != last_block:
+                await run_block_pass(services, chain, block)
+                last_block = block
+            await run_due_pass(services, chain, block)
+            failures = 0
+            delay = poll_s
+        except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
+            failures += 1
+            delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
+            log.warning(
+                "monitor pass on chain %s failed (%s); retrying in %.1f s",
+                chain.config.chain_id,
+                exc,
+                delay,
+            )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)

@@ -1,0 +1,292 @@
+"""The monitor's passes against a FakeChain and the real test database."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+
+from invoicing.auth.guard import Caller
+from invoicing.chain.fake import FakeChain
+from invoicing.chain.gateway import ChainRegistry
+from invoicing.clock import FakeClock
+from invoicing.db import Database
+from invoicing.invoices.models import Invoice
+from invoicing.invoices.service import NewInvoice, create_invoice
+from invoicing.monitor.check import read_balances, recheck_invoice
+from invoicing.monitor.passes import claim_due, run_block_pass, run_due_pass
+from invoicing.monitor.worker import watch_chain
+from invoicing.services import Services
+from invoicing.settings import Settings
+from invoicing.webhooks.models import WebhookEvent
+from tests.support.signing import new_owner
+
+TOKEN = "0x" + "7e" * 20
+ETH = 10**18
+
+
+@pytest.fixture
+def fake() -> FakeChain:
+    # A chain id of its own, so passes never touch other tests' invoices in the shared DB.
+    chain = FakeChain(chain_id=random.randrange(10**6, 10**9))
+    chain.add_token(TOKEN, 6, "TUSD")
+    return chain
+
+
+@pytest.fixture
+async def services(database_url: str, fake: FakeChain) -> AsyncIterator[Services]:
+    settings = Settings(
+        environment="development",
+        database_url=database_url,
+        run_workers=False,
+        monitor_interval_s=20,
+        monitor_expired_interval_s=300,
+        late_payment_window_s=7 * 24 * 3600,
+        monitor_poll_interval_s=0.01,
+    )
+    built = Services(
+        settings=settings,
+        db=Database(database_url),
+        chains=ChainRegistry({fake.config.chain_id: fake}),
+        clock=FakeClock(),
+    )
+    yield built
+    await built.db.dispose()
+
+
+def clock_of(services: Services) -> FakeClock:
+    assert isinstance(services.clock, FakeClock)
+    return services.clock
+
+
+async def new_invoice(
+    services: Services,
+    fake: FakeChain,
+    amount: str = "1",
+    token: str | None = None,
+    webhook_url: str | None = "https://hooks.example/paid",
+    expires_in_ms: int = 3600_000,
+) -> Invoice:
+    owner = new_owner()
+    now_ms = services.clock.now_ms()
+    invoice, _ = await create_invoice(
+        services.db,
+        fake,
+        NewInvoice(
+            owner_address=owner.address,
+            chain_id=fake.config.chain_id,
+            amount=amount,
+            token_address=token,
+            webhook_url=webhook_url,
+            expires_at=now_ms + expires_in_ms,
+        ),
+        Caller(owner.address.lower(), "signature", signature="0xsig", timestamp="1"),
+        now_ms,
+        86400,
+    )
+    return invoice
+
+
+async def reload(services: Services, invoice: Invoice) -> Invoice:
+    async with services.db.sessions() as session:
+        row = await session.get(Invoice, invoice.id)
+    assert row is not None
+    return row
+
+
+async def events_of(services: Services, invoice: Invoice) -> list[WebhookEvent]:
+    async with services.db.sessions() as session:
+        rows = await session.scalars(
+            select(WebhookEvent).where(WebhookEvent.invoice_pk == invoice.id)
+        )
+        return list(rows)
+
+
+async def test_partial_payment_then_top_up_marks_paid_and_queues_one_event(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake, amount="1.5")
+    fake.pay(invoice.payment_address, ETH)
+    clock_of(services).advance(1000)
+
+    first = await run_due_pass(services, fake)
+
+    partial = await reload(services, invoice)
+    assert (first.checked, first.updated, first.paid) == (1, 1, 0)
+    assert (partial.status, partial.paid, partial.balance_raw) == ("pending", False, str(ETH))
+    assert partial.last_checked_at == services.clock.now_ms()
+    assert await events_of(services, invoice) == []
+
+    fake.pay(invoice.payment_address, ETH // 2)
+    clock_of(services).advance(20_000)
+    second = await run_due_pass(services, fake)
+
+    paid = await reload(services, invoice)
+    assert (second.checked, second.paid) == (1, 1)
+    assert (paid.status, paid.paid, paid.paid_at) == ("paid", True, services.clock.now_ms())
+    assert (paid.balance_raw, paid.watch) == (str(3 * ETH // 2), False)
+    (event,) = await events_of(services, invoice)
+    assert (event.status, event.attempts, event.url) == ("pending", 0, "https://hooks.example/paid")
+    assert event.payload["balanceRaw"] == str(3 * ETH // 2)
+    assert event.payload["balance"] == 1.5
+    assert event.payload["status"] == "paid"
+
+
+async def test_erc20_invoice_reads_token_balance(services: Services, fake: FakeChain) -> None:
+    invoice = await new_invoice(services, fake, amount="2.5", token=TOKEN)
+    fake.pay(invoice.payment_address, ETH)  # native coin does not count for a token invoice
+    fake.pay(invoice.payment_address, 2_500_000, TOKEN)
+
+    await run_due_pass(services, fake)
+
+    paid = await reload(services, invoice)
+    assert (paid.status, paid.balance_raw, paid.required_raw) == ("paid", "2500000", "2500000")
+
+
+async def test_unchanged_invoice_only_moves_last_checked_at(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    clock_of(services).advance(5000)
+
+    result = await run_due_pass(services, fake)
+
+    row = await reload(services, invoice)
+    assert (result.checked, result.updated) == (1, 0)
+    assert row.last_checked_at == services.clock.now_ms()
+    assert row.updated_at == invoice.updated_at
+    assert row.next_check_at == services.clock.now_ms() + 20_000
+
+
+async def test_claimed_invoices_are_not_due_again_until_the_interval(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    now_ms = services.clock.now_ms()
+
+    first = await claim_due(services, fake.config.chain_id, now_ms, 100)
+    again = await claim_due(services, fake.config.chain_id, now_ms + 19_999, 100)
+    later = await claim_due(services, fake.config.chain_id, now_ms + 20_000, 100)
+
+    assert [row.id for row in first] == [invoice.id]
+    assert again == []
+    assert [row.id for row in later] == [invoice.id]
+
+
+async def test_expiry_then_late_payment_marks_paid_and_queues_the_event(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake, expires_in_ms=10_000)
+    clock_of(services).advance(10_000)
+
+    await run_due_pass(services, fake)
+
+    expired = await reload(services, invoice)
+    assert (expired.status, expired.watch) == ("expired", True)
+    assert expired.next_check_at == services.clock.now_ms() + 300_000
+
+    fake.pay(invoice.payment_address, ETH)
+    clock_of(services).advance(299_999)
+    assert (await run_due_pass(services, fake)).checked == 0
+    clock_of(services).advance(1)
+    await run_due_pass(services, fake)
+
+    late = await reload(services, invoice)
+    assert (late.status, late.paid, late.paid_at) == ("paid", True, services.clock.now_ms())
+    assert len(await events_of(services, invoice)) == 1
+
+
+async def test_expired_invoice_stops_being_watched_after_the_late_window(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake, expires_in_ms=1000)
+    clock_of(services).advance(1000)
+    await run_due_pass(services, fake)
+    clock_of(services).advance(7 * 24 * 3600 * 1000 + 1)
+
+    await run_due_pass(services, fake)
+
+    row = await reload(services, invoice)
+    assert (row.status, row.watch, row.last_checked_at) == (
+        "expired",
+        False,
+        services.clock.now_ms(),
+    )
+
+
+async def test_block_pass_reads_pending_invoices_that_are_not_due(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    await run_due_pass(services, fake)  # now not due for 20 s
+    fake.pay(invoice.payment_address, ETH)
+
+    result = await run_block_pass(services, fake, fake.block)
+
+    row = await reload(services, invoice)
+    assert (result.checked, result.updated, result.paid) == (1, 1, 1)
+    assert (row.status, row.paid) == ("paid", True)
+
+
+async def test_a_second_reading_never_queues_a_second_event(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    fake.pay(invoice.payment_address, ETH)
+
+    await run_block_pass(services, fake, fake.block)
+    await recheck_invoice(services, await reload(services, invoice))
+    await run_due_pass(services, fake)
+
+    assert len(await events_of(services, invoice)) == 1
+
+
+async def test_invoice_without_webhook_url_queues_nothing(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake, webhook_url=None)
+    fake.pay(invoice.payment_address, ETH)
+
+    await run_due_pass(services, fake)
+
+    assert (await reload(services, invoice)).status == "paid"
+    assert await events_of(services, invoice) == []
+
+
+async def test_read_balances_chunks_by_batch_size(services: Services, fake: FakeChain) -> None:
+    invoices = [await new_invoice(services, fake) for _ in range(5)]
+    for i, invoice in enumerate(invoices):
+        fake.pay(invoice.payment_address, i)
+
+    balances = await read_balances(fake, invoices, fake.block, batch_size=2)
+
+    assert fake.balance_calls == 3
+    assert balances == {invoice.id: i for i, invoice in enumerate(invoices)}
+
+
+async def test_worker_survives_an_rpc_outage_and_catches_up(
+    services: Services, fake: FakeChain, caplog: pytest.LogCaptureFixture
+) -> None:
+    invoice = await new_invoice(services, fake)
+    fake.available = False
+    stop = asyncio.Event()
+    task = asyncio.create_task(watch_chain(services, fake, stop))
+    with caplog.at_level(logging.WARNING, logger="invoicing.monitor.worker"):
+        await asyncio.sleep(0.1)
+        assert not task.done()
+        fake.pay(invoice.payment_address, ETH)
+        fake.available = True
+        fake.block += 1
+        for _ in range(200):
+            if (await reload(services, invoice)).paid:
+                break
+            await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    assert (await reload(services, invoice)).status == "paid"
+    assert any("fake chain is down" in record.getMessage() for record in caplog.records)
