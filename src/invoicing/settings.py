@@ -44,11 +44,18 @@ class Settings(BaseSettings):
 
     monitor_interval_s: float = 20.0
     monitor_expired_interval_s: float = 300.0
-    monitor_batch_size: int = 5000
+    # Addresses per balancesOf eth_call: ~3.5k gas each (native), ~4.5k (ERC-20), so a chunk
+    # of 6,000 stays under a 30M-gas eth_call cap.
+    monitor_batch_size: int = 6000
+    # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
+    monitor_poll_interval_s: float = 0.5
     webhook_retry_delay_s: float = 60.0
     webhook_max_attempts: int = 20
     webhook_timeout_s: float = 10.0
     webhook_allow_private: bool = False
+    # Deliveries in flight per worker process; a slow endpoint holds only its own slot.
+    webhook_concurrency: int = 200
+    webhook_poll_interval_s: float = 0.2
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0

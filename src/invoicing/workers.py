@@ -20,7 +20,10 @@ Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
 
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
-    return []
+    from invoicing.monitor import worker as monitor
+    from invoicing.webhooks import worker as webhooks
+
+    return [monitor.run, webhooks.run]
 
 
 async def run_workers(
