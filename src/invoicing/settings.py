@@ -60,6 +60,8 @@ class Settings(BaseSettings):
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0
     fee_rate_limit_per_minute: int = 30
+    # The public payment-page status route re-checks the chain at most this often per invoice.
+    page_recheck_interval_s: float = 5.0
 
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True

@@ -43,6 +43,6 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     )
     app.state.services = services
     install_error_handlers(app)
-    for router in (health.router, invoices.router, api_keys.router):
+    for router in (health.router, invoices.router, api_keys.router, page.router):
         app.include_router(router)
     return app

@@ -1,0 +1,140 @@
+"""Routes of the hosted payment page (DESIGN 7): the page, its status JSON, QR and assets.
+
+Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
+carry only what the page shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+
+from invoicing.api.deps import services_of
+from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
+from invoicing.invoices.models import Invoice
+from invoicing.monitor.check import recheck_invoice
+from invoicing.page.qr import qr_svg
+from invoicing.page.render import ASSET_TYPES, asset, error_page, payment_page
+from invoicing.page.view import (
+    PaymentView,
+    find_invoice_for_page,
+    parse_payment_address,
+    payment_view,
+)
+from invoicing.services import Services
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/pay", tags=["payment page"])
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+ASSET_MAX_AGE_S = 24 * 3600
+
+
+class RecheckThrottle:
+    """At most one live chain re-check per invoice per interval, in this process, however
+    many payers poll: the public status route must not turn into an RPC amplifier."""
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def allow(self, invoice_id: str, interval_s: float) -> bool:
+        now = time.monotonic()
+        if len(self._last) >= self.MAX_ENTRIES:
+            self._last = {k: t for k, t in self._last.items() if now - t < interval_s}
+        last = self._last.get(invoice_id)
+        if last is not None and now - last < interval_s:
+            return False
+        self._last[invoice_id] = now
+        return True
+
+
+def _throttle(request: Request) -> RecheckThrottle:
+    throttle: RecheckThrottle | None = getattr(request.app.state, "page_recheck_throttle", None)
+    if throttle is None:
+        throttle = RecheckThrottle()
+        request.app.state.page_recheck_throttle = throttle
+    return throttle
+
+
+async def _fresh_invoice(request: Request, services: Services, invoice: Invoice) -> Invoice:
+    """The invoice after a live re-check when one is due; the stored state if the chain is
+    unreachable (the page keeps working, the monitor catches up)."""
+    interval_s = services.settings.page_recheck_interval_s
+    if not _throttle(request).allow(invoice.id, interval_s):
+        return invoice
+    try:
+        return await recheck_invoice(services, invoice)
+    except (ChainUnavailable, UnsupportedChain) as exc:
+        log.warning("payment page re-check of %s skipped: %s", invoice.payment_address, exc)
+        return invoice
+
+
+async def _view(request: Request, payment_address: str, *, recheck: bool) -> PaymentView:
+    services = services_of(request)
+    address = parse_payment_address(payment_address)
+    invoice = await find_invoice_for_page(services.db, address)
+    if recheck:
+        invoice = await _fresh_invoice(request, services, invoice)
+    return await payment_view(services.chains, invoice, services.clock.now_ms())
+
+
+@router.get("/assets/{name}", include_in_schema=False)
+async def static_asset(name: str) -> Response:
+    if name not in ASSET_TYPES:
+        raise NotFound("no such asset")
+    return Response(
+        asset(name),
+        media_type=ASSET_TYPES[name],
+        headers={
+            "Cache-Control": f"public, max-age={ASSET_MAX_AGE_S}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.get("/{payment_address}", response_class=HTMLResponse, summary="Hosted payment page")
+async def page(request: Request, payment_address: str) -> HTMLResponse:
+    try:
+        view = await _view(request, payment_address, recheck=False)
+    except NotFound:
+        return _error(404, "Payment not found", "There is no payment request at this address.")
+    except InvalidRequest:
+        return _error(400, "Not a payment link", "This link does not hold a valid address.")
+    return HTMLResponse(payment_page(view), headers=PAGE_HEADERS)
+
+
+@router.get("/{payment_address}/status", summary="Public status of a payment page")
+async def status(request: Request, payment_address: str) -> JSONResponse:
+    view = await _view(request, payment_address, recheck=True)
+    return JSONResponse(view.public_json(), headers={"Cache-Control": "no-store"})
+
+
+@router.get("/{payment_address}/qr.svg", include_in_schema=False)
+async def qr(request: Request, payment_address: str) -> Response:
+    view = await _view(request, payment_address, recheck=False)
+    return Response(
+        qr_svg(view.uri, title=f"Pay {view.remaining or view.amount} {view.symbol}"),
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def _error(status_code: int, title: str, message: str) -> HTMLResponse:
+    return HTMLResponse(
+        error_page(status_code, title, message), status_code=status_code, headers=PAGE_HEADERS
+    )

@@ -1,0 +1,140 @@
+"""What the payment page shows about one invoice, and the EIP-681 URI its QR code carries.
+
+The public status JSON is exactly :func:`PaymentView.public_json`; the HTML page renders the
+same fields, so the page never leaks more than it shows (no owner, webhook or metadata).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eth_utils.address import to_checksum_address
+from sqlalchemy import select
+
+from invoicing.chain.gateway import ChainRegistry
+from invoicing.db import Database
+from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
+from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.models import Invoice, InvoiceStatus
+
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def parse_payment_address(text: str) -> str:
+    """The checksummed form of a ``0x`` + 40 hex digits address; 400 for anything else."""
+    if len(text) != 42 or not text.startswith("0x") or not HEX_DIGITS.issuperset(text[2:]):
+        raise InvalidRequest("not a payment address", {"field": "paymentAddress"})
+    return str(to_checksum_address(text))
+
+
+async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:
+    """The invoice at that escrow, deleted ones included (DESIGN 3); any owner."""
+    async with db.sessions() as session:
+        invoice = await session.scalar(
+            select(Invoice).where(Invoice.payment_address == payment_address)
+        )
+    if invoice is None:
+        raise NotFound("no invoice with this paymentAddress")
+    return invoice
+
+
+def payment_uri(
+    payment_address: str, chain_id: int, token_address: str | None, amount_raw: int
+) -> str:
+    """EIP-681 URI: a native transfer, or the ERC-20 ``transfer`` call (DESIGN 7)."""
+    if token_address is None:
+        return f"ethereum:{payment_address}@{chain_id}?value={amount_raw}"
+    return (
+        f"ethereum:{token_address}@{chain_id}/transfer"
+        f"?address={payment_address}&uint256={amount_raw}"
+    )
+
+
+def shown_status(invoice: Invoice, now_ms: int) -> str:
+    """The status the payer sees: a pending invoice past its expiry already reads expired
+    (the monitor records that at its next pass; a late full payment still turns it paid)."""
+    if invoice.status == InvoiceStatus.PENDING and now_ms >= invoice.expires_at:
+        return InvoiceStatus.EXPIRED
+    return invoice.status
+
+
+@dataclass(frozen=True)
+class PaymentView:
+    """Everything the page shows, already formatted."""
+
+    payment_address: str
+    chain_id: int
+    network: str
+    token_address: str | None
+    symbol: str
+    decimals: int
+    required_raw: int
+    balance_raw: int
+    status: str
+    expires_at: int
+    paid_at: int | None
+    description: str | None
+
+    @property
+    def remaining_raw(self) -> int:
+        return max(0, self.required_raw - self.balance_raw)
+
+    @property
+    def amount(self) -> str:
+        return to_decimal_string(self.required_raw, self.decimals)
+
+    @property
+    def remaining(self) -> str:
+        return to_decimal_string(self.remaining_raw, self.decimals)
+
+    @property
+    def uri(self) -> str:
+        """The EIP-681 URI for what is still owed (the full amount before any payment)."""
+        owed = self.remaining_raw or self.required_raw
+        return payment_uri(self.payment_address, self.chain_id, self.token_address, owed)
+
+    def public_json(self) -> dict[str, Any]:
+        return {
+            "paymentAddress": self.payment_address,
+            "chainId": self.chain_id,
+            "network": self.network,
+            "tokenAddress": self.token_address,
+            "symbol": self.symbol,
+            "decimals": self.decimals,
+            "amount": self.amount,
+            "requiredRaw": str(self.required_raw),
+            "balanceRaw": str(self.balance_raw),
+            "remainingRaw": str(self.remaining_raw),
+            "remaining": self.remaining,
+            "paymentUri": self.uri,
+            "status": self.status,
+            "expiresAt": self.expires_at,
+            "paidAt": self.paid_at,
+            "description": self.description,
+        }
+
+
+async def payment_view(chains: ChainRegistry, invoice: Invoice, now_ms: int) -> PaymentView:
+    """Build the view; a chain that is down or no longer configured still gets a page."""
+    network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
+    try:
+        chain = chains.get(invoice.chain_id)
+        network = chain.config.name
+        symbol = await chain.token_symbol(invoice.token_address)
+    except (UnsupportedChain, ChainUnavailable):
+        symbol = symbol or "tokens"
+    return PaymentView(
+        payment_address=invoice.payment_address,
+        chain_id=invoice.chain_id,
+        network=network,
+        token_address=invoice.token_address,
+        symbol=symbol,
+        decimals=invoice.decimals,
+        required_raw=int(invoice.required_raw),
+        balance_raw=int(invoice.balance_raw),
+        status=shown_status(invoice, now_ms),
+        expires_at=invoice.expires_at,
+        paid_at=invoice.paid_at,
+        description=invoice.description,
+    )
