@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: run test test-sqlite test-postgres lint setup bench compile clean
+.PHONY: run test lint setup bench compile clean openapi
 
 setup: $(STAMP) $(NPM_STAMP)
 
@@ -45,3 +45,6 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) node_modules
+
+openapi: setup
+	$(PY) -m invoicing.api.openapi > openapi.json

@@ -24,6 +24,18 @@ def _logging() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
+def _settings() -> Settings:
+    """Settings from the environment; a bad configuration exits with its reason, no traceback."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = "; ".join(str(error["msg"]) for error in exc.errors())
+        typer.echo(f"invalid configuration: {problems}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _exit_on_signal(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -72,7 +84,7 @@ def serve(
     from invoicing.services import build_services
 
     _logging()
-    settings = Settings()
+    settings = _settings()
     application = create_app(build_services(settings), run_workers_in_process=workers)
     uvicorn.run(application, host=host, port=port, log_level="info")
 
@@ -86,7 +98,7 @@ def worker() -> None:
     _logging()
 
     async def main() -> None:
-        services = build_services(Settings())
+        services = build_services(_settings())
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -106,7 +118,7 @@ def migrate(
     """Bring the database schema up to date (Alembic)."""
     from invoicing.migrate import upgrade_sync
 
-    url = database_url or Settings().database_url
+    url = database_url or _settings().database_url
     upgrade_sync(url)
     typer.echo("database is up to date")
 
@@ -126,7 +138,7 @@ def api_keys_create(
         owner_address = checksum_address(owner)
     except ValueError as exc:
         raise typer.BadParameter(f"--owner {exc}") from None
-    settings = Settings()
+    settings = _settings()
 
     async def main() -> dict[str, object]:
         db = Database(settings.database_url)
