@@ -4,106 +4,38 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import select
 
-from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainRegistry
-from invoicing.clock import FakeClock
-from invoicing.db import Database
-from invoicing.invoices.models import Invoice
-from invoicing.invoices.service import NewInvoice, create_invoice
 from invoicing.monitor.check import read_balances, recheck_invoice
 from invoicing.monitor.passes import claim_due, run_block_pass, run_due_pass
 from invoicing.monitor.worker import watch_chain
 from invoicing.services import Services
-from invoicing.settings import Settings
-from invoicing.webhooks.models import WebhookEvent
-from tests.support.signing import new_owner
+from tests.support.monitoring import (
+    TOKEN,
+    clock_of,
+    events_of,
+    fake_services,
+    new_fake_chain,
+    new_invoice,
+    reload,
+)
 
-TOKEN = "0x" + "7e" * 20
 ETH = 10**18
 
 
 @pytest.fixture
 def fake() -> FakeChain:
-    # A chain id of its own, so passes never touch other tests' invoices in the shared DB.
-    chain = FakeChain(chain_id=random.randrange(10**6, 10**9))
-    chain.add_token(TOKEN, 6, "TUSD")
-    return chain
+    return new_fake_chain()
 
 
 @pytest.fixture
 async def services(database_url: str, fake: FakeChain) -> AsyncIterator[Services]:
-    settings = Settings(
-        environment="development",
-        database_url=database_url,
-        run_workers=False,
-        monitor_interval_s=20,
-        monitor_expired_interval_s=300,
-        late_payment_window_s=7 * 24 * 3600,
-        monitor_poll_interval_s=0.01,
-    )
-    built = Services(
-        settings=settings,
-        db=Database(database_url),
-        chains=ChainRegistry({fake.config.chain_id: fake}),
-        clock=FakeClock(),
-    )
+    built = fake_services(database_url, fake)
     yield built
     await built.db.dispose()
-
-
-def clock_of(services: Services) -> FakeClock:
-    assert isinstance(services.clock, FakeClock)
-    return services.clock
-
-
-async def new_invoice(
-    services: Services,
-    fake: FakeChain,
-    amount: str = "1",
-    token: str | None = None,
-    webhook_url: str | None = "https://hooks.example/paid",
-    expires_in_ms: int = 3600_000,
-) -> Invoice:
-    owner = new_owner()
-    now_ms = services.clock.now_ms()
-    invoice, _ = await create_invoice(
-        services.db,
-        fake,
-        NewInvoice(
-            owner_address=owner.address,
-            chain_id=fake.config.chain_id,
-            amount=amount,
-            token_address=token,
-            webhook_url=webhook_url,
-            expires_at=now_ms + expires_in_ms,
-        ),
-        Caller(owner.address.lower(), "signature", signature="0xsig", timestamp="1"),
-        now_ms,
-        86400,
-    )
-    return invoice
-
-
-async def reload(services: Services, invoice: Invoice) -> Invoice:
-    async with services.db.sessions() as session:
-        row = await session.get(Invoice, invoice.id)
-    assert row is not None
-    return row
-
-
-async def events_of(services: Services, invoice: Invoice) -> list[WebhookEvent]:
-    async with services.db.sessions() as session:
-        rows = await session.scalars(
-            select(WebhookEvent).where(WebhookEvent.invoice_pk == invoice.id)
-        )
-        return list(rows)
 
 
 async def test_partial_payment_then_top_up_marks_paid_and_queues_one_event(

@@ -72,10 +72,10 @@ def refused_reason(address: IPAddress) -> str | None:
         address = address.ipv4_mapped
     checks = (
         ("loopback", address.is_loopback),
-        ("private", address.is_private),
         ("link-local", address.is_link_local),
         ("multicast", address.is_multicast),
         ("unspecified", address.is_unspecified),
+        ("private", address.is_private),
         ("reserved", address.is_reserved),
         ("not globally routable", not address.is_global),
     )

@@ -1,0 +1,286 @@
+"""Outbox delivery with the in-memory client: headers, retries, give-up, claims, slow endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+from sqlalchemy import select
+
+from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.guard import Caller
+from invoicing.chain.fake import FakeChain
+from invoicing.invoices.models import Invoice
+from invoicing.migrate import upgrade
+from invoicing.monitor.passes import run_due_pass
+from invoicing.services import Services
+from invoicing.webhooks.client import Delivery, FakeWebhookClient, Outcome
+from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
+from invoicing.webhooks.models import WebhookAttempt
+from invoicing.webhooks.worker import Dispatcher
+from tests.conftest import new_database_url
+from tests.support.monitoring import (
+    clock_of,
+    events_of,
+    fake_services,
+    new_fake_chain,
+    new_invoice,
+)
+from tests.support.signing import new_owner
+
+ETH = 10**18
+
+
+@pytest.fixture
+def fake() -> FakeChain:
+    return new_fake_chain()
+
+
+@pytest.fixture
+async def own_database() -> AsyncIterator[str]:
+    """A fresh database per test: claims take every due event, so tests must not share."""
+    url, drop = new_database_url()
+    await upgrade(url)
+    yield url
+    drop()
+
+
+@pytest.fixture
+async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services]:
+    built = fake_services(own_database, fake, webhook_max_attempts=3)
+    yield built
+    await built.db.dispose()
+
+
+async def paid_invoice(services: Services, fake: FakeChain, **kwargs: object) -> Invoice:
+    invoice = await new_invoice(services, fake, **kwargs)  # type: ignore[arg-type]
+    fake.pay(invoice.payment_address, ETH)
+    await run_due_pass(services, fake)
+    return invoice
+
+
+async def attempts_of(services: Services, event_id: str) -> list[WebhookAttempt]:
+    async with services.db.sessions() as session:
+        rows = await session.scalars(
+            select(WebhookAttempt)
+            .where(WebhookAttempt.event_id == event_id)
+            .order_by(WebhookAttempt.attempt)
+        )
+        return list(rows)
+
+
+async def deliver_due(services: Services, client: FakeWebhookClient) -> int:
+    """One claim-send-record round, as the worker does it."""
+    mine = await claim_events(services, services.clock.now_ms(), 1000)
+    results = [
+        AttemptResult(c.event_id, c.attempt, services.clock.now_ms(), await client.send(c.delivery))
+        for c in mine
+    ]
+    await record_results(services, results)
+    return len(mine)
+
+
+async def test_signature_mode_headers_and_body(services: Services, fake: FakeChain) -> None:
+    owner = new_owner()
+    caller = Caller(
+        owner.address.lower(), "signature", signature="0xabc123", timestamp="1760000000000"
+    )
+    invoice = await paid_invoice(services, fake, caller=caller, owner_address=owner.address)
+    (event,) = await events_of(services, invoice)
+
+    (claimed,) = await claim_events(services, services.clock.now_ms(), 10)
+
+    assert (claimed.event_id, claimed.attempt) == (event.id, 1)
+    assert claimed.delivery.url == "https://hooks.example/paid"
+    assert claimed.delivery.headers == {
+        "content-type": "application/json",
+        "x-service-signature": "0xabc123",
+        "x-service-timestamp": "1760000000000",
+        "x-service-event-id": event.id,
+        "x-service-delivery-attempt": "1",
+    }
+    assert json.loads(claimed.delivery.body) == {
+        "ownerAddress": owner.address,
+        "chainId": fake.config.chain_id,
+        "invoiceId": invoice.invoice_id,
+        "paymentAddress": invoice.payment_address,
+        "amount": "1",
+        "tokenAddress": None,
+        "status": "paid",
+        "paid": True,
+        "paidAt": services.clock.now_ms(),
+        "requiredRaw": str(ETH),
+        "balanceRaw": str(ETH),
+        "balance": 1.0,
+        "updatedAt": services.clock.now_ms(),
+    }
+
+
+async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeChain) -> None:
+    owner = new_owner()
+    async with services.db.transaction() as session:
+        row, api_key = await create_api_key(
+            session, owner.address, "shop", services.settings.secret, services.clock.now_ms()
+        )
+    caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)
+    await paid_invoice(services, fake, caller=caller, owner_address=owner.address)
+
+    (claimed,) = await claim_events(services, services.clock.now_ms(), 10)
+
+    assert claimed.delivery.headers["x-service-api-key"] == api_key
+    assert "x-service-signature" not in claimed.delivery.headers
+    assert "x-service-timestamp" not in claimed.delivery.headers
+
+
+async def test_retries_after_the_delay_with_one_event_id_until_2xx(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await paid_invoice(services, fake)
+    (event,) = await events_of(services, invoice)
+    client = FakeWebhookClient(
+        answers=[Outcome(status_code=500), Outcome(error="timeout after 10 s")]
+    )
+
+    assert await deliver_due(services, client) == 1
+    clock_of(services).advance(59_999)
+    assert await deliver_due(services, client) == 0
+    clock_of(services).advance(1)
+    assert await deliver_due(services, client) == 1
+    clock_of(services).advance(60_000)
+    assert await deliver_due(services, client) == 1
+    clock_of(services).advance(60_000)
+    assert await deliver_due(services, client) == 0
+
+    assert [d.headers["x-service-event-id"] for d in client.sent] == [event.id] * 3
+    assert [d.headers["x-service-delivery-attempt"] for d in client.sent] == ["1", "2", "3"]
+    attempts = await attempts_of(services, event.id)
+    assert [(a.attempt, a.status_code, a.error) for a in attempts] == [
+        (1, 500, None),
+        (2, None, "timeout after 10 s"),
+        (3, 200, None),
+    ]
+    (done,) = await events_of(services, invoice)
+    assert (done.status, done.attempts, done.delivered_at) == (
+        "delivered",
+        3,
+        services.clock.now_ms() - 60_000,
+    )
+
+
+async def test_gives_up_after_max_attempts(services: Services, fake: FakeChain) -> None:
+    invoice = await paid_invoice(services, fake)
+    client = FakeWebhookClient(default=Outcome(status_code=503))
+
+    for _ in range(5):
+        await deliver_due(services, client)
+        clock_of(services).advance(60_000)
+
+    (event,) = await events_of(services, invoice)
+    assert (event.status, event.attempts) == ("failed", 3)
+    assert len(client.sent) == 3
+
+
+async def test_a_refused_target_fails_at_once(services: Services, fake: FakeChain) -> None:
+    invoice = await paid_invoice(services, fake)
+    client = FakeWebhookClient(default=Outcome(error="refused: private", terminal=True))
+
+    await deliver_due(services, client)
+    clock_of(services).advance(60_000)
+    await deliver_due(services, client)
+
+    (event,) = await events_of(services, invoice)
+    assert (event.status, event.attempts) == ("failed", 1)
+    assert [(a.attempt, a.error) for a in await attempts_of(services, event.id)] == [
+        (1, "refused: private")
+    ]
+
+
+async def test_a_claimed_event_is_not_claimed_again_until_its_lease_ends(
+    services: Services, fake: FakeChain
+) -> None:
+    await paid_invoice(services, fake)
+    now_ms = services.clock.now_ms()
+
+    first = await claim_events(services, now_ms, 10)
+    during = await claim_events(services, now_ms + 39_999, 10)
+    after = await claim_events(services, now_ms + 40_000, 10)
+
+    assert [c.attempt for c in first] == [1]
+    assert during == []
+    assert [(c.event_id, c.attempt) for c in after] == [(first[0].event_id, 2)]
+
+
+async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await paid_invoice(services, fake)
+    now_ms = services.clock.now_ms()
+    (old,) = await claim_events(services, now_ms, 10)
+    (new,) = await claim_events(services, now_ms + 40_000, 10)
+
+    await record_results(
+        services, [AttemptResult(old.event_id, 1, now_ms, Outcome(status_code=200))]
+    )
+
+    (event,) = await events_of(services, invoice)
+    assert (event.status, event.attempts) == ("pending", 2)
+    assert [a.attempt for a in await attempts_of(services, event.id)] == [1]
+    await record_results(
+        services, [AttemptResult(new.event_id, 2, now_ms, Outcome(status_code=200))]
+    )
+    (event,) = await events_of(services, invoice)
+    assert event.status == "delivered"
+
+
+@dataclass
+class SlowForOne:
+    """A client whose ``slow`` URL takes ``delay_s``; every other URL answers at once."""
+
+    slow: str
+    delay_s: float
+    finished: dict[str, float] = field(default_factory=dict)
+
+    async def send(self, delivery: Delivery) -> Outcome:
+        if delivery.url == self.slow:
+            await asyncio.sleep(self.delay_s)
+        self.finished[delivery.url] = time.monotonic()
+        return Outcome(status_code=200)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_a_slow_endpoint_does_not_delay_the_others(
+    own_database: str, fake: FakeChain
+) -> None:
+    services = fake_services(own_database, fake, webhook_concurrency=4)
+    slow = await paid_invoice(services, fake, webhook_url="https://slow.example/")
+    fast = [
+        await paid_invoice(services, fake, webhook_url=f"https://fast{i}.example/")
+        for i in range(6)
+    ]
+    client = SlowForOne("https://slow.example/", delay_s=1.5)
+    stop = asyncio.Event()
+    started = time.monotonic()
+    task = asyncio.create_task(Dispatcher(services, client).run(stop))
+
+    for _ in range(100):
+        statuses = [e.status for i in fast for e in await events_of(services, i)]
+        if statuses == ["delivered"] * 6:
+            break
+        await asyncio.sleep(0.02)
+    fast_done_s = time.monotonic() - started
+    (slow_event,) = await events_of(services, slow)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    assert statuses == ["delivered"] * 6
+    assert fast_done_s < 1.0
+    assert slow_event.status == "pending"  # still in flight when the others were done
+    (slow_event,) = await events_of(services, slow)
+    assert slow_event.status == "delivered"  # recorded on shutdown
+    await services.db.dispose()
