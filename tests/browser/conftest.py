@@ -1,0 +1,69 @@
+"""Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright, and the real app.
+
+We never run ``playwright install``: the browser comes from ``scripts/install-browser-deps.sh``.
+Without it the browser tests skip locally and fail in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, async_playwright
+
+from invoicing.api.app import create_app
+from tests.conftest import MakeServices, RunningApp
+from tests.support.server import serve
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing: run scripts/install-browser-deps.sh"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+async def browser(chromium_path: Path) -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(
+            executable_path=str(chromium_path), args=CHROMIUM_ARGS
+        )
+        yield chromium
+        await chromium.close()
+
+
+@pytest.fixture
+async def page_app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
+    """The real app; the status route may re-check the chain every 0.5 s (flips fast)."""
+    services = await make_services(page_recheck_interval_s=0.5)
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        yield RunningApp(base_url, services, http)
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
