@@ -1,0 +1,186 @@
+"""Routes of spec 4.5-4.8: gasless owner settings (SetFee, SetPayout) and reading them.
+
+``/integration/fees/*`` need request authentication (spec 5); the client-facing
+``/fees/*`` routes take the same bodies with the EIP-712 signature as the only
+authorization, rate limited per client IP and per owner.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from invoicing.api.deps import authorize, services_of
+from invoicing.api.inputs import (
+    Address,
+    json_body,
+    owner_address_of,
+    query_items,
+    validate,
+    without_owner,
+)
+from invoicing.fees.ratelimit import hit
+from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
+
+router = APIRouter(tags=["fees"])
+
+UINT256_MAX = 2**256 - 1
+
+
+def _decimal_uint(value: Any) -> Any:
+    """A decimal string (as the spec sends nonce and deadline) or a non-negative integer."""
+    if isinstance(value, bool):
+        raise ValueError("must be a decimal string")
+    if isinstance(value, str):
+        if not value.isascii() or not value.isdigit() or len(value) > 78:
+            raise ValueError("must be a decimal string of digits")
+        return int(value)
+    return value
+
+
+DecimalUint = Annotated[int, BeforeValidator(_decimal_uint), Field(ge=0, le=UINT256_MAX)]
+
+
+class _MetaBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    nonce: DecimalUint
+    deadline: DecimalUint
+    signature: str = Field(max_length=4098)
+
+
+class SetFeeBody(_MetaBody):
+    """Body of POST /integration/fees/set-meta and /fees/set-meta (spec 4.5)."""
+
+    feeBps: int = Field(ge=0, le=UINT256_MAX)
+
+
+class SetPayoutBody(_MetaBody):
+    """Body of POST /integration/fees/set-payout-meta and /fees/set-payout-meta (spec 4.6)."""
+
+    payoutAddress: Address
+
+
+class FeesQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+
+
+def _fee_request(body: SetFeeBody) -> MetaRequest:
+    return MetaRequest(
+        owner_address=body.ownerAddress,
+        chain_id=body.chainId,
+        nonce=body.nonce,
+        deadline=body.deadline,
+        signature=body.signature,
+        fee_bps=body.feeBps,
+    )
+
+
+def _payout_request(body: SetPayoutBody) -> MetaRequest:
+    return MetaRequest(
+        owner_address=body.ownerAddress,
+        chain_id=body.chainId,
+        nonce=body.nonce,
+        deadline=body.deadline,
+        signature=body.signature,
+        payout_address=body.payoutAddress,
+    )
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }
+
+
+async def _submit(request: MetaRequest, http: Request) -> JSONResponse:
+    return JSONResponse(await submit_meta(services_of(http), request), status_code=202)
+
+
+async def _integration_body(request: Request, action: str) -> dict[str, Any]:
+    services = services_of(request)
+    data = await json_body(request, services.settings.max_body_bytes)
+    owner = owner_address_of(data)
+    await authorize(request, action, owner, without_owner(data), from_query=False)
+    return data
+
+
+async def _client_body(request: Request) -> dict[str, Any]:
+    """Rate limit by client IP, read the body, then rate limit by owner too."""
+    services = services_of(request)
+    limit = services.settings.fee_rate_limit_per_minute
+    client = request.client.host if request.client else "unknown"
+    await hit(services.db, [f"ip:{client}"], limit, services.clock.now_ms())
+    data = await json_body(request, services.settings.max_body_bytes)
+    owner = owner_address_of(data)
+    await hit(services.db, [f"owner:{owner.lower()}"], limit, services.clock.now_ms())
+    return data
+
+
+@router.post(
+    "/integration/fees/set-meta",
+    status_code=202,
+    openapi_extra=_body_schema(SetFeeBody),
+    summary="Relay an owner-signed SetFee",
+)
+async def integration_set_fee(request: Request) -> JSONResponse:
+    data = await _integration_body(request, "fee.set-meta")
+    return await _submit(_fee_request(validate(SetFeeBody, data)), request)
+
+
+@router.post(
+    "/integration/fees/set-payout-meta",
+    status_code=202,
+    openapi_extra=_body_schema(SetPayoutBody),
+    summary="Relay an owner-signed SetPayout",
+)
+async def integration_set_payout(request: Request) -> JSONResponse:
+    data = await _integration_body(request, "fee.set-payout-meta")
+    return await _submit(_payout_request(validate(SetPayoutBody, data)), request)
+
+
+@router.get("/integration/fees", summary="An owner's fee settings, read from the chain")
+async def get_fees(
+    request: Request,
+    ownerAddress: Annotated[str, Query()],
+    chainId: Annotated[int, Query()],
+) -> JSONResponse:
+    services = services_of(request)
+    items = query_items(request)
+    owner = owner_address_of(items)
+    await authorize(request, "fee.get", owner, without_owner(items), from_query=True)
+    query = validate(FeesQuery, items)
+    return JSONResponse(await fee_settings(services, query.chainId, query.ownerAddress))
+
+
+@router.post(
+    "/fees/set-meta",
+    status_code=202,
+    openapi_extra=_body_schema(SetFeeBody),
+    summary="Relay an owner-signed SetFee (wallet front ends; rate limited)",
+)
+async def client_set_fee(request: Request) -> JSONResponse:
+    data = await _client_body(request)
+    return await _submit(_fee_request(validate(SetFeeBody, data)), request)
+
+
+@router.post(
+    "/fees/set-payout-meta",
+    status_code=202,
+    openapi_extra=_body_schema(SetPayoutBody),
+    summary="Relay an owner-signed SetPayout (wallet front ends; rate limited)",
+)
+async def client_set_payout(request: Request) -> JSONResponse:
+    data = await _client_body(request)
+    return await _submit(_payout_request(validate(SetPayoutBody, data)), request)

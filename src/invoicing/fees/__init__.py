@@ -1,0 +1,1 @@
+"""Owner fee settings: gasless SetFee / SetPayout meta-transactions relayed on-chain."""

@@ -1,0 +1,173 @@
+"""Owner fee settings: check an owner-signed SetFee/SetPayout, then relay it (DESIGN 5).
+
+Checks run in a fixed order and nothing reaches the chain when one fails: feeBps <= 500,
+deadline in the future, the EIP-712 signature recovers to the owner, nonce equals the
+factory's ``nonces(owner)``, then the call is simulated and sent from the relayer account.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eth_account import Account
+from eth_account.messages import encode_typed_data
+from eth_utils.address import to_checksum_address
+
+from invoicing.chain import contracts
+from invoicing.chain.gateway import ChainGateway, EvmGateway
+from invoicing.chain.rpc import ContractRevert
+from invoicing.errors import (
+    DeadlineExpired,
+    FeeTooHigh,
+    InvalidOwnerSignature,
+    InvalidRequest,
+    NonceMismatch,
+)
+from invoicing.services import Services
+from invoicing.settlement.models import TxPurpose
+from invoicing.settlement.relayer import Call, relayer_for
+
+# A deadline above this is taken as milliseconds (10^12 s is ~31,700 years away).
+MS_DEADLINE_THRESHOLD = 10**12
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+MAX_SIGNATURE_BYTES = 2048
+
+
+@dataclass(frozen=True)
+class MetaRequest:
+    """A validated set-meta or set-payout-meta body (addresses checksummed)."""
+
+    owner_address: str
+    chain_id: int
+    nonce: int
+    deadline: int  # as sent; normalized by ``normalize_deadline``
+    signature: str
+    fee_bps: int | None = None  # SetFee
+    payout_address: str | None = None  # SetPayout
+
+    @property
+    def purpose(self) -> str:
+        return TxPurpose.SET_FEE if self.fee_bps is not None else TxPurpose.SET_PAYOUT
+
+
+def normalize_deadline(deadline: int) -> int:
+    """Seconds; a value over 10^12 was given in milliseconds."""
+    return deadline // 1000 if deadline > MS_DEADLINE_THRESHOLD else deadline
+
+
+def parse_signature(signature: str) -> bytes:
+    if not signature.startswith("0x") or len(signature) > 2 + 2 * MAX_SIGNATURE_BYTES:
+        raise InvalidOwnerSignature("signature must be 0x-prefixed hex")
+    try:
+        return bytes.fromhex(signature[2:])
+    except ValueError:
+        raise InvalidOwnerSignature("signature must be 0x-prefixed hex") from None
+
+
+def typed_data(request: MetaRequest, factory: str, deadline: int) -> dict[str, Any]:
+    owner = request.owner_address
+    if request.fee_bps is not None:
+        return contracts.set_fee_typed_data(
+            request.chain_id, factory, owner, request.fee_bps, request.nonce, deadline
+        )
+    assert request.payout_address is not None
+    return contracts.set_payout_typed_data(
+        request.chain_id, factory, owner, request.payout_address, request.nonce, deadline
+    )
+
+
+def recover_signer(typed: dict[str, Any], signature: bytes) -> str | None:
+    """The EOA that signed ``typed`` (v 27/28, low s, as the factory's ECDSA accepts), or None."""
+    if len(signature) != 65:
+        return None
+    s = int.from_bytes(signature[32:64], "big")
+    if signature[64] not in (27, 28) or not 0 < s <= SECP256K1_N // 2:
+        return None
+    try:
+        signer = Account.recover_message(encode_typed_data(full_message=typed), signature=signature)
+    except (ValueError, TypeError):  # eth-keys' BadSignature is a ValueError
+        return None
+    return str(to_checksum_address(signer))
+
+
+async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict[str, Any]) -> None:
+    signature = parse_signature(request.signature)
+    if recover_signer(typed, signature) == request.owner_address:
+        return
+    # A contract wallet signs by EIP-1271: the simulation that follows asks the wallet itself.
+    is_contract = isinstance(chain, EvmGateway) and await chain.evm.get_code(request.owner_address)
+    if len(signature) != 65 and is_contract:
+        return
+    raise InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
+
+
+def meta_call(request: MetaRequest, factory: str, deadline: int) -> Call:
+    signature = parse_signature(request.signature)
+    owner = request.owner_address
+    if request.fee_bps is not None:
+        data = contracts.encode_set_fee_meta(
+            owner, request.fee_bps, request.nonce, deadline, signature
+        )
+    else:
+        assert request.payout_address is not None
+        data = contracts.encode_set_payout_meta(
+            owner, request.payout_address, request.nonce, deadline, signature
+        )
+    return Call(request.purpose, factory, data)
+
+
+def _revert_to_error(exc: ContractRevert, expected_nonce: int) -> Exception:
+    name = contracts.revert_name(exc.revert_data)
+    if name == "InvalidAccountNonce":
+        return NonceMismatch(
+            "nonce is not the owner's current nonce", {"expected": str(expected_nonce)}
+        )
+    if name == "DeadlineExpired":
+        return DeadlineExpired("deadline has passed")
+    if name == "FeeTooHigh":
+        return FeeTooHigh(f"feeBps must be at most {contracts.MAX_FEE_BPS}")
+    if name == "InvalidSignature":
+        return InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
+    return InvalidRequest(f"the factory rejects this call ({name or 'reverted'})")
+
+
+async def submit_meta(services: Services, request: MetaRequest) -> dict[str, Any]:
+    """Check and relay a SetFee/SetPayout; returns the 202 body."""
+    chain = services.chains.get(request.chain_id)
+    if request.fee_bps is not None and request.fee_bps > contracts.MAX_FEE_BPS:
+        raise FeeTooHigh(
+            f"feeBps must be at most {contracts.MAX_FEE_BPS}", {"max": contracts.MAX_FEE_BPS}
+        )
+    deadline = normalize_deadline(request.deadline)
+    if deadline <= services.clock.now_ms() // 1000:
+        raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
+    factory = str(to_checksum_address(chain.config.factory))
+    await check_signature(chain, request, typed_data(request, factory, deadline))
+    expected = await chain.factory_nonce(request.owner_address)
+    if request.nonce != expected:
+        raise NonceMismatch(
+            "nonce is not the owner's current nonce; re-read it", {"expected": str(expected)}
+        )
+    relayer = relayer_for(services, request.chain_id)
+    call = meta_call(request, factory, deadline)
+    try:
+        gas = await relayer.simulate(call)
+    except ContractRevert as exc:
+        raise _revert_to_error(exc, expected) from exc
+    row = await relayer.send(call, gas)
+    return {
+        "txHash": row.tx_hash,
+        "chainId": request.chain_id,
+        "ownerAddress": request.owner_address,
+        "nonce": str(request.nonce),
+        "status": "submitted",
+    }
+
+
+async def fee_settings(services: Services, chain_id: int, owner_address: str) -> dict[str, Any]:
+    """An owner's settings as the factory holds them: ``{feeBps, payoutAddress, nonce}``."""
+    chain = services.chains.get(chain_id)
+    fee_bps, payout = await chain.fee_settings(owner_address)
+    nonce = await chain.factory_nonce(owner_address)
+    return {"feeBps": fee_bps, "payoutAddress": payout, "nonce": str(nonce)}

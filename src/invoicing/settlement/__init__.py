@@ -1,0 +1,1 @@
+"""Settlement: the relayer (one sender account per chain) and batched escrow withdrawals."""

@@ -1,0 +1,108 @@
+"""Relayer accounts and transactions, and the withdrawals they carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from invoicing.db import Base
+from invoicing.invoices.models import RAW
+
+
+class TxStatus:
+    PENDING = "pending"  # recorded (and usually broadcast), not final yet
+    CONFIRMED = "confirmed"  # mined with status 1 at the chain's confirmation depth
+    FAILED = "failed"  # mined with status 0 at the confirmation depth
+    DROPPED = "dropped"  # its nonce was used by another transaction; nothing of ours mined
+
+
+class TxPurpose:
+    WITHDRAW = "withdraw"
+    SET_FEE = "set_fee"
+    SET_PAYOUT = "set_payout"
+
+
+class RelayerAccount(Base):
+    """One sender per chain; the row is locked while a nonce is allocated (all processes)."""
+
+    __tablename__ = "relayer_accounts"
+
+    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    address: Mapped[str] = mapped_column(String(42))
+    next_nonce: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class RelayerTransaction(Base):
+    """Every transaction the relayer signs, with each replacement's hash."""
+
+    __tablename__ = "relayer_transactions"
+    __table_args__ = (
+        UniqueConstraint("chain_id", "sender", "nonce"),
+        Index("ix_relayer_transactions_status", "chain_id", "status", "nonce"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    sender: Mapped[str] = mapped_column(String(42))
+    nonce: Mapped[int] = mapped_column(BigInteger)
+    purpose: Mapped[str] = mapped_column(String(32))
+    to_address: Mapped[str] = mapped_column(String(42))
+    data: Mapped[str] = mapped_column(Text)  # 0x hex calldata
+    value: Mapped[str] = mapped_column(RAW, default="0")
+    gas: Mapped[int] = mapped_column(BigInteger)
+    max_fee_per_gas: Mapped[str] = mapped_column(RAW)
+    max_priority_fee_per_gas: Mapped[str] = mapped_column(RAW)
+    # The newest signed version; ``hashes`` lists every version (any of them may be mined).
+    tx_hash: Mapped[str] = mapped_column(String(66), unique=True)
+    raw_tx: Mapped[str] = mapped_column(Text)
+    hashes: Mapped[list[Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    sent_at: Mapped[int] = mapped_column(BigInteger)
+    mined_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
+    block_number: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    gas_used: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class WithdrawalStatus:
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class Withdrawal(Base):
+    """One withdraw(owner, token, salts) call; its items are the escrows it sweeps."""
+
+    __tablename__ = "withdrawals"
+    __table_args__ = (Index("ix_withdrawals_status", "chain_id", "status"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    owner_address: Mapped[str] = mapped_column(String(42))
+    token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    relayer_tx_id: Mapped[str] = mapped_column(ForeignKey("relayer_transactions.id"), unique=True)
+    status: Mapped[str] = mapped_column(String(16))
+    # Sum of the escrow balances read when the batch was planned.
+    planned_raw: Mapped[str] = mapped_column(RAW)
+    # From the confirmed Withdrawn event: what was swept and the fee share of it.
+    swept_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
+    fee_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+    confirmed_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class WithdrawalItem(Base):
+    """An invoice's escrow in a withdrawal. A pending withdrawal claims its invoices."""
+
+    __tablename__ = "withdrawal_items"
+    __table_args__ = (Index("ix_withdrawal_items_invoice", "invoice_id"),)
+
+    withdrawal_id: Mapped[str] = mapped_column(ForeignKey("withdrawals.id"), primary_key=True)
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
+    amount_raw: Mapped[str] = mapped_column(RAW)

@@ -1,0 +1,122 @@
+"""Following the relayer's transactions to the end: confirm, re-send, replace or drop.
+
+Everything is read back from the database, so a restarted process resumes where the last
+one stopped. A transaction is final only at the chain's confirmation depth.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy import select
+
+from invoicing.chain.rpc import RpcError
+from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
+from invoicing.settlement.relayer import Relayer
+from invoicing.settlement.withdrawals import settle_withdrawal
+
+log = logging.getLogger(__name__)
+
+
+async def pending_transactions(relayer: Relayer) -> list[RelayerTransaction]:
+    async with relayer.services.db.sessions() as session:
+        rows = await session.scalars(
+            select(RelayerTransaction)
+            .where(
+                RelayerTransaction.chain_id == relayer.chain_id,
+                RelayerTransaction.status == TxStatus.PENDING,
+                RelayerTransaction.sender == relayer.address,
+            )
+            .order_by(RelayerTransaction.nonce)
+        )
+        return list(rows)
+
+
+async def track_pending(relayer: Relayer) -> list[RelayerTransaction]:
+    """One pass over the chain's pending transactions; returns those that became final."""
+    rows = await pending_transactions(relayer)
+    if not rows:
+        return []
+    evm = relayer.evm
+    head = await evm.block_number()
+    # Read before the receipts: a nonce below this count whose hashes have no receipt was
+    # taken by a transaction that is not ours.
+    mined_count = await evm.get_transaction_count(relayer.address, "latest")
+    depth = relayer.chain.config.confirmations
+    finished = []
+    for row in rows:
+        receipt = await find_receipt(relayer, row.hashes)
+        if receipt is not None:
+            if head - receipt["blockNumber"] + 1 >= depth:
+                done = await finalize(relayer, row.id, receipt)
+                if done is not None:
+                    finished.append(done)
+            continue
+        if row.nonce < mined_count:
+            done = await finalize(relayer, row.id, None)
+            if done is not None:
+                finished.append(done)
+            continue
+        await keep_alive(relayer, row)
+    return finished
+
+
+async def find_receipt(relayer: Relayer, hashes: list[Any]) -> dict[str, Any] | None:
+    """The receipt of whichever signed version was mined (newest first)."""
+    for tx_hash in reversed(hashes):
+        receipt = await relayer.evm.get_receipt(str(tx_hash))
+        if receipt is not None:
+            return receipt
+    return None
+
+
+async def keep_alive(relayer: Relayer, row: RelayerTransaction) -> None:
+    """Replace a transaction that waited too long; re-send one the node has forgotten."""
+    waited_ms = relayer.services.clock.now_ms() - row.sent_at
+    if waited_ms >= relayer.services.settings.relayer_resend_after_s * 1000:
+        await relayer.replace(row.id, row.sent_at)
+        return
+    try:
+        known = await relayer.evm.call_rpc("eth_getTransactionByHash", [row.tx_hash])
+    except RpcError:
+        known = None
+    if known is None:
+        log.info("relayer chain %s: re-sending %s", relayer.chain_id, row.tx_hash)
+        await relayer.broadcast(row)
+
+
+async def finalize(
+    relayer: Relayer, row_id: str, receipt: dict[str, Any] | None
+) -> RelayerTransaction | None:
+    """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
+    what it means in the same database transaction. None if another process got there first."""
+    now_ms = relayer.services.clock.now_ms()
+    async with relayer.services.db.transaction() as session:
+        row = await session.scalar(
+            select(RelayerTransaction)
+            .where(RelayerTransaction.id == row_id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+        if row is None or row.status != TxStatus.PENDING:
+            return None
+        if receipt is None:
+            row.status = TxStatus.DROPPED
+        else:
+            row.status = TxStatus.CONFIRMED if receipt["status"] == 1 else TxStatus.FAILED
+            row.mined_hash = str(receipt["transactionHash"])
+            row.block_number = int(receipt["blockNumber"])
+            row.gas_used = int(receipt["gasUsed"])
+        row.updated_at = now_ms
+        if row.purpose == TxPurpose.WITHDRAW:
+            await settle_withdrawal(session, relayer, row, receipt, now_ms)
+    log.info(
+        "relayer chain %s: %s nonce %s is %s (%s)",
+        relayer.chain_id,
+        row.purpose,
+        row.nonce,
+        row.status,
+        row.mined_hash or row.tx_hash,
+    )
+    return row
