@@ -123,6 +123,41 @@ def migrate(
     typer.echo("database is up to date")
 
 
+@app.command()
+def withdraw(
+    now: Annotated[bool, typer.Option("--now", help="sweep everything due now")] = False,
+    chain_id: Annotated[int | None, typer.Option(help="only this chain")] = None,
+    owner: Annotated[str | None, typer.Option(help="only this owner wallet")] = None,
+    timeout_s: Annotated[float, typer.Option(help="wait this long for confirmations")] = 300.0,
+) -> None:
+    """Sweep paid escrows to their owners now (the worker does it on a schedule)."""
+    from invoicing.api.inputs import checksum_address
+    from invoicing.errors import ServiceError
+    from invoicing.services import build_services
+    from invoicing.settlement.worker import withdraw_now
+
+    if not now:
+        raise typer.BadParameter("pass --now to sweep immediately", param_hint="--now")
+    try:
+        owner_key = checksum_address(owner).lower() if owner else None
+    except ValueError as exc:
+        raise typer.BadParameter(f"--owner {exc}") from None
+
+    async def main() -> bool:
+        services = build_services(_settings())
+        try:
+            return await withdraw_now(services, typer.echo, chain_id, owner_key, timeout_s)
+        finally:
+            await services.aclose()
+
+    try:
+        confirmed = asyncio.run(main())
+    except ServiceError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(0 if confirmed else 1)
+
+
 @api_keys_app.command("create")
 def api_keys_create(
     owner: Annotated[str, typer.Option(help="owner wallet address")],

@@ -2,7 +2,14 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
+from invoicing.fees.models import RateLimitWindow
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.settlement.models import (
+    RelayerAccount,
+    RelayerTransaction,
+    Withdrawal,
+    WithdrawalItem,
+)
 from invoicing.webhooks.models import WebhookAttempt, WebhookEvent
 
 __all__ = [
@@ -10,7 +17,12 @@ __all__ = [
     "Base",
     "Invoice",
     "OwnerSequence",
+    "RateLimitWindow",
+    "RelayerAccount",
+    "RelayerTransaction",
     "UsedRequestTimestamp",
     "WebhookAttempt",
     "WebhookEvent",
+    "Withdrawal",
+    "WithdrawalItem",
 ]

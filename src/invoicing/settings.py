@@ -59,6 +59,8 @@ class Settings(BaseSettings):
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0
+    # How often the settlement worker follows relayer transactions and looks for full batches.
+    settlement_poll_interval_s: float = 1.0
     fee_rate_limit_per_minute: int = 30
     # The public payment-page status route re-checks the chain at most this often per invoice.
     page_recheck_interval_s: float = 5.0

@@ -21,9 +21,10 @@ Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
     from invoicing.monitor import worker as monitor
+    from invoicing.settlement import worker as settlement
     from invoicing.webhooks import worker as webhooks
 
-    return [monitor.run, webhooks.run]
+    return [monitor.run, webhooks.run, settlement.run]
 
 
 async def run_workers(
