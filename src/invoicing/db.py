@@ -51,7 +51,8 @@ def create_engine(url: str) -> AsyncEngine:
     else:
         kwargs["pool_size"] = 10
         kwargs["max_overflow"] = 20
-        kwargs["pool_pre_ping"] = True
+        # No pre-ping (a round trip per checkout); recycle instead so stale connections go.
+        kwargs["pool_recycle"] = 1800
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         _tune_sqlite(engine)
@@ -68,6 +69,9 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
+        # WAL + NORMAL: a commit survives a crash of the process (not of the OS); the
+        # production database is PostgreSQL.
+        cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 

@@ -141,32 +141,31 @@ async def _find_by_invoice_id(session: AsyncSession, invoice: Invoice) -> Invoic
 
 
 async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
-    """Take the owner's next sequence number, skipping ids the owner already chose."""
+    """Take the owner's next sequence number, skipping ids the owner already chose.
+
+    One upsert both creates the counter and advances it; the row lock it takes serializes
+    concurrent creators for the same owner and chain (on every API process)."""
     dialect = session.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    await session.execute(
+    advance = (
         insert(OwnerSequence)
-        .values(owner_key=invoice.owner_key, chain_id=invoice.chain_id, next_value=1)
-        .on_conflict_do_nothing()
-    )
-    sequence = await session.scalar(
-        select(OwnerSequence)
-        .where(
-            OwnerSequence.owner_key == invoice.owner_key, OwnerSequence.chain_id == invoice.chain_id
+        .values(owner_key=invoice.owner_key, chain_id=invoice.chain_id, next_value=2)
+        .on_conflict_do_update(
+            index_elements=[OwnerSequence.owner_key, OwnerSequence.chain_id],
+            set_={"next_value": OwnerSequence.next_value + 1},
         )
-        .with_for_update()
+        .returning(OwnerSequence.next_value)
     )
-    assert sequence is not None
-    value = sequence.next_value
-    while await session.scalar(
-        select(func.count())
-        .select_from(Invoice)
-        .where(
-            Invoice.owner_key == invoice.owner_key,
-            Invoice.chain_id == invoice.chain_id,
-            Invoice.invoice_id == str(value),
-        )
-    ):
+    value = int((await session.execute(advance)).scalar_one()) - 1
+
+    async def is_taken(candidate: int) -> bool:
+        invoice.invoice_id = str(candidate)
+        return await _find_by_invoice_id(session, invoice) is not None
+
+    if not await is_taken(value):
+        return str(value)
+    # The owner chose this id explicitly: move past every taken one, then store the counter.
+    while await is_taken(value):
         value += 1
     await session.execute(
         update(OwnerSequence)
