@@ -1,0 +1,185 @@
+"""The relayer on anvil: stuck transactions replaced, restarts, nonces across processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.evm import EvmClient
+from invoicing.clock import FakeClock
+from invoicing.settlement.models import RelayerTransaction, TxStatus, WithdrawalStatus
+from invoicing.settlement.relayer import Call
+from invoicing.settlement.tracking import track_pending
+from invoicing.settlement.withdrawals import plan_withdrawals
+from tests.conftest import MakeServices
+from tests.integration.test_withdraw_helpers import (
+    balance_of,
+    paid_invoice,
+    relayer_of,
+    reload,
+    settle_all,
+    withdrawals_of,
+)
+from tests.support.signing import new_owner
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+async def manual_mining(evm: EvmClient) -> AsyncIterator[None]:
+    """anvil with automine off for the test; pending transactions are mined afterwards."""
+    await evm.call_rpc("evm_setAutomine", [False])
+    try:
+        yield
+    finally:
+        await evm.call_rpc("evm_setAutomine", [True])
+        await evm.call_rpc("evm_mine")
+
+
+async def row_of(services: object, row_id: str) -> RelayerTransaction:
+    async with services.db.sessions() as session:  # type: ignore[attr-defined]
+        row = await session.get(RelayerTransaction, row_id)
+        assert row is not None
+        return row  # type: ignore[no-any-return]
+
+
+async def test_a_stuck_withdrawal_is_replaced_with_higher_fees(
+    make_services: MakeServices, evm: EvmClient, manual_mining: None
+) -> None:
+    services = await make_services(relayer_resend_after_s=30)
+    clock = FakeClock(services.clock.now_ms())
+    services.clock = clock
+    owner = new_owner().address
+    await evm.call_rpc("evm_setAutomine", [True])
+    invoice = await paid_invoice(services, evm, owner, "0.003")
+    await evm.call_rpc("evm_setAutomine", [False])
+    relayer = relayer_of(services)
+    (sent,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+
+    assert await track_pending(relayer) == []  # not mined, not yet overdue: left alone
+    clock.advance(30_000)
+    assert await track_pending(relayer) == []
+    replaced = await row_of(services, sent.id)
+    await evm.call_rpc("evm_mine")
+    finished = await track_pending(relayer)
+
+    assert replaced.hashes == [sent.tx_hash, replaced.tx_hash] and replaced.attempts == 2
+    assert int(replaced.max_fee_per_gas) * 10 >= int(sent.max_fee_per_gas) * 11
+    assert int(replaced.max_priority_fee_per_gas) * 10 >= int(sent.max_priority_fee_per_gas) * 11
+    assert replaced.nonce == sent.nonce
+    assert [(row.id, row.status, row.mined_hash) for row in finished] == [
+        (sent.id, TxStatus.CONFIRMED, replaced.tx_hash)
+    ]
+    assert await evm.get_receipt(sent.tx_hash) is None
+    assert (await reload(services, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 3 * 10**15
+
+
+async def test_a_restart_between_recording_and_sending_resends_the_recorded_transaction(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    crashed = await make_services()
+    owner = new_owner().address
+    invoice = await paid_invoice(crashed, evm, owner, "0.004")
+    relayer = relayer_of(crashed)
+    # The process dies after recording the withdrawal, before broadcasting it.
+    original = relayer.broadcast
+    relayer.broadcast = _never_sent  # type: ignore[method-assign]
+    (sent,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    relayer.broadcast = original  # type: ignore[method-assign]
+    assert await evm.get_receipt(sent.tx_hash) is None
+
+    restarted = await make_services()
+    again = relayer_of(restarted)
+    assert await plan_withdrawals(again, full=True, owner_key=owner.lower()) == []  # claimed
+    assert (await reload(restarted, invoice.id)).status == "paid"
+    await settle_all(again)
+
+    assert (await row_of(restarted, sent.id)).status == TxStatus.CONFIRMED
+    assert (await reload(restarted, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 4 * 10**15
+    assert len(await withdrawals_of(restarted, invoice.id)) == 1
+
+
+async def _never_sent(_row: RelayerTransaction) -> bool:
+    return False
+
+
+async def test_a_restart_after_sending_confirms_without_sweeping_again(
+    make_services: MakeServices, evm: EvmClient, manual_mining: None
+) -> None:
+    crashed = await make_services()
+    owner = new_owner().address
+    await evm.call_rpc("evm_setAutomine", [True])
+    invoice = await paid_invoice(crashed, evm, owner, "0.005")
+    await evm.call_rpc("evm_setAutomine", [False])
+    (sent,) = await plan_withdrawals(relayer_of(crashed), full=True, owner_key=owner.lower())
+
+    restarted = await make_services()
+    again = relayer_of(restarted)
+    assert await plan_withdrawals(again, full=True, owner_key=owner.lower()) == []
+    assert await track_pending(again) == []
+    assert (await reload(restarted, invoice.id)).status == "paid"  # no receipt yet
+    await evm.call_rpc("evm_mine")
+    finished = await track_pending(again)
+
+    assert [(row.id, row.status) for row in finished] == [(sent.id, TxStatus.CONFIRMED)]
+    assert (await reload(restarted, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 5 * 10**15
+
+
+async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases_it(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    services = await make_services()
+    owner = new_owner().address
+    invoice = await paid_invoice(services, evm, owner, "0.006")
+    relayer = relayer_of(services)
+    original = relayer.broadcast
+    relayer.broadcast = _never_sent  # type: ignore[method-assign]
+    (lost,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    relayer.broadcast = original  # type: ignore[method-assign]
+    # Someone else uses the relayer key and its nonce before our transaction goes out.
+    other = await evm.transact(DEV_PRIVATE_KEYS[0], new_owner().address, value=1)
+    assert other["status"] == 1
+
+    finished = await track_pending(relayer)
+    assert [(row.id, row.status) for row in finished] == [(lost.id, TxStatus.DROPPED)]
+    assert [w.status for w in await withdrawals_of(services, invoice.id)] == [
+        WithdrawalStatus.FAILED
+    ]
+    assert (await reload(services, invoice.id)).status == "paid"
+    retry = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    await settle_all(relayer)
+
+    assert len(retry) == 1 and retry[0].nonce > lost.nonce
+    assert (await reload(services, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 6 * 10**15
+
+
+async def test_nonces_are_unique_and_gapless_across_processes(
+    make_services: MakeServices, evm: EvmClient, dev: object
+) -> None:
+    first, second = await make_services(), await make_services()  # separate engines
+    relayers = [relayer_of(first), relayer_of(second)]
+    target = new_owner().address
+    call = Call("set_fee", target, b"")  # a plain transfer-like call to an EOA
+
+    rows = await asyncio.gather(*(relayers[i % 2].send(call, 21_000 + 0) for i in range(10)))
+    await settle_all(relayers[0])
+
+    nonces = sorted(row.nonce for row in rows)
+    assert nonces == list(range(nonces[0], nonces[0] + 10))
+    async with first.db.sessions() as session:
+        statuses = set(
+            await session.scalars(
+                select(RelayerTransaction.status).where(
+                    RelayerTransaction.id.in_([row.id for row in rows])
+                )
+            )
+        )
+    assert statuses == {TxStatus.CONFIRMED}

@@ -1,0 +1,108 @@
+"""Fee checks without a chain: deadline normalization, signature recovery, check order."""
+
+from __future__ import annotations
+
+import pytest
+from eth_account import Account
+from eth_account.messages import encode_typed_data
+
+from invoicing.chain import contracts as c
+from invoicing.chain.fake import FAKE_FACTORY, FakeChain
+from invoicing.chain.gateway import ChainRegistry
+from invoicing.clock import FakeClock
+from invoicing.db import Database
+from invoicing.errors import (
+    DeadlineExpired,
+    FeeTooHigh,
+    InvalidOwnerSignature,
+    NonceMismatch,
+    RateLimited,
+)
+from invoicing.fees.ratelimit import hit
+from invoicing.fees.service import MetaRequest, normalize_deadline, recover_signer, submit_meta
+from invoicing.services import Services
+from invoicing.settings import Settings
+
+OWNER = Account.create()
+NOW_MS = 1_760_000_000_000
+DEADLINE = NOW_MS // 1000 + 600
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+
+
+def sign(fee_bps: int, nonce: int, deadline: int, account: object = OWNER) -> bytes:
+    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, fee_bps, nonce, deadline)
+    return bytes(Account.sign_message(encode_typed_data(full_message=typed), account.key).signature)  # type: ignore[attr-defined]
+
+
+def request(
+    fee_bps: int = 100, nonce: int = 0, deadline: int = DEADLINE, signature: bytes | None = None
+) -> MetaRequest:
+    sig = signature if signature is not None else sign(fee_bps, nonce, deadline)
+    return MetaRequest(OWNER.address, 31337, nonce, deadline, "0x" + sig.hex(), fee_bps=fee_bps)
+
+
+@pytest.fixture
+def services() -> Services:
+    settings = Settings(environment="development", database_url="sqlite:///:memory:")
+    return Services(
+        settings=settings,
+        db=Database("sqlite:///:memory:"),
+        chains=ChainRegistry({31337: FakeChain()}),
+        clock=FakeClock(NOW_MS),
+    )
+
+
+def test_deadlines_over_10_to_the_12_are_milliseconds() -> None:
+    assert normalize_deadline(1_760_000_600) == 1_760_000_600
+    assert normalize_deadline(1_760_000_600_123) == 1_760_000_600
+    assert normalize_deadline(10**12) == 10**12
+    assert normalize_deadline(10**12 + 1) == 10**9
+
+
+def test_recover_signer_accepts_low_s_and_rejects_high_s_and_bad_v() -> None:
+    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 1, 0, DEADLINE)
+    signature = sign(1, 0, DEADLINE)
+    s = int.from_bytes(signature[32:64], "big")
+    flipped = signature[:32] + (SECP256K1_N - s).to_bytes(32, "big") + bytes([55 - signature[64]])
+    zero_v = signature[:64] + bytes([signature[64] - 27])
+
+    assert recover_signer(typed, signature) == OWNER.address
+    assert recover_signer(typed, flipped) is None
+    assert recover_signer(typed, zero_v) is None
+    assert recover_signer(typed, signature[:64]) is None
+    assert recover_signer(typed, b"\x00" * 65) is None
+
+
+@pytest.mark.parametrize(
+    ("meta", "error"),
+    [
+        # fee first, even when everything else is wrong too
+        (request(fee_bps=501, nonce=7, deadline=1, signature=b"\x01"), FeeTooHigh),
+        (request(deadline=NOW_MS // 1000, signature=b"\x01"), DeadlineExpired),
+        (request(signature=sign(100, 0, DEADLINE, Account.create())), InvalidOwnerSignature),
+        (request(nonce=1), NonceMismatch),
+    ],
+)
+async def test_checks_run_in_order_and_stop_before_the_chain(
+    services: Services, meta: MetaRequest, error: type[Exception]
+) -> None:
+    with pytest.raises(error) as raised:
+        await submit_meta(services, meta)
+    if isinstance(raised.value, NonceMismatch):
+        assert raised.value.details == {"expected": "0"}
+
+
+async def test_rate_limit_counts_per_key_and_window(database_url: str) -> None:
+    db = Database(database_url)
+    key = f"ip:test-{Account.create().address}"
+    start = 1_900_000_000_000 - 1_900_000_000_000 % 60_000
+    try:
+        for _ in range(2):
+            await hit(db, [key], 2, start + 1_000)
+        with pytest.raises(RateLimited) as raised:
+            await hit(db, [key], 2, start + 20_500)
+        await hit(db, [key + "-other"], 2, start + 20_500)
+        await hit(db, [key], 2, start + 60_000)  # a new minute
+    finally:
+        await db.dispose()
+    assert raised.value.retry_after_s == 40

@@ -1,0 +1,45 @@
+"""Relayer and batching rules that need no chain: fee bumps, gas limits, batch sizes."""
+
+from __future__ import annotations
+
+from invoicing.invoices.models import Invoice
+from invoicing.settlement.relayer import TX_GAS_CAP, bump, gas_limit
+from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, group_batches, max_batch
+
+
+def test_replacement_fees_rise_by_at_least_ten_percent() -> None:
+    for fee in (1, 7, 8, 10, 999, 10**9, 3 * 10**10 + 1):
+        assert bump(fee) * 10 >= fee * 11
+        assert bump(fee) > fee
+    assert bump(10**9) == 1_125_000_000
+
+
+def test_gas_limit_has_headroom_and_never_exceeds_the_cap() -> None:
+    assert gas_limit(100_000) == 145_000
+    assert gas_limit(20_000_000) == TX_GAS_CAP
+
+
+def test_batches_stay_under_the_gas_cap() -> None:
+    assert MAX_ESCROWS_PER_TX * 60_000 + 200_000 <= TX_GAS_CAP
+    assert max_batch(100) == 100
+    assert max_batch(10_000) == MAX_ESCROWS_PER_TX
+    assert max_batch(0) == 1
+
+
+def invoice(n: int, owner: str, token: str | None) -> Invoice:
+    return Invoice(id=f"id-{n}", owner_key=owner.lower(), owner_address=owner, token_address=token)
+
+
+def test_batches_group_by_owner_and_token() -> None:
+    a, b, token = "0x" + "aa" * 20, "0x" + "bb" * 20, "0x" + "cC" * 20
+    invoices = [invoice(1, a, None), invoice(2, a, token), invoice(3, b, None),
+                invoice(4, a, None), invoice(5, a, token.lower()), invoice(6, a, None)]  # fmt: skip
+
+    batches = group_batches(invoices, 2)
+
+    assert [(x.owner_address, x.token_address, [i.id for i in x.invoices]) for x in batches] == [
+        (a, None, ["id-1", "id-4"]),
+        (a, None, ["id-6"]),
+        (a, token, ["id-2", "id-5"]),
+        (b, None, ["id-3"]),
+    ]
