@@ -1,0 +1,119 @@
+"""Hostile input never gets a 500: every field of every invoice route gets odd values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from invoicing.chain.deploy import DevDeployment
+from tests.conftest import RunningApp
+from tests.support.api import issue_api_key, key_headers
+from tests.support.signing import new_owner
+
+pytestmark = pytest.mark.integration
+
+ODD_VALUES: list[Any] = [
+    None,
+    True,
+    0,
+    -1,
+    2**300,
+    1.5,
+    float("1e308"),
+    "",
+    " ",
+    "0x",
+    "0x" + "g" * 40,
+    "\u0000",
+    "☃" * 50,
+    "9" * 500,
+    [],
+    {},
+    [1, {"a": None}],
+    {"nested": {"deep": [[[]]]}},
+]
+BODY_FIELDS = [
+    "chainId",
+    "amount",
+    "invoiceId",
+    "tokenAddress",
+    "webhookUrl",
+    "description",
+    "expiresAt",
+    "metadata",
+]
+QUERY_VALUES = ["", "-1", "0", "1e3", "true", "0x", "\u00e9", "%00", "9" * 40, "null"]
+
+
+async def test_odd_create_bodies_get_4xx(app: RunningApp, dev: DevDeployment) -> None:
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    statuses = set()
+    for field in BODY_FIELDS:
+        for value in ODD_VALUES:
+            body = {
+                "ownerAddress": owner.address,
+                "chainId": dev.chain_id,
+                "amount": "1",
+                field: value,
+            }
+            try:
+                response = await app.http.post(
+                    "/integration/invoices", json=body, headers=key_headers(key)
+                )
+            except ValueError:
+                continue  # not representable as JSON (e.g. inf)
+            statuses.add(response.status_code)
+            assert response.status_code < 500, (field, value, response.text)
+            if response.status_code >= 400:
+                assert set(response.json()["error"]) >= {"code", "message"}
+    assert statuses <= {200, 201, 400, 409}
+
+
+@pytest.mark.parametrize("path", ["/integration/invoices", "/integration/invoices/status"])
+async def test_odd_queries_get_4xx(app: RunningApp, path: str) -> None:
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    names = [
+        "chainId",
+        "status",
+        "paid",
+        "tokenAddress",
+        "invoiceId",
+        "page",
+        "limit",
+        "dateFrom",
+        "dateTo",
+        "paymentAddress",
+    ]
+    for name in names:
+        for value in QUERY_VALUES:
+            response = await app.http.get(
+                path, params={"ownerAddress": owner.address, name: value}, headers=key_headers(key)
+            )
+            assert response.status_code < 500, (name, value, response.text)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"x-service-api-key": ""},
+        {"x-service-api-key": "x" * 5000},
+        {"x-service-signature": "", "x-service-timestamp": ""},
+        {"x-service-signature": "0x" + "ff" * 65, "x-service-timestamp": "1"},
+        {
+            "x-service-signature": "0x\u00e9".encode("latin-1"),
+            "x-service-timestamp": "1760000000000",
+        },
+    ],
+)
+async def test_odd_credentials_get_401(
+    app: RunningApp, dev: DevDeployment, headers: dict[str, Any]
+) -> None:
+    owner = new_owner()
+    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1"}
+
+    response = await app.http.post("/integration/invoices", json=body, headers=headers)
+
+    assert response.status_code == 401
