@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from eth_account import Account
 
@@ -10,6 +12,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor.check import recheck_invoice
+from invoicing.settlement import worker as settlement_worker
 from invoicing.settlement.models import TxPurpose, TxStatus, WithdrawalStatus
 from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, plan_withdrawals
 from tests.conftest import MakeServices
@@ -197,3 +200,24 @@ async def test_batches_are_capped_under_the_transaction_gas_limit(
     assert await balance_of(evm, owner) == 5 * 10**13
     for invoice in invoices:
         assert (await reload(services, invoice.id)).withdrawn
+
+
+async def test_the_worker_sweeps_paid_invoices_on_its_own(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    services = await make_services(settlement_poll_interval_s=0.05, withdrawal_interval_s=3600)
+    owner = new_owner().address
+    invoice = await paid_invoice(services, evm, owner, "0.0007")
+    stop = asyncio.Event()
+    task = asyncio.create_task(settlement_worker.run(services, stop))
+    try:
+        for _ in range(200):
+            if (await reload(services, invoice.id)).status == "completed":
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=10)
+
+    assert (await reload(services, invoice.id)).withdrawn
+    assert await balance_of(evm, owner) == 7 * 10**14
