@@ -22,7 +22,7 @@ from invoicing.clock import FakeClock
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import relayer_of, settle_all, sign_typed
+from tests.integration.test_withdraw_helpers import gateway, relayer_of, settle_all, sign_typed
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
 
@@ -104,7 +104,9 @@ async def test_set_fee_then_set_payout_through_the_integration_routes(
         fee_body(owner.address, dev.chain_id, feeBps=250, nonce="0",
                  deadline=str(deadline * 1000), signature=signed["setFee"]["signature"]),
     )  # fmt: skip
-    # Back to back: re-read the shared nonce before the second message.
+    # Back to back: re-read the shared nonce (once the first is mined) before the second.
+    assert fee.status_code == 202, fee.text
+    await gateway(app.services).evm.wait_for_receipt(fee.json()["txHash"])
     middle = await get_fees(app, owner, dev.chain_id)
     payout_answer = await post_signed(
         app, "/integration/fees/set-payout-meta", "fee.set-payout-meta", owner,
@@ -151,6 +153,9 @@ async def test_set_fee_and_set_payout_through_the_client_routes(
         json=fee_body(owner.address, dev.chain_id, feeBps=500, nonce="0",
                       deadline=str(deadline), signature=signed["setFee"]["signature"]),
     )  # fmt: skip
+    # A client re-reads the shared nonce once the first transaction is mined.
+    assert fee.status_code == 202, fee.text
+    await gateway(app.services).evm.wait_for_receipt(fee.json()["txHash"])
     payout_answer = await app.http.post(
         "/fees/set-payout-meta",
         json=fee_body(owner.address, dev.chain_id, payoutAddress=payout, nonce="1",
