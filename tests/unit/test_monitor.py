@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from invoicing.chain.fake import FakeChain
+from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import read_balances, recheck_invoice
 from invoicing.monitor.passes import claim_due, run_block_pass, run_due_pass
 from invoicing.monitor.worker import watch_chain
@@ -222,3 +223,21 @@ async def test_worker_survives_an_rpc_outage_and_catches_up(
 
     assert (await reload(services, invoice)).status == "paid"
     assert any("fake chain is down" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_failed_read_releases_the_claim_and_keeps_last_checked_at(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    clock_of(services).advance(3000)
+    fake.available = False
+
+    with pytest.raises(ChainUnavailable):
+        await run_due_pass(services, fake, block=fake.block)
+
+    row = await reload(services, invoice)
+    assert row.last_checked_at == invoice.last_checked_at
+    assert row.next_check_at == services.clock.now_ms()
+    fake.available = True
+    assert (await run_due_pass(services, fake)).checked == 1
+    assert (await reload(services, invoice)).last_checked_at == services.clock.now_ms()

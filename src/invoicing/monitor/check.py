@@ -40,30 +40,64 @@ def confirmed_at(chain: ChainGateway, head: int) -> int:
     return max(0, head - (chain.config.confirmations - 1))
 
 
+class BalanceReader:
+    """Reads escrow balances at one block while invoices are still being added: a
+    ``balancesOf`` call starts as soon as a token has ``batch_size`` addresses waiting, so
+    reads overlap with the database work that produces the invoices."""
+
+    def __init__(self, chain: ChainGateway, block: int, batch_size: int) -> None:
+        self.chain = chain
+        self.block = block
+        self.batch_size = batch_size
+        self._waiting: dict[str | None, list[Watched]] = defaultdict(list)
+        self._reads: list[asyncio.Task[dict[str, int]]] = []
+        self._gate = asyncio.Semaphore(PARALLEL_READS)
+
+    def add(self, invoices: Sequence[Watched]) -> None:
+        for invoice in invoices:
+            group = self._waiting[invoice.token_address]
+            group.append(invoice)
+            if len(group) >= self.batch_size:
+                self._start(invoice.token_address, group)
+                self._waiting[invoice.token_address] = []
+
+    async def result(self) -> dict[str, int]:
+        """Balances by invoice id; raises the first failed read's error."""
+        for token, group in self._waiting.items():
+            if group:
+                self._start(token, group)
+        self._waiting.clear()
+        parts = await asyncio.gather(*self._reads)
+        return {key: value for part in parts for key, value in part.items()}
+
+    async def close(self) -> None:
+        """Stop reads still running (after a failure) and collect their outcomes."""
+        for task in self._reads:
+            task.cancel()
+        await asyncio.gather(*self._reads, return_exceptions=True)
+        self._reads.clear()
+
+    def _start(self, token: str | None, chunk: list[Watched]) -> None:
+        self._reads.append(asyncio.ensure_future(self._read(token, chunk)))
+
+    async def _read(self, token: str | None, chunk: list[Watched]) -> dict[str, int]:
+        async with self._gate:
+            addresses = [i.payment_address for i in chunk]
+            values = await self.chain.balances(token, addresses, self.block)
+        return {invoice.id: value for invoice, value in zip(chunk, values, strict=True)}
+
+
 async def read_balances(
     chain: ChainGateway, invoices: Sequence[Watched], block: int, batch_size: int = 6000
 ) -> dict[str, int]:
     """Balances by invoice id, read at ``block``: one ``balancesOf`` call per token and chunk
     of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays in the thousands)."""
-    by_token: dict[str | None, list[Watched]] = defaultdict(list)
-    for invoice in invoices:
-        by_token[invoice.token_address].append(invoice)
-    chunks = [
-        (token, group[start : start + batch_size])
-        for token, group in by_token.items()
-        for start in range(0, len(group), batch_size)
-    ]
-    gate = asyncio.Semaphore(PARALLEL_READS)
-
-    async def read(token: str | None, chunk: list[Watched]) -> dict[str, int]:
-        async with gate:
-            values = await chain.balances(token, [i.payment_address for i in chunk], block)
-        return {invoice.id: value for invoice, value in zip(chunk, values, strict=True)}
-
-    balances: dict[str, int] = {}
-    for part in await asyncio.gather(*(read(token, chunk) for token, chunk in chunks)):
-        balances.update(part)
-    return balances
+    reader = BalanceReader(chain, block, batch_size)
+    reader.add(invoices)
+    try:
+        return await reader.result()
+    finally:
+        await reader.close()
 
 
 def apply_balance(invoice: Invoice, balance_raw: int, now_ms: int) -> bool:

@@ -14,14 +14,36 @@ push ``next_check_at`` forward, so worker processes sharing a database split the
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import case, select, update
+from sqlalchemy import (
+    ColumnElement,
+    String,
+    Table,
+    any_,
+    bindparam,
+    case,
+    column,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Row
+from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.chain.gateway import ChainGateway
+from invoicing.errors import ChainUnavailable
 from invoicing.invoices.models import Invoice, InvoiceStatus
-from invoicing.monitor.check import confirmed_block, read_balances, store_balances
+from invoicing.monitor.check import (
+    BalanceReader,
+    confirmed_block,
+    read_balances,
+    store_balances,
+)
 from invoicing.services import Services
 
 CLAIM_COLUMNS = (
@@ -32,11 +54,17 @@ CLAIM_COLUMNS = (
     Invoice.balance_raw,
     Invoice.required_raw,
     Invoice.expires_at,
+    Invoice.last_checked_at,
 )
 
 
-# (id, payment_address, token_address, status, balance_raw, required_raw, expires_at)
-ClaimRow = Row[str, str, str | None, str, str, str, int]
+# (id, payment_address, token_address, status, balance_raw, required_raw, expires_at,
+#  last_checked_at before the claim)
+ClaimRow = Row[str, str, str | None, str, str, str, int, int]
+
+
+# Invoices claimed per statement; a pass claims page after page until nothing is due.
+CLAIM_PAGE = 20_000
 
 
 @dataclass(frozen=True)
@@ -57,60 +85,82 @@ def needs_apply(row: ClaimRow, balance: int, now_ms: int) -> bool:
 
 
 async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) -> list[ClaimRow]:
-    """Take up to ``limit`` watched invoices whose check is due, and push their next check."""
+    """Take up to ``limit`` watched invoices whose check is due: lock them (``FOR UPDATE SKIP
+    LOCKED``: concurrent workers skip each other's rows), push their next check and mark them
+    checked now. The rows carry the previous ``last_checked_at`` in case the read fails."""
     settings = services.settings
     interval_ms = int(settings.monitor_interval_s * 1000)
     expired_interval_ms = int(settings.monitor_expired_interval_s * 1000)
-    async with services.db.transaction() as session:
-        due = (
-            select(Invoice.id)
-            .where(
-                Invoice.chain_id == chain_id,
-                Invoice.watch.is_(True),
-                Invoice.next_check_at <= now_ms,
-            )
-            .order_by(Invoice.next_check_at, Invoice.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
+    due = (
+        select(*CLAIM_COLUMNS)
+        .where(
+            Invoice.chain_id == chain_id,
+            Invoice.watch.is_(True),
+            Invoice.next_check_at <= now_ms,
         )
-        rows = list(await session.execute(select(*CLAIM_COLUMNS).where(Invoice.id.in_(due))))
+        .order_by(Invoice.next_check_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    late = (Invoice.status == InvoiceStatus.EXPIRED) | (Invoice.expires_at <= now_ms)
+    async with services.db.transaction() as session:
+        rows = list(await session.execute(due))
         if rows:
-            late = (Invoice.status == InvoiceStatus.EXPIRED) | (Invoice.expires_at <= now_ms)
             await session.execute(
                 update(Invoice)
-                .where(Invoice.id.in_([row.id for row in rows]))
+                .where(id_in([row.id for row in rows], services.db.dialect))
                 .values(
                     next_check_at=case(
                         (late, now_ms + expired_interval_ms), else_=now_ms + interval_ms
-                    )
+                    ),
+                    last_checked_at=now_ms,
                 )
                 .execution_options(synchronize_session=False)
             )
     return rows
 
 
+async def release_claims(services: Services, rows: list[ClaimRow]) -> None:
+    """Undo claims whose read failed: due again at once, last check as it was before."""
+    now_ms = services.clock.now_ms()
+    table = cast(Table, Invoice.__table__)
+    async with services.db.transaction() as session:
+        connection = await session.connection()
+        await connection.execute(
+            update(table)
+            .where(table.c.id == bindparam("b_id"))
+            .values(last_checked_at=bindparam("b_previous"), next_check_at=now_ms),
+            [{"b_id": row.id, "b_previous": row.last_checked_at} for row in rows],
+        )
+
+
 async def run_due_pass(
     services: Services, chain: ChainGateway, block: int | None = None
 ) -> PassResult:
-    """Check every invoice due on ``chain`` now, in claims of ``monitor_batch_size``."""
+    """Check every invoice due on ``chain`` now: claim them all (in pages), then read them at
+    one block in chunks of ``monitor_batch_size`` and store the readings."""
     if block is None:
         block = await confirmed_block(chain)
-    total = PassResult(block=block)
-    limit = services.settings.monitor_batch_size * 4
-    while True:
-        now_ms = services.clock.now_ms()
-        rows = await claim_due(services, chain.config.chain_id, now_ms, limit)
+    reader = BalanceReader(chain, block, services.settings.monitor_batch_size)
+    rows: list[ClaimRow] = []
+    try:
+        while True:
+            now_ms = services.clock.now_ms()
+            page = await claim_due(services, chain.config.chain_id, now_ms, CLAIM_PAGE)
+            rows += page
+            reader.add(page)
+            if len(page) < CLAIM_PAGE:
+                break
         if not rows:
-            return total
-        result = await _check(services, chain, rows, block, touch_all=True)
-        total = PassResult(
-            block,
-            total.checked + result.checked,
-            total.updated + result.updated,
-            total.paid + result.paid,
-        )
-        if len(rows) < limit:
-            return total
+            return PassResult(block=block)
+        return await _store(services, rows, await reader.result(), block, claimed=True)
+    except (ChainUnavailable, SQLAlchemyError, OSError):
+        if rows:
+            with contextlib.suppress(SQLAlchemyError, OSError):
+                await release_claims(services, rows)
+        raise
+    finally:
+        await reader.close()
 
 
 async def run_block_pass(services: Services, chain: ChainGateway, block: int) -> PassResult:
@@ -127,18 +177,18 @@ async def run_block_pass(services: Services, chain: ChainGateway, block: int) ->
         )
     if not rows:
         return PassResult(block=block)
-    return await _check(services, chain, rows, block, touch_all=False)
+    balances = await read_balances(chain, rows, block, services.settings.monitor_batch_size)
+    return await _store(services, rows, balances, block, claimed=False)
 
 
-async def _check(
+async def _store(
     services: Services,
-    chain: ChainGateway,
     rows: list[ClaimRow],
+    balances: dict[str, int],
     block: int,
     *,
-    touch_all: bool,
+    claimed: bool,
 ) -> PassResult:
-    balances = await read_balances(chain, rows, block, services.settings.monitor_batch_size)
     now_ms = services.clock.now_ms()
     changed = [row.id for row in rows if needs_apply(row, balances[row.id], now_ms)]
     paid = 0
@@ -146,38 +196,35 @@ async def _check(
         ids = changed[start : start + 500]
         stored = await store_balances(services, ids, balances)
         paid += sum(1 for invoice in stored if invoice.paid)
-    if touch_all:
-        applied = set(changed)
-        await _touch_unchanged(services, [row for row in rows if row.id not in applied], now_ms)
+    if claimed:
+        await _stop_watching_closed(services, rows, now_ms)
     return PassResult(block=block, checked=len(rows), updated=len(changed), paid=paid)
 
 
-async def _touch_unchanged(
-    services: Services,
-    rows: list[ClaimRow],
-    now_ms: int,
-) -> None:
-    """Move lastCheckedAt of unchanged invoices in bulk; expired invoices whose late-payment
-    window has closed stop being watched."""
+async def _stop_watching_closed(services: Services, rows: list[ClaimRow], now_ms: int) -> None:
+    """Expired invoices whose late-payment window has closed stop being watched."""
     window_ms = services.settings.late_payment_window_s * 1000
     finished = [
         row.id
         for row in rows
         if row.status == InvoiceStatus.EXPIRED and now_ms > row.expires_at + window_ms
     ]
-    ids = [row.id for row in rows]
-    async with services.db.transaction() as session:
-        for start in range(0, len(ids), 5000):
+    if finished:
+        async with services.db.transaction() as session:
             await session.execute(
                 update(Invoice)
-                .where(Invoice.id.in_(ids[start : start + 5000]))
-                .values(last_checked_at=now_ms)
-                .execution_options(synchronize_session=False)
-            )
-        for start in range(0, len(finished), 5000):
-            await session.execute(
-                update(Invoice)
-                .where(Invoice.id.in_(finished[start : start + 5000]))
+                .where(id_in(finished, services.db.dialect))
                 .values(watch=False)
                 .execution_options(synchronize_session=False)
             )
+
+
+def id_in(ids: list[str], dialect: str) -> ColumnElement[bool]:
+    """``invoices.id IN ids`` with the whole list as ONE bound value (a PostgreSQL array or a
+    SQLite JSON array): tens of thousands of ids without tens of thousands of parameters."""
+    if dialect == "postgresql":
+        return Invoice.id == any_(bindparam("ids", ids, type_=ARRAY(String)))
+    listed = select(column("value", String)).select_from(
+        func.json_each(bindparam("ids", json.dumps(ids)))
+    )
+    return Invoice.id.in_(listed.scalar_subquery())
