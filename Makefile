@@ -18,7 +18,9 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	@# `npm ci` refuses this lock file (npm omits the other platforms' optional anvil binaries
+	@# from it); `npm install` installs exactly the locked versions and leaves the file as is.
+	npm install --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
 run: setup
