@@ -8,9 +8,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.api.deps import authorize, services_of
-from invoicing.api.inputs import Address, json_body, owner_address_of, query_items, validate
-from invoicing.api.inputs import without_owner as payload_of
+from invoicing.api.deps import authorized_body, authorized_query, services_of
+from invoicing.api.inputs import Address
 from invoicing.auth.api_keys import create_api_key, key_to_dict, list_api_keys, revoke_api_key
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
@@ -39,12 +38,9 @@ class OwnerQuery(BaseModel):
 @router.post("", status_code=201, summary="Issue an API key (shown once)")
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
-    data = await json_body(request, services.settings.max_body_bytes)
-    owner = owner_address_of(data)
-    await authorize(
-        request, "apikey.create", owner, payload_of(data), from_query=False, allow_api_key=False
+    body, _caller = await authorized_body(
+        request, "apikey.create", CreateKeyBody, allow_api_key=False
     )
-    body = validate(CreateKeyBody, data)
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(
             session,
@@ -62,14 +58,9 @@ async def create(request: Request) -> JSONResponse:
 @router.get("", summary="List an owner's API keys (without secrets)")
 async def list_(request: Request, ownerAddress: Annotated[str, Query()]) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(
-        request, "apikey.list", owner, payload_of(items), from_query=True, allow_api_key=False
-    )
-    validate(OwnerQuery, items)
+    _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
     async with services.db.sessions() as session:
-        rows = await list_api_keys(session, owner.lower())
+        rows = await list_api_keys(session, caller.owner_key)
     return JSONResponse({"items": [key_to_dict(row) for row in rows]})
 
 
@@ -78,12 +69,9 @@ async def revoke(
     request: Request, ownerAddress: Annotated[str, Query()], id: Annotated[str, Query()]
 ) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(
-        request, "apikey.revoke", owner, payload_of(items), from_query=True, allow_api_key=False
+    query, caller = await authorized_query(
+        request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False
     )
-    query = validate(RevokeKeyQuery, items)
     async with services.db.transaction() as session:
-        row = await revoke_api_key(session, owner.lower(), query.id, services.clock.now_ms())
+        row = await revoke_api_key(session, caller.owner_key, query.id, services.clock.now_ms())
     return JSONResponse({"revoked": True, "id": row.id, "revokedAt": row.revoked_at})

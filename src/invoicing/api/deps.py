@@ -1,13 +1,17 @@
-"""Shared pieces of the route handlers."""
+"""Shared pieces of the route handlers: authenticate the request as sent, then validate it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
+from pydantic import BaseModel
 
+from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
 from invoicing.services import Services
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def services_of(request: Request) -> Services:
@@ -34,3 +38,35 @@ async def authorize(
         services.settings.signature_window_s,
         allow_api_key=allow_api_key,
     )
+
+
+async def authorized_body(
+    request: Request, action: str, model: type[Model], *, allow_api_key: bool = True
+) -> tuple[Model, Caller]:
+    """A JSON body checked against the caller's credential (signed as sent), then validated."""
+    data = await json_body(request, services_of(request).settings.max_body_bytes)
+    caller = await authorize(
+        request,
+        action,
+        owner_address_of(data),
+        without_owner(data),
+        from_query=False,
+        allow_api_key=allow_api_key,
+    )
+    return validate(model, data), caller
+
+
+async def authorized_query(
+    request: Request, action: str, model: type[Model], *, allow_api_key: bool = True
+) -> tuple[Model, Caller]:
+    """Query parameters checked against the caller's credential (signed as sent), validated."""
+    items = query_items(request)
+    caller = await authorize(
+        request,
+        action,
+        owner_address_of(items),
+        without_owner(items),
+        from_query=True,
+        allow_api_key=allow_api_key,
+    )
+    return validate(model, items), caller

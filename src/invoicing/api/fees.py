@@ -13,15 +13,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from invoicing.api.deps import authorize, services_of
-from invoicing.api.inputs import (
-    Address,
-    json_body,
-    owner_address_of,
-    query_items,
-    validate,
-    without_owner,
-)
+from invoicing.api.deps import authorized_body, authorized_query, services_of
+from invoicing.api.inputs import Address, body_schema, json_body, owner_address_of, validate
 from invoicing.fees.ratelimit import hit
 from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
 
@@ -95,25 +88,8 @@ def _payout_request(body: SetPayoutBody) -> MetaRequest:
     )
 
 
-def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
-        }
-    }
-
-
 async def _submit(request: MetaRequest, http: Request) -> JSONResponse:
     return JSONResponse(await submit_meta(services_of(http), request), status_code=202)
-
-
-async def _integration_body(request: Request, action: str) -> dict[str, Any]:
-    services = services_of(request)
-    data = await json_body(request, services.settings.max_body_bytes)
-    owner = owner_address_of(data)
-    await authorize(request, action, owner, without_owner(data), from_query=False)
-    return data
 
 
 async def _client_body(request: Request) -> dict[str, Any]:
@@ -131,23 +107,23 @@ async def _client_body(request: Request) -> dict[str, Any]:
 @router.post(
     "/integration/fees/set-meta",
     status_code=202,
-    openapi_extra=_body_schema(SetFeeBody),
+    openapi_extra=body_schema(SetFeeBody),
     summary="Relay an owner-signed SetFee",
 )
 async def integration_set_fee(request: Request) -> JSONResponse:
-    data = await _integration_body(request, "fee.set-meta")
-    return await _submit(_fee_request(validate(SetFeeBody, data)), request)
+    body, _caller = await authorized_body(request, "fee.set-meta", SetFeeBody)
+    return await _submit(_fee_request(body), request)
 
 
 @router.post(
     "/integration/fees/set-payout-meta",
     status_code=202,
-    openapi_extra=_body_schema(SetPayoutBody),
+    openapi_extra=body_schema(SetPayoutBody),
     summary="Relay an owner-signed SetPayout",
 )
 async def integration_set_payout(request: Request) -> JSONResponse:
-    data = await _integration_body(request, "fee.set-payout-meta")
-    return await _submit(_payout_request(validate(SetPayoutBody, data)), request)
+    body, _caller = await authorized_body(request, "fee.set-payout-meta", SetPayoutBody)
+    return await _submit(_payout_request(body), request)
 
 
 @router.get("/integration/fees", summary="An owner's fee settings, read from the chain")
@@ -156,18 +132,14 @@ async def get_fees(
     ownerAddress: Annotated[str, Query()],
     chainId: Annotated[int, Query()],
 ) -> JSONResponse:
-    services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(request, "fee.get", owner, without_owner(items), from_query=True)
-    query = validate(FeesQuery, items)
-    return JSONResponse(await fee_settings(services, query.chainId, query.ownerAddress))
+    query, _caller = await authorized_query(request, "fee.get", FeesQuery)
+    return JSONResponse(await fee_settings(services_of(request), query.chainId, query.ownerAddress))
 
 
 @router.post(
     "/fees/set-meta",
     status_code=202,
-    openapi_extra=_body_schema(SetFeeBody),
+    openapi_extra=body_schema(SetFeeBody),
     summary="Relay an owner-signed SetFee (wallet front ends; rate limited)",
 )
 async def client_set_fee(request: Request) -> JSONResponse:
@@ -178,7 +150,7 @@ async def client_set_fee(request: Request) -> JSONResponse:
 @router.post(
     "/fees/set-payout-meta",
     status_code=202,
-    openapi_extra=_body_schema(SetPayoutBody),
+    openapi_extra=body_schema(SetPayoutBody),
     summary="Relay an owner-signed SetPayout (wallet front ends; rate limited)",
 )
 async def client_set_payout(request: Request) -> JSONResponse:

@@ -104,3 +104,13 @@ def owner_address_of(data: dict[str, Any]) -> str:
     except ValueError as exc:
         raise InvalidRequest(f"ownerAddress {exc}", {"field": "ownerAddress"}) from None
     return owner
+
+
+def body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI ``requestBody`` for routes that read their body raw (to verify signatures)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }

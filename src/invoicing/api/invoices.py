@@ -10,15 +10,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from invoicing.api.deps import authorize, services_of
-from invoicing.api.inputs import (
-    Address,
-    json_body,
-    owner_address_of,
-    query_items,
-    validate,
-    without_owner,
-)
+from invoicing.api.deps import authorized_body, authorized_query, services_of
+from invoicing.api.inputs import Address, body_schema
 from invoicing.invoices.models import InvoiceStatus
 from invoicing.invoices.service import (
     InvoiceFilter,
@@ -113,26 +106,12 @@ class DeleteQuery(BaseModel):
     invoiceId: str = Field(min_length=1, max_length=128)
 
 
-def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
-        }
-    }
-
-
 @router.post(
-    "", status_code=201, openapi_extra=_body_schema(CreateInvoiceBody), summary="Create an invoice"
+    "", status_code=201, openapi_extra=body_schema(CreateInvoiceBody), summary="Create an invoice"
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
-    data = await json_body(request, services.settings.max_body_bytes)
-    owner = owner_address_of(data)
-    caller = await authorize(
-        request, "invoice.create", owner, without_owner(data), from_query=False
-    )
-    body = validate(CreateInvoiceBody, data)
+    body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
     chain = services.chains.get(body.chainId)
     invoice, created = await create_invoice(
         services.db,
@@ -165,11 +144,8 @@ async def status(
     paymentAddress: Annotated[str, Query()],
 ) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(request, "invoice.status", owner, without_owner(items), from_query=True)
-    query = validate(StatusQuery, items)
-    invoice = await find_by_payment_address(services.db, owner.lower(), query.paymentAddress)
+    query, caller = await authorized_query(request, "invoice.status", StatusQuery)
+    invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, invoice)
     return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
 
@@ -189,15 +165,12 @@ async def list_(
     dateTo: Annotated[int | None, Query()] = None,
 ) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(request, "invoice.list", owner, without_owner(items), from_query=True)
-    query = validate(ListQuery, items)
+    query, caller = await authorized_query(request, "invoice.list", ListQuery)
     limit_ = min(query.limit, 100)
     invoices, total = await list_invoices(
         services.db,
         InvoiceFilter(
-            owner_key=owner.lower(),
+            owner_key=caller.owner_key,
             chain_id=query.chainId,
             status=query.status,
             paid=query.paid,
@@ -228,12 +201,9 @@ async def delete(
     invoiceId: Annotated[str, Query()],
 ) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(request, "invoice.delete", owner, without_owner(items), from_query=True)
-    query = validate(DeleteQuery, items)
+    query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)
     invoice = await delete_invoice(
-        services.db, owner.lower(), query.chainId, query.invoiceId, services.clock.now_ms()
+        services.db, caller.owner_key, query.chainId, query.invoiceId, services.clock.now_ms()
     )
     return JSONResponse(
         {"deleted": True, "invoiceId": invoice.invoice_id, "chainId": invoice.chain_id}
