@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -37,8 +38,9 @@ OWNER = Account.from_key(DEV_PRIVATE_KEYS[1])
 Request = Callable[[int], tuple[str, str, dict[str, Any], dict[str, str]]]
 
 
-async def measure(client: httpx.AsyncClient, make: Request, seconds: float,
-                  concurrency: int) -> float:
+async def measure(
+    client: httpx.AsyncClient, make: Request, seconds: float, concurrency: int
+) -> float:
     """Requests per second completed with a 2xx status during ``seconds``."""
     counter = iter(range(10**9))
     done = 0
@@ -66,40 +68,56 @@ def presigned(count: int, chain_id: int) -> list[tuple[dict[str, Any], dict[str,
         body = {"ownerAddress": OWNER.address, "chainId": chain_id, "amount": "1.5"}
         payload = {"chainId": chain_id, "amount": "1.5"}
         ts = now + i
-        signature = sign_request(OWNER.key.to_0x_hex(), "invoice.create", OWNER.address, ts,
-                                 payload)
-        requests.append((body, {"x-service-signature": signature,
-                                "x-service-timestamp": str(ts)}))
+        signature = sign_request(
+            OWNER.key.to_0x_hex(), "invoice.create", OWNER.address, ts, payload
+        )
+        requests.append((body, {"x-service-signature": signature, "x-service-timestamp": str(ts)}))
     return requests
 
 
-async def bench(args: argparse.Namespace) -> None:
+async def deploy(rpc_url: str) -> tuple[int, str]:
+    evm = EvmClient.connect(rpc_url)
+    try:
+        deployment = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+    finally:
+        await evm.aclose()
+    return deployment.chain_id, deployment.factory
+
+
+def bench(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     database_url = args.database_url or f"sqlite:///{workdir}/bench.db"
     with AnvilProcess() as anvil:
-        evm = EvmClient.connect(anvil.url)
-        deployment = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
-        await evm.aclose()
-        await upgrade(database_url)
+        chain_id, factory = asyncio.run(deploy(anvil.url))
+        asyncio.run(upgrade(database_url))
         chains = workdir / "chains.toml"
         chains.write_text(
-            f'[[chain]]\nchain_id = {deployment.chain_id}\nname = "anvil"\n'
-            f'rpc_url = "{anvil.url}"\nfactory = "{deployment.factory}"\n'
+            f'[[chain]]\nchain_id = {chain_id}\nname = "anvil"\n'
+            f'rpc_url = "{anvil.url}"\nfactory = "{factory}"\n'
         )
-        env = {**os.environ, "INVOICING_DATABASE_URL": database_url,
-               "INVOICING_CHAINS_FILE": str(chains), "INVOICING_ENVIRONMENT": "development"}
-        key = subprocess.run(
+        env = {
+            **os.environ,
+            "INVOICING_DATABASE_URL": database_url,
+            "INVOICING_CHAINS_FILE": str(chains),
+            "INVOICING_ENVIRONMENT": "development",
+        }
+        issued = subprocess.run(
             [INVOICING, "api-keys", "create", "--owner", OWNER.address],
-            env=env, capture_output=True, text=True, check=True,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout
-        api_key = __import__("json").loads(key)["apiKey"]
+        api_key = json.loads(issued)["apiKey"]
         port = free_port()
         server = subprocess.Popen(
-            [INVOICING, "serve", "--port", str(port)], env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [INVOICING, "serve", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         try:
-            await run_cases(f"http://127.0.0.1:{port}", api_key, deployment.chain_id, args)
+            asyncio.run(run_cases(f"http://127.0.0.1:{port}", api_key, chain_id, args))
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -119,8 +137,10 @@ async def run_cases(base_url: str, api_key: str, chain_id: int, args: argparse.N
         created = await client.post("/integration/invoices", json=body, headers=key_headers)
         payment_address = created.json()["paymentAddress"]
         signed = presigned(int(args.seconds * 3000), chain_id)
-        status_path = (f"/integration/invoices/status?ownerAddress={OWNER.address}"
-                       f"&paymentAddress={payment_address}")
+        status_path = (
+            f"/integration/invoices/status?ownerAddress={OWNER.address}"
+            f"&paymentAddress={payment_address}"
+        )
 
         cases: dict[str, Request] = {
             "trivial": lambda i: ("GET", "/healthz", {}, {}),
@@ -141,7 +161,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--database-url", default=None)
-    asyncio.run(bench(parser.parse_args()))
+    bench(parser.parse_args())
 
 
 if __name__ == "__main__":
