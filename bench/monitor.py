@@ -178,7 +178,8 @@ async def _measure(
         base_s, base_calls = base_s * n / len(sample), n
 
     print(
-        f"monitor db={url.split(':')[0].split('+')[0]} n={n} pass_s={pass_s:.2f} rpc_calls={pass_calls} checked={result.checked} "
+        f"monitor db={url.split(':')[0].split('+')[0]} n={n} pass_s={pass_s:.2f} "
+        f"rpc_calls={pass_calls} checked={result.checked} "
         f"paid={result.paid} baseline_s={base_s:.2f} baseline_calls={base_calls} "
         f"speedup={base_s / pass_s:.1f}x calls_ratio={pass_calls / base_calls:.5f}{measured}",
         flush=True,

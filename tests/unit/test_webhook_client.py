@@ -1,11 +1,16 @@
-"""The outbound webhook client: SSRF guard, pinned connect address, no redirects, timeout."""
+"""The outbound webhook client: SSRF guard, pinned connect address, no redirects, timeout.
+
+The wire is real (a local asyncio HTTP server); only name resolution and the connect step
+are swapped so that "public" addresses lead to the local server.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 
-import httpx
 import pytest
 
 from invoicing.webhooks.client import (
@@ -15,25 +20,66 @@ from invoicing.webhooks.client import (
     Outcome,
     refused_reason,
 )
+from invoicing.webhooks.http11 import Streams
 
 BODY = b'{"status":"paid"}'
 
 
-def resolver_to(*addresses: str):  # type: ignore[no-untyped-def]
+@dataclass
+class LocalServer:
+    """Answers every request with ``answer`` (raw bytes after reading the request)."""
+
+    answer: bytes = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
+    delay_s: float = 0.0
+    requests: list[bytes] = field(default_factory=list)
+    connections: int = 0
+    port: int = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                self.requests.append(head + await reader.readexactly(length))
+                await asyncio.sleep(self.delay_s)
+                writer.write(self.answer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[LocalServer]:
+    local = LocalServer()
+    listener = await asyncio.start_server(local.handle, "127.0.0.1", 0)
+    local.port = listener.sockets[0].getsockname()[1]
+    yield local
+    listener.close()
+
+
+def make_client(
+    server: LocalServer, *addresses: str, connects: list[tuple[str, int, str | None]] | None = None,
+    **kwargs: object,
+) -> HttpWebhookClient:  # fmt: skip
+    """A client whose resolver answers ``addresses`` and whose connect step records where it
+    was asked to connect, then reaches the local server."""
+
     async def resolve(host: str, port: int) -> list[str]:
         return list(addresses)
 
-    return resolve
+    async def connect(address: str, port: int, tls_name: str | None) -> Streams:
+        if connects is not None:
+            connects.append((address, port, tls_name))
+        return await asyncio.open_connection("127.0.0.1", server.port)
 
-
-def recording_transport(status: int = 200, seen: list[httpx.Request] | None = None,
-                        headers: dict[str, str] | None = None) -> httpx.MockTransport:  # fmt: skip
-    def handle(request: httpx.Request) -> httpx.Response:
-        if seen is not None:
-            seen.append(request)
-        return httpx.Response(status, headers=headers or {})
-
-    return httpx.MockTransport(handle)
+    return HttpWebhookClient(resolver=resolve, connect=connect, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -59,37 +105,44 @@ def test_refused_reason(address: str, reason: str | None) -> None:
     assert refused_reason(ipaddress.ip_address(address)) == reason
 
 
-async def test_connects_to_the_checked_address_with_the_original_host_header() -> None:
-    seen: list[httpx.Request] = []
-    client = HttpWebhookClient(
-        transport=recording_transport(204, seen), resolver=resolver_to("93.184.216.34")
-    )
+async def test_connects_to_the_checked_address_with_the_original_host_header(
+    server: LocalServer,
+) -> None:
+    connects: list[tuple[str, int, str | None]] = []
+    client = make_client(server, "93.184.216.34", connects=connects)
 
     outcome = await client.send(
-        Delivery("https://hooks.example:8443/paid?x=1", BODY, {"x-service-event-id": "e1"})
+        Delivery("http://hooks.example:8080/paid?x=1", BODY, {"x-service-event-id": "e1"})
     )
 
     assert (outcome.status_code, outcome.error, outcome.delivered) == (204, None, True)
-    (request,) = seen
-    assert str(request.url) == "https://93.184.216.34:8443/paid?x=1"
-    assert request.headers["host"] == "hooks.example:8443"
-    assert request.headers["x-service-event-id"] == "e1"
-    assert request.extensions["sni_hostname"] == "hooks.example"
-    assert request.content == BODY
+    assert connects == [("93.184.216.34", 8080, None)]
+    (request,) = server.requests
+    assert request == (
+        b"POST /paid?x=1 HTTP/1.1\r\nHost: hooks.example:8080\r\nx-service-event-id: e1\r\n"
+        b"Content-Length: 17\r\nConnection: keep-alive\r\n\r\n" + BODY
+    )
     await client.aclose()
 
 
-async def test_ipv6_target_is_bracketed() -> None:
-    seen: list[httpx.Request] = []
-    client = HttpWebhookClient(
-        transport=recording_transport(200, seen), resolver=resolver_to("2606:4700:4700::1111")
-    )
+async def test_https_targets_keep_the_host_name_for_tls(server: LocalServer) -> None:
+    connects: list[tuple[str, int, str | None]] = []
+    client = make_client(server, "2606:4700:4700::1111", connects=connects)
 
-    await client.send(Delivery("http://hooks.example/p", BODY, {}))
+    await client.send(Delivery("https://hooks.example/p", BODY, {}))
 
-    assert str(seen[0].url) == "http://[2606:4700:4700::1111]/p"
-    assert seen[0].headers["host"] == "hooks.example"
-    assert "sni_hostname" not in seen[0].extensions
+    assert connects == [("2606:4700:4700::1111", 443, "hooks.example")]
+    assert b"Host: hooks.example\r\n" in server.requests[0]
+    await client.aclose()
+
+
+async def test_connections_are_reused(server: LocalServer) -> None:
+    client = make_client(server, "93.184.216.34")
+
+    outcomes = [await client.send(Delivery("http://hooks.example/", BODY, {})) for _ in range(5)]
+
+    assert [o.status_code for o in outcomes] == [204] * 5
+    assert server.connections == 1
     await client.aclose()
 
 
@@ -97,58 +150,78 @@ async def test_ipv6_target_is_bracketed() -> None:
     "addresses",
     [("127.0.0.1",), ("10.0.0.5",), ("169.254.169.254",), ("93.184.216.34", "192.168.0.1")],
 )
-async def test_private_targets_are_refused_without_a_request(addresses: tuple[str, ...]) -> None:
-    seen: list[httpx.Request] = []
-    client = HttpWebhookClient(
-        transport=recording_transport(200, seen), resolver=resolver_to(*addresses)
-    )
+async def test_private_targets_are_refused_without_a_request(
+    server: LocalServer, addresses: tuple[str, ...]
+) -> None:
+    connects: list[tuple[str, int, str | None]] = []
+    client = make_client(server, *addresses, connects=connects)
 
     outcome = await client.send(Delivery("http://internal.example/hook", BODY, {}))
 
     assert outcome.status_code is None
     assert outcome.terminal is True
     assert outcome.error is not None and outcome.error.startswith("refused: internal.example")
-    assert seen == []
+    assert connects == [] and server.requests == []
     await client.aclose()
 
 
-async def test_private_targets_are_allowed_by_the_development_setting() -> None:
-    seen: list[httpx.Request] = []
-    client = HttpWebhookClient(
-        transport=recording_transport(200, seen),
-        resolver=resolver_to("127.0.0.1"),
-        allow_private=True,
-    )
+async def test_private_targets_are_allowed_by_the_development_setting(server: LocalServer) -> None:
+    connects: list[tuple[str, int, str | None]] = []
+    client = make_client(server, "127.0.0.1", connects=connects, allow_private=True)
 
     outcome = await client.send(Delivery("http://localhost:9/hook", BODY, {}))
 
-    assert outcome.status_code == 200
-    assert str(seen[0].url) == "http://127.0.0.1:9/hook"
+    assert outcome.status_code == 204
+    assert connects == [("127.0.0.1", 9, None)]
     await client.aclose()
 
 
-async def test_redirects_are_not_followed() -> None:
-    seen: list[httpx.Request] = []
-    client = HttpWebhookClient(
-        transport=recording_transport(302, seen, {"location": "http://169.254.169.254/"}),
-        resolver=resolver_to("93.184.216.34"),
+async def test_redirects_are_not_followed(server: LocalServer) -> None:
+    server.answer = (
+        b"HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n"
     )
+    client = make_client(server, "93.184.216.34")
 
     outcome = await client.send(Delivery("http://hooks.example/", BODY, {}))
 
     assert (outcome.status_code, outcome.delivered, outcome.terminal) == (302, False, False)
-    assert len(seen) == 1
+    assert len(server.requests) == 1
     await client.aclose()
 
 
-async def test_a_slow_endpoint_times_out() -> None:
-    async def slow(request: httpx.Request) -> httpx.Response:
-        await asyncio.sleep(5)
-        return httpx.Response(200)
+@pytest.mark.parametrize(
+    ("answer", "status"),
+    [
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 200),
+        (b"HTTP/1.0 201 Created\r\nContent-Length: 2\r\n\r\nok", 201),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", 202),
+        (b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\nfail", 500),
+    ],
+)
+async def test_answer_framings(server: LocalServer, answer: bytes, status: int) -> None:
+    server.answer = answer
+    client = make_client(server, "93.184.216.34")
 
-    client = HttpWebhookClient(
-        timeout_s=0.1, transport=httpx.MockTransport(slow), resolver=resolver_to("93.184.216.34")
-    )
+    outcomes = [await client.send(Delivery("http://hooks.example/", BODY, {})) for _ in range(2)]
+
+    assert [o.status_code for o in outcomes] == [status, status]
+    await client.aclose()
+
+
+async def test_a_garbage_answer_is_a_retryable_error(server: LocalServer) -> None:
+    server.answer = b"SMTP ready\r\n\r\n"
+    client = make_client(server, "93.184.216.34")
+
+    outcome = await client.send(Delivery("http://hooks.example/", BODY, {}))
+
+    assert (outcome.status_code, outcome.terminal) == (None, False)
+    assert outcome.error == "ProtocolError: not an HTTP/1.x answer: 'SMTP ready'"
+    await client.aclose()
+
+
+async def test_a_slow_endpoint_times_out(server: LocalServer) -> None:
+    server.delay_s = 5
+    client = make_client(server, "93.184.216.34", timeout_s=0.1)
 
     outcome = await client.send(Delivery("http://hooks.example/", BODY, {}))
 
@@ -161,45 +234,48 @@ async def test_a_slow_endpoint_times_out() -> None:
     await client.aclose()
 
 
-async def test_unresolvable_host_is_a_retryable_error() -> None:
+async def test_unresolvable_host_is_a_retryable_error(server: LocalServer) -> None:
     async def fail(host: str, port: int) -> list[str]:
         raise OSError("Name or service not known")
 
-    client = HttpWebhookClient(transport=recording_transport(200), resolver=fail)
+    client = HttpWebhookClient(resolver=fail)
 
     outcome = await client.send(Delivery("http://nowhere.invalid/", BODY, {}))
 
     assert outcome.status_code is None and outcome.terminal is False
-    assert (
-        outcome.error
-        == "ConnectionError: cannot resolve nowhere.invalid: Name or service not known"
+    assert outcome.error == (
+        "ConnectionError: cannot resolve nowhere.invalid: Name or service not known"
     )
     await client.aclose()
 
 
-async def test_connection_errors_are_retryable() -> None:
-    def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
+async def test_connection_refused_is_retryable() -> None:
+    async def resolve(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
 
-    client = HttpWebhookClient(
-        transport=httpx.MockTransport(refuse), resolver=resolver_to("93.184.216.34")
-    )
+    client = HttpWebhookClient(resolver=resolve, allow_private=True)
 
-    outcome = await client.send(Delivery("http://hooks.example/", BODY, {}))
+    outcome = await client.send(Delivery("http://hooks.example:1/", BODY, {}))
 
-    assert (outcome.status_code, outcome.error, outcome.terminal) == (
-        None,
-        "ConnectError: connection refused",
-        False,
-    )
+    assert (outcome.status_code, outcome.terminal) == (None, False)
+    assert outcome.error is not None and outcome.error.startswith("ConnectionRefusedError")
+    await client.aclose()
+
+
+async def test_header_values_with_line_breaks_are_not_sent(server: LocalServer) -> None:
+    client = make_client(server, "93.184.216.34")
+
+    outcome = await client.send(Delivery("http://hooks.example/", BODY, {"x-a": "1\r\nx-b: 2"}))
+
+    assert outcome.status_code is None
+    assert outcome.error == "ValueError: header 'x-a' contains a line break"
+    assert server.requests == []
     await client.aclose()
 
 
 @pytest.mark.parametrize("url", ["ftp://hooks.example/", "/relative", "http:///nohost"])
-async def test_non_http_urls_are_refused(url: str) -> None:
-    client = HttpWebhookClient(
-        transport=recording_transport(200), resolver=resolver_to("93.184.216.34")
-    )
+async def test_non_http_urls_are_refused(server: LocalServer, url: str) -> None:
+    client = make_client(server, "93.184.216.34")
 
     outcome = await client.send(Delivery(url, BODY, {}))
 

@@ -2,8 +2,9 @@
 
 ``HttpWebhookClient`` is the real one: it resolves the target, refuses loopback, private,
 link-local, multicast, unspecified and reserved addresses unless the development setting
-allows them, and then connects to the very address it checked (the URL keeps its Host header
-and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the connect.
+allows them, and then connects to the very address it checked (the request keeps the URL's
+Host header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and
+the connect. The wire work is ``http11.ConnectionPool``, whose ``connect`` step tests swap.
 ``FakeWebhookClient`` ships beside it for unit tests.
 """
 
@@ -12,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-import httpx
+from invoicing.webhooks.http11 import Connect, ConnectionPool, Target, open_streams
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -82,48 +84,32 @@ def refused_reason(address: IPAddress) -> str | None:
     return next((name for name, hit in checks if hit), None)
 
 
-def _netloc(address: IPAddress, port: int | None) -> str:
-    host = f"[{address}]" if address.version == 6 else str(address)
-    return host if port is None else f"{host}:{port}"
-
-
 @dataclass
 class HttpWebhookClient:
-    """Real deliveries over httpx: no redirects, one overall timeout per attempt."""
+    """Real deliveries: SSRF-checked, no redirects, one overall timeout per attempt."""
 
     timeout_s: float = 10.0
     allow_private: bool = False
-    transport: httpx.AsyncBaseTransport | None = None
     resolver: Resolver = resolve_host
-    max_connections: int = 200
-    _http: httpx.AsyncClient = field(init=False)
+    connect: Connect = open_streams
+    _pool: ConnectionPool = field(init=False)
 
     def __post_init__(self) -> None:
-        self._http = httpx.AsyncClient(
-            transport=self.transport,
-            follow_redirects=False,
-            timeout=httpx.Timeout(self.timeout_s),
-            limits=httpx.Limits(
-                max_connections=self.max_connections,
-                max_keepalive_connections=self.max_connections,
-            ),
-            trust_env=False,
-        )
+        self._pool = ConnectionPool(self.connect)
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        await self._pool.aclose()
 
-    async def checked_target(self, url: str) -> tuple[str, str, str | None]:
-        """(URL to connect to with the checked IP in it, Host header, TLS server name)."""
+    async def checked_target(self, url: str) -> Target:
+        """Where to connect for ``url``: a resolved address the guard allows."""
         parts = urlsplit(url)
         host = parts.hostname
         if parts.scheme not in ("http", "https") or not host:
             raise TargetRefused("webhookUrl must be an absolute http(s) URL")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            addresses = [
-                ipaddress.ip_address(a.split("%")[0]) for a in await self.resolver(host, port)
-            ]
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            resolved = await self.resolver(host, port)
+            addresses = [ipaddress.ip_address(a.split("%")[0]) for a in resolved]
         except (OSError, ValueError) as exc:
             raise ConnectionError(f"cannot resolve {host}: {exc}") from exc
         if not addresses:
@@ -133,47 +119,29 @@ class HttpWebhookClient:
                 reason = refused_reason(address)
                 if reason is not None:
                     raise TargetRefused(f"{host} resolves to {reason} address {address}")
-        target = urlunsplit(
-            (parts.scheme, _netloc(addresses[0], parts.port), parts.path or "/", parts.query, "")
+        named = f"[{host}]" if ":" in host else host
+        return Target(
+            address=str(addresses[0]),
+            port=port,
+            host_header=named if parts.port is None else f"{named}:{parts.port}",
+            path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+            tls_name=host if parts.scheme == "https" else None,
         )
-        host_header = host if parts.port is None else f"{host}:{parts.port}"
-        if ":" in host and parts.port is None:
-            host_header = f"[{host}]"
-        elif ":" in host:
-            host_header = f"[{host}]:{parts.port}"
-        return target, host_header, host if parts.scheme == "https" else None
 
     async def send(self, delivery: Delivery) -> Outcome:
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
-                target, host_header, server_name = await self.checked_target(delivery.url)
-                status = await self._post(delivery, target, host_header, server_name)
+                target = await self.checked_target(delivery.url)
+                status = await self._pool.post(target, delivery.headers, delivery.body)
             return Outcome(status_code=status, duration_ms=_since(started))
         except TargetRefused as exc:
             return Outcome(error=f"refused: {exc}", terminal=True, duration_ms=_since(started))
         except TimeoutError:
             return Outcome(error=f"timeout after {self.timeout_s:g} s", duration_ms=_since(started))
-        except (httpx.HTTPError, ConnectionError) as exc:
-            message = str(exc) or type(exc).__name__
-            return Outcome(
-                error=f"{type(exc).__name__}: {message}"[:500], duration_ms=_since(started)
-            )
-
-    async def _post(
-        self, delivery: Delivery, target: str, host_header: str, server_name: str | None
-    ) -> int:
-        request = self._http.build_request(
-            "POST",
-            target,
-            content=delivery.body,
-            headers={**delivery.headers, "host": host_header},
-            extensions={"sni_hostname": server_name} if server_name else {},
-        )
-        # The body of the answer is never read: only the status code matters.
-        response = await self._http.send(request, stream=True)
-        await response.aclose()
-        return response.status_code
+        except (OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError) as exc:
+            message = f"{type(exc).__name__}: {exc or 'connection closed'}"
+            return Outcome(error=message[:500], duration_ms=_since(started))
 
 
 def _since(started: float) -> int:

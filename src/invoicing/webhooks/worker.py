@@ -27,10 +27,7 @@ BATCH_WINDOW_S = 0.01
 def client_for(services: Services) -> HttpWebhookClient:
     settings = services.settings
     return HttpWebhookClient(
-        timeout_s=settings.webhook_timeout_s,
-        allow_private=settings.webhook_allow_private,
-        transport=services.http_transport,
-        max_connections=settings.webhook_concurrency,
+        timeout_s=settings.webhook_timeout_s, allow_private=settings.webhook_allow_private
     )
 
 
