@@ -15,8 +15,9 @@ from invoicing.settings import Settings
 
 def build_schema() -> dict[str, Any]:
     settings = Settings(environment="development", database_url="sqlite:///:memory:")
-    services = Services(settings=settings, db=Database(settings.database_url),
-                        chains=ChainRegistry({}))
+    services = Services(
+        settings=settings, db=Database(settings.database_url), chains=ChainRegistry({})
+    )
     schema: dict[str, Any] = create_app(services, run_workers_in_process=False).openapi()
     return schema
 
