@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from invoicing.api.deps import authorize, services_of
-from invoicing.api.inputs import Address, owner_address_of, query_items, validate, without_owner
+from invoicing.api.deps import authorized_query, services_of
+from invoicing.api.inputs import Address
 from invoicing.webhooks.service import list_deliveries
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
@@ -29,8 +29,5 @@ async def list_webhooks(
     paymentAddress: Annotated[str, Query()],
 ) -> JSONResponse:
     services = services_of(request)
-    items = query_items(request)
-    owner = owner_address_of(items)
-    await authorize(request, "invoice.webhooks", owner, without_owner(items), from_query=True)
-    query = validate(WebhooksQuery, items)
-    return JSONResponse(await list_deliveries(services.db, owner.lower(), query.paymentAddress))
+    query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
+    return JSONResponse(await list_deliveries(services.db, caller.owner_key, query.paymentAddress))
