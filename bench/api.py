@@ -2,10 +2,13 @@
 trivial route (``/healthz``) of the same app measured in the same run.
 
 Starts anvil, deploys the dev contracts, runs ``invoicing serve`` as a separate process
-(one uvicorn worker) on a fresh database and drives it with concurrent HTTP clients for a
-few seconds per case. Prints one line per case, e.g.::
+(one uvicorn worker) on a fresh database and drives it for a few seconds per case. Prints
+one line per case, e.g.::
 
     api create_api_key rps=812 trivial_rps=1650 ratio=0.49
+
+The load comes from ``wrk`` (Debian package ``wrk``) in a separate process, so the client is
+never the bottleneck; signature-mode requests are signed before timing, one timestamp each.
 
     .venv/bin/python bench/api.py [--seconds 5] [--concurrency 32] [--database-url URL]
 """
@@ -20,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,29 +37,6 @@ from invoicing.migrate import upgrade
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 OWNER = Account.from_key(DEV_PRIVATE_KEYS[1])
-Request = Callable[[int], tuple[str, str, dict[str, Any], dict[str, str]]]
-
-
-async def measure(
-    client: httpx.AsyncClient, make: Request, seconds: float, concurrency: int
-) -> float:
-    """Requests per second completed with a 2xx status during ``seconds``."""
-    counter = iter(range(10**9))
-    done = 0
-    deadline = time.perf_counter() + seconds
-
-    async def loop() -> None:
-        nonlocal done
-        while time.perf_counter() < deadline:
-            method, path, body, headers = make(next(counter))
-            response = await client.request(method, path, json=body or None, headers=headers)
-            if response.status_code >= 300:
-                raise SystemExit(f"{path}: {response.status_code} {response.text}")
-            done += 1
-
-    start = time.perf_counter()
-    await asyncio.gather(*(loop() for _ in range(concurrency)))
-    return done / (time.perf_counter() - start)
 
 
 def presigned(count: int, chain_id: int) -> list[tuple[dict[str, Any], dict[str, str]]]:
@@ -117,43 +96,106 @@ def bench(args: argparse.Namespace) -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            asyncio.run(run_cases(f"http://127.0.0.1:{port}", api_key, chain_id, args))
+            run_cases(f"http://127.0.0.1:{port}", api_key, chain_id, args, workdir)
         finally:
             server.terminate()
             server.wait(timeout=10)
 
 
-async def run_cases(base_url: str, api_key: str, chain_id: int, args: argparse.Namespace) -> None:
-    limits = httpx.Limits(max_connections=args.concurrency)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30) as client:
+WRK_SCRIPT = """
+local lines = {}
+local i = 0
+local method, path, headers_file = "%s", "%s", "%s"
+for line in io.lines(headers_file) do lines[#lines + 1] = line end
+request = function()
+  i = i + 1
+  local fields = {}
+  for field in string.gmatch(lines[((i - 1) %% #lines) + 1], "[^\t]+") do
+    fields[#fields + 1] = field
+  end
+  local headers = {["content-type"] = "application/json"}
+  for k = 2, #fields, 2 do headers[fields[k]] = fields[k + 1] end
+  local body = nil
+  if fields[1] ~= "-" then body = fields[1] end
+  return wrk.format(method, path, headers, body)
+end
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT %%d %%d %%f\\n", summary.requests,
+    summary.errors.status, summary.duration / 1e6))
+end
+"""
+
+
+def wrk_rps(
+    base_url: str, method: str, path: str, lines: list[str], args: argparse.Namespace, workdir: Path
+) -> float:
+    """Requests per second that wrk completed; every request must have answered 2xx."""
+    data = workdir / f"requests-{len(lines)}-{time.monotonic_ns()}.tsv"
+    data.write_text("\n".join(lines) + "\n")
+    script = workdir / "requests.lua"
+    script.write_text(WRK_SCRIPT % (method, path, data))
+    output = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            "1",
+            "-c",
+            str(args.concurrency),
+            "-d",
+            f"{args.seconds:g}s",
+            "-s",
+            str(script),
+            base_url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    result = next(line for line in output.splitlines() if line.startswith("RESULT"))
+    _, requests, errors, seconds = result.split()
+    if int(errors):
+        raise SystemExit(f"{path}: {errors} non-2xx answers\n{output}")
+    return int(requests) / float(seconds)
+
+
+def run_cases(
+    base_url: str, api_key: str, chain_id: int, args: argparse.Namespace, workdir: Path
+) -> None:
+    with httpx.Client(base_url=base_url, timeout=30) as client:
         for _ in range(100):
             try:
-                if (await client.get("/healthz")).status_code == 200:
+                if client.get("/healthz").status_code == 200:
                     break
             except httpx.HTTPError:
-                await asyncio.sleep(0.1)
-        key_headers = {"x-service-api-key": api_key}
+                time.sleep(0.1)
         body = {"ownerAddress": OWNER.address, "chainId": chain_id, "amount": "1.5"}
-        created = await client.post("/integration/invoices", json=body, headers=key_headers)
-        payment_address = created.json()["paymentAddress"]
-        signed = presigned(int(args.seconds * 3000), chain_id)
-        status_path = (
-            f"/integration/invoices/status?ownerAddress={OWNER.address}"
-            f"&paymentAddress={payment_address}"
+        created = client.post(
+            "/integration/invoices", json=body, headers={"x-service-api-key": api_key}
         )
+        payment_address = created.json()["paymentAddress"]
+    key_line = f"{json.dumps(body)}\tx-service-api-key\t{api_key}"
+    signed_lines = [
+        f"{json.dumps(signed_body)}\tx-service-signature\t{headers['x-service-signature']}"
+        f"\tx-service-timestamp\t{headers['x-service-timestamp']}"
+        for signed_body, headers in presigned(int(args.seconds * 4000), chain_id)
+    ]
+    status_path = (
+        f"/integration/invoices/status?ownerAddress={OWNER.address}"
+        f"&paymentAddress={payment_address}"
+    )
+    get_line = f"-\tx-service-api-key\t{api_key}"
 
-        cases: dict[str, Request] = {
-            "trivial": lambda i: ("GET", "/healthz", {}, {}),
-            "create_api_key": lambda i: ("POST", "/integration/invoices", body, key_headers),
-            "create_signature": lambda i: ("POST", "/integration/invoices", *signed[i]),
-            "status_api_key": lambda i: ("GET", status_path, {}, key_headers),
-        }
-        await measure(client, cases["trivial"], 1.0, args.concurrency)  # warm-up
-        trivial = await measure(client, cases["trivial"], args.seconds, args.concurrency)
-        print(f"api trivial rps={trivial:.0f}")
-        for name in ("create_api_key", "create_signature", "status_api_key"):
-            rps = await measure(client, cases[name], args.seconds, args.concurrency)
-            print(f"api {name} rps={rps:.0f} trivial_rps={trivial:.0f} ratio={rps / trivial:.2f}")
+    wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)  # warm-up
+    trivial = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
+    print(f"api trivial rps={trivial:.0f}")
+    cases = {
+        "create_api_key": ("POST", "/integration/invoices", [key_line]),
+        "create_signature": ("POST", "/integration/invoices", signed_lines),
+        "status_api_key": ("GET", status_path, [get_line]),
+    }
+    for name, (method, path, lines) in cases.items():
+        rps = wrk_rps(base_url, method, path, lines, args, workdir)
+        print(f"api {name} rps={rps:.0f} trivial_rps={trivial:.0f} ratio={rps / trivial:.2f}")
 
 
 def main() -> None:

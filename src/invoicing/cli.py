@@ -76,6 +76,7 @@ def serve(
     host: Annotated[str, typer.Option()] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
     workers: Annotated[bool, typer.Option(help="also run the workers in this process")] = False,
+    access_log: Annotated[bool, typer.Option(help="log every request")] = True,
 ) -> None:
     """Run the HTTP API (configured by INVOICING_* variables)."""
     import uvicorn
@@ -86,7 +87,7 @@ def serve(
     _logging()
     settings = _settings()
     application = create_app(build_services(settings), run_workers_in_process=workers)
-    uvicorn.run(application, host=host, port=port, log_level="info")
+    uvicorn.run(application, host=host, port=port, log_level="info", access_log=access_log)
 
 
 @app.command()

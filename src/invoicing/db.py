@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -63,8 +64,7 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Several workers share one file: WAL lets readers go on while one writer commits.
-        # Leave transaction control to us (BEGIN IMMEDIATE takes the write lock up front, so
-        # read-then-write transactions cannot deadlock on lock upgrades).
+        # Leave transaction control to us (see _on_begin).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -77,15 +77,33 @@ def _tune_sqlite(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        # Write transactions take the write lock up front (BEGIN IMMEDIATE), so a
+        # read-then-write transaction never fails on a lock upgrade; reads stay deferred and
+        # never wait for writers.
+        mode = connection.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+SQLITE_BEGIN = "invoicing_sqlite_begin"
 
 
 class Database:
-    """Owns the engine; hands out sessions whose transaction commits on success."""
+    """Owns the engine; hands out read sessions and write transactions.
+
+    ``sessions()`` is for reads. ``transaction()`` is one unit of work that commits on
+    success. On SQLite, write transactions of this process also queue on an asyncio lock:
+    waiting there costs nothing, while waiting in SQLite's busy handler means sleeping.
+    """
 
     def __init__(self, url: str) -> None:
         self.engine = create_engine(url)
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        self._write_lock: asyncio.Lock | None = None
+        self._write_sessions = self.sessions
+        if self.engine.dialect.name == "sqlite":
+            self._write_lock = asyncio.Lock()
+            writer = self.engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+            self._write_sessions = async_sessionmaker(writer, expire_on_commit=False)
 
     @property
     def dialect(self) -> str:
@@ -94,7 +112,11 @@ class Database:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """One unit of work: commit if the block succeeds, roll back if it raises."""
-        async with self.sessions() as session, session.begin():
+        if self._write_lock is None:
+            async with self.sessions() as session, session.begin():
+                yield session
+            return
+        async with self._write_lock, self._write_sessions() as session, session.begin():
             yield session
 
     async def dispose(self) -> None:

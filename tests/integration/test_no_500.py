@@ -117,3 +117,43 @@ async def test_odd_credentials_get_401(
     response = await app.http.post("/integration/invoices", json=body, headers=headers)
 
     assert response.status_code == 401
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"invoiceId": "a\u0000b"},
+        {"description": "\u0000"},
+        {"metadata": {"k\u0000": 1}},
+        {"metadata": {"list": ["ok", "x\u0000"]}},
+    ],
+)
+async def test_nul_characters_are_refused_and_create_nothing(
+    app: RunningApp, dev: DevDeployment, change: dict[str, Any]
+) -> None:
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1", **change}
+
+    response = await app.http.post("/integration/invoices", json=body, headers=key_headers(key))
+    listed = await app.http.get(
+        "/integration/invoices", params={"ownerAddress": owner.address}, headers=key_headers(key)
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert listed.json()["total"] == 0
+
+
+async def test_nul_in_a_query_is_refused(app: RunningApp) -> None:
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+
+    response = await app.http.get(
+        "/integration/invoices",
+        params={"ownerAddress": owner.address, "invoiceId": "a\u0000"},
+        headers=key_headers(key),
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"

@@ -62,7 +62,22 @@ async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[s
         raise InvalidRequest("request body is not valid JSON") from exc
     if not isinstance(data, dict):
         raise InvalidRequest("request body must be a JSON object")
+    _refuse_nul(data)
     return data
+
+
+def _refuse_nul(value: Any) -> None:
+    """NUL characters are refused everywhere: PostgreSQL text cannot hold them."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise InvalidRequest("strings must not contain NUL characters")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_nul(key)
+            _refuse_nul(item)
+    elif isinstance(value, list):
+        for item in value:
+            _refuse_nul(item)
 
 
 def query_items(request: Request) -> dict[str, str]:
@@ -71,6 +86,8 @@ def query_items(request: Request) -> dict[str, str]:
     for key, value in request.query_params.multi_items():
         if key in items:
             raise InvalidRequest(f"query parameter {key!r} is repeated")
+        _refuse_nul(key)
+        _refuse_nul(value)
         items[key] = value
     return items
 
