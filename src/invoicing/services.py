@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import httpx
-
+from invoicing.chain import contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway, ChainRegistry, EvmGateway
 from invoicing.clock import Clock, SystemClock
@@ -19,23 +18,15 @@ class Services:
     db: Database
     chains: ChainRegistry
     clock: Clock = field(default_factory=SystemClock)
-    # Outbound HTTP for webhooks; tests may pass an httpx.MockTransport-backed client.
-    http_transport: httpx.AsyncBaseTransport | None = None
 
     async def aclose(self) -> None:
         await self.chains.aclose()
         await self.db.dispose()
 
 
-def escrow_init_code_hash() -> bytes:
-    from invoicing.chain import contracts
-
-    return contracts.escrow_init_code_hash()
-
-
 def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     """Connect the database and every configured chain (no network traffic yet)."""
-    init_hash = escrow_init_code_hash()
+    init_hash = contracts.escrow_init_code_hash()
     gateways: dict[int, ChainGateway] = {
         chain_id: EvmGateway(config, EvmClient.connect(config.rpc_url), init_hash)
         for chain_id, config in settings.chain_configs().items()
