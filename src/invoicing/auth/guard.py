@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 
-from invoicing.auth.api_keys import find_active_key
+from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import signed_by
 from invoicing.db import Database
@@ -71,8 +71,7 @@ async def authenticate(
 
 
 async def _by_api_key(db: Database, api_key: str, owner_address: str) -> Caller:
-    async with db.sessions() as session:
-        row = await find_active_key(session, api_key)
+    row = await lookup_active_key(db, api_key)
     if row is None:
         raise Unauthorized("invalid API key")
     if row.owner_key != owner_address.lower():

@@ -7,9 +7,9 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -103,13 +103,20 @@ async def create_invoice(
     try:
         async with db.transaction() as session:
             if request.invoice_id is None:
-                invoice.invoice_id = await _next_invoice_id(session, invoice)
+                value = await _advance_sequence(session, invoice)
+                invoice.invoice_id = str(value)
+                if not await _insert(session, invoice):
+                    # The owner chose this id explicitly: take the next free one.
+                    invoice.invoice_id = await _skip_taken(session, invoice, value)
+                    if not await _insert(session, invoice):
+                        raise RuntimeError("generated invoiceId taken inside its transaction")
             else:
                 invoice.invoice_id = request.invoice_id
-                existing = await _find_by_invoice_id(session, invoice)
-                if existing is not None:
-                    return _same_or_conflict(existing, invoice), False
-            session.add(invoice)
+                if not await _insert(session, invoice):
+                    existing = await _find_by_invoice_id(session, invoice)
+                    if existing is not None:
+                        return _same_or_conflict(existing, invoice), False
+                    raise RuntimeError("invoiceId conflict without an existing invoice")
         return invoice, True
     except IntegrityError:
         # Another process created the same invoiceId between our check and insert.
@@ -118,6 +125,29 @@ async def create_invoice(
         if existing is None:
             raise
         return _same_or_conflict(existing, invoice), False
+
+
+_INVOICES = cast(Table, Invoice.__table__)
+_INVOICE_COLUMNS = [(attr.key, attr.columns[0].key) for attr in inspect(Invoice).column_attrs]
+
+
+async def _insert(session: AsyncSession, invoice: Invoice) -> bool:
+    """Insert the row in one statement; False if (owner, chain, invoiceId) is already taken.
+
+    A Core statement instead of the unit of work: no flush bookkeeping, and the idempotency
+    check folds into the insert (ON CONFLICT DO NOTHING RETURNING)."""
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    values = {column: getattr(invoice, attr) for attr, column in _INVOICE_COLUMNS}
+    statement = (
+        insert(_INVOICES)
+        .values(values)
+        .on_conflict_do_nothing(
+            index_elements=[Invoice.owner_key, Invoice.chain_id, Invoice.invoice_id]
+        )
+        .returning(Invoice.id)
+    )
+    inserted = (await session.execute(statement)).first()
+    return inserted is not None
 
 
 def _same_or_conflict(existing: Invoice, attempted: Invoice) -> Invoice:
@@ -140,8 +170,8 @@ async def _find_by_invoice_id(session: AsyncSession, invoice: Invoice) -> Invoic
     return result
 
 
-async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
-    """Take the owner's next sequence number, skipping ids the owner already chose.
+async def _advance_sequence(session: AsyncSession, invoice: Invoice) -> int:
+    """Take the owner's next sequence number.
 
     One upsert both creates the counter and advances it; the row lock it takes serializes
     concurrent creators for the same owner and chain (on every API process)."""
@@ -156,15 +186,16 @@ async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
         )
         .returning(OwnerSequence.next_value)
     )
-    value = int((await session.execute(advance)).scalar_one()) - 1
+    return int((await session.execute(advance)).scalar_one()) - 1
+
+
+async def _skip_taken(session: AsyncSession, invoice: Invoice, value: int) -> str:
+    """Move past every id the owner already chose, then store the counter."""
 
     async def is_taken(candidate: int) -> bool:
         invoice.invoice_id = str(candidate)
         return await _find_by_invoice_id(session, invoice) is not None
 
-    if not await is_taken(value):
-        return str(value)
-    # The owner chose this id explicitly: move past every taken one, then store the counter.
     while await is_taken(value):
         value += 1
     await session.execute(
