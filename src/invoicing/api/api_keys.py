@@ -10,7 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query, services_of
 from invoicing.api.inputs import Address
-from invoicing.auth.api_keys import create_api_key, key_to_dict, list_api_keys, revoke_api_key
+from invoicing.auth.api_keys import (
+    active_key_cache,
+    create_api_key,
+    key_to_dict,
+    list_api_keys,
+    revoke_api_key,
+)
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
 
@@ -72,6 +78,10 @@ async def revoke(
     query, caller = await authorized_query(
         request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False
     )
+    cache = active_key_cache(services.db)
     async with services.db.transaction() as session:
         row = await revoke_api_key(session, caller.owner_key, query.id, services.clock.now_ms())
+        cache.forget(row.key_hash)
+    # Again once committed: a lookup that read the row before the commit stores nothing.
+    cache.forget(row.key_hash)
     return JSONResponse({"revoked": True, "id": row.id, "revokedAt": row.revoked_at})

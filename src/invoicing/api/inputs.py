@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, TypeVar
 
@@ -19,6 +20,13 @@ def checksum_address(value: str) -> str:
     """Accept a 0x address in any case; mixed case must be a valid EIP-55 checksum."""
     if not isinstance(value, str) or len(value) != 42 or not value.startswith("0x"):
         raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    return _checksummed(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checksummed(value: str) -> str:
+    """The EIP-55 form of a well-formed address (keccak is costly; owners come back often).
+    Only valid addresses are cached: an invalid one raises, and exceptions are not cached."""
     try:
         int(value[2:], 16)
     except ValueError:

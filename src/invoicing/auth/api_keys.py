@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+import time
 import uuid
+import weakref
+from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
+from invoicing.db import Database
 from invoicing.errors import NotFound
 
 KEY_PREFIX = "sk_"
@@ -60,6 +64,82 @@ async def find_active_key(session: AsyncSession, api_key: str) -> ApiKey | None:
     if row is None or row.revoked_at is not None:
         return None
     return row
+
+
+@dataclass(frozen=True)
+class ActiveKey:
+    """What authentication needs of an active key."""
+
+    id: str
+    owner_key: str
+
+
+class ActiveKeyCache:
+    """Key hash → active key, for at most ``ttl_s`` seconds, in this process only.
+
+    Saves a read transaction per API-key request. A revocation made in this process drops
+    the entry at once; one made by another process is seen here within ``ttl_s`` (1 s).
+    Only active keys are cached, so a new key works at once everywhere. ``forget`` bumps a
+    generation: a lookup that started before a revocation never stores its (stale) result.
+    """
+
+    def __init__(self, ttl_s: float = 1.0, max_entries: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self.generation = 0
+        self._entries: dict[str, tuple[float, ActiveKey]] = {}
+
+    def get(self, key_hash: str) -> ActiveKey | None:
+        entry = self._entries.get(key_hash)
+        if entry is None:
+            return None
+        if entry[0] <= time.monotonic():
+            self._entries.pop(key_hash, None)
+            return None
+        return entry[1]
+
+    def put(self, key_hash: str, key: ActiveKey, generation: int) -> None:
+        if generation != self.generation:
+            return
+        if len(self._entries) >= self.max_entries:
+            self._entries.clear()
+        self._entries[key_hash] = (time.monotonic() + self.ttl_s, key)
+
+    def forget(self, key_hash: str) -> None:
+        self.generation += 1
+        self._entries.pop(key_hash, None)
+
+
+_caches: weakref.WeakKeyDictionary[Database, ActiveKeyCache] = weakref.WeakKeyDictionary()
+
+
+def active_key_cache(db: Database) -> ActiveKeyCache:
+    cache = _caches.get(db)
+    if cache is None:
+        cache = _caches[db] = ActiveKeyCache()
+    return cache
+
+
+async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
+    """The active key for ``api_key``: from the short-lived cache, else from the database."""
+    cache = active_key_cache(db)
+    key_hash = hash_key(api_key)
+    found = cache.get(key_hash)
+    if found is not None:
+        return found
+    generation = cache.generation
+    async with db.sessions() as session:
+        row = await session.execute(
+            select(ApiKey.id, ApiKey.owner_key, ApiKey.revoked_at).where(
+                ApiKey.key_hash == key_hash
+            )
+        )
+        first = row.first()
+    if first is None or first.revoked_at is not None:
+        return None
+    found = ActiveKey(id=first.id, owner_key=first.owner_key)
+    cache.put(key_hash, found, generation)
+    return found
 
 
 async def list_api_keys(session: AsyncSession, owner_key: str) -> list[ApiKey]:

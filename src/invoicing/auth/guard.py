@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from invoicing.auth.api_keys import find_active_key
+from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import signed_by
-from invoicing.db import Database
+from invoicing.db import Database, GroupCommit
 from invoicing.errors import (
     Forbidden,
     ReplayedRequest,
@@ -71,8 +73,7 @@ async def authenticate(
 
 
 async def _by_api_key(db: Database, api_key: str, owner_address: str) -> Caller:
-    async with db.sessions() as session:
-        row = await find_active_key(session, api_key)
+    row = await lookup_active_key(db, api_key)
     if row is None:
         raise Unauthorized("invalid API key")
     if row.owner_key != owner_address.lower():
@@ -111,13 +112,51 @@ async def _by_signature(
 
 async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: int) -> None:
     """Accept (owner, timestamp) once, across every API process sharing the database."""
-    try:
-        async with db.transaction() as session:
-            session.add(
-                UsedRequestTimestamp(owner_key=owner_key, timestamp_ms=ts, expires_at=expires_at)
-            )
-    except IntegrityError as exc:
-        raise ReplayedRequest("this timestamp was already used by this owner") from exc
+    if not await _replay_guard(db).submit((owner_key, ts, expires_at)):
+        raise ReplayedRequest("this timestamp was already used by this owner")
+
+
+_Use = tuple[str, int, int]
+_guards: weakref.WeakKeyDictionary[Database, GroupCommit[_Use, bool]] = weakref.WeakKeyDictionary()
+
+
+def _replay_guard(db: Database) -> GroupCommit[_Use, bool]:
+    """Concurrent signed requests of this process record their timestamps in one transaction."""
+    guard = _guards.get(db)
+    if guard is None:
+
+        async def run(uses: Sequence[_Use]) -> list[bool | Exception]:
+            return await _record_uses(db, uses)
+
+        guard = _guards[db] = GroupCommit(run)
+    return guard
+
+
+async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Exception]:
+    """True for each use that was new; False for a replay (stored before, or earlier in
+    the same batch). The database's primary key decides, so this holds across processes."""
+    fresh: dict[tuple[str, int], int] = {}
+    for index, (owner_key, ts, _expires) in enumerate(uses):
+        fresh.setdefault((owner_key, ts), index)
+    rows = [
+        {"owner_key": uses[i][0], "timestamp_ms": uses[i][1], "expires_at": uses[i][2]}
+        for i in fresh.values()
+    ]
+    insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
+    statement = (
+        insert(UsedRequestTimestamp)
+        .values(rows)
+        .on_conflict_do_nothing(
+            index_elements=[UsedRequestTimestamp.owner_key, UsedRequestTimestamp.timestamp_ms]
+        )
+        .returning(UsedRequestTimestamp.owner_key, UsedRequestTimestamp.timestamp_ms)
+    )
+    async with db.transaction() as session:
+        stored = {(str(row[0]), int(row[1])) for row in await session.execute(statement)}
+    return [
+        fresh[(owner_key, ts)] == index and (owner_key, ts) in stored
+        for index, (owner_key, ts, _expires) in enumerate(uses)
+    ]
 
 
 async def purge_used_timestamps(db: Database, now_ms: int) -> None:

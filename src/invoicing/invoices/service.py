@@ -6,10 +6,12 @@ import hashlib
 import json
 import os
 import uuid
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Table, func, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -17,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
-from invoicing.db import Database
+from invoicing.db import Database, GroupCommit
 from invoicing.errors import InvalidRequest, InvoiceExists, NotFound
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
@@ -100,24 +102,132 @@ async def create_invoice(
         next_check_at=now_ms,
         swept_raw="0",
     )
+    invoice.invoice_id = request.invoice_id or ""
+    return await _creator(db).submit(_Job(invoice, generated=request.invoice_id is None))
+
+
+@dataclass
+class _Job:
+    invoice: Invoice
+    generated: bool
+
+
+_Created = tuple[Invoice, bool]
+_creators: weakref.WeakKeyDictionary[Database, GroupCommit[_Job, _Created]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _creator(db: Database) -> GroupCommit[_Job, _Created]:
+    """Creates of this process are group-committed: concurrent requests share a transaction."""
+    creator = _creators.get(db)
+    if creator is None:
+
+        async def run(jobs: Sequence[_Job]) -> list[_Created | Exception]:
+            return await _create_batch(db, jobs)
+
+        creator = _creators[db] = GroupCommit(run)
+    return creator
+
+
+async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+    """One transaction for the batch; if it fails, each job again in its own transaction, so
+    one request's failure never becomes another's."""
     try:
         async with db.transaction() as session:
-            if request.invoice_id is None:
-                invoice.invoice_id = await _next_invoice_id(session, invoice)
-            else:
-                invoice.invoice_id = request.invoice_id
-                existing = await _find_by_invoice_id(session, invoice)
-                if existing is not None:
-                    return _same_or_conflict(existing, invoice), False
-            session.add(invoice)
-        return invoice, True
-    except IntegrityError:
-        # Another process created the same invoiceId between our check and insert.
-        async with db.sessions() as session:
+            return await _create_in(session, jobs)
+    except Exception as exc:
+        if len(jobs) == 1:
+            return [await _create_alone_after(db, jobs[0], exc)]
+    outcomes: list[_Created | Exception] = []
+    for job in jobs:
+        try:
+            async with db.transaction() as session:
+                outcomes.extend(await _create_in(session, [job]))
+        except Exception as exc:
+            outcomes.append(await _create_alone_after(db, job, exc))
+    return outcomes
+
+
+async def _create_alone_after(db: Database, job: _Job, exc: Exception) -> _Created | Exception:
+    """After a failed transaction for ``job`` alone: a concurrent insert of the same invoiceId
+    (by another process) answers like a retry; anything else is the job's error."""
+    if not isinstance(exc, IntegrityError) or job.generated:
+        return exc
+    async with db.sessions() as session:
+        existing = await _find_by_invoice_id(session, job.invoice)
+    if existing is None:
+        return exc
+    try:
+        return _same_or_conflict(existing, job.invoice), False
+    except InvoiceExists as conflict:
+        return conflict
+
+
+async def _create_in(session: AsyncSession, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+    """Insert the jobs' invoices in one statement where possible.
+
+    Generated ids: one sequence upsert per owner and chain takes a block of numbers. Rows
+    the insert skipped (ON CONFLICT DO NOTHING) are handled one by one: a generated id the
+    owner had chosen moves on to the next free one; a chosen id that exists is a retry (200)
+    or a conflict (409)."""
+    groups: dict[tuple[str, int], list[Invoice]] = {}
+    for job in jobs:
+        if job.generated:
+            key = (job.invoice.owner_key, job.invoice.chain_id)
+            groups.setdefault(key, []).append(job.invoice)
+    last_taken: dict[tuple[str, int], int] = {}
+    for (owner_key, chain_id), invoices in groups.items():
+        last = await _advance_sequence(session, owner_key, chain_id, len(invoices))
+        for offset, invoice in enumerate(invoices):
+            invoice.invoice_id = str(last - len(invoices) + 1 + offset)
+        last_taken[(owner_key, chain_id)] = last
+    inserted = await _insert(session, [job.invoice for job in jobs])
+    outcomes: list[_Created | Exception] = []
+    for job in jobs:
+        invoice = job.invoice
+        if invoice.id in inserted:
+            outcomes.append((invoice, True))
+        elif job.generated:
+            await _skip_taken(session, invoice, last_taken)
+            if not await _insert(session, [invoice]):
+                raise RuntimeError("generated invoiceId taken inside its transaction")
+            outcomes.append((invoice, True))
+        else:
             existing = await _find_by_invoice_id(session, invoice)
-        if existing is None:
-            raise
-        return _same_or_conflict(existing, invoice), False
+            if existing is None:
+                raise RuntimeError("invoiceId conflict without an existing invoice")
+            try:
+                outcomes.append((_same_or_conflict(existing, invoice), False))
+            except InvoiceExists as conflict:
+                outcomes.append(conflict)
+    return outcomes
+
+
+_INVOICES = cast(Table, Invoice.__table__)
+_INVOICE_COLUMNS = [(attr.key, attr.columns[0].key) for attr in inspect(Invoice).column_attrs]
+
+
+async def _insert(session: AsyncSession, invoices: Sequence[Invoice]) -> set[str]:
+    """Insert the rows in one statement; returns the ids of those inserted, leaving out rows
+    whose (owner, chain, invoiceId) is already taken.
+
+    A Core statement instead of the unit of work: no flush bookkeeping, and the idempotency
+    check folds into the insert (ON CONFLICT DO NOTHING RETURNING)."""
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    rows = [
+        {column: getattr(invoice, attr) for attr, column in _INVOICE_COLUMNS}
+        for invoice in invoices
+    ]
+    statement = (
+        insert(_INVOICES)
+        .values(rows)
+        .on_conflict_do_nothing(
+            index_elements=[Invoice.owner_key, Invoice.chain_id, Invoice.invoice_id]
+        )
+        .returning(Invoice.id)
+    )
+    return {str(row_id) for row_id in (await session.scalars(statement))}
 
 
 def _same_or_conflict(existing: Invoice, attempted: Invoice) -> Invoice:
@@ -140,8 +250,10 @@ async def _find_by_invoice_id(session: AsyncSession, invoice: Invoice) -> Invoic
     return result
 
 
-async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
-    """Take the owner's next sequence number, skipping ids the owner already chose.
+async def _advance_sequence(
+    session: AsyncSession, owner_key: str, chain_id: int, count: int
+) -> int:
+    """Take the owner's next ``count`` sequence numbers; returns the last one.
 
     One upsert both creates the counter and advances it; the row lock it takes serializes
     concurrent creators for the same owner and chain (on every API process)."""
@@ -149,32 +261,33 @@ async def _next_invoice_id(session: AsyncSession, invoice: Invoice) -> str:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     advance = (
         insert(OwnerSequence)
-        .values(owner_key=invoice.owner_key, chain_id=invoice.chain_id, next_value=2)
+        .values(owner_key=owner_key, chain_id=chain_id, next_value=count + 1)
         .on_conflict_do_update(
             index_elements=[OwnerSequence.owner_key, OwnerSequence.chain_id],
-            set_={"next_value": OwnerSequence.next_value + 1},
+            set_={"next_value": OwnerSequence.next_value + count},
         )
         .returning(OwnerSequence.next_value)
     )
-    value = int((await session.execute(advance)).scalar_one()) - 1
+    return int((await session.execute(advance)).scalar_one()) - 1
 
-    async def is_taken(candidate: int) -> bool:
-        invoice.invoice_id = str(candidate)
-        return await _find_by_invoice_id(session, invoice) is not None
 
-    if not await is_taken(value):
-        return str(value)
-    # The owner chose this id explicitly: move past every taken one, then store the counter.
-    while await is_taken(value):
+async def _skip_taken(
+    session: AsyncSession, invoice: Invoice, last_taken: dict[tuple[str, int], int]
+) -> None:
+    """Move the invoice's generated id past every taken one (ids the owner chose, or given
+    to others of this batch); advance the stored counter if the id went beyond it."""
+    value = int(invoice.invoice_id)
+    while await _find_by_invoice_id(session, invoice) is not None:
         value += 1
-    await session.execute(
-        update(OwnerSequence)
-        .where(
-            OwnerSequence.owner_key == invoice.owner_key, OwnerSequence.chain_id == invoice.chain_id
+        invoice.invoice_id = str(value)
+    key = (invoice.owner_key, invoice.chain_id)
+    if value > last_taken[key]:
+        last_taken[key] = value
+        await session.execute(
+            update(OwnerSequence)
+            .where(OwnerSequence.owner_key == key[0], OwnerSequence.chain_id == key[1])
+            .values(next_value=value + 1)
         )
-        .values(next_value=value + 1)
-    )
-    return str(value)
 
 
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
