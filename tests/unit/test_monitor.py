@@ -10,6 +10,7 @@ import pytest
 
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import ChainUnavailable
+from invoicing.monitor import passes
 from invoicing.monitor.check import read_balances, recheck_invoice
 from invoicing.monitor.passes import claim_due, run_block_pass, run_due_pass
 from invoicing.monitor.worker import watch_chain
@@ -241,3 +242,21 @@ async def test_a_failed_read_releases_the_claim_and_keeps_last_checked_at(
     fake.available = True
     assert (await run_due_pass(services, fake)).checked == 1
     assert (await reload(services, invoice)).last_checked_at == services.clock.now_ms()
+
+
+async def test_a_pass_claims_in_pages_without_duplicates(
+    services: Services, fake: FakeChain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(passes, "CLAIM_PAGE", 3)
+    invoices = [await new_invoice(services, fake) for _ in range(10)]
+    fake.pay(invoices[4].payment_address, ETH)
+    clock_of(services).advance(1000)
+
+    result = await run_due_pass(services, fake)
+
+    assert (result.checked, result.updated, result.paid) == (10, 1, 1)
+    for invoice in invoices:
+        row = await reload(services, invoice)
+        assert row.last_checked_at == services.clock.now_ms()
+    assert len(await events_of(services, invoices[4])) == 1
+    assert await claim_due(services, fake.config.chain_id, services.clock.now_ms(), 100) == []

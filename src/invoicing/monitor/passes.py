@@ -14,6 +14,7 @@ push ``next_check_at`` forward, so worker processes sharing a database split the
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from dataclasses import dataclass
@@ -65,6 +66,10 @@ ClaimRow = Row[str, str, str | None, str, str, str, int, int]
 
 # Invoices claimed per statement; a pass claims page after page until nothing is due.
 CLAIM_PAGE = 20_000
+# Claim statements in flight at once on PostgreSQL (SKIP LOCKED keeps them apart); the claim
+# is the pass's bottleneck (one non-HOT row update per invoice), and one backend leaves the
+# server's other cores idle. SQLite serializes writers, so it claims one page at a time.
+PARALLEL_CLAIMS = 2
 
 
 @dataclass(frozen=True)
@@ -103,18 +108,27 @@ async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) 
         .with_for_update(skip_locked=True)
     )
     late = (Invoice.status == InvoiceStatus.EXPIRED) | (Invoice.expires_at <= now_ms)
+    next_check = case((late, now_ms + expired_interval_ms), else_=now_ms + interval_ms)
     async with services.db.transaction() as session:
+        if services.db.dialect == "postgresql":
+            # One statement: lock the due rows (skipping other workers' locks), move them on
+            # and return what the read needs, without sending the ids back and forth.
+            locked = due.cte("due")
+            previous = locked.c.last_checked_at
+            claim = (
+                update(Invoice)
+                .where(Invoice.id == locked.c.id)
+                .values(next_check_at=next_check, last_checked_at=now_ms)
+                .returning(*CLAIM_COLUMNS[:-1], previous.label("last_checked_at"))
+                .execution_options(synchronize_session=False)
+            )
+            return cast(list[ClaimRow], list(await session.execute(claim)))
         rows = list(await session.execute(due))
         if rows:
             await session.execute(
                 update(Invoice)
                 .where(id_in([row.id for row in rows], services.db.dialect))
-                .values(
-                    next_check_at=case(
-                        (late, now_ms + expired_interval_ms), else_=now_ms + interval_ms
-                    ),
-                    last_checked_at=now_ms,
-                )
+                .values(next_check_at=next_check, last_checked_at=now_ms)
                 .execution_options(synchronize_session=False)
             )
     return rows
@@ -143,14 +157,26 @@ async def run_due_pass(
         block = await confirmed_block(chain)
     reader = BalanceReader(chain, block, services.settings.monitor_batch_size)
     rows: list[ClaimRow] = []
-    try:
+
+    async def claim_pages() -> None:
         while True:
             now_ms = services.clock.now_ms()
             page = await claim_due(services, chain.config.chain_id, now_ms, CLAIM_PAGE)
-            rows += page
+            rows.extend(page)
             reader.add(page)
             if len(page) < CLAIM_PAGE:
-                break
+                return
+
+    claimers = PARALLEL_CLAIMS if services.db.dialect == "postgresql" else 1
+    try:
+        # Every claimer's pages are collected even when another one fails, so that every
+        # claim taken is stored or released.
+        outcomes = await asyncio.gather(
+            *(claim_pages() for _ in range(claimers)), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
         if not rows:
             return PassResult(block=block)
         return await _store(services, rows, await reader.result(), block, claimed=True)
