@@ -40,10 +40,6 @@ def async_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def is_sqlite(engine: AsyncEngine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 def create_engine(url: str) -> AsyncEngine:
     url = async_url(url)
     kwargs: dict[str, Any] = {}

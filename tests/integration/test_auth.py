@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from sqlalchemy import func, select
 
 from invoicing.api.app import create_app
+from invoicing.auth import worker as auth_worker
+from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
+from invoicing.workers import all_workers
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post
 from tests.support.server import serve
@@ -308,3 +313,27 @@ async def test_revoking_another_owners_key_is_404_and_keeps_it(
 
     await assert_refused(response, 404, "not_found")
     assert still.status_code == 201
+
+
+async def test_the_auth_worker_forgets_only_expired_replay_keys(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services()
+    owner = new_owner().address.lower()
+    now = services.clock.now_ms()
+    async with services.db.transaction() as session:
+        session.add(UsedRequestTimestamp(owner_key=owner, timestamp_ms=1, expires_at=now - 1))
+        session.add(UsedRequestTimestamp(owner_key=owner, timestamp_ms=2, expires_at=now + 600_000))
+    stop = asyncio.Event()
+
+    task = asyncio.create_task(auth_worker.run(services, stop))
+    await asyncio.sleep(0.3)
+    stop.set()
+    await task
+
+    async with services.db.sessions() as session:
+        kept = await session.scalars(
+            select(UsedRequestTimestamp.timestamp_ms).where(UsedRequestTimestamp.owner_key == owner)
+        )
+        assert list(kept) == [2]
+    assert auth_worker.run in all_workers()

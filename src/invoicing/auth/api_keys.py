@@ -59,13 +59,6 @@ async def create_api_key(
     return row, api_key
 
 
-async def find_active_key(session: AsyncSession, api_key: str) -> ApiKey | None:
-    row = await session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(api_key)))
-    if row is None or row.revoked_at is not None:
-        return None
-    return row
-
-
 @dataclass(frozen=True)
 class ActiveKey:
     """What authentication needs of an active key."""
