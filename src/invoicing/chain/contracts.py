@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from Crypto.Hash import keccak as keccak_hash
 from eth_abi.abi import decode, encode
 from eth_abi.exceptions import DecodingError
 from eth_utils.address import to_checksum_address
@@ -98,19 +99,38 @@ def escrow_init_code_hash() -> bytes:
 
 
 def escrow_create2_salt(owner: str, salt: bytes) -> bytes:
-    """The CREATE2 salt the factory uses: keccak256(abi.encode(owner, salt))."""
-    return keccak(encode(["address", "bytes32"], [owner, _salt_bytes(salt)]))
+    """The CREATE2 salt the factory uses: keccak256(abi.encode(owner, salt)).
+
+    abi.encode of (address, bytes32) is the address left-padded to 32 bytes, then the salt;
+    written out by hand because this runs on every invoice create."""
+    return _keccak256(bytes(12) + _address_bytes(owner) + _salt_bytes(salt))
 
 
 def escrow_address(factory: str, owner: str, salt: bytes) -> str:
     """Checksummed escrow address of (owner, salt); equals the factory's predictEscrow."""
-    digest = keccak(
-        b"\xff"
-        + _address_bytes(factory)
-        + escrow_create2_salt(owner, salt)
-        + escrow_init_code_hash()
+    return create2_address(_address_bytes(factory), escrow_init_code_hash(), owner, salt)
+
+
+def create2_address(factory: bytes, init_code_hash: bytes, owner: str, salt: bytes) -> str:
+    """The escrow address from the factory's raw address and the init code hash."""
+    create2_salt = escrow_create2_salt(owner, salt)
+    digest = _keccak256(b"\xff" + factory + create2_salt + init_code_hash)
+    return checksum_encode(digest[12:])
+
+
+def checksum_encode(address: bytes) -> str:
+    """EIP-55 checksum of a 20-byte address: a hex digit is upper case where the matching
+    nibble of keccak256(lowercase hex) is 8 or more."""
+    hex_address = address.hex()
+    hashed = _keccak256(hex_address.encode()).hex()
+    return "0x" + "".join(
+        char.upper() if nibble >= "8" else char
+        for char, nibble in zip(hex_address, hashed[:40], strict=True)
     )
-    return str(to_checksum_address(digest[12:]))
+
+
+def _keccak256(data: bytes) -> bytes:
+    return keccak_hash.new(digest_bits=256, data=data).digest()
 
 
 # --- calldata ----------------------------------------------------------------------------

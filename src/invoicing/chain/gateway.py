@@ -12,7 +12,6 @@ from eth_abi.abi import decode, encode
 from eth_abi.exceptions import DecodingError
 from eth_utils.abi import function_signature_to_4byte_selector
 from eth_utils.address import to_checksum_address
-from eth_utils.crypto import keccak
 
 from invoicing.chain import contracts
 from invoicing.chain.evm import BlockRef, EvmClient
@@ -58,9 +57,7 @@ class ChainGateway(Protocol):
 def escrow_address_for(factory: str, init_code_hash: bytes, owner: str, salt: bytes) -> str:
     """CREATE2 address of an owner's escrow (the factory's ``predictEscrow``), with the init
     code hash passed in so the hot path does not re-hash the artifact."""
-    create2_salt = contracts.escrow_create2_salt(owner, salt)
-    digest = keccak(b"\xff" + bytes.fromhex(factory[2:]) + create2_salt + init_code_hash)
-    return str(to_checksum_address(digest[12:]))
+    return contracts.create2_address(bytes.fromhex(factory[2:]), init_code_hash, owner, salt)
 
 
 class EvmGateway:
