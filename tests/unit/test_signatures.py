@@ -75,3 +75,40 @@ def test_canonical_json_has_no_whitespace_and_keeps_unicode() -> None:
         '{"action":"invoice.create","ownerAddress":"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",'
         '"timestamp":1,"payload":{"description":"café ☕"}}'
     )
+
+
+SECP256K1_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+
+
+def _eth_account_recover(message: str, signature: str) -> str | None:
+    from eth_account import Account
+    from eth_account.messages import encode_defunct
+
+    try:
+        return str(Account.recover_message(encode_defunct(text=message), signature=signature))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def test_fast_recovery_accepts_exactly_what_eth_account_accepts() -> None:
+    message = request_message("invoice.create", OWNER, 1760000000000, PAYLOAD)
+    r, s, v = VECTOR[2:66], int(VECTOR[66:130], 16), VECTOR[130:]
+    high_s_twin = (
+        "0x" + r + (SECP256K1_ORDER - s).to_bytes(32, "big").hex() + ("1b" if v == "1c" else "1c")
+    )
+    cases = [
+        VECTOR,
+        VECTOR.upper().replace("0X", "0x"),
+        VECTOR[:-2] + ("1b" if v == "1c" else "1c"),  # other recovery id: another signer
+        high_s_twin,
+        "0x" + "00" * 64 + "1b",  # r = s = 0
+        "0x" + SECP256K1_ORDER.to_bytes(32, "big").hex() + VECTOR[66:],  # r out of range
+        "0x" + r + "ff" * 32 + v,  # s out of range
+        VECTOR[:-2] + "00",  # v = 0: not a personal_sign v
+        VECTOR[2:],  # without 0x
+    ]
+    for signature in cases:
+        assert recover_signer(message, signature) == _eth_account_recover(message, signature)
+    assert recover_signer(message, VECTOR) == OWNER
+    assert recover_signer(message, high_s_twin) == OWNER
+    assert recover_signer(message, VECTOR[:-2] + ("1b" if v == "1c" else "1c")) != OWNER

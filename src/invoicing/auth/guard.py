@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete
+from sqlalchemy import Table, delete
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -142,21 +143,25 @@ async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Except
         {"owner_key": uses[i][0], "timestamp_ms": uses[i][1], "expires_at": uses[i][2]}
         for i in fresh.values()
     ]
-    insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
-    statement = (
-        insert(UsedRequestTimestamp)
-        .values(rows)
-        .on_conflict_do_nothing(
-            index_elements=[UsedRequestTimestamp.owner_key, UsedRequestTimestamp.timestamp_ms]
-        )
-        .returning(UsedRequestTimestamp.owner_key, UsedRequestTimestamp.timestamp_ms)
-    )
     async with db.transaction() as session:
-        stored = {(str(row[0]), int(row[1])) for row in await session.execute(statement)}
+        result = await session.execute(_record_statement(db.dialect), rows)
+        stored = {(str(row[0]), int(row[1])) for row in result}
     return [
         fresh[(owner_key, ts)] == index and (owner_key, ts) in stored
         for index, (owner_key, ts, _expires) in enumerate(uses)
     ]
+
+
+@functools.cache
+def _record_statement(dialect: str) -> Any:
+    """One compiled statement for every batch size (executed with a list of rows)."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    table = cast(Table, UsedRequestTimestamp.__table__)
+    return (
+        insert(table)
+        .on_conflict_do_nothing(index_elements=[table.c.owner_key, table.c.timestamp_ms])
+        .returning(table.c.owner_key, table.c.timestamp_ms)
+    )
 
 
 async def purge_used_timestamps(db: Database, now_ms: int) -> None:

@@ -103,7 +103,7 @@ def escrow_create2_salt(owner: str, salt: bytes) -> bytes:
 
     abi.encode of (address, bytes32) is the address left-padded to 32 bytes, then the salt;
     written out by hand because this runs on every invoice create."""
-    return _keccak256(bytes(12) + _address_bytes(owner) + _salt_bytes(salt))
+    return keccak256(bytes(12) + _address_bytes(owner) + _salt_bytes(salt))
 
 
 def escrow_address(factory: str, owner: str, salt: bytes) -> str:
@@ -114,7 +114,7 @@ def escrow_address(factory: str, owner: str, salt: bytes) -> str:
 def create2_address(factory: bytes, init_code_hash: bytes, owner: str, salt: bytes) -> str:
     """The escrow address from the factory's raw address and the init code hash."""
     create2_salt = escrow_create2_salt(owner, salt)
-    digest = _keccak256(b"\xff" + factory + create2_salt + init_code_hash)
+    digest = keccak256(b"\xff" + factory + create2_salt + init_code_hash)
     return checksum_encode(digest[12:])
 
 
@@ -122,14 +122,14 @@ def checksum_encode(address: bytes) -> str:
     """EIP-55 checksum of a 20-byte address: a hex digit is upper case where the matching
     nibble of keccak256(lowercase hex) is 8 or more."""
     hex_address = address.hex()
-    hashed = _keccak256(hex_address.encode()).hex()
+    hashed = keccak256(hex_address.encode()).hex()
     return "0x" + "".join(
         char.upper() if nibble >= "8" else char
         for char, nibble in zip(hex_address, hashed[:40], strict=True)
     )
 
 
-def _keccak256(data: bytes) -> bytes:
+def keccak256(data: bytes) -> bytes:
     return keccak_hash.new(digest_bits=256, data=data).digest()
 
 
