@@ -26,7 +26,7 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.service import NewInvoice, create_invoice
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor import worker as monitor_worker
 from invoicing.services import build_services

@@ -25,7 +25,7 @@ from invoicing.chain import contracts as c
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.service import NewInvoice, create_invoice
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import read_balances, store_balances
 from invoicing.services import Services, build_services

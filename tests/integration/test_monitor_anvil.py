@@ -18,8 +18,8 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.contracts import encode_transfer
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
-from invoicing.invoices.service import NewInvoice, create_invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.passes import run_due_pass
 from invoicing.services import Services

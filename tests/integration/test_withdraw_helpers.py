@@ -16,8 +16,8 @@ from invoicing.chain import contracts as c
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
-from invoicing.invoices.service import NewInvoice, create_invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem

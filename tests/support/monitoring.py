@@ -12,8 +12,8 @@ from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
-from invoicing.invoices.service import NewInvoice, create_invoice
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.webhooks.models import WebhookEvent

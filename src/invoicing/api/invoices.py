@@ -12,11 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.api.deps import authorized_body, authorized_query, services_of
 from invoicing.api.inputs import Address, body_schema
+from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import InvoiceStatus
 from invoicing.invoices.service import (
     InvoiceFilter,
-    NewInvoice,
-    create_invoice,
     delete_invoice,
     find_by_payment_address,
     list_invoices,

@@ -143,9 +143,10 @@ async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Except
         {"owner_key": uses[i][0], "timestamp_ms": uses[i][1], "expires_at": uses[i][2]}
         for i in fresh.values()
     ]
-    async with db.transaction() as session:
-        result = await session.execute(_record_statement(db.dialect), rows)
-        stored = {(str(row[0]), int(row[1])) for row in result}
+    statement = _record_statement(db.dialect)
+    stored = await db.run_batch(
+        lambda connection: {(str(k), int(t)) for k, t in connection.execute(statement, rows)}
+    )
     return [
         fresh[(owner_key, ts)] == index and (owner_key, ts) in stored
         for index, (owner_key, ts, _expires) in enumerate(uses)

@@ -1,0 +1,322 @@
+"""Creating invoices (spec 4.1): idempotent by invoiceId, group-committed per process.
+
+Creates are the API's hot write path. Concurrent requests of a process share one
+transaction (``GroupCommit``), the rows are written with one cached Core executemany, and no
+ORM instance is built: a new invoice is an ``InvoiceRow`` (the values of its row) from the
+request to the response.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import uuid
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import Connection, Table, inspect, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+
+from invoicing.auth.guard import Caller
+from invoicing.chain.gateway import ChainGateway
+from invoicing.db import Database, GroupCommit
+from invoicing.errors import InvalidRequest, InvoiceExists
+from invoicing.invoices.amounts import to_raw
+from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
+from invoicing.invoices.views import InvoiceFields
+
+
+@dataclass(frozen=True)
+class NewInvoice:
+    """A validated create request (addresses already checksummed)."""
+
+    owner_address: str
+    chain_id: int
+    amount: str
+    invoice_id: str | None = None
+    token_address: str | None = None
+    webhook_url: str | None = None
+    description: str | None = None
+    expires_at: int | None = None
+    metadata: dict[str, Any] | None = None
+
+    def request_hash(self) -> str:
+        fields = {
+            "chainId": self.chain_id,
+            "amount": self.amount,
+            "tokenAddress": (self.token_address or "").lower() or None,
+            "webhookUrl": self.webhook_url,
+            "description": self.description,
+            "expiresAt": self.expires_at,
+            "metadata": self.metadata,
+        }
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+_INVOICES = cast(Table, Invoice.__table__)
+# (attribute, column): the attribute ``metadata_`` is the column ``metadata``.
+_INVOICE_COLUMNS = [(attr.key, attr.columns[0].key) for attr in inspect(Invoice).column_attrs]
+
+
+class InvoiceRow:
+    """An invoice as the values of its row, keyed like the ``Invoice`` attributes."""
+
+    id: str
+    owner_key: str
+    chain_id: int
+    invoice_id: str
+    request_hash: str
+    deleted_at: int | None
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not columns
+        raise AttributeError(name)
+
+    @classmethod
+    def from_columns(cls, columns: Any) -> InvoiceRow:
+        return cls(**{attr: columns[column] for attr, column in _INVOICE_COLUMNS})
+
+    def column_values(self) -> dict[str, Any]:
+        """The row keyed by column name."""
+        values = self.__dict__
+        return {column: values[attr] for attr, column in _INVOICE_COLUMNS}
+
+
+async def create_invoice(
+    db: Database,
+    chain: ChainGateway,
+    request: NewInvoice,
+    caller: Caller,
+    now_ms: int,
+    default_expiry_s: int,
+) -> tuple[InvoiceFields, bool]:
+    """Create an invoice; returns (invoice, created). An identical retry returns the original."""
+    if request.token_address is None:
+        decimals = chain.config.native_decimals
+    else:
+        decimals = await chain.token_decimals(request.token_address)
+    required_raw = to_raw(request.amount, decimals)
+    expires_at = request.expires_at or now_ms + default_expiry_s * 1000
+    if expires_at <= now_ms:
+        raise InvalidRequest("expiresAt is in the past", {"field": "expiresAt"})
+    salt = os.urandom(32)
+    row = InvoiceRow(
+        id=str(uuid.uuid4()),
+        owner_address=request.owner_address,
+        owner_key=request.owner_address.lower(),
+        chain_id=request.chain_id,
+        invoice_id=request.invoice_id or "",
+        payment_address=chain.escrow_address(request.owner_address, salt),
+        salt="0x" + salt.hex(),
+        amount=request.amount,
+        token_address=request.token_address,
+        decimals=decimals,
+        required_raw=str(required_raw),
+        description=request.description,
+        metadata_=request.metadata,
+        webhook_url=request.webhook_url,
+        expires_at=expires_at,
+        status=InvoiceStatus.PENDING,
+        paid=False,
+        paid_at=None,
+        withdrawn=False,
+        withdrawn_at=None,
+        balance_raw="0",
+        last_checked_at=now_ms,
+        created_at=now_ms,
+        updated_at=now_ms,
+        deleted_at=None,
+        auth_mode=caller.mode,
+        api_key_id=caller.api_key_id,
+        auth_signature=caller.signature,
+        auth_timestamp=caller.timestamp,
+        request_hash=request.request_hash(),
+        watch=True,
+        next_check_at=now_ms,
+        swept_raw="0",
+    )
+    return await _creator(db).submit(_Job(row, generated=request.invoice_id is None))
+
+
+@dataclass
+class _Job:
+    invoice: InvoiceRow
+    generated: bool
+
+
+_Created = tuple[InvoiceFields, bool]
+_creators: weakref.WeakKeyDictionary[Database, GroupCommit[_Job, _Created]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _creator(db: Database) -> GroupCommit[_Job, _Created]:
+    """Creates of this process are group-committed: concurrent requests share a transaction."""
+    creator = _creators.get(db)
+    if creator is None:
+
+        async def run(jobs: Sequence[_Job]) -> list[_Created | Exception]:
+            return await _create_batch(db, jobs)
+
+        creator = _creators[db] = GroupCommit(run)
+    return creator
+
+
+async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+    """One transaction for the batch; if it fails, each job again in its own transaction, so
+    one request's failure never becomes another's."""
+    try:
+        return await db.run_batch(functools.partial(_create_in, jobs=jobs))
+    except Exception as exc:
+        if len(jobs) == 1:
+            return [await _create_alone_after(db, jobs[0], exc)]
+    outcomes: list[_Created | Exception] = []
+    for job in jobs:
+        try:
+            outcomes.extend(await db.run_batch(functools.partial(_create_in, jobs=[job])))
+        except Exception as exc:
+            outcomes.append(await _create_alone_after(db, job, exc))
+    return outcomes
+
+
+async def _create_alone_after(db: Database, job: _Job, exc: Exception) -> _Created | Exception:
+    """After a failed transaction for ``job`` alone: a concurrent insert of the same invoiceId
+    (by another process) answers like a retry; anything else is the job's error."""
+    if not isinstance(exc, IntegrityError) or job.generated:
+        return exc
+    existing = await db.run_batch(functools.partial(_find_by_invoice_id, invoice=job.invoice))
+    if existing is None:
+        return exc
+    try:
+        return _same_or_conflict(existing, job.invoice), False
+    except InvoiceExists as conflict:
+        return conflict
+
+
+def _create_in(connection: Connection, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+    """Insert the jobs' invoices in one statement where possible.
+
+    Generated ids: one sequence upsert per owner and chain takes a block of numbers. Rows
+    the insert skipped (ON CONFLICT DO NOTHING) are handled one by one: a generated id the
+    owner had chosen moves on to the next free one; a chosen id that exists is a retry (200)
+    or a conflict (409)."""
+    groups: dict[tuple[str, int], list[InvoiceRow]] = {}
+    for job in jobs:
+        if job.generated:
+            key = (job.invoice.owner_key, job.invoice.chain_id)
+            groups.setdefault(key, []).append(job.invoice)
+    last_taken: dict[tuple[str, int], int] = {}
+    for (owner_key, chain_id), invoices in groups.items():
+        last = _advance_sequence(connection, owner_key, chain_id, len(invoices))
+        for offset, invoice in enumerate(invoices):
+            invoice.invoice_id = str(last - len(invoices) + 1 + offset)
+        last_taken[(owner_key, chain_id)] = last
+    inserted = _insert(connection, [job.invoice for job in jobs])
+    outcomes: list[_Created | Exception] = []
+    for job in jobs:
+        invoice = job.invoice
+        if invoice.id in inserted:
+            outcomes.append((invoice, True))
+        elif job.generated:
+            _skip_taken(connection, invoice, last_taken)
+            if not _insert(connection, [invoice]):
+                raise RuntimeError("generated invoiceId taken inside its transaction")
+            outcomes.append((invoice, True))
+        else:
+            existing = _find_by_invoice_id(connection, invoice)
+            if existing is None:
+                raise RuntimeError("invoiceId conflict without an existing invoice")
+            try:
+                outcomes.append((_same_or_conflict(existing, invoice), False))
+            except InvoiceExists as conflict:
+                outcomes.append(conflict)
+    return outcomes
+
+
+def _insert(connection: Connection, invoices: Sequence[InvoiceRow]) -> set[str]:
+    """Insert the rows in one statement; returns the ids of those inserted, leaving out rows
+    whose (owner, chain, invoiceId) is already taken (ON CONFLICT DO NOTHING RETURNING)."""
+    rows = [invoice.column_values() for invoice in invoices]
+    result = connection.execute(_insert_statement(connection.dialect.name), rows)
+    return {str(row_id) for row_id in result.scalars()}
+
+
+@functools.cache
+def _insert_statement(dialect: str) -> Any:
+    """One compiled statement for every batch size (executed with a list of rows)."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    return (
+        insert(_INVOICES)
+        .on_conflict_do_nothing(
+            index_elements=[_INVOICES.c.owner_key, _INVOICES.c.chain_id, _INVOICES.c.invoice_id]
+        )
+        .returning(_INVOICES.c.id)
+    )
+
+
+def _same_or_conflict(existing: InvoiceRow, attempted: InvoiceRow) -> InvoiceRow:
+    if existing.request_hash != attempted.request_hash or existing.deleted_at is not None:
+        raise InvoiceExists(
+            "an invoice with this invoiceId already exists for this owner and chain",
+            {"invoiceId": existing.invoice_id, "chainId": existing.chain_id},
+        )
+    return existing
+
+
+def _find_by_invoice_id(connection: Connection, invoice: InvoiceRow) -> InvoiceRow | None:
+    found = connection.execute(
+        select(_INVOICES).where(
+            _INVOICES.c.owner_key == invoice.owner_key,
+            _INVOICES.c.chain_id == invoice.chain_id,
+            _INVOICES.c.invoice_id == invoice.invoice_id,
+        )
+    ).first()
+    return None if found is None else InvoiceRow.from_columns(found._mapping)
+
+
+def _advance_sequence(connection: Connection, owner_key: str, chain_id: int, count: int) -> int:
+    """Take the owner's next ``count`` sequence numbers; returns the last one.
+
+    One upsert both creates the counter and advances it; the row lock it takes serializes
+    concurrent creators for the same owner and chain (on every API process)."""
+    insert = pg_insert if connection.dialect.name == "postgresql" else sqlite_insert
+    sequences = cast(Table, OwnerSequence.__table__)
+    advance = (
+        insert(sequences)
+        .values(owner_key=owner_key, chain_id=chain_id, next_value=count + 1)
+        .on_conflict_do_update(
+            index_elements=[sequences.c.owner_key, sequences.c.chain_id],
+            set_={"next_value": sequences.c.next_value + count},
+        )
+        .returning(sequences.c.next_value)
+    )
+    return int(connection.execute(advance).scalar_one()) - 1
+
+
+def _skip_taken(
+    connection: Connection, invoice: InvoiceRow, last_taken: dict[tuple[str, int], int]
+) -> None:
+    """Move the invoice's generated id past every taken one (ids the owner chose, or given
+    to others of this batch); advance the stored counter if the id went beyond it."""
+    value = int(invoice.invoice_id)
+    while _find_by_invoice_id(connection, invoice) is not None:
+        value += 1
+        invoice.invoice_id = str(value)
+    key = (invoice.owner_key, invoice.chain_id)
+    if value > last_taken[key]:
+        last_taken[key] = value
+        sequences = cast(Table, OwnerSequence.__table__)
+        connection.execute(
+            update(sequences)
+            .where(sequences.c.owner_key == key[0], sequences.c.chain_id == key[1])
+            .values(next_value=value + 1)
+        )
