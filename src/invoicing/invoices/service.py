@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from eth_utils.address import to_checksum_address
 from sqlalchemy import Table, func, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -292,10 +293,13 @@ async def _skip_taken(
 
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
     """The owner's invoice at that escrow; 404 also when it belongs to another owner."""
+    try:
+        # Escrow addresses are stored checksummed: an exact match uses the unique index.
+        address = to_checksum_address(payment_address)
+    except ValueError as exc:
+        raise NotFound("no invoice with this paymentAddress for this owner") from exc
     async with db.sessions() as session:
-        invoice = await session.scalar(
-            select(Invoice).where(func.lower(Invoice.payment_address) == payment_address.lower())
-        )
+        invoice = await session.scalar(select(Invoice).where(Invoice.payment_address == address))
     if invoice is None or invoice.owner_key != owner_key:
         raise NotFound("no invoice with this paymentAddress for this owner")
     return invoice
