@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import select
+from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
@@ -245,8 +245,18 @@ def _answer(
     stored: dict[str, Invoice],
 ) -> Invoice | Exception:
     if invoice.id not in changed:
-        apply_balance(invoice, balances[invoice.id], now_ms)  # moves lastCheckedAt only
-        return invoice
+        return _checked_copy(invoice, now_ms)
     if invoice.id in stored:
         return stored[invoice.id]
     return NotFound("no invoice with this paymentAddress")
+
+
+def _checked_copy(invoice: Invoice, now_ms: int) -> Invoice:
+    """A detached copy of an invoice that this check did not change but for its time (the
+    argument may be shared by other lookups, so it is left as it was)."""
+    values = {attr.key: getattr(invoice, attr.key) for attr in _INVOICE_COLUMNS}
+    values["last_checked_at"] = now_ms
+    return Invoice(**values)
+
+
+_INVOICE_COLUMNS = tuple(inspect(Invoice).column_attrs)
