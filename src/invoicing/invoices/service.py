@@ -2,25 +2,65 @@
 
 from __future__ import annotations
 
+import functools
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eth_utils.address import to_checksum_address
 from sqlalchemy import func, select
 
-from invoicing.db import Database
+from invoicing.db import Database, GroupCommit
 from invoicing.errors import NotFound
 from invoicing.invoices.models import Invoice, InvoiceStatus
 
 
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
-    """The owner's invoice at that escrow; 404 also when it belongs to another owner."""
-    async with db.sessions() as session:
-        invoice = await session.scalar(
-            select(Invoice).where(func.lower(Invoice.payment_address) == payment_address.lower())
-        )
+    """The owner's invoice at that escrow; 404 also when it belongs to another owner.
+
+    Concurrent lookups of this process share one query (this is the status lookup's hot
+    path); a lookup always waits for a query that starts after it.
+    """
+    address = _stored_form(payment_address)
+    invoice = None if address is None else await _finder(db).submit((db, address))
     if invoice is None or invoice.owner_key != owner_key:
         raise NotFound("no invoice with this paymentAddress for this owner")
     return invoice
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_form(payment_address: str) -> str | None:
+    """Escrow addresses are stored checksummed, so an exact match uses the unique index
+    (keccak is costly and a status lookup asks for the same address again and again)."""
+    try:
+        return str(to_checksum_address(payment_address))
+    except ValueError:
+        return None
+
+
+_Lookup = tuple[Database, str]
+_finders: weakref.WeakKeyDictionary[Database, GroupCommit[_Lookup, Invoice | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _finder(db: Database) -> GroupCommit[_Lookup, Invoice | None]:
+    finder = _finders.get(db)
+    if finder is None:
+        finder = _finders[db] = GroupCommit(_find_batch, max_batch=500)
+    return finder
+
+
+async def _find_batch(lookups: Sequence[_Lookup]) -> list[Invoice | None | Exception]:
+    """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
+    Callers share the loaded objects, so they must not change them."""
+    db = lookups[0][0]
+    addresses = {address for _db, address in lookups}
+    async with db.sessions() as session:
+        rows = await session.scalars(select(Invoice).where(Invoice.payment_address.in_(addresses)))
+        found = {invoice.payment_address: invoice for invoice in rows}
+    return [found.get(address) for _db, address in lookups]
 
 
 @dataclass(frozen=True)

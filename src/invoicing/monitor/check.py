@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import select
+from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
+from invoicing.db import Database, GroupCommit
+from invoicing.errors import NotFound
 from invoicing.invoices.models import Invoice, InvoiceStatus
 from invoicing.services import Services
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
 PARALLEL_READS = 4
+# Live re-checks served by one chain read at most (one balancesOf per token reads thousands).
+RECHECK_BATCH = 1000
 
 
 class Watched(Protocol):
@@ -100,6 +106,29 @@ async def read_balances(
         await reader.close()
 
 
+class Stored(Protocol):
+    """What deciding on a reading needs to know about the stored invoice."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def balance_raw(self) -> str: ...
+
+    @property
+    def required_raw(self) -> str: ...
+
+    @property
+    def expires_at(self) -> int: ...
+
+
+def needs_apply(row: Stored, balance: int, now_ms: int) -> bool:
+    """Whether a reading changes the invoice beyond its lastCheckedAt."""
+    if str(balance) != row.balance_raw or balance >= int(row.required_raw):
+        return True
+    return bool(row.status == InvoiceStatus.PENDING and now_ms >= row.expires_at)
+
+
 def apply_balance(invoice: Invoice, balance_raw: int, now_ms: int) -> bool:
     """Record a balance reading; returns True when this reading makes the invoice paid."""
     invoice.last_checked_at = now_ms
@@ -152,11 +181,82 @@ async def store_balances(
 
 
 async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
-    """Live re-check of one escrow for the status lookup."""
+    """Live re-check of one escrow for the status lookup.
+
+    Concurrent re-checks on one chain share one read (see ``_recheck_batch``); a call always
+    waits for a read that starts after it, never for one already in flight, so a payment mined
+    before the call is seen. Only paid and expired transitions and balance changes are
+    written; otherwise the answer just carries the time of this check as ``lastCheckedAt``
+    (like the monitor's block pass, which stores only readings that change something).
+    """
     if invoice.status not in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
         return invoice
     chain = services.chains.get(invoice.chain_id)
-    block = await confirmed_block(chain)
-    balances = await read_balances(chain, [invoice], block)
-    (updated,) = await store_balances(services, [invoice.id], balances)
-    return updated
+    recheck = _Recheck(services, chain, invoice)
+    return await _rechecker(services.db, invoice.chain_id).submit(recheck)
+
+
+@dataclass(frozen=True)
+class _Recheck:
+    services: Services
+    chain: ChainGateway
+    invoice: Invoice
+
+
+# One batcher per database and chain; it keeps no reference to its key (items carry services).
+_recheckers: weakref.WeakKeyDictionary[Database, dict[int, GroupCommit[_Recheck, Invoice]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, Invoice]:
+    by_chain = _recheckers.setdefault(db, {})
+    batcher = by_chain.get(chain_id)
+    if batcher is None:
+        batcher = by_chain[chain_id] = GroupCommit(_recheck_batch, max_batch=RECHECK_BATCH)
+    return batcher
+
+
+async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]:
+    """One head read and one ``balancesOf`` per token for every re-check of the batch (an
+    invoice asked for twice is read once); the readings that change an invoice are stored in
+    one transaction, under row locks, with the paid events."""
+    services, chain = batch[0].services, batch[0].chain
+    invoices = list({item.invoice.id: item.invoice for item in batch}.values())
+    balances = await read_balances(chain, invoices, await confirmed_block(chain))
+    now_ms = services.clock.now_ms()
+    changed = {
+        item.invoice.id
+        for item in batch
+        if needs_apply(item.invoice, balances[item.invoice.id], now_ms)
+    }
+    stored: dict[str, Invoice] = {}
+    if changed:
+        rows = await store_balances(services, sorted(changed), balances)
+        stored = {row.id: row for row in rows}
+    return [_answer(item.invoice, balances, now_ms, changed, stored) for item in batch]
+
+
+def _answer(
+    invoice: Invoice,
+    balances: dict[str, int],
+    now_ms: int,
+    changed: set[str],
+    stored: dict[str, Invoice],
+) -> Invoice | Exception:
+    if invoice.id not in changed:
+        return _checked_copy(invoice, now_ms)
+    if invoice.id in stored:
+        return stored[invoice.id]
+    return NotFound("no invoice with this paymentAddress")
+
+
+def _checked_copy(invoice: Invoice, now_ms: int) -> Invoice:
+    """A detached copy of an invoice that this check did not change but for its time (the
+    argument may be shared by other lookups, so it is left as it was)."""
+    values = {attr.key: getattr(invoice, attr.key) for attr in _INVOICE_COLUMNS}
+    values["last_checked_at"] = now_ms
+    return Invoice(**values)
+
+
+_INVOICE_COLUMNS = tuple(inspect(Invoice).column_attrs)

@@ -42,6 +42,7 @@ from invoicing.invoices.models import Invoice, InvoiceStatus
 from invoicing.monitor.check import (
     BalanceReader,
     confirmed_block,
+    needs_apply,
     read_balances,
     store_balances,
 )
@@ -80,13 +81,6 @@ class PassResult:
     checked: int = 0
     updated: int = 0
     paid: int = 0
-
-
-def needs_apply(row: ClaimRow, balance: int, now_ms: int) -> bool:
-    """Whether a reading changes the invoice beyond its lastCheckedAt."""
-    if str(balance) != row.balance_raw or balance >= int(row.required_raw):
-        return True
-    return bool(row.status == InvoiceStatus.PENDING and now_ms >= row.expires_at)
 
 
 async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) -> list[ClaimRow]:

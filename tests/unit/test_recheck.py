@@ -1,0 +1,158 @@
+"""The status lookup's live re-check: concurrent calls share one chain read (FakeChain, real DB)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+
+import pytest
+
+from invoicing.chain.evm import BlockRef
+from invoicing.chain.fake import FakeChain
+from invoicing.errors import ChainUnavailable
+from invoicing.monitor.check import recheck_invoice
+from invoicing.services import Services
+from tests.support.monitoring import (
+    TOKEN,
+    clock_of,
+    events_of,
+    fake_services,
+    new_invoice,
+    reload,
+)
+
+ETH = 10**18
+
+
+class HeldChain(FakeChain):
+    """A FakeChain that counts head reads and can hold a balance read after taking its values
+    (a read in flight); ``reads`` lists the addresses of every balance read."""
+
+    def __init__(self) -> None:
+        super().__init__(chain_id=random.randrange(10**6, 10**9))
+        self.add_token(TOKEN, 6, "TUSD")
+        self.head_reads = 0
+        self.reads: list[list[str]] = []
+        self.release = asyncio.Event()
+        self.release.set()
+        self.reading = asyncio.Event()
+
+    async def block_number(self) -> int:
+        self.head_reads += 1
+        return await super().block_number()
+
+    async def balances(
+        self, token: str | None, addresses: list[str], block: BlockRef = "latest"
+    ) -> list[int]:
+        values = await super().balances(token, addresses, block)
+        self.reads.append(list(addresses))
+        self.reading.set()
+        await self.release.wait()
+        return values
+
+
+@pytest.fixture
+def fake() -> HeldChain:
+    return HeldChain()
+
+
+@pytest.fixture
+async def services(database_url: str, fake: HeldChain) -> AsyncIterator[Services]:
+    built = fake_services(database_url, fake)
+    yield built
+    await built.db.dispose()
+
+
+async def test_concurrent_rechecks_share_one_read_per_token(
+    services: Services, fake: HeldChain
+) -> None:
+    native = [await new_invoice(services, fake, amount="1") for _ in range(3)]
+    tokens = [await new_invoice(services, fake, amount="2", token=TOKEN) for _ in range(3)]
+    fake.pay(native[0].payment_address, ETH)
+    fake.pay(native[1].payment_address, ETH // 4)
+    fake.pay(tokens[0].payment_address, 2_500_000, TOKEN)
+    fake.pay(tokens[1].payment_address, 1_000_000, TOKEN)
+    asked = [*native, *tokens, await reload(services, native[0])]  # the first one twice
+
+    answers = await asyncio.gather(*(recheck_invoice(services, i) for i in asked))
+
+    assert fake.head_reads == 1
+    assert sorted(len(addresses) for addresses in fake.reads) == [3, 3]  # one per token
+    assert [(a.status, a.balance_raw) for a in answers] == [
+        ("paid", str(ETH)),
+        ("pending", str(ETH // 4)),
+        ("pending", "0"),
+        ("paid", "2500000"),
+        ("pending", "1000000"),
+        ("pending", "0"),
+        ("paid", str(ETH)),
+    ]
+    assert [len(await events_of(services, i)) for i in [*native, *tokens]] == [1, 0, 0, 1, 0, 0]
+    stored = await reload(services, native[1])
+    assert (stored.status, stored.balance_raw) == ("pending", str(ETH // 4))
+
+
+async def test_a_recheck_arriving_during_a_read_waits_for_the_next_read(
+    services: Services, fake: HeldChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    fake.release.clear()
+    early = asyncio.create_task(recheck_invoice(services, invoice))
+    await fake.reading.wait()  # the early read has taken its values and is in flight
+
+    fake.pay(invoice.payment_address, ETH)
+    late = asyncio.create_task(recheck_invoice(services, await reload(services, invoice)))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert fake.head_reads == 1 and not late.done()
+    fake.release.set()
+
+    first, second = await early, await late
+    assert (first.status, first.balance_raw) == ("pending", "0")
+    assert (second.status, second.balance_raw) == ("paid", str(ETH))
+    assert (fake.head_reads, len(fake.reads)) == (2, 2)
+    assert len(await events_of(services, invoice)) == 1
+
+
+async def test_a_reading_that_changes_nothing_is_not_written(
+    services: Services, fake: HeldChain
+) -> None:
+    invoice = await new_invoice(services, fake)
+    created_at = invoice.last_checked_at
+    clock_of(services).advance(5_000)
+
+    answer = await recheck_invoice(services, invoice)
+
+    stored = await reload(services, invoice)
+    assert (answer.status, answer.last_checked_at) == ("pending", services.clock.now_ms())
+    assert (stored.last_checked_at, stored.updated_at) == (created_at, created_at)
+    assert invoice.last_checked_at == created_at  # the argument is left as it was
+
+
+async def test_expiry_seen_by_a_recheck_is_stored(services: Services, fake: HeldChain) -> None:
+    invoice = await new_invoice(services, fake, expires_in_ms=1_000)
+    clock_of(services).advance(1_000)
+
+    answer = await recheck_invoice(services, invoice)
+
+    stored = await reload(services, invoice)
+    assert answer.status == stored.status == "expired"
+    assert stored.last_checked_at == services.clock.now_ms()
+
+
+async def test_an_unreachable_chain_fails_every_recheck_of_the_batch(
+    services: Services, fake: HeldChain
+) -> None:
+    invoices = [await new_invoice(services, fake) for _ in range(3)]
+    fake.pay(invoices[0].payment_address, ETH)
+    fake.available = False
+
+    outcomes = await asyncio.gather(
+        *(recheck_invoice(services, i) for i in invoices), return_exceptions=True
+    )
+
+    assert all(isinstance(outcome, ChainUnavailable) for outcome in outcomes)
+    assert (await reload(services, invoices[0])).status == "pending"
+    fake.available = True
+    assert (await recheck_invoice(services, invoices[0])).status == "paid"
