@@ -5,6 +5,9 @@ An endpoint is one webhook URL (owners use one URL for many invoices). A row in
 adds to ``consecutive_failures`` and the first success deletes the row. Endpoints with
 ``FAILING_AFTER`` or more consecutive failures are *failing*; their due events are claimed
 after the due events of every other endpoint (see ``delivery.claim_events``), never skipped.
+That order matters only while a worker has more due events than free slots, and a failing
+endpoint's event waits so for at most one retry delay; so one failure is enough to count:
+waiting for three lets a dead endpoint take several rounds of slots before it is noticed.
 
 Concurrency is capped per *host* (``host:port`` of the URL), the thing that actually hangs.
 """
@@ -24,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.webhooks.models import WebhookEndpoint, WebhookEvent
 
 # An endpoint is failing from this many consecutive failed attempts on.
-FAILING_AFTER = 3
+FAILING_AFTER = 1
 
 
 def endpoint_key(url: str) -> str:
