@@ -94,7 +94,7 @@ async def claim_events(
         if len(rows) < limit:
             deferred = _due_events(now_ms, patience_ms, full_hosts, True)
             rows += await session.execute(deferred.limit(limit - len(rows)))
-        ids = _within_host_cap([(row[0], row[1]) for row in rows], in_flight, cap)
+        ids = within_host_cap([(row[0], row[1]) for row in rows], in_flight, cap)
         if not ids:
             return []
         await session.execute(
@@ -127,7 +127,7 @@ def _due_events(
     )
 
 
-def _within_host_cap(
+def within_host_cap(
     rows: list[tuple[str, str]], in_flight: Mapping[str, int], cap: int
 ) -> list[str]:
     """Ids of the candidates, in order, leaving out any that would put a host over the cap."""

@@ -78,17 +78,27 @@ async def record_health(
 ) -> None:
     """Reset the endpoints that answered 2xx; add the failures after that to their streaks.
 
-    ``outcomes`` are (URL, delivered) in the order the attempts finished. Rows are written in
-    key order, so concurrent workers lock them in the same order.
+    ``outcomes`` are (URL, delivered) in the order the attempts finished. The endpoints' rows
+    are locked first, in key order, so concurrent workers never wait on each other in a circle.
     """
     urls = {endpoint_key(url): url for url, _ in outcomes}
     succeeded, failures = tally(outcomes)
-    if succeeded:
-        await session.execute(
-            delete(WebhookEndpoint).where(WebhookEndpoint.key.in_(sorted(succeeded)))
-        )
-    if not failures:
-        return
+    known = await session.scalars(
+        select(WebhookEndpoint.key)
+        .where(WebhookEndpoint.key.in_(sorted(urls)))
+        .order_by(WebhookEndpoint.key)
+        .with_for_update()
+    )
+    reset = succeeded.intersection(known)
+    if reset:
+        await session.execute(delete(WebhookEndpoint).where(WebhookEndpoint.key.in_(reset)))
+    if failures:
+        await _add_failures(session, failures, urls, now_ms)
+
+
+async def _add_failures(
+    session: AsyncSession, failures: Counter[str], urls: dict[str, str], now_ms: int
+) -> None:
     rows = [
         {"key": key, "url": urls[key], "consecutive_failures": count, "last_failure_at": now_ms}
         for key, count in sorted(failures.items())
