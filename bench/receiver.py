@@ -1,9 +1,11 @@
 """A minimal, fast HTTP/1.1 webhook receiver for the benchmarks (keep-alive, no framework).
 
 Paths under ``/fail`` answer 500, everything else 204. ``GET /stats`` answers the counts as
-JSON. Importable (``start_receiver``) or run as a process::
+JSON. Importable (``start_receiver``) or run as a process, listening on one or more loopback
+addresses (each one a webhook host of its own); as a process it exits when its stdin closes,
+so it never outlives the benchmark that started it::
 
-    .venv/bin/python bench/receiver.py --port 9000
+    .venv/bin/python bench/receiver.py --port 9000 [--hosts 127.0.0.2,127.0.0.3]
 """
 
 from __future__ import annotations
@@ -11,7 +13,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import sys
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -66,21 +72,31 @@ async def _serve_connection(
         writer.close()
 
 
-async def start_receiver(port: int = 0, keep_arrivals: bool = True) -> tuple[asyncio.Server, Stats]:
+async def start_receiver(
+    port: int = 0, keep_arrivals: bool = True, hosts: Sequence[str] = ("127.0.0.1",)
+) -> tuple[asyncio.Server, Stats]:
     stats = Stats(keep_arrivals=keep_arrivals)
     server = await asyncio.start_server(
-        lambda r, w: _serve_connection(stats, r, w), "127.0.0.1", port, backlog=1024
+        lambda r, w: _serve_connection(stats, r, w), list(hosts), port, backlog=1024
     )
     return server, stats
+
+
+def _exit_when_stdin_closes() -> None:
+    sys.stdin.buffer.read()
+    os._exit(0)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--hosts", default="127.0.0.1", help="comma-separated addresses")
     args = parser.parse_args()
+    threading.Thread(target=_exit_when_stdin_closes, daemon=True).start()
 
     async def run() -> None:
-        server, _ = await start_receiver(args.port, keep_arrivals=False)
+        hosts = args.hosts.split(",")
+        server, _ = await start_receiver(args.port, keep_arrivals=False, hosts=hosts)
         print("ready", flush=True)
         async with server:
             await server.serve_forever()

@@ -2,39 +2,62 @@
 
 Fills a fresh database's outbox with N paid events, then runs the webhook worker (real
 HTTP, the SSRF-guarded client, one process) until every event has had its first attempt.
-The receiver runs in its own process (``bench/receiver.py``). Prints::
+The receiver runs in its own process (``bench/receiver.py``). Each case runs ``--rounds``
+times, interleaved; a line gives the best round and every round's value. Prints::
 
-    webhooks healthy n=5000 deliveries_per_s=1210 ...
-    webhooks failing=30% n=5000 attempts_per_s=1302 healthy_per_s=1150 healthy_cost=5.0% ...
+    webhooks healthy n=5000 endpoints=100 deliveries_per_s=2000 (runs …) ...
+    webhooks failing=30% n=5000 endpoints=100 ... healthy_per_s=1950 (runs …) healthy_cost=2.5%
+        baseline_per_s=2000 healthy_cpu_cost=3.0% failing_share=2.8%
+    webhooks failing=30% n=5000 endpoints=5000 (a URL per event) ... healthy_cost=30.0% ...
 
-"Failing" endpoints are half HTTP 500 answers and half closed ports (connection refused).
-``healthy_cost`` compares how fast the healthy events got through with and without the
-failing ones. Exits 1 when the goals miss (>= 1,000 deliveries/s; cost under 10%).
+An endpoint is one webhook URL, as owners use it: one URL for many invoices. The events are
+spread evenly over 100 endpoints, each on a host of its own (loopback addresses 127.0.0.2
+and up). In the failing case 30 of them fail: half answer HTTP 500, half refuse connections
+(their URL names a port nothing listens on). ``healthy_per_s`` is the healthy endpoints'
+events (3,500) over the time from the start until the last of them was delivered;
+``baseline_per_s`` is the same for the first 3,500 deliveries of the all-healthy run, and
+``healthy_cost`` compares the two (best round against best round). Exits 1 when the goals
+miss (>= 1,000 deliveries/s; cost under 10%).
+
+The machine may be shared, so two load-independent figures come with it:
+``healthy_cpu_cost`` is the same comparison per CPU second (this process plus the receiver)
+instead of per wall-clock second, and ``failing_share`` (median) is the share of attempts
+made before the last healthy delivery that went to failing endpoints.
+
+The worker is saturated here (CPU-bound, one process) and every attempt really goes out.
+The database starts with no knowledge of the endpoints. An endpoint whose latest attempt
+failed is *failing*: its due events are claimed after every other due event (never
+skipped), so once an attempt to it has failed, it stops taking time from the healthy ones;
+what it still costs is the attempts that were in flight or claimed before that, and the
+failing attempts that fill free slots while the last healthy ones are in flight. The third
+line is the old worst case, kept for transparency: every event has a URL of its own, so no
+endpoint fails before its only event is attempted and the failing attempts take their full
+share (a 500 answer costs what a 204 costs). It is not part of the goal.
 
 Only first attempts are measured: a run lasts seconds, so a retry delay of 3600 s and the
 production 60 s (DESIGN section 6) give the same run; no retry falls inside it either way.
-The worker is saturated here (CPU-bound, one process), due events are taken oldest first and
-every attempt really goes out, so a failing attempt takes the time it costs from everyone:
-a 500 answer costs what a 204 costs, and even free refused connections would leave the healthy
-events at least 1 - 0.70 / 0.85 = 17.6% slower. ``attempt_cost`` says what an attempt of the
-mixed run cost next to a healthy delivery (below 1: failing attempts are the cheaper ones,
-so failing endpoints take less than their share).
 
-    .venv/bin/python bench/webhooks.py [--events 5000]
+    .venv/bin/python bench/webhooks.py [--events 5000] [--endpoints 100] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import itertools
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from statistics import median
+from typing import Any, NoReturn
 
 from sqlalchemy import func, insert, select
 
@@ -45,6 +68,7 @@ from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.webhooks.endpoints import endpoint_host, endpoint_key
 from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.webhooks.worker import Dispatcher, client_for
 
@@ -53,6 +77,37 @@ from monitor import invoice_rows  # noqa: E402
 
 GOAL_PER_S = 1000
 GOAL_COST = 0.10
+FAILING_SHARE = 0.3
+
+
+def address_of(endpoint: int) -> str:
+    """The loopback address of endpoint ``endpoint`` (127.0.0.2 and up)."""
+    number = endpoint + 2
+    return f"127.0.{number // 256}.{number % 256}"
+
+
+def endpoint_urls(endpoints: int, failing_share: float, port: int, closed_port: int) -> list[str]:
+    """One URL per endpoint; the failing share spread evenly, half 500s, half refused."""
+    urls = []
+    failing = 0
+    for i in range(endpoints):
+        host = address_of(i)
+        if int((i + 1) * failing_share) > int(i * failing_share):
+            failing += 1
+            answers_500 = failing % 2 == 1
+            urls.append(
+                f"http://{host}:{port}/fail/{i}"
+                if answers_500
+                else f"http://{host}:{closed_port}/gone/{i}"
+            )
+        else:
+            urls.append(f"http://{host}:{port}/ok/{i}")
+    return urls
+
+
+def event_urls(n: int, urls: list[str], url_per_event: bool) -> list[str]:
+    """Events spread evenly over the endpoints; ``url_per_event`` adds the event's number."""
+    return [urls[i % len(urls)] + (f"/{i}" if url_per_event else "") for i in range(n)]
 
 
 def outbox_rows(
@@ -64,6 +119,8 @@ def outbox_rows(
             "invoice_pk": invoice["id"],
             "owner_key": invoice["owner_key"],
             "url": url,
+            "endpoint_key": endpoint_key(url),
+            "endpoint_host": endpoint_host(url),
             "payload": {"invoiceId": invoice["invoice_id"], "status": "paid", "balance": 1.0},
             "status": EventStatus.PENDING,
             "attempts": 0,
@@ -75,7 +132,7 @@ def outbox_rows(
     ]
 
 
-async def run_case(n: int, failing_share: float, receiver_port: int) -> dict[str, float]:
+async def fresh_services() -> Services:
     url = f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='bench-webhooks-')}/w.db"
     await upgrade(url)
     settings = Settings(
@@ -86,97 +143,202 @@ async def run_case(n: int, failing_share: float, receiver_port: int) -> dict[str
         webhook_poll_interval_s=0.05,
         run_workers=False,
     )
-    services = Services(settings=settings, db=Database(url), chains=ChainRegistry({}))
-    closed_port = free_port()  # nothing listens there: connection refused
-    urls = []
-    for i in range(n):
-        # Spread the failing share evenly: endpoint i fails when the running share steps up.
-        if int((i + 1) * failing_share) > int(i * failing_share):
-            fail = len(urls) % 2 == 0
-            urls.append(
-                f"http://127.0.0.1:{receiver_port}/fail/{i}"
-                if fail
-                else f"http://127.0.0.1:{closed_port}/gone/{i}"
-            )
-        else:
-            urls.append(f"http://127.0.0.1:{receiver_port}/ok/{i}")
+    return Services(settings=settings, db=Database(url), chains=ChainRegistry({}))
+
+
+async def fill_outbox(services: Services, urls: list[str]) -> set[str]:
+    """Insert one paid invoice and its event per URL; the healthy events' ids."""
+    n = len(urls)
     invoices = invoice_rows(n, 31337, "0x" + "11" * 20, services.clock.now_ms())
     events = outbox_rows(invoices, urls, services.clock.now_ms())
-    healthy_ids = {e["id"] for e in events if "/ok/" in e["url"]}
     async with services.db.transaction() as session:
         for start in range(0, n, 2000):
             await session.execute(insert(Invoice), invoices[start : start + 2000])
             await session.execute(insert(WebhookEvent), events[start : start + 2000])
+    return {e["id"] for e in events if "/ok/" in e["url"]}
 
+
+async def delivery_ends_ms(services: Services) -> list[int]:
+    """When each delivery ended (wall clock, ms), in order."""
+    async with services.db.sessions() as session:
+        ends = await session.scalars(
+            select(WebhookAttempt.attempted_at + WebhookAttempt.duration_ms).where(
+                WebhookAttempt.status_code == 204
+            )
+        )
+        return sorted(ends)
+
+
+async def failing_attempts_before(services: Services, done_ms: int) -> int:
+    """Attempts to failing endpoints that started before the last healthy delivery ended."""
+    async with services.db.sessions() as session:
+        count = await session.scalar(
+            select(func.count())
+            .select_from(WebhookAttempt)
+            .where(
+                WebhookAttempt.attempted_at <= done_ms,
+                func.coalesce(WebhookAttempt.status_code, 0) != 204,
+            )
+        )
+    return int(count or 0)
+
+
+async def attempts_made(services: Services) -> int:
+    async with services.db.sessions() as session:
+        return await session.scalar(select(func.count()).select_from(WebhookAttempt)) or 0
+
+
+class CpuClock:
+    """CPU seconds used by this process and the receiver: other load on the machine does not
+    count, so the per-CPU-second rates compare runs that wall-clock rates cannot."""
+
+    def __init__(self, receiver_pid: int) -> None:
+        self.stat = Path(f"/proc/{receiver_pid}/stat")
+
+    def __call__(self) -> float:
+        ticks = self.stat.read_text().rsplit(")", 1)[1].split()[11:13]  # utime, stime
+        return time.process_time() + sum(map(int, ticks)) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    """One case's run: its start, CPU samples and when each healthy delivery ended."""
+
+    started_ms: int
+    samples: list[tuple[int, float]]  # (wall ms, CPU s), every 50 ms
+    delivered_ms: list[int]
+    attempts_per_s: float
+    failing_share: float
+
+    def per_s(self, k: int) -> float:
+        """Deliveries per second until the ``k``-th delivery ended."""
+        return k * 1000 / (self.delivered_ms[k - 1] - self.started_ms)
+
+    def per_cpu_s(self, k: int) -> float:
+        """Deliveries per CPU second until the ``k``-th delivery ended."""
+        return k / (cpu_at(self.samples, self.delivered_ms[k - 1]) - self.samples[0][1])
+
+
+async def run_case(urls: list[str], cpu: CpuClock) -> Run:
+    services = await fresh_services()
+    await fill_outbox(services, urls)
     client = client_for(services)
     stop = asyncio.Event()
-    started = time.perf_counter()
+    samples = [(services.clock.now_ms(), cpu())]
     task = asyncio.create_task(Dispatcher(services, client).run(stop))
-    healthy_done_s = 0.0
-    while True:
-        await asyncio.sleep(0.05)
-        async with services.db.sessions() as session:
-            attempted = await session.scalar(select(func.count()).select_from(WebhookAttempt))
-            delivered = await session.scalar(
-                select(func.count())
-                .select_from(WebhookEvent)
-                .where(WebhookEvent.status == EventStatus.DELIVERED)
-            )
-        if not healthy_done_s and delivered == len(healthy_ids):
-            healthy_done_s = time.perf_counter() - started
-        if attempted == n:
-            break
-    all_done_s = time.perf_counter() - started
-    stop.set()
-    await task
-    await client.aclose()
-    await services.aclose()
-    return {
-        "n": n,
-        "healthy": len(healthy_ids),
-        "all_s": all_done_s,
-        "healthy_s": healthy_done_s,
-        "attempts_per_s": n / all_done_s,
-        "healthy_per_s": len(healthy_ids) / healthy_done_s,
-    }
+    try:
+        while await attempts_made(services) < len(urls):
+            await asyncio.sleep(0.05)
+            samples.append((services.clock.now_ms(), cpu()))
+        delivered_ms = await delivery_ends_ms(services)
+        failing_before = await failing_attempts_before(services, delivered_ms[-1])
+    finally:
+        stop.set()
+        await task
+        await client.aclose()
+        await services.aclose()
+    return Run(
+        started_ms=samples[0][0],
+        samples=samples,
+        delivered_ms=delivered_ms,
+        attempts_per_s=len(urls) * 1000 / (samples[-1][0] - samples[0][0]),
+        failing_share=failing_before / (failing_before + len(delivered_ms)),
+    )
 
 
-async def run(n: int) -> bool:
-    port = free_port()
-    receiver = subprocess.Popen(  # noqa: ASYNC220 - started once, before any measurement
-        [sys.executable, str(Path(__file__).with_name("receiver.py")), "--port", str(port)],
-        stdout=subprocess.PIPE,
+def cpu_at(samples: list[tuple[int, float]], wall_ms: int) -> float:
+    """The CPU clock at ``wall_ms``, interpolated between the samples around it."""
+    for (ms_0, cpu_0), (ms_1, cpu_1) in itertools.pairwise(samples):
+        if ms_0 <= wall_ms <= ms_1:
+            return cpu_0 + (cpu_1 - cpu_0) * (wall_ms - ms_0) / max(ms_1 - ms_0, 1)
+    return samples[-1][1]
+
+
+def best(label: str, values: list[float]) -> str:
+    """The best of the rounds (least disturbed by other load), and every round's value."""
+    ordered = sorted(values)
+    return f"{label}={ordered[-1]:.0f} (runs {'/'.join(f'{v:.0f}' for v in ordered)})"
+
+
+def cost(runs: list[float], baseline: list[float]) -> float:
+    """How much slower the healthy deliveries got: best round against best round."""
+    return 1 - max(runs) / max(baseline)
+
+
+def failing_line(label: str, n: int, runs: list[Run], healthy: list[Run]) -> str:
+    """The healthy endpoints' deliveries against as many deliveries of the all-healthy runs."""
+    k = len(runs[0].delivered_ms)
+    per_s, baseline = [r.per_s(k) for r in runs], [r.per_s(k) for r in healthy]
+    per_cpu_s, baseline_cpu = [r.per_cpu_s(k) for r in runs], [r.per_cpu_s(k) for r in healthy]
+    return (
+        f"webhooks failing={FAILING_SHARE:.0%} n={n} {label} "
+        f"{best('attempts_per_s', [r.attempts_per_s for r in runs])} "
+        f"{best('healthy_per_s', per_s)} healthy_cost={cost(per_s, baseline):.1%} "
+        f"baseline_per_s={max(baseline):.0f} healthy_cpu_cost={cost(per_cpu_s, baseline_cpu):.1%} "
+        f"failing_share={median(r.failing_share for r in runs):.1%}"
+    )
+
+
+async def run(n: int, endpoints: int, port: int, rounds: int, cpu: CpuClock) -> bool:
+    """``rounds`` rounds of the three cases, interleaved so that load spikes hit them alike."""
+    closed_port = free_port()  # nothing listens there: connection refused
+    healthy_urls = event_urls(n, endpoint_urls(endpoints, 0.0, port, 0), False)
+    failing_urls = endpoint_urls(endpoints, FAILING_SHARE, port, closed_port)
+    healthy, mixed, worst = [], [], []
+    for _ in range(rounds):
+        healthy.append(await run_case(healthy_urls, cpu))
+        mixed.append(await run_case(event_urls(n, failing_urls, False), cpu))
+        worst.append(await run_case(event_urls(n, failing_urls, True), cpu))
+    deliveries_per_s = [r.per_s(n) for r in healthy]
+    print(
+        f"webhooks healthy n={n} endpoints={endpoints} "
+        f"{best('deliveries_per_s', deliveries_per_s)} "
+        f"{best('deliveries_per_cpu_s', [r.per_cpu_s(n) for r in healthy])}",
+        flush=True,
+    )
+    print(failing_line(f"endpoints={endpoints}", n, mixed, healthy), flush=True)
+    print(failing_line(f"endpoints={n} (a URL per event)", n, worst, healthy), flush=True)
+    k = len(mixed[0].delivered_ms)
+    mixed_cost = cost([r.per_s(k) for r in mixed], [r.per_s(k) for r in healthy])
+    return max(deliveries_per_s) >= GOAL_PER_S and mixed_cost < GOAL_COST
+
+
+@contextlib.contextmanager
+def receiver_process(port: int, hosts: list[str]) -> Iterator[int]:
+    """``bench/receiver.py`` on ``hosts``; stopped on exit, and it exits if we die (stdin)."""
+    command = [sys.executable, str(Path(__file__).with_name("receiver.py")), "--port", str(port)]
+    receiver = subprocess.Popen(
+        [*command, "--hosts", ",".join(hosts)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         assert receiver.stdout is not None
-        receiver.stdout.readline()
-        healthy = await run_case(n, 0.0, port)
-        print(
-            f"webhooks healthy n={n} deliveries_per_s={healthy['healthy_per_s']:.0f} "
-            f"wall_s={healthy['all_s']:.2f}",
-            flush=True,
-        )
-        mixed = await run_case(n, 0.3, port)
-        cost = 1 - mixed["healthy_per_s"] / healthy["healthy_per_s"]
-        print(
-            f"webhooks failing=30% n={n} attempts_per_s={mixed['attempts_per_s']:.0f} "
-            f"healthy_per_s={mixed['healthy_per_s']:.0f} healthy_cost={cost:.1%} "
-            f"baseline_healthy_per_s={healthy['healthy_per_s']:.0f} wall_s={mixed['all_s']:.2f} "
-            f"attempt_cost={healthy['healthy_per_s'] / mixed['attempts_per_s']:.2f}",
-            flush=True,
-        )
+        if receiver.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the receiver did not start")
+        yield receiver.pid
     finally:
         receiver.terminate()
-        receiver.wait(5)
-    return healthy["healthy_per_s"] >= GOAL_PER_S and cost < GOAL_COST
+        try:
+            receiver.wait(5)
+        except subprocess.TimeoutExpired:
+            receiver.kill()
+            receiver.wait()
+
+
+def exit_on_sigterm(signum: int, frame: object) -> NoReturn:
+    sys.exit(128 + signum)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=5000)
+    parser.add_argument("--endpoints", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    os.environ.setdefault("INVOICING_ENVIRONMENT", "development")
-    sys.exit(0 if asyncio.run(run(args.events)) else 1)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)  # so the receiver is stopped too
+    port = free_port()
+    with receiver_process(port, [address_of(i) for i in range(args.endpoints)]) as pid:
+        met = asyncio.run(run(args.events, args.endpoints, port, args.rounds, CpuClock(pid)))
+    sys.exit(0 if met else 1)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from invoicing.settlement.models import (
     Withdrawal,
     WithdrawalItem,
 )
-from invoicing.webhooks.models import WebhookAttempt, WebhookEvent
+from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEvent
 
 __all__ = [
     "ApiKey",
@@ -22,6 +22,7 @@ __all__ = [
     "RelayerTransaction",
     "UsedRequestTimestamp",
     "WebhookAttempt",
+    "WebhookEndpoint",
     "WebhookEvent",
     "Withdrawal",
     "WithdrawalItem",

@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
     # Deliveries in flight per worker process; a slow endpoint holds only its own slot.
     webhook_concurrency: int = 200
+    # Of those, at most this many to one host:port, so a hanging host cannot take them all.
+    webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100

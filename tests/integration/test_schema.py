@@ -1,16 +1,20 @@
-"""The migrated schema equals the models, on the database under test."""
+"""The migrated schema equals the models, on the database under test; data migrations."""
 
 from __future__ import annotations
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import column, insert, table, text
 from sqlalchemy.engine import Connection
 
 from invoicing.db import create_engine
-from invoicing.migrate import upgrade
+from invoicing.migrate import alembic_config, upgrade
 from invoicing.models import Base
+from invoicing.webhooks.endpoints import endpoint_key
 from tests.conftest import new_database_url
+from tests.support.monitoring import fake_services, new_fake_chain, new_invoice
 
 pytestmark = pytest.mark.integration
 
@@ -33,3 +37,53 @@ async def test_migrations_produce_exactly_the_models() -> None:
         drop()
 
     assert diff == []
+
+
+async def test_the_endpoint_migration_fills_in_the_queued_events_endpoints() -> None:
+    url, drop = new_database_url()
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(
+                lambda sync: command.upgrade(alembic_config(url, sync), "0002_settlement")
+            )
+        fake = new_fake_chain()
+        services = fake_services(url, fake)
+        invoice = await new_invoice(services, fake)
+        await services.db.dispose()
+        async with engine.begin() as connection:
+            await connection.execute(insert(EVENTS_0002), [queued_event(invoice.id)])
+
+        await upgrade(url)
+
+        async with engine.connect() as connection:
+            row = (await connection.execute(text(ENDPOINT_OF_EVENTS))).one()
+    finally:
+        await engine.dispose()
+        drop()
+
+    webhook_url = "https://Hooks.example:8443/paid"
+    assert tuple(row) == (endpoint_key(webhook_url), "hooks.example:8443")
+
+
+EVENTS_0002 = table(
+    "webhook_events",
+    *(column(name) for name in ("id", "invoice_pk", "owner_key", "url", "payload", "status")),
+    *(column(name) for name in ("attempts", "next_attempt_at", "claimed_until", "created_at")),
+)
+ENDPOINT_OF_EVENTS = "SELECT endpoint_key, endpoint_host FROM webhook_events"
+
+
+def queued_event(invoice_pk: str) -> dict[str, object]:
+    return {
+        "id": "00000000-0000-0000-0000-000000000001",
+        "invoice_pk": invoice_pk,
+        "owner_key": "0x" + "11" * 20,
+        "url": "https://Hooks.example:8443/paid",
+        "payload": '{"status": "paid"}',
+        "status": "pending",
+        "attempts": 0,
+        "next_attempt_at": 1,
+        "claimed_until": 0,
+        "created_at": 1,
+    }

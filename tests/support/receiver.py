@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,13 +27,16 @@ class Received:
 @dataclass
 class Receiver:
     """``answers[path]`` lists status codes to give in turn (then ``default``);
-    ``delay_s[path]`` makes that endpoint slow."""
+    ``delay_s[path]`` makes that endpoint slow; ``peak_in_flight[path]`` is the most
+    requests to that path it ever had open at once."""
 
     base_url: str = ""
     requests: list[Received] = field(default_factory=list)
     answers: dict[str, list[int]] = field(default_factory=dict)
     delay_s: dict[str, float] = field(default_factory=dict)
     default: int = 200
+    in_flight: Counter[str] = field(default_factory=Counter)
+    peak_in_flight: Counter[str] = field(default_factory=Counter)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     def url(self, path: str) -> str:
@@ -59,8 +63,13 @@ class Receiver:
                 Received(key, dict(request.headers), json.loads(await request.body()), time.time())
             )
             self.arrived.set()
-            if key in self.delay_s:
-                await asyncio.sleep(self.delay_s[key])
+            self.in_flight[key] += 1
+            self.peak_in_flight[key] = max(self.peak_in_flight[key], self.in_flight[key])
+            try:
+                if key in self.delay_s:
+                    await asyncio.sleep(self.delay_s[key])
+            finally:
+                self.in_flight[key] -= 1
             script = self.answers.get(key)
             return Response(status_code=script.pop(0) if script else self.default)
 

@@ -77,7 +77,13 @@ async def deliver_due(services: Services, client: FakeWebhookClient) -> int:
     """One claim-send-record round, as the worker does it."""
     mine = await claim_events(services, services.clock.now_ms(), 1000)
     results = [
-        AttemptResult(c.event_id, c.attempt, services.clock.now_ms(), await client.send(c.delivery))
+        AttemptResult(
+            c.event_id,
+            c.attempt,
+            services.clock.now_ms(),
+            await client.send(c.delivery),
+            c.delivery.url,
+        )
         for c in mine
     ]
     await record_results(services, results)
@@ -223,14 +229,16 @@ async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt
     (new,) = await claim_events(services, now_ms + 40_000, 10)
 
     await record_results(
-        services, [AttemptResult(old.event_id, 1, now_ms, Outcome(status_code=200))]
+        services,
+        [AttemptResult(old.event_id, 1, now_ms, Outcome(status_code=200), old.delivery.url)],
     )
 
     (event,) = await events_of(services, invoice)
     assert (event.status, event.attempts) == ("pending", 2)
     assert [a.attempt for a in await attempts_of(services, event.id)] == [1]
     await record_results(
-        services, [AttemptResult(new.event_id, 2, now_ms, Outcome(status_code=200))]
+        services,
+        [AttemptResult(new.event_id, 2, now_ms, Outcome(status_code=200), new.delivery.url)],
     )
     (event,) = await events_of(services, invoice)
     assert event.status == "delivered"

@@ -10,10 +10,12 @@ holds (same attempt number), so a late writer cannot undo a newer attempt.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Select, Table, and_, bindparam, insert, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.api_keys import decrypt_key
@@ -22,6 +24,7 @@ from invoicing.auth.models import ApiKey
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.webhooks.client import Delivery, Outcome
+from invoicing.webhooks.endpoints import endpoint_is_failing, record_health
 from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
 
 EVENT_ID_HEADER = "x-service-event-id"
@@ -36,6 +39,7 @@ class ClaimedEvent:
 
     event_id: str
     attempt: int
+    endpoint_host: str
     delivery: Delivery
 
 
@@ -45,6 +49,7 @@ class AttemptResult:
     attempt: int
     attempted_at: int
     outcome: Outcome
+    url: str
 
 
 def event_headers(
@@ -66,22 +71,30 @@ def encode_body(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
 
-async def claim_events(services: Services, now_ms: int, limit: int) -> list[ClaimedEvent]:
-    """Lease up to ``limit`` due events (oldest first) and take their next attempt number."""
-    lease_until = now_ms + int(services.settings.webhook_timeout_s * 1000) + LEASE_MARGIN_MS
+async def claim_events(
+    services: Services, now_ms: int, limit: int, in_flight: Mapping[str, int] | None = None
+) -> list[ClaimedEvent]:
+    """Lease up to ``limit`` due events and take their next attempt number.
+
+    Due events of failing endpoints come after everyone else's, each group oldest first (a
+    failing endpoint's event waits so for at most one retry delay). No host gets more than
+    ``webhook_per_host_concurrency`` attempts in flight, counting ``in_flight`` (this
+    worker's attempts per host); events over that stay unclaimed.
+    """
+    settings = services.settings
+    cap = settings.webhook_per_host_concurrency
+    in_flight = in_flight or {}
+    full_hosts = sorted(host for host, count in in_flight.items() if count >= cap)
+    patience_ms = int(settings.webhook_retry_delay_s * 1000)
+    lease_until = now_ms + int(settings.webhook_timeout_s * 1000) + LEASE_MARGIN_MS
     async with services.db.transaction() as session:
-        due = (
-            select(WebhookEvent.id)
-            .where(
-                WebhookEvent.status == EventStatus.PENDING,
-                WebhookEvent.next_attempt_at <= now_ms,
-                WebhookEvent.claimed_until <= now_ms,
-            )
-            .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
+        rows = list(
+            await session.execute(_due_events(now_ms, patience_ms, full_hosts, False).limit(limit))
         )
-        ids = list(await session.scalars(due))
+        if len(rows) < limit:
+            deferred = _due_events(now_ms, patience_ms, full_hosts, True)
+            rows += await session.execute(deferred.limit(limit - len(rows)))
+        ids = within_host_cap([(row[0], row[1]) for row in rows], in_flight, cap)
         if not ids:
             return []
         await session.execute(
@@ -91,6 +104,40 @@ async def claim_events(services: Services, now_ms: int, limit: int) -> list[Clai
             .execution_options(synchronize_session=False)
         )
         return await _load_claimed(session, services, ids)
+
+
+def _due_events(
+    now_ms: int, patience_ms: int, full_hosts: list[str], deferred: bool
+) -> Select[str, str]:
+    """Due, unclaimed events (oldest first, rows locked); ``deferred``: of failing endpoints."""
+    waiting = and_(endpoint_is_failing(), WebhookEvent.next_attempt_at > now_ms - patience_ms)
+    conditions = [
+        WebhookEvent.status == EventStatus.PENDING,
+        WebhookEvent.next_attempt_at <= now_ms,
+        WebhookEvent.claimed_until <= now_ms,
+        waiting if deferred else not_(waiting),
+    ]
+    if full_hosts:
+        conditions.append(WebhookEvent.endpoint_host.not_in(full_hosts))
+    return (
+        select(WebhookEvent.id, WebhookEvent.endpoint_host)
+        .where(*conditions)
+        .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
+        .with_for_update(skip_locked=True)
+    )
+
+
+def within_host_cap(
+    rows: list[tuple[str, str]], in_flight: Mapping[str, int], cap: int
+) -> list[str]:
+    """Ids of the candidates, in order, leaving out any that would put a host over the cap."""
+    taken = Counter(in_flight)
+    ids: dict[str, None] = {}
+    for event_id, host in rows:
+        if event_id not in ids and taken[host] < cap:
+            taken[host] += 1
+            ids[event_id] = None
+    return list(ids)
 
 
 async def _load_claimed(
@@ -110,6 +157,7 @@ async def _load_claimed(
             ClaimedEvent(
                 event_id=event.id,
                 attempt=event.attempts,
+                endpoint_host=event.endpoint_host,
                 delivery=Delivery(
                     url=event.url,
                     body=encode_body(event.payload),
@@ -162,6 +210,7 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
             ),
             changes,
         )
+        await record_health(session, [(r.url, r.outcome.delivered) for r in results], now_ms)
 
 
 def _attempt_row(result: AttemptResult) -> dict[str, Any]:

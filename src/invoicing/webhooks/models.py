@@ -25,6 +25,9 @@ class WebhookEvent(Base):
     invoice_pk: Mapped[str] = mapped_column(ForeignKey("invoices.id"), index=True)
     owner_key: Mapped[str] = mapped_column(String(42))
     url: Mapped[str] = mapped_column(String(2048))
+    # The endpoint (SHA-256 of url, see endpoints.py) and its host:port.
+    endpoint_key: Mapped[str] = mapped_column(String(64))
+    endpoint_host: Mapped[str] = mapped_column(String(300))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
@@ -45,3 +48,15 @@ class WebhookAttempt(Base):
     duration_ms: Mapped[int] = mapped_column(BigInteger)
     status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class WebhookEndpoint(Base):
+    """An endpoint whose latest attempts failed (a success deletes the row)."""
+
+    __tablename__ = "webhook_endpoints"
+
+    # SHA-256 of the webhook URL, hex.
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    consecutive_failures: Mapped[int] = mapped_column(Integer)
+    last_failure_at: Mapped[int] = mapped_column(BigInteger)

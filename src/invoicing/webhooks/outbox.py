@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import webhook_payload
 from invoicing.services import Services
+from invoicing.webhooks.endpoints import endpoint_host, endpoint_key
 from invoicing.webhooks.models import EventStatus, WebhookEvent
 
 
@@ -23,6 +24,8 @@ async def enqueue_paid_event(session: AsyncSession, services: Services, invoice:
             invoice_pk=invoice.id,
             owner_key=invoice.owner_key,
             url=invoice.webhook_url,
+            endpoint_key=endpoint_key(invoice.webhook_url),
+            endpoint_host=endpoint_host(invoice.webhook_url),
             payload=webhook_payload(invoice),
             status=EventStatus.PENDING,
             attempts=0,

@@ -1,8 +1,9 @@
 """The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
 
 Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
-slot and never the others; finished attempts are written in small batches. Database
-outages are logged and retried with backoff.
+slot and never the others, and one host holds at most ``webhook_per_host_concurrency``
+slots; failing endpoints are tried after the others (``delivery.claim_events``). Finished
+attempts are written in small batches. Database outages are logged and retried with backoff.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -48,6 +50,7 @@ class Dispatcher:
         self.client = client
         self.slots = services.settings.webhook_concurrency
         self.in_flight: set[asyncio.Task[None]] = set()
+        self.in_flight_per_host: Counter[str] = Counter()
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
 
@@ -74,8 +77,10 @@ class Dispatcher:
         free = self.slots - len(self.in_flight)
         if free <= 0:
             return 0
-        claimed = await claim_events(self.services, self.services.clock.now_ms(), free)
+        now_ms = self.services.clock.now_ms()
+        claimed = await claim_events(self.services, now_ms, free, self.in_flight_per_host)
         for event in claimed:
+            self.in_flight_per_host[event.endpoint_host] += 1
             task = asyncio.create_task(self._deliver(event))
             self.in_flight.add(task)
             task.add_done_callback(self._done)
@@ -98,8 +103,16 @@ class Dispatcher:
 
     async def _deliver(self, event: ClaimedEvent) -> None:
         attempted_at = self.services.clock.now_ms()
-        outcome = await self.client.send(event.delivery)
-        self.results.append(AttemptResult(event.event_id, event.attempt, attempted_at, outcome))
+        try:
+            outcome = await self.client.send(event.delivery)
+        finally:
+            self.in_flight_per_host[event.endpoint_host] -= 1
+            if not self.in_flight_per_host[event.endpoint_host]:
+                del self.in_flight_per_host[event.endpoint_host]
+        result = AttemptResult(
+            event.event_id, event.attempt, attempted_at, outcome, event.delivery.url
+        )
+        self.results.append(result)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self.in_flight.discard(task)
