@@ -6,10 +6,17 @@ import asyncio
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from invoicing.api.app import create_app
 from invoicing.auth import worker as auth_worker
+from invoicing.auth.api_keys import (
+    active_key_cache,
+    hash_key,
+    list_api_keys,
+    lookup_active_key,
+    revoke_api_key,
+)
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
@@ -337,3 +344,44 @@ async def test_the_auth_worker_forgets_only_expired_replay_keys(
         )
         assert list(kept) == [2]
     assert auth_worker.run in all_workers()
+
+
+async def test_concurrent_requests_with_an_uncached_key_read_it_once(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services()
+    owner = new_owner()
+    api_key = await issue_api_key(services, owner)
+    key_reads = 0
+
+    def count_key_reads(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        nonlocal key_reads
+        key_reads += "FROM api_keys" in statement
+
+    engine = services.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count_key_reads)
+    try:
+        found = await asyncio.gather(*(lookup_active_key(services.db, api_key) for _ in range(20)))
+        again = await lookup_active_key(services.db, api_key)
+    finally:
+        event.remove(engine, "before_cursor_execute", count_key_reads)
+
+    assert key_reads == 1
+    assert {key.owner_key for key in found if key is not None} == {owner.address.lower()}
+    assert all(key is not None for key in found) and again == found[0]
+
+
+async def test_a_revoked_key_is_refused_at_once_by_the_revoking_process(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services()
+    owner = new_owner()
+    api_key = await issue_api_key(services, owner)
+    assert await lookup_active_key(services.db, api_key) is not None  # now cached
+
+    async with services.db.transaction() as session:
+        key_id = (await list_api_keys(session, owner.address.lower()))[0].id
+        await revoke_api_key(session, owner.address.lower(), key_id, services.clock.now_ms())
+    active_key_cache(services.db).forget(hash_key(api_key))
+
+    assert await lookup_active_key(services.db, api_key) is None

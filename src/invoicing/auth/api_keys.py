@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
@@ -81,6 +82,8 @@ class ActiveKeyCache:
         self.max_entries = max_entries
         self.generation = 0
         self._entries: dict[str, tuple[float, ActiveKey]] = {}
+        # Reads in flight, by key hash: concurrent misses wait for the same one.
+        self.reads: dict[str, asyncio.Future[ActiveKey | None]] = {}
 
     def get(self, key_hash: str) -> ActiveKey | None:
         entry = self._entries.get(key_hash)
@@ -98,9 +101,14 @@ class ActiveKeyCache:
             self._entries.clear()
         self._entries[key_hash] = (time.monotonic() + self.ttl_s, key)
 
+    def forget_read(self, key_hash: str, read: asyncio.Future[ActiveKey | None]) -> None:
+        if self.reads.get(key_hash) is read:
+            del self.reads[key_hash]
+
     def forget(self, key_hash: str) -> None:
         self.generation += 1
         self._entries.pop(key_hash, None)
+        self.reads.pop(key_hash, None)
 
 
 _caches: weakref.WeakKeyDictionary[Database, ActiveKeyCache] = weakref.WeakKeyDictionary()
@@ -114,12 +122,24 @@ def active_key_cache(db: Database) -> ActiveKeyCache:
 
 
 async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
-    """The active key for ``api_key``: from the short-lived cache, else from the database."""
+    """The active key for ``api_key``: from the short-lived cache, else from the database.
+
+    Concurrent misses for one key share a single read (when a busy key's entry expires,
+    every request in flight would otherwise read the database at the same moment)."""
     cache = active_key_cache(db)
     key_hash = hash_key(api_key)
     found = cache.get(key_hash)
     if found is not None:
         return found
+    reading = cache.reads.get(key_hash)
+    if reading is None:
+        reading = asyncio.ensure_future(_read_active_key(db, cache, key_hash))
+        cache.reads[key_hash] = reading
+        reading.add_done_callback(lambda done: cache.forget_read(key_hash, done))
+    return await asyncio.shield(reading)
+
+
+async def _read_active_key(db: Database, cache: ActiveKeyCache, key_hash: str) -> ActiveKey | None:
     generation = cache.generation
     async with db.sessions() as session:
         row = await session.execute(
