@@ -14,11 +14,11 @@ import json
 import os
 import uuid
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, inspect, select, update
+from sqlalchemy import Connection, Dialect, Table, inspect, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -244,10 +244,44 @@ def _create_in(connection: Connection, jobs: Sequence[_Job]) -> list[_Created | 
 
 def _insert(connection: Connection, invoices: Sequence[InvoiceRow]) -> set[str]:
     """Insert the rows in one statement; returns the ids of those inserted, leaving out rows
-    whose (owner, chain, invoiceId) is already taken (ON CONFLICT DO NOTHING RETURNING)."""
+    whose (owner, chain, invoiceId) is already taken (ON CONFLICT DO NOTHING)."""
+    if connection.dialect.name == "sqlite":
+        return _insert_sqlite(connection, invoices)
     rows = [invoice.column_values() for invoice in invoices]
     result = connection.execute(_insert_statement(connection.dialect.name), rows)
     return {str(row_id) for row_id in result.scalars()}
+
+
+def _insert_sqlite(connection: Connection, invoices: Sequence[InvoiceRow]) -> set[str]:
+    """SQLite: the driver's own executemany (its C loop binds the rows), with values
+    converted by the columns' SQLAlchemy types as the Core statement would. The rows
+    written tell whether all were inserted; only when some were not are the ids read back."""
+    sql, columns = _sqlite_insert(connection.dialect)
+    rows = [
+        tuple(
+            value if convert is None else convert(value)
+            for value, convert in zip(invoice.column_values().values(), columns, strict=True)
+        )
+        for invoice in invoices
+    ]
+    written = connection.exec_driver_sql(sql, rows).rowcount
+    ids = [invoice.id for invoice in invoices]
+    if written == len(ids):
+        return set(ids)
+    found = connection.execute(select(_INVOICES.c.id).where(_INVOICES.c.id.in_(ids)))
+    return {str(row_id) for row_id in found.scalars()}
+
+
+@functools.cache
+def _sqlite_insert(dialect: Dialect) -> tuple[str, list[Callable[[Any], Any] | None]]:
+    """The INSERT text in ``_INVOICE_COLUMNS`` order and each column's bind conversion."""
+    names = [column for _attr, column in _INVOICE_COLUMNS]
+    sql = (
+        f"INSERT INTO {_INVOICES.name} ({', '.join(names)}) "
+        f"VALUES ({', '.join('?' for _ in names)}) "
+        "ON CONFLICT (owner_key, chain_id, invoice_id) DO NOTHING"
+    )
+    return sql, [_INVOICES.c[name].type.bind_processor(dialect) for name in names]
 
 
 @functools.cache
