@@ -43,7 +43,13 @@ def sign_request(
 
 
 def recover_signer(message: str, signature: str) -> str | None:
-    """Checksummed address that personal_signed ``message``, or None for a bad signature.
+    """Checksummed address that personal_signed ``message``, or None for a bad signature."""
+    signer = _signer_bytes(message, signature)
+    return None if signer is None else checksum_encode(signer)
+
+
+def _signer_bytes(message: str, signature: str) -> bytes | None:
+    """The 20 address bytes that personal_signed ``message``, or None.
 
     The usual form (0x + 65 bytes, v = 27 or 28) is recovered with coincurve directly, which
     is several times cheaper than going through eth-account's objects; any other form gets
@@ -57,11 +63,12 @@ def recover_signer(message: str, signature: str) -> str | None:
             )
         except ValueError:
             return None
-        return checksum_encode(keccak256(public_key.format(compressed=False)[1:])[12:])
+        return keccak256(public_key.format(compressed=False)[1:])[12:]
     try:
-        return str(Account.recover_message(encode_defunct(text=message), signature=signature))
+        address = Account.recover_message(encode_defunct(text=message), signature=signature)
     except Exception:  # noqa: BLE001 - any malformed signature is simply "not signed"
         return None
+    return bytes.fromhex(str(address)[2:])
 
 
 def _personal_message_hash(message: str) -> bytes:
@@ -113,9 +120,9 @@ def signed_by(
     from_query: bool,
 ) -> bool:
     """True when ``signature`` is the owner's over any accepted form of the request."""
-    owner = owner_address.lower()
+    owner = owner_address.lower().removeprefix("0x")
     for form in payload_forms(payload, from_query):
-        signer = recover_signer(request_message(action, owner_address, timestamp, form), signature)
-        if signer is not None and signer.lower() == owner:
+        signer = _signer_bytes(request_message(action, owner_address, timestamp, form), signature)
+        if signer is not None and signer.hex() == owner:
             return True
     return False
