@@ -7,6 +7,10 @@ one line per case, e.g.::
 
     api create_api_key rps=812 trivial_rps=1650 ratio=0.49
 
+A last line runs the same POST load on a bare FastAPI app (``framework_app.py``): a route that
+only parses the body and answers with a body of a created invoice's size. Its ratio to its
+own trivial route is the framework's ceiling for any create ratio.
+
 The load comes from ``wrk`` (Debian package ``wrk``) in a separate process, so the client is
 never the bottleneck; signature-mode requests are signed before timing, one timestamp each.
 
@@ -173,6 +177,7 @@ def run_cases(
             "/integration/invoices", json=body, headers={"x-service-api-key": api_key}
         )
         payment_address = created.json()["paymentAddress"]
+        response_bytes = len(created.content)
     key_line = f"{json.dumps(body)}\tx-service-api-key\t{api_key}"
     signed_lines = [
         f"{json.dumps(signed_body)}\tx-service-signature\t{headers['x-service-signature']}"
@@ -196,6 +201,47 @@ def run_cases(
     for name, (method, path, lines) in cases.items():
         rps = wrk_rps(base_url, method, path, lines, args, workdir)
         print(f"api {name} rps={rps:.0f} trivial_rps={trivial:.0f} ratio={rps / trivial:.2f}")
+    framework_ceiling(key_line, response_bytes, args, workdir)
+
+
+def framework_ceiling(
+    line: str, response_bytes: int, args: argparse.Namespace, workdir: Path
+) -> None:
+    """The same load on a bare FastAPI app (``framework_app.py``) served by uvicorn the way
+    ``invoicing serve`` serves: a POST with the create body and an answer of the same size,
+    against its own trivial route. No create can beat this ratio."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "uvicorn"),
+            "framework_app:app",
+            "--port",
+            str(port),
+            "--app-dir",
+            str(Path(__file__).parent),
+        ],
+        env={**os.environ, "BENCH_RESPONSE_BYTES": str(response_bytes)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(base_url=base_url, timeout=30) as client:
+            for _ in range(100):
+                try:
+                    if client.get("/healthz").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+        trivial = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
+        rps = wrk_rps(base_url, "POST", "/echo", [line], args, workdir)
+        print(
+            f"api framework_post rps={rps:.0f} framework_trivial_rps={trivial:.0f} "
+            f"ratio={rps / trivial:.2f}"
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 def main() -> None:
