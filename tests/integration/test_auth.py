@@ -139,6 +139,36 @@ async def test_replayed_timestamp_is_refused(app: RunningApp, dev: DevDeployment
     assert await count(app, owner.address) == 1
 
 
+async def test_concurrent_copies_of_one_signed_request_succeed_once(
+    app: RunningApp, dev: DevDeployment
+) -> None:
+    owner = new_owner()
+    fresh = [body_for(owner.address, dev, amount=str(n)) for n in range(1, 6)]
+    body = body_for(owner.address, dev)
+    headers = signed_headers(
+        owner, "invoice.create", {k: v for k, v in body.items() if k != "ownerAddress"}
+    )
+    fresh_headers = [
+        signed_headers(owner, "invoice.create", {k: v for k, v in b.items() if k != "ownerAddress"})
+        for b in fresh
+    ]
+
+    responses = await asyncio.gather(
+        *(app.http.post(PATH, json=body, headers=headers) for _ in range(8)),
+        *(
+            app.http.post(PATH, json=b, headers=h)
+            for b, h in zip(fresh, fresh_headers, strict=True)
+        ),
+    )
+
+    copies, others = responses[:8], responses[8:]
+    assert sorted(r.status_code for r in copies) == [201] + [401] * 7
+    for refused in (r for r in copies if r.status_code == 401):
+        assert refused.json()["error"]["code"] == "replayed_request"
+    assert [r.status_code for r in others] == [201] * 5
+    assert await count(app, owner.address) == 6
+
+
 async def test_replay_is_refused_by_another_api_process_on_the_same_database(
     app: RunningApp, make_services: MakeServices, dev: DevDeployment
 ) -> None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, delete
+from sqlalchemy import Connection, Table, delete
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -143,14 +144,41 @@ async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Except
         {"owner_key": uses[i][0], "timestamp_ms": uses[i][1], "expires_at": uses[i][2]}
         for i in fresh.values()
     ]
-    statement = _record_statement(db.dialect)
-    stored = await db.run_batch(
-        lambda connection: {(str(k), int(t)) for k, t in connection.execute(statement, rows)}
-    )
+    stored = await db.run_batch(functools.partial(_insert_new, rows=rows))
     return [
         fresh[(owner_key, ts)] == index and (owner_key, ts) in stored
         for index, (owner_key, ts, _expires) in enumerate(uses)
     ]
+
+
+def _insert_new(connection: Connection, rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
+    """Store the rows whose (owner, timestamp) is not stored yet; returns those stored."""
+    if connection.dialect.name != "sqlite":
+        stored = connection.execute(_record_statement(connection.dialect.name), rows)
+        return {(str(owner_key), int(ts)) for owner_key, ts in stored}
+    # SQLite: the transaction holds the write lock, so what is not stored now is ours to
+    # store; the driver's executemany then writes them without per-row SQLAlchemy work.
+    pairs = json.dumps([[row["owner_key"], row["timestamp_ms"]] for row in rows])
+    taken = {
+        (str(owner_key), int(ts))
+        for owner_key, ts in connection.exec_driver_sql(_SQLITE_TAKEN, (pairs,))
+    }
+    new = [row for row in rows if (row["owner_key"], row["timestamp_ms"]) not in taken]
+    if new:
+        values = [(row["owner_key"], row["timestamp_ms"], row["expires_at"]) for row in new]
+        connection.exec_driver_sql(_SQLITE_INSERT, values)
+    return {(row["owner_key"], row["timestamp_ms"]) for row in new}
+
+
+_SQLITE_TAKEN = (
+    "SELECT u.owner_key, u.timestamp_ms FROM json_each(?) AS j "
+    "JOIN used_request_timestamps AS u "
+    "ON u.owner_key = json_extract(j.value, '$[0]') "
+    "AND u.timestamp_ms = json_extract(j.value, '$[1]')"
+)
+_SQLITE_INSERT = (
+    "INSERT INTO used_request_timestamps (owner_key, timestamp_ms, expires_at) VALUES (?, ?, ?)"
+)
 
 
 @functools.cache
