@@ -39,6 +39,33 @@ async def test_migrations_produce_exactly_the_models() -> None:
     assert diff == []
 
 
+async def test_the_sweep_index_leaves_out_pending_invoices_on_postgresql() -> None:
+    # compare_metadata does not compare index predicates, so the migrated one is read here.
+    url, drop = new_database_url()
+    try:
+        await upgrade(url)
+        engine = create_engine(url)
+        async with engine.connect() as connection:
+            if engine.dialect.name == "postgresql":
+                definition = await connection.scalar(text(PG_SWEEP_INDEX))
+            else:
+                definition = await connection.scalar(text(SQLITE_SWEEP_INDEX))
+        await engine.dispose()
+    finally:
+        drop()
+
+    if url.startswith("postgresql"):
+        assert definition.endswith(
+            "(chain_id, status, withdrawn) WHERE ((status)::text <> 'pending'::text)"
+        )
+    else:
+        assert definition.endswith("(chain_id, status, withdrawn)")
+
+
+PG_SWEEP_INDEX = "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_invoices_sweep'"
+SQLITE_SWEEP_INDEX = "SELECT sql FROM sqlite_master WHERE name = 'ix_invoices_sweep'"
+
+
 async def test_the_endpoint_migration_fills_in_the_queued_events_endpoints() -> None:
     url, drop = new_database_url()
     engine = create_engine(url)

@@ -204,8 +204,24 @@ def encode_predict_escrow(owner: str, salt: bytes) -> bytes:
 
 
 def encode_balances_of(token: str, accounts: Sequence[str]) -> bytes:
-    """balancesOf(token, accounts): token = ZERO_ADDRESS reads native balances."""
-    return _calldata("balancesOf", ["address", "address[]"], [token, list(accounts)])
+    """balancesOf(token, accounts): token = ZERO_ADDRESS reads native balances.
+
+    Written out by hand (selector, token word, offset 64, length, one word per account): a
+    monitor pass encodes every watched escrow, and eth_abi's per-address validation (an EIP-55
+    keccak for each checksummed address) cost seconds per 100k. Addresses must still be 20
+    bytes of hex; their checksum case is not verified (they are the service's own escrows)."""
+    words = [
+        _BALANCES_OF_SELECTOR,
+        bytes(12) + _address_bytes(token),
+        _BALANCES_OF_OFFSET,
+        len(accounts).to_bytes(32, "big"),
+    ]
+    words.extend([bytes(12) + _address_bytes(account) for account in accounts])
+    return b"".join(words)
+
+
+_BALANCES_OF_SELECTOR = selector("balancesOf(address,address[])")
+_BALANCES_OF_OFFSET = (64).to_bytes(32, "big")
 
 
 def encode_domain_separator() -> bytes:
@@ -252,8 +268,17 @@ def decode_string(data: bytes) -> str:
 
 
 def decode_balances_of(data: bytes) -> list[int]:
-    (values,) = decode(["uint256[]"], data)
-    return [int(v) for v in values]
+    """Answer of balancesOf: a ``uint256[]`` (read by hand, like the calldata)."""
+    if len(data) < 64:
+        raise DecodingError(f"balancesOf answer too short: {len(data)} bytes")
+    offset = int.from_bytes(data[:32], "big")
+    if offset % 32 or offset + 32 > len(data):
+        raise DecodingError(f"balancesOf answer has a bad array offset {offset}")
+    start = offset + 32
+    end = start + 32 * int.from_bytes(data[offset:start], "big")
+    if end > len(data):
+        raise DecodingError("balancesOf answer is shorter than its array")
+    return [int.from_bytes(data[i : i + 32], "big") for i in range(start, end, 32)]
 
 
 # --- events ------------------------------------------------------------------------------

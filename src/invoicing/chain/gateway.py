@@ -82,17 +82,12 @@ class EvmGateway:
     ) -> list[int]:
         if not addresses:
             return []
-        data = calldata(
-            "balancesOf(address,address[])",
-            ["address", "address[]"],
-            [token or "0x" + "00" * 20, addresses],
-        )
+        data = contracts.encode_balances_of(token or contracts.ZERO_ADDRESS, addresses)
         try:
             raw = await self.evm.eth_call(self.factory, data, block)
         except RpcError as exc:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
-        (values,) = decode(["uint256[]"], raw)
-        return [int(v) for v in values]
+        return contracts.decode_balances_of(raw)
 
     async def _read_token(self, token: str, signature: str, out: str) -> object:
         try:

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
@@ -30,7 +40,15 @@ class Invoice(Base):
         UniqueConstraint("owner_key", "chain_id", "invoice_id"),
         Index("ix_invoices_owner_created", "owner_key", "created_at"),
         Index("ix_invoices_watch", "chain_id", "watch", "next_check_at"),
-        Index("ix_invoices_sweep", "chain_id", "status", "withdrawn"),
+        # Withdrawals never look for pending invoices: on PostgreSQL they stay out of this
+        # index, so a monitor claim (a non-HOT update of a pending row) skips it.
+        Index(
+            "ix_invoices_sweep",
+            "chain_id",
+            "status",
+            "withdrawn",
+            postgresql_where=text("status <> 'pending'"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -48,15 +48,18 @@ from invoicing.monitor.check import (
 )
 from invoicing.services import Services
 
+INVOICES = cast(Table, Invoice.__table__)
+# Claims and reads run on the Core table: a page's rows come back as plain rows, without the
+# ORM's per-row result processing (a pass handles every watched invoice).
 CLAIM_COLUMNS = (
-    Invoice.id,
-    Invoice.payment_address,
-    Invoice.token_address,
-    Invoice.status,
-    Invoice.balance_raw,
-    Invoice.required_raw,
-    Invoice.expires_at,
-    Invoice.last_checked_at,
+    INVOICES.c.id,
+    INVOICES.c.payment_address,
+    INVOICES.c.token_address,
+    INVOICES.c.status,
+    INVOICES.c.balance_raw,
+    INVOICES.c.required_raw,
+    INVOICES.c.expires_at,
+    INVOICES.c.last_checked_at,
 )
 
 
@@ -90,40 +93,40 @@ async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) 
     settings = services.settings
     interval_ms = int(settings.monitor_interval_s * 1000)
     expired_interval_ms = int(settings.monitor_expired_interval_s * 1000)
+    invoices = INVOICES.c
     due = (
         select(*CLAIM_COLUMNS)
         .where(
-            Invoice.chain_id == chain_id,
-            Invoice.watch.is_(True),
-            Invoice.next_check_at <= now_ms,
+            invoices.chain_id == chain_id,
+            invoices.watch.is_(True),
+            invoices.next_check_at <= now_ms,
         )
-        .order_by(Invoice.next_check_at)
+        .order_by(invoices.next_check_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    late = (Invoice.status == InvoiceStatus.EXPIRED) | (Invoice.expires_at <= now_ms)
+    late = (invoices.status == InvoiceStatus.EXPIRED) | (invoices.expires_at <= now_ms)
     next_check = case((late, now_ms + expired_interval_ms), else_=now_ms + interval_ms)
     async with services.db.transaction() as session:
+        connection = await session.connection()
         if services.db.dialect == "postgresql":
             # One statement: lock the due rows (skipping other workers' locks), move them on
             # and return what the read needs, without sending the ids back and forth.
             locked = due.cte("due")
             previous = locked.c.last_checked_at
             claim = (
-                update(Invoice)
-                .where(Invoice.id == locked.c.id)
+                update(INVOICES)
+                .where(invoices.id == locked.c.id)
                 .values(next_check_at=next_check, last_checked_at=now_ms)
                 .returning(*CLAIM_COLUMNS[:-1], previous.label("last_checked_at"))
-                .execution_options(synchronize_session=False)
             )
-            return cast(list[ClaimRow], list(await session.execute(claim)))
-        rows = list(await session.execute(due))
+            return cast(list[ClaimRow], (await connection.execute(claim)).all())
+        rows = cast(list[ClaimRow], (await connection.execute(due)).all())
         if rows:
-            await session.execute(
-                update(Invoice)
+            await connection.execute(
+                update(INVOICES)
                 .where(id_in([row.id for row in rows], services.db.dialect))
                 .values(next_check_at=next_check, last_checked_at=now_ms)
-                .execution_options(synchronize_session=False)
             )
     return rows
 
@@ -131,12 +134,11 @@ async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) 
 async def release_claims(services: Services, rows: list[ClaimRow]) -> None:
     """Undo claims whose read failed: due again at once, last check as it was before."""
     now_ms = services.clock.now_ms()
-    table = cast(Table, Invoice.__table__)
     async with services.db.transaction() as session:
         connection = await session.connection()
         await connection.execute(
-            update(table)
-            .where(table.c.id == bindparam("b_id"))
+            update(INVOICES)
+            .where(INVOICES.c.id == bindparam("b_id"))
             .values(last_checked_at=bindparam("b_previous"), next_check_at=now_ms),
             [{"b_id": row.id, "b_previous": row.last_checked_at} for row in rows],
         )

@@ -1,0 +1,44 @@
+"""balancesOf calldata and answers are written by hand; they must equal eth_abi's."""
+
+from __future__ import annotations
+
+import pytest
+from eth_abi.abi import encode
+from eth_abi.exceptions import DecodingError
+
+from invoicing.chain import contracts
+
+ACCOUNTS = [
+    "0x52908400098527886E0F7030069857D2E4169EE7",
+    "0x8617E340B3D01FA5F11F306F4090FD50E238070D",
+    "0xde709f2102306220921060314715629080e2fb77",
+]
+TOKEN = "0x27b1fdb04752bbc536007a920d24acb045561c26"
+
+
+@pytest.mark.parametrize("accounts", [ACCOUNTS, []])
+def test_encode_balances_of_equals_the_abi_encoding(accounts: list[str]) -> None:
+    expected = contracts.selector("balancesOf(address,address[])") + encode(
+        ["address", "address[]"], [TOKEN, accounts]
+    )
+
+    assert contracts.encode_balances_of(TOKEN, accounts) == expected
+
+
+def test_encode_balances_of_refuses_an_address_that_is_not_20_bytes() -> None:
+    with pytest.raises(ValueError):
+        contracts.encode_balances_of(TOKEN, [ACCOUNTS[0][:-2]])
+
+
+@pytest.mark.parametrize("values", [[0, 1, 10**18, 2**256 - 1], []])
+def test_decode_balances_of_reads_the_abi_encoding(values: list[int]) -> None:
+    assert contracts.decode_balances_of(encode(["uint256[]"], [values])) == values
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", bytes(63), encode(["uint256[]"], [[1, 2]])[:-1], (7).to_bytes(32, "big") + bytes(32)],
+)
+def test_decode_balances_of_refuses_a_malformed_answer(data: bytes) -> None:
+    with pytest.raises(DecodingError):
+        contracts.decode_balances_of(data)
