@@ -162,16 +162,21 @@ def wrk_rps(
     return int(requests) / float(seconds)
 
 
+def wait_ready(client: httpx.Client) -> None:
+    """Poll /healthz until the server answers (up to about 10 s)."""
+    for _ in range(100):
+        try:
+            if client.get("/healthz").status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+
+
 def run_cases(
     base_url: str, api_key: str, chain_id: int, args: argparse.Namespace, workdir: Path
 ) -> None:
     with httpx.Client(base_url=base_url, timeout=30) as client:
-        for _ in range(100):
-            try:
-                if client.get("/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        wait_ready(client)
         body = {"ownerAddress": OWNER.address, "chainId": chain_id, "amount": "1.5"}
         created = client.post(
             "/integration/invoices", json=body, headers={"x-service-api-key": api_key}
@@ -227,12 +232,7 @@ def framework_ceiling(
     base_url = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(base_url=base_url, timeout=30) as client:
-            for _ in range(100):
-                try:
-                    if client.get("/healthz").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.1)
+            wait_ready(client)
         trivial = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
         rps = wrk_rps(base_url, "POST", "/echo", [line], args, workdir)
         print(
