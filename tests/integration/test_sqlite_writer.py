@@ -1,0 +1,105 @@
+"""SQLite's hot write path (``Database.run_batch``): it runs on the event loop's thread, waits
+for another process's write lock in a worker thread, and leaves WAL checkpoints to a
+background thread. These are properties of the SQLite file itself, so they run on SQLite
+whatever database the rest of the suite uses."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection
+
+from invoicing.db import Database
+
+pytestmark = pytest.mark.integration
+
+
+def create_table(connection: Connection) -> None:
+    connection.exec_driver_sql("CREATE TABLE t (x INTEGER, filler TEXT)")
+
+
+def insert(value: int) -> object:
+    def work(connection: Connection) -> int:
+        return connection.exec_driver_sql("INSERT INTO t (x) VALUES (?)", (value,)).rowcount
+
+    return work
+
+
+async def test_a_batch_waits_for_another_process_write_lock_without_stalling_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "writer.db"
+    db = Database(f"sqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        await db.run_batch(create_table)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO t (x) VALUES (1)")
+
+        batch = asyncio.create_task(db.run_batch(insert(2)))
+        started = time.monotonic()
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        loop_ran_for = time.monotonic() - started
+        assert not batch.done()  # still waiting for the lock...
+        assert loop_ran_for < 1  # ...while the event loop went on
+
+        other.execute("COMMIT")
+        assert await asyncio.wait_for(batch, timeout=10) == 1
+        assert sorted(row[0] for row in other.execute("SELECT x FROM t")) == [1, 2]
+        assert await db.run_batch(insert(3)) == 1  # the writer's connection is usable after
+    finally:
+        other.close()
+        await db.dispose()
+
+
+async def test_a_failed_batch_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "writer.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        await db.run_batch(create_table)
+
+        def insert_then_fail(connection: Connection) -> None:
+            connection.exec_driver_sql("INSERT INTO t (x) VALUES (1)")
+            raise ValueError("boom")
+
+        with pytest.raises(ValueError, match="boom"):
+            await db.run_batch(insert_then_fail)
+        with sqlite3.connect(path) as reader:
+            assert reader.execute("SELECT count(*) FROM t").fetchone() == (0,)
+    finally:
+        await db.dispose()
+
+
+async def test_batch_commits_leave_the_checkpoint_to_the_background_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "writer.db"
+    db = Database(f"sqlite:///{path}")
+    try:
+        autocheckpoint = await db.run_batch(
+            lambda connection: connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+        )
+        assert autocheckpoint == 0
+        await db.run_batch(create_table)
+        size_before = path.stat().st_size
+
+        def fill(connection: Connection) -> None:
+            rows = [(i, "x" * 500) for i in range(4000)]
+            connection.exec_driver_sql("INSERT INTO t (x, filler) VALUES (?, ?)", rows)
+
+        await db.run_batch(fill)  # about 2 MB of log, past SQLite's 1000-page default
+
+        for _ in range(200):  # up to 10 s
+            if path.stat().st_size >= size_before + 1_500_000:
+                break
+            await asyncio.sleep(0.05)
+        assert path.stat().st_size >= size_before + 1_500_000  # copied into the file
+        with sqlite3.connect(path) as reader:
+            assert reader.execute("SELECT count(*) FROM t").fetchone() == (4000,)
+    finally:
+        await db.dispose()
