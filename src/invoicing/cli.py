@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from invoicing.runtime import freeze_startup_objects
 from invoicing.settings import Settings
 
 app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
@@ -87,6 +88,7 @@ def serve(
     _logging()
     settings = _settings()
     application = create_app(build_services(settings), run_workers_in_process=workers)
+    freeze_startup_objects()
     uvicorn.run(application, host=host, port=port, log_level="info", access_log=access_log)
 
 
@@ -100,6 +102,7 @@ def worker() -> None:
 
     async def main() -> None:
         services = build_services(_settings())
+        freeze_startup_objects()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

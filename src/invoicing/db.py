@@ -214,13 +214,20 @@ class Checkpointer:
     both files to disk before it returns, so every few dozen batches one request batch waits
     for the disk (it more than doubled the cost of a create). The batch writer's connections
     turn that off (``wal_autocheckpoint=0``) and wake this thread after each commit instead.
-    It runs PASSIVE checkpoints, which never wait for or block readers and writers, at most
-    every ``interval`` seconds. Other connections keep SQLite's default, so the log stays
-    bounded even if this thread is not running (another process, or after ``stop``)."""
 
-    def __init__(self, path: str, interval: float = 0.2) -> None:
+    At most every ``interval`` seconds it runs a PASSIVE checkpoint, which copies the log
+    while readers and writers go on. Under steady writes that alone never lets the log start
+    over (new frames keep arriving), so once the log holds more than ``restart_pages`` it
+    follows with a RESTART checkpoint: it waits for the current writer, copies the few frames
+    written meanwhile, and makes the next writer reuse the log from its start. A batch that
+    finds the write lock taken by it waits in a worker thread (``Database.run_batch``). Other
+    connections keep SQLite's default, so the log stays bounded even when this thread is
+    not running (another process, or after ``stop``)."""
+
+    def __init__(self, path: str, interval: float = 0.2, restart_pages: int = 1000) -> None:
         self._path = path
         self._interval = interval
+        self._restart_pages = restart_pages
         self._wakeup = threading.Event()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -257,10 +264,13 @@ class Checkpointer:
         finally:
             connection.close()
 
-    @staticmethod
-    def _checkpoint(connection: sqlite3.Connection) -> None:
+    def _checkpoint(self, connection: sqlite3.Connection) -> None:
         try:
-            connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            _busy, log_pages, _copied = connection.execute(
+                "PRAGMA wal_checkpoint(PASSIVE)"
+            ).fetchone()
+            if log_pages > self._restart_pages:
+                connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next commit retries it", exc_info=True)
 

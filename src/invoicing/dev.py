@@ -16,6 +16,7 @@ from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
+from invoicing.runtime import freeze_startup_objects
 from invoicing.services import build_services
 from invoicing.settings import ChainConfig, Settings
 
@@ -77,6 +78,7 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
             create_app(services), host=options.host, port=options.port, log_level="warning"
         )
     )
+    freeze_startup_objects()
     ready = {
         "base_url": base_url,
         "rpc_url": rpc_url,

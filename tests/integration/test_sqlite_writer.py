@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection
 
-from invoicing.db import Database
+from invoicing.db import Checkpointer, Database
 
 pytestmark = pytest.mark.integration
 
@@ -103,3 +103,31 @@ async def test_batch_commits_leave_the_checkpoint_to_the_background_thread(
             assert reader.execute("SELECT count(*) FROM t").fetchone() == (4000,)
     finally:
         await db.dispose()
+
+
+def test_the_log_starts_over_under_steady_writes(tmp_path: Path) -> None:
+    """Back-to-back commits never leave the log fully copied, which is when SQLite would
+    start it over; the checkpointer's RESTART checkpoints keep it bounded anyway."""
+    path = tmp_path / "writer.db"
+    wal = tmp_path / "writer.db-wal"
+    writer = sqlite3.connect(path, isolation_level=None, timeout=30)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")  # as the batch writer's connections
+    writer.execute("CREATE TABLE t (x INTEGER, filler TEXT)")
+    checkpointer = Checkpointer(str(path), interval=0.01, restart_pages=250)
+    try:
+        largest = 0
+        for batch in range(400):  # about 25 MB of log in all
+            writer.execute("BEGIN IMMEDIATE")
+            rows = [(batch, "x" * 500) for _ in range(100)]
+            writer.executemany("INSERT INTO t (x, filler) VALUES (?, ?)", rows)
+            writer.execute("COMMIT")
+            checkpointer.wake()
+            largest = max(largest, wal.stat().st_size)
+            time.sleep(0.001)
+
+        assert largest < 10_000_000
+        assert writer.execute("SELECT count(*) FROM t").fetchone() == (40_000,)
+    finally:
+        checkpointer.stop()
+        writer.close()
