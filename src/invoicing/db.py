@@ -13,7 +13,6 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, Engine, MetaData, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -83,6 +82,9 @@ def _tune_sqlite(engine: Engine, *, batch_writer: bool = False) -> None:
             cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
+    if batch_writer:
+        return  # it begins its transactions itself (_run_in_transaction)
+
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:
         # Write transactions take the write lock up front (BEGIN IMMEDIATE), so a
@@ -113,6 +115,7 @@ class Database:
         self._writer = self.engine
         self._write_sessions = self.sessions
         self._batch_writer: Engine | None = None
+        self._batch_connection: Connection | None = None
         self._checkpointer: Checkpointer | None = None
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
@@ -156,54 +159,68 @@ class Database:
                 async with self._writer.begin() as connection:
                     return await connection.run_sync(work)
             try:
-                return _run_in_transaction(self._batch_writer, work)
-            except OperationalError as exc:
+                return _run_in_transaction(self._writer_connection(), work)
+            except sqlite3.OperationalError as exc:
                 if not _write_lock_taken(exc):
                     raise
                 return await asyncio.to_thread(
-                    _run_in_transaction, self._batch_writer, work, SQLITE_BUSY_TIMEOUT_MS
+                    _run_in_transaction, self._writer_connection(), work, SQLITE_BUSY_TIMEOUT_MS
                 )
             finally:
                 self._checkpointer.wake()
 
+    def _writer_connection(self) -> Connection:
+        """The batch writer's one connection, kept open: batches run one at a time (under the
+        write lock), and a checkout from the pool per batch cost more than a small batch."""
+        assert self._batch_writer is not None
+        connection = self._batch_connection
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._batch_connection = self._batch_writer.connect()
+        return connection
+
     async def dispose(self) -> None:
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.stop)
+        if self._batch_connection is not None:
+            self._batch_connection.close()
         if self._batch_writer is not None:
             self._batch_writer.dispose()
         await self.engine.dispose()
 
 
 def _sqlite_batch_engine(engine: AsyncEngine) -> Engine:
-    """A stdlib-driver engine on the same SQLite file, tuned like the async one; its
-    transactions take the write lock up front (BEGIN IMMEDIATE)."""
+    """A stdlib-driver engine on the same SQLite file, tuned like the async one."""
     url = engine.url.set(drivername="sqlite+pysqlite")
     sync = create_sync_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
     _tune_sqlite(sync, batch_writer=True)
-    return sync.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+    return sync
 
 
 def _run_in_transaction(
-    engine: Engine, work: Callable[[Connection], Result], busy_timeout_ms: int = 0
+    connection: Connection, work: Callable[[Connection], Result], busy_timeout_ms: int = 0
 ) -> Result:
-    """``work`` in one transaction; with ``busy_timeout_ms``, waiting that long for the write
-    lock if another connection holds it (the batch writer's connections do not wait)."""
-    with engine.connect() as connection:
-        # On the driver's connection: a statement through SQLAlchemy would begin the
-        # transaction (and ask for the lock) before the timeout is set.
-        driver: Any = connection.connection.driver_connection
+    """``work`` in one transaction that holds the write lock from its start (BEGIN
+    IMMEDIATE). The lock is taken on the driver's connection, which is cheaper than through
+    SQLAlchemy and leaves SQLAlchemy's state untouched if it is busy; with
+    ``busy_timeout_ms`` it waits that long for it (the batch writer's default is not to)."""
+    driver: Any = connection.connection.driver_connection
+    if busy_timeout_ms:
+        driver.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    try:
+        driver.execute("BEGIN IMMEDIATE")
+    finally:
         if busy_timeout_ms:
-            driver.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
-        try:
-            with connection.begin():
-                return work(connection)
-        finally:
-            if busy_timeout_ms:
-                driver.execute("PRAGMA busy_timeout=0")
+            driver.execute("PRAGMA busy_timeout=0")
+    try:
+        with connection.begin():  # commits (or rolls back) the driver's transaction
+            return work(connection)
+    finally:
+        if driver.in_transaction:  # only if SQLAlchemy's commit or rollback itself failed
+            driver.rollback()
 
 
-def _write_lock_taken(exc: OperationalError) -> bool:
-    code = getattr(exc.orig, "sqlite_errorcode", None)
+def _write_lock_taken(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
     return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
 
 
