@@ -6,9 +6,9 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, MetaData, event
 from sqlalchemy import create_engine as create_sync_engine
@@ -98,6 +98,8 @@ SQLITE_BEGIN = "invoicing_sqlite_begin"
 log = logging.getLogger(__name__)
 
 Result = TypeVar("Result")
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
 
 
 class Database:
@@ -117,6 +119,7 @@ class Database:
         self._batch_writer: Engine | None = None
         self._batch_connection: Connection | None = None
         self._checkpointer: Checkpointer | None = None
+        self._batchers: dict[Hashable, GroupCommit[Any, Any]] = {}
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
             self._writer = self.engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
@@ -168,6 +171,15 @@ class Database:
                 )
             finally:
                 self._checkpointer.wake()
+
+    def batcher(
+        self, key: Hashable, make: Callable[[], GroupCommit[Item, Outcome]]
+    ) -> GroupCommit[Item, Outcome]:
+        """This database's ``GroupCommit`` for ``key``, made by ``make`` on first use."""
+        batcher = self._batchers.get(key)
+        if batcher is None:
+            batcher = self._batchers[key] = make()
+        return cast(GroupCommit[Item, Outcome], batcher)
 
     def _writer_connection(self) -> Connection:
         """The batch writer's one connection, kept open: batches run one at a time (under the
@@ -290,10 +302,6 @@ class Checkpointer:
                 connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next commit retries it", exc_info=True)
-
-
-Item = TypeVar("Item")
-Outcome = TypeVar("Outcome")
 
 
 class GroupCommit(Generic[Item, Outcome]):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -119,19 +118,11 @@ async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: 
 
 
 _Use = tuple[str, int, int]
-_guards: weakref.WeakKeyDictionary[Database, GroupCommit[_Use, bool]] = weakref.WeakKeyDictionary()
 
 
 def _replay_guard(db: Database) -> GroupCommit[_Use, bool]:
     """Concurrent signed requests of this process record their timestamps in one transaction."""
-    guard = _guards.get(db)
-    if guard is None:
-
-        async def run(uses: Sequence[_Use]) -> list[bool | Exception]:
-            return await _record_uses(db, uses)
-
-        guard = _guards[db] = GroupCommit(run)
-    return guard
+    return db.batcher("auth.replay", lambda: GroupCommit(functools.partial(_record_uses, db)))
 
 
 async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Exception]:

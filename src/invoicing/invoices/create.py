@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import uuid
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -168,21 +167,11 @@ class _Job:
 
 
 _Created = tuple[InvoiceFields, bool]
-_creators: weakref.WeakKeyDictionary[Database, GroupCommit[_Job, _Created]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def _creator(db: Database) -> GroupCommit[_Job, _Created]:
     """Creates of this process are group-committed: concurrent requests share a transaction."""
-    creator = _creators.get(db)
-    if creator is None:
-
-        async def run(jobs: Sequence[_Job]) -> list[_Created | Exception]:
-            return await _create_batch(db, jobs)
-
-        creator = _creators[db] = GroupCommit(run)
-    return creator
+    return db.batcher("invoices.create", lambda: GroupCommit(functools.partial(_create_batch, db)))
 
 
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:

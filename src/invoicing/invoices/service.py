@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,16 +39,10 @@ def _stored_form(payment_address: str) -> str | None:
 
 
 _Lookup = tuple[Database, str]
-_finders: weakref.WeakKeyDictionary[Database, GroupCommit[_Lookup, Invoice | None]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 def _finder(db: Database) -> GroupCommit[_Lookup, Invoice | None]:
-    finder = _finders.get(db)
-    if finder is None:
-        finder = _finders[db] = GroupCommit(_find_batch, max_batch=500)
-    return finder
+    return db.batcher("invoices.find", lambda: GroupCommit(_find_batch, max_batch=500))
 
 
 async def _find_batch(lookups: Sequence[_Lookup]) -> list[Invoice | None | Exception]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -203,18 +202,12 @@ class _Recheck:
     invoice: Invoice
 
 
-# One batcher per database and chain; it keeps no reference to its key (items carry services).
-_recheckers: weakref.WeakKeyDictionary[Database, dict[int, GroupCommit[_Recheck, Invoice]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, Invoice]:
-    by_chain = _recheckers.setdefault(db, {})
-    batcher = by_chain.get(chain_id)
-    if batcher is None:
-        batcher = by_chain[chain_id] = GroupCommit(_recheck_batch, max_batch=RECHECK_BATCH)
-    return batcher
+    """One batcher per chain (items carry the services)."""
+    return db.batcher(
+        ("monitor.recheck", chain_id),
+        lambda: GroupCommit(_recheck_batch, max_batch=RECHECK_BATCH),
+    )
 
 
 async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]:
