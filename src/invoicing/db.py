@@ -116,9 +116,7 @@ class Database:
         self._write_lock: asyncio.Lock | None = None
         self._writer = self.engine
         self._write_sessions = self.sessions
-        self._batch_writer: Engine | None = None
-        self._batch_connection: Connection | None = None
-        self._checkpointer: Checkpointer | None = None
+        self._batch_writer: _SqliteBatchWriter | None = None
         self._batchers: dict[Hashable, GroupCommit[Any, Any]] = {}
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
@@ -126,8 +124,7 @@ class Database:
             self._write_sessions = async_sessionmaker(self._writer, expire_on_commit=False)
             path = self.engine.url.database
             if path not in (None, "", ":memory:"):
-                self._batch_writer = _sqlite_batch_engine(self.engine)
-                self._checkpointer = Checkpointer(path)
+                self._batch_writer = _SqliteBatchWriter(self.engine, path)
 
     @property
     def dialect(self) -> str:
@@ -158,19 +155,10 @@ class Database:
             async with self._writer.begin() as connection:
                 return await connection.run_sync(work)
         async with self._write_lock:
-            if self._batch_writer is None or self._checkpointer is None:
-                async with self._writer.begin() as connection:
-                    return await connection.run_sync(work)
-            try:
-                return _run_in_transaction(self._writer_connection(), work)
-            except sqlite3.OperationalError as exc:
-                if not _write_lock_taken(exc):
-                    raise
-                return await asyncio.to_thread(
-                    _run_in_transaction, self._writer_connection(), work, SQLITE_BUSY_TIMEOUT_MS
-                )
-            finally:
-                self._checkpointer.wake()
+            if self._batch_writer is not None:
+                return await self._batch_writer.run(work)
+            async with self._writer.begin() as connection:
+                return await connection.run_sync(work)
 
     def batcher(
         self, key: Hashable, make: Callable[[], GroupCommit[Item, Outcome]]
@@ -181,31 +169,51 @@ class Database:
             batcher = self._batchers[key] = make()
         return cast(GroupCommit[Item, Outcome], batcher)
 
-    def _writer_connection(self) -> Connection:
-        """The batch writer's one connection, kept open: batches run one at a time (under the
-        write lock), and a checkout from the pool per batch cost more than a small batch."""
-        assert self._batch_writer is not None
-        connection = self._batch_connection
-        if connection is None or connection.closed or connection.invalidated:
-            connection = self._batch_connection = self._batch_writer.connect()
-        return connection
-
     async def dispose(self) -> None:
-        if self._checkpointer is not None:
-            await asyncio.to_thread(self._checkpointer.stop)
-        if self._batch_connection is not None:
-            self._batch_connection.close()
         if self._batch_writer is not None:
-            self._batch_writer.dispose()
+            await self._batch_writer.dispose()
         await self.engine.dispose()
 
 
-def _sqlite_batch_engine(engine: AsyncEngine) -> Engine:
-    """A stdlib-driver engine on the same SQLite file, tuned like the async one."""
-    url = engine.url.set(drivername="sqlite+pysqlite")
-    sync = create_sync_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
-    _tune_sqlite(sync, batch_writer=True)
-    return sync
+class _SqliteBatchWriter:
+    """``Database.run_batch`` on a SQLite file: one stdlib-driver connection, used by one
+    batch at a time (the caller holds the write lock), and the thread that checkpoints
+    what its commits leave in the WAL."""
+
+    def __init__(self, engine: AsyncEngine, path: str) -> None:
+        url = engine.url.set(drivername="sqlite+pysqlite")
+        self._engine = create_sync_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}
+        )
+        _tune_sqlite(self._engine, batch_writer=True)
+        self._connection: Connection | None = None
+        self._checkpointer = Checkpointer(path)
+
+    async def run(self, work: Callable[[Connection], Result]) -> Result:
+        try:
+            return _run_in_transaction(self._open(), work)
+        except sqlite3.OperationalError as exc:
+            if not _write_lock_taken(exc):
+                raise
+            return await asyncio.to_thread(
+                _run_in_transaction, self._open(), work, SQLITE_BUSY_TIMEOUT_MS
+            )
+        finally:
+            self._checkpointer.wake()
+
+    def _open(self) -> Connection:
+        """The kept connection: a checkout from the pool per batch cost more than a small
+        batch."""
+        connection = self._connection
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._connection = self._engine.connect()
+        return connection
+
+    async def dispose(self) -> None:
+        await asyncio.to_thread(self._checkpointer.stop)
+        if self._connection is not None:
+            self._connection.close()
+        self._engine.dispose()
 
 
 def _run_in_transaction(

@@ -89,6 +89,10 @@ class InvoiceRow:
         values = self.__dict__
         return {column: values[attr] for attr, column in _INVOICE_COLUMNS}
 
+    def values_in_column_order(self) -> list[Any]:
+        values = self.__dict__
+        return [values[attr] for attr, _column in _INVOICE_COLUMNS]
+
 
 async def create_invoice(
     db: Database,
@@ -263,7 +267,7 @@ def _insert_sqlite(connection: Connection, invoices: Sequence[InvoiceRow]) -> se
     rows = [
         tuple(
             value if convert is None else convert(value)
-            for value, convert in zip(invoice.column_values().values(), columns, strict=True)
+            for value, convert in zip(invoice.values_in_column_order(), columns, strict=True)
         )
         for invoice in invoices
     ]

@@ -22,7 +22,7 @@ async def find_by_payment_address(db: Database, owner_key: str, payment_address:
     path); a lookup always waits for a query that starts after it.
     """
     address = _stored_form(payment_address)
-    invoice = None if address is None else await _finder(db).submit((db, address))
+    invoice = None if address is None else await _finder(db).submit(address)
     if invoice is None or invoice.owner_key != owner_key:
         raise NotFound("no invoice with this paymentAddress for this owner")
     return invoice
@@ -38,22 +38,21 @@ def _stored_form(payment_address: str) -> str | None:
         return None
 
 
-_Lookup = tuple[Database, str]
+def _finder(db: Database) -> GroupCommit[str, Invoice | None]:
+    return db.batcher(
+        "invoices.find", lambda: GroupCommit(functools.partial(_find_batch, db), max_batch=500)
+    )
 
 
-def _finder(db: Database) -> GroupCommit[_Lookup, Invoice | None]:
-    return db.batcher("invoices.find", lambda: GroupCommit(_find_batch, max_batch=500))
-
-
-async def _find_batch(lookups: Sequence[_Lookup]) -> list[Invoice | None | Exception]:
+async def _find_batch(db: Database, addresses: Sequence[str]) -> list[Invoice | None | Exception]:
     """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
     Callers share the loaded objects, so they must not change them."""
-    db = lookups[0][0]
-    addresses = {address for _db, address in lookups}
     async with db.sessions() as session:
-        rows = await session.scalars(select(Invoice).where(Invoice.payment_address.in_(addresses)))
+        rows = await session.scalars(
+            select(Invoice).where(Invoice.payment_address.in_(set(addresses)))
+        )
         found = {invoice.payment_address: invoice for invoice in rows}
-    return [found.get(address) for _db, address in lookups]
+    return [found.get(address) for address in addresses]
 
 
 @dataclass(frozen=True)
