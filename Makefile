@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint setup bench compile clean openapi
+.PHONY: run test lint setup browser-deps bench compile clean openapi
 
 setup: $(STAMP) $(NPM_STAMP)
 
@@ -26,8 +26,13 @@ $(NPM_STAMP): package.json package-lock.json
 run: setup
 	$(VENV)/bin/invoicing dev
 
+# Debian's Chromium for the browser tests, installed when this machine allows it (root or
+# password-less sudo); otherwise one line says why and those tests skip.
+browser-deps:
+	@bash scripts/install-browser-deps.sh --if-possible
+
 # The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
-test: setup
+test: setup browser-deps
 ifeq ($(DB),postgres)
 	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest $(PYTEST_ARGS)
 else

@@ -79,10 +79,6 @@ class Settings(BaseSettings):
             raise ValueError("INVOICING_SECRET must be set to a real secret outside development")
         return self
 
-    @property
-    def is_development(self) -> bool:
-        return self.environment == "development"
-
     def chain_configs(self) -> dict[int, ChainConfig]:
         """Chains by id, from the inline list and the chains TOML file."""
         configs = {c.chain_id: c for c in self.chains}

@@ -1,6 +1,7 @@
 """Headless Chromium (Debian's /usr/bin/chromium) driven by Playwright, and the real app.
 
-We never run ``playwright install``: the browser comes from ``scripts/install-browser-deps.sh``.
+We never run ``playwright install``: the browser comes from ``scripts/install-browser-deps.sh``,
+which ``make test`` runs when the machine allows it (root or password-less sudo).
 Without it the browser tests skip locally and fail in CI (``CI=true``).
 """
 

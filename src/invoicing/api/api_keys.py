@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.api.deps import authorized_body, authorized_query, services_of
-from invoicing.api.inputs import Address
+from invoicing.api.deps import authorized_body, authorized_query
+from invoicing.api.inputs import Address, body_schema, query_schema
 from invoicing.auth.api_keys import (
     active_key_cache,
     create_api_key,
@@ -17,6 +15,7 @@ from invoicing.auth.api_keys import (
     list_api_keys,
     revoke_api_key,
 )
+from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
 
@@ -41,7 +40,12 @@ class OwnerQuery(BaseModel):
     ownerAddress: Address
 
 
-@router.post("", status_code=201, summary="Issue an API key (shown once)")
+@router.post(
+    "",
+    status_code=201,
+    openapi_extra=body_schema(CreateKeyBody),
+    summary="Issue an API key (shown once)",
+)
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
     body, _caller = await authorized_body(
@@ -61,8 +65,10 @@ async def create(request: Request) -> JSONResponse:
     )
 
 
-@router.get("", summary="List an owner's API keys (without secrets)")
-async def list_(request: Request, ownerAddress: Annotated[str, Query()]) -> JSONResponse:
+@router.get(
+    "", openapi_extra=query_schema(OwnerQuery), summary="List an owner's API keys (without secrets)"
+)
+async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
     _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
     async with services.db.sessions() as session:
@@ -70,10 +76,8 @@ async def list_(request: Request, ownerAddress: Annotated[str, Query()]) -> JSON
     return JSONResponse({"items": [key_to_dict(row) for row in rows]})
 
 
-@router.delete("", summary="Revoke an API key")
-async def revoke(
-    request: Request, ownerAddress: Annotated[str, Query()], id: Annotated[str, Query()]
-) -> JSONResponse:
+@router.delete("", openapi_extra=query_schema(RevokeKeyQuery), summary="Revoke an API key")
+async def revoke(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(
         request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False

@@ -9,14 +9,9 @@ from pydantic import BaseModel
 
 from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
-from invoicing.services import Services
+from invoicing.services import services_of
 
 Model = TypeVar("Model", bound=BaseModel)
-
-
-def services_of(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
 
 
 async def authorize(

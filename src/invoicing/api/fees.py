@@ -9,14 +9,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from invoicing.api.deps import authorized_body, authorized_query, services_of
-from invoicing.api.inputs import Address, body_schema, json_body, owner_address_of, validate
+from invoicing.api.deps import authorized_body, authorized_query
+from invoicing.api.inputs import (
+    Address,
+    body_schema,
+    json_body,
+    owner_address_of,
+    query_schema,
+    validate,
+)
 from invoicing.fees.ratelimit import hit
 from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
+from invoicing.services import services_of
 
 router = APIRouter(tags=["fees"])
 
@@ -126,12 +134,12 @@ async def integration_set_payout(request: Request) -> JSONResponse:
     return await _submit(_payout_request(body), request)
 
 
-@router.get("/integration/fees", summary="An owner's fee settings, read from the chain")
-async def get_fees(
-    request: Request,
-    ownerAddress: Annotated[str, Query()],
-    chainId: Annotated[int, Query()],
-) -> JSONResponse:
+@router.get(
+    "/integration/fees",
+    openapi_extra=query_schema(FeesQuery),
+    summary="An owner's fee settings, read from the chain",
+)
+async def get_fees(request: Request) -> JSONResponse:
     query, _caller = await authorized_query(request, "fee.get", FeesQuery)
     return JSONResponse(await fee_settings(services_of(request), query.chainId, query.ownerAddress))
 

@@ -7,8 +7,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from invoicing.api.deps import services_of
 from invoicing.errors import ServiceError
+from invoicing.services import services_of
 
 router = APIRouter(tags=["health"])
 

@@ -131,6 +131,19 @@ def owner_address_of(data: dict[str, Any]) -> str:
     return owner
 
 
+def query_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI ``parameters`` for routes that read their query raw (to verify signatures):
+    the route's query model is the one description of its parameters."""
+    schema = model.model_json_schema()
+    required = set(schema.get("required", ()))
+    return {
+        "parameters": [
+            {"name": name, "in": "query", "required": name in required, "schema": field}
+            for name, field in schema["properties"].items()
+        ]
+    }
+
+
 def body_schema(model: type[BaseModel]) -> dict[str, Any]:
     """OpenAPI ``requestBody`` for routes that read their body raw (to verify signatures)."""
     return {

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from invoicing.api.deps import authorized_body, authorized_query, services_of
-from invoicing.api.inputs import Address, body_schema
+from invoicing.api.deps import authorized_body, authorized_query
+from invoicing.api.inputs import Address, body_schema, query_schema
 from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import InvoiceStatus
 from invoicing.invoices.service import (
@@ -22,6 +22,7 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
+from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -136,12 +137,12 @@ async def create(request: Request) -> JSONResponse:
     )
 
 
-@router.get("/status", summary="Look up one invoice by paymentAddress (live re-check)")
-async def status(
-    request: Request,
-    ownerAddress: Annotated[str, Query()],
-    paymentAddress: Annotated[str, Query()],
-) -> JSONResponse:
+@router.get(
+    "/status",
+    openapi_extra=query_schema(StatusQuery),
+    summary="Look up one invoice by paymentAddress (live re-check)",
+)
+async def status(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
@@ -149,20 +150,8 @@ async def status(
     return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
 
 
-@router.get("", summary="List an owner's invoices")
-async def list_(
-    request: Request,
-    ownerAddress: Annotated[str, Query()],
-    chainId: Annotated[int | None, Query()] = None,
-    status: Annotated[str | None, Query()] = None,
-    paid: Annotated[bool | None, Query()] = None,
-    tokenAddress: Annotated[str | None, Query()] = None,
-    invoiceId: Annotated[str | None, Query()] = None,
-    page: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
-    dateFrom: Annotated[int | None, Query()] = None,
-    dateTo: Annotated[int | None, Query()] = None,
-) -> JSONResponse:
+@router.get("", openapi_extra=query_schema(ListQuery), summary="List an owner's invoices")
+async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.list", ListQuery)
     limit_ = min(query.limit, 100)
@@ -192,13 +181,8 @@ async def list_(
     )
 
 
-@router.delete("", summary="Soft-delete an invoice")
-async def delete(
-    request: Request,
-    ownerAddress: Annotated[str, Query()],
-    chainId: Annotated[int, Query()],
-    invoiceId: Annotated[str, Query()],
-) -> JSONResponse:
+@router.delete("", openapi_extra=query_schema(DeleteQuery), summary="Soft-delete an invoice")
+async def delete(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)
     invoice = await delete_invoice(

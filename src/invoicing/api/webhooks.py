@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from invoicing.api.deps import authorized_query, services_of
-from invoicing.api.inputs import Address
+from invoicing.api.deps import authorized_query
+from invoicing.api.inputs import Address, query_schema
+from invoicing.services import services_of
 from invoicing.webhooks.service import list_deliveries
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
@@ -22,12 +21,12 @@ class WebhooksQuery(BaseModel):
     paymentAddress: Address
 
 
-@router.get("/webhooks", summary="List an invoice's webhook delivery attempts")
-async def list_webhooks(
-    request: Request,
-    ownerAddress: Annotated[str, Query()],
-    paymentAddress: Annotated[str, Query()],
-) -> JSONResponse:
+@router.get(
+    "/webhooks",
+    openapi_extra=query_schema(WebhooksQuery),
+    summary="List an invoice's webhook delivery attempts",
+)
+async def list_webhooks(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
     return JSONResponse(await list_deliveries(services.db, caller.owner_key, query.paymentAddress))

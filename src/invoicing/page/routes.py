@@ -12,7 +12,6 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-from invoicing.api.deps import services_of
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
@@ -24,7 +23,7 @@ from invoicing.page.view import (
     parse_payment_address,
     payment_view,
 )
-from invoicing.services import Services
+from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
