@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequen
 from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, MetaData, event
+from sqlalchemy import Connection, Engine, MetaData, Table, event
 from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -32,6 +33,14 @@ NAMING = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
+
+
+def upsert(dialect: str, table: Table | type[Base]) -> postgresql.Insert | sqlite.Insert:
+    """An INSERT on ``table`` that takes ``ON CONFLICT`` clauses (``on_conflict_do_nothing``,
+    ``on_conflict_do_update``, ``excluded``): both databases spell them alike, but SQLAlchemy
+    has an Insert of its own for each dialect."""
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(table)
 
 
 def async_url(url: str) -> str:

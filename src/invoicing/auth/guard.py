@@ -9,13 +9,11 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table, delete
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import signed_by
-from invoicing.db import Database, GroupCommit
+from invoicing.db import Database, GroupCommit, upsert
 from invoicing.errors import (
     Forbidden,
     ReplayedRequest,
@@ -175,10 +173,9 @@ _SQLITE_INSERT = (
 @functools.cache
 def _record_statement(dialect: str) -> Any:
     """One compiled statement for every batch size (executed with a list of rows)."""
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
     table = cast(Table, UsedRequestTimestamp.__table__)
     return (
-        insert(table)
+        upsert(dialect, table)
         .on_conflict_do_nothing(index_elements=[table.c.owner_key, table.c.timestamp_ms])
         .returning(table.c.owner_key, table.c.timestamp_ms)
     )

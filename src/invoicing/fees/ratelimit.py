@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from sqlalchemy import delete
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from invoicing.db import Database
+from invoicing.db import Database, upsert
 from invoicing.errors import RateLimited
 from invoicing.fees.models import RateLimitWindow
 
@@ -16,14 +14,15 @@ WINDOW_MS = 60_000
 async def hit(db: Database, keys: list[str], limit: int, now_ms: int) -> None:
     """Count one request against each key; 429 when any key is over ``limit`` per minute."""
     window = now_ms - now_ms % WINDOW_MS
-    insert = pg_insert if db.dialect == "postgresql" else sqlite_insert
     worst = 0
     async with db.transaction() as session:
         await session.execute(
             delete(RateLimitWindow).where(RateLimitWindow.window_start_ms < window)
         )
         for key in keys:
-            statement = insert(RateLimitWindow).values(key=key, window_start_ms=window, count=1)
+            statement = upsert(db.dialect, RateLimitWindow).values(
+                key=key, window_start_ms=window, count=1
+            )
             count = await session.scalar(
                 statement.on_conflict_do_update(
                     index_elements=["key", "window_start_ms"],

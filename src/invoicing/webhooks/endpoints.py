@@ -21,9 +21,9 @@ from typing import cast
 from urllib.parse import urlsplit
 
 from sqlalchemy import ColumnElement, Table, delete, exists, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.db import upsert
 from invoicing.webhooks.models import WebhookEndpoint, WebhookEvent
 
 # An endpoint is failing from this many consecutive failed attempts on.
@@ -105,8 +105,7 @@ async def _add_failures(
     ]
     connection = await session.connection()
     endpoints = cast(Table, WebhookEndpoint.__table__)
-    insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    statement = insert(endpoints)
+    statement = upsert(connection.dialect.name, endpoints)
     await connection.execute(
         statement.on_conflict_do_update(
             index_elements=[endpoints.c.key],
