@@ -6,9 +6,9 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, MetaData, Table, event
 from sqlalchemy import create_engine as create_sync_engine
@@ -107,8 +107,7 @@ SQLITE_BEGIN = "invoicing_sqlite_begin"
 log = logging.getLogger(__name__)
 
 Result = TypeVar("Result")
-Item = TypeVar("Item")
-Outcome = TypeVar("Outcome")
+Shared = TypeVar("Shared")
 
 
 class Database:
@@ -126,7 +125,7 @@ class Database:
         self._writer = self.engine
         self._write_sessions = self.sessions
         self._batch_writer: _SqliteBatchWriter | None = None
-        self._batchers: dict[Hashable, GroupCommit[Any, Any]] = {}
+        self._shared: dict[Hashable, object] = {}
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
             self._writer = self.engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
@@ -169,14 +168,15 @@ class Database:
             async with self._writer.begin() as connection:
                 return await connection.run_sync(work)
 
-    def batcher(
-        self, key: Hashable, make: Callable[[], GroupCommit[Item, Outcome]]
-    ) -> GroupCommit[Item, Outcome]:
-        """This database's ``GroupCommit`` for ``key``, made by ``make`` on first use."""
-        batcher = self._batchers.get(key)
-        if batcher is None:
-            batcher = self._batchers[key] = make()
-        return cast(GroupCommit[Item, Outcome], batcher)
+    def shared(self, key: Hashable, make: Callable[[], Shared]) -> Shared:
+        """This process's one object for ``key`` that serves this database, made by ``make``
+        on first use: the coalescers of the hot paths, the API-key cache, the payment page's
+        re-check throttle. Keeping them here, rather than in module globals, gives each
+        Database (each app in a test process) its own, and drops them with it."""
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = make()
+        return cast(Shared, found)
 
     async def dispose(self) -> None:
         if self._batch_writer is not None:
@@ -319,54 +319,3 @@ class Checkpointer:
                 connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next commit retries it", exc_info=True)
-
-
-class GroupCommit(Generic[Item, Outcome]):
-    """Runs concurrently submitted items together, one batch (one transaction) at a time.
-
-    ``run`` gets a batch and returns one outcome per item, in order: a value, or the
-    exception that item's submitter should see. Items that arrive while a batch runs form
-    the next batch, so under load one transaction serves many requests and at rest a batch
-    is a single item (no waiting for company). If ``run`` itself raises, every item of the
-    batch gets that exception (``run`` is expected to isolate per-item failures itself).
-    """
-
-    def __init__(
-        self,
-        run: Callable[[Sequence[Item]], Awaitable[Sequence[Outcome | Exception]]],
-        max_batch: int = 200,
-    ) -> None:
-        self._run = run
-        self._max_batch = max_batch
-        self._pending: list[tuple[Item, asyncio.Future[Outcome]]] = []
-        self._drainer: asyncio.Task[None] | None = None
-
-    async def submit(self, item: Item) -> Outcome:
-        future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
-        drainer = self._drainer
-        if drainer is None or drainer.done() or drainer.get_loop() is not future.get_loop():
-            self._drainer = asyncio.create_task(self._drain())
-        return await future
-
-    async def _drain(self) -> None:
-        while self._pending:
-            batch = self._pending[: self._max_batch]
-            del self._pending[: self._max_batch]
-            outcomes: Sequence[Outcome | Exception]
-            try:
-                outcomes = await self._run([item for item, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - handed to every submitter
-                outcomes = [exc] * len(batch)
-            except BaseException as exc:
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                raise
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if future.done():
-                    continue
-                if isinstance(outcome, Exception):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)

@@ -8,7 +8,6 @@ import hashlib
 import secrets
 import time
 import uuid
-import weakref
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -111,14 +110,9 @@ class ActiveKeyCache:
         self.reads.pop(key_hash, None)
 
 
-_caches: weakref.WeakKeyDictionary[Database, ActiveKeyCache] = weakref.WeakKeyDictionary()
-
-
 def active_key_cache(db: Database) -> ActiveKeyCache:
-    cache = _caches.get(db)
-    if cache is None:
-        cache = _caches[db] = ActiveKeyCache()
-    return cache
+    """This process's cache of ``db``'s active keys."""
+    return db.shared("auth.active_keys", ActiveKeyCache)
 
 
 async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:

@@ -13,7 +13,8 @@ from sqlalchemy import Connection, Table, delete
 from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import signed_by
-from invoicing.db import Database, GroupCommit, upsert
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database, upsert
 from invoicing.errors import (
     Forbidden,
     ReplayedRequest,
@@ -118,9 +119,9 @@ async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: 
 _Use = tuple[str, int, int]
 
 
-def _replay_guard(db: Database) -> GroupCommit[_Use, bool]:
+def _replay_guard(db: Database) -> Coalescer[_Use, bool]:
     """Concurrent signed requests of this process record their timestamps in one transaction."""
-    return db.batcher("auth.replay", lambda: GroupCommit(functools.partial(_record_uses, db)))
+    return db.shared("auth.replay", lambda: Coalescer(functools.partial(_record_uses, db)))
 
 
 async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Exception]:

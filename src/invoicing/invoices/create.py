@@ -1,7 +1,7 @@
 """Creating invoices (spec 4.1): idempotent by invoiceId, group-committed per process.
 
 Creates are the API's hot write path. Concurrent requests of a process share one
-transaction (``GroupCommit``), the rows are written with one cached Core executemany, and no
+transaction (a ``Coalescer``), the rows are written with one cached Core executemany, and no
 ORM instance is built: a new invoice is an ``InvoiceRow`` (the values of its row) from the
 request to the response.
 """
@@ -24,7 +24,8 @@ from sqlalchemy.exc import IntegrityError
 
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
-from invoicing.db import Database, GroupCommit
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database
 from invoicing.errors import InvalidRequest, InvoiceExists
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
@@ -173,9 +174,9 @@ class _Job:
 _Created = tuple[InvoiceFields, bool]
 
 
-def _creator(db: Database) -> GroupCommit[_Job, _Created]:
+def _creator(db: Database) -> Coalescer[_Job, _Created]:
     """Creates of this process are group-committed: concurrent requests share a transaction."""
-    return db.batcher("invoices.create", lambda: GroupCommit(functools.partial(_create_batch, db)))
+    return db.shared("invoices.create", lambda: Coalescer(functools.partial(_create_batch, db)))
 
 
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:

@@ -10,7 +10,8 @@ from typing import Any
 from eth_utils.address import to_checksum_address
 from sqlalchemy import func, select
 
-from invoicing.db import Database, GroupCommit
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database
 from invoicing.errors import NotFound
 from invoicing.invoices.models import Invoice, InvoiceStatus
 
@@ -38,9 +39,9 @@ def _stored_form(payment_address: str) -> str | None:
         return None
 
 
-def _finder(db: Database) -> GroupCommit[str, Invoice | None]:
-    return db.batcher(
-        "invoices.find", lambda: GroupCommit(functools.partial(_find_batch, db), max_batch=500)
+def _finder(db: Database) -> Coalescer[str, Invoice | None]:
+    return db.shared(
+        "invoices.find", lambda: Coalescer(functools.partial(_find_batch, db), max_batch=500)
     )
 
 

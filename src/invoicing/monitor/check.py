@@ -12,7 +12,8 @@ from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
-from invoicing.db import Database, GroupCommit
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database
 from invoicing.errors import NotFound
 from invoicing.invoices.models import Invoice, InvoiceStatus
 from invoicing.services import Services
@@ -202,11 +203,11 @@ class _Recheck:
     invoice: Invoice
 
 
-def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, Invoice]:
-    """One batcher per chain (items carry the services)."""
-    return db.batcher(
+def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, Invoice]:
+    """One coalescer per chain (items carry the services)."""
+    return db.shared(
         ("monitor.recheck", chain_id),
-        lambda: GroupCommit(_recheck_batch, max_batch=RECHECK_BATCH),
+        lambda: Coalescer(_recheck_batch, max_batch=RECHECK_BATCH),
     )
 
 

@@ -62,19 +62,12 @@ class RecheckThrottle:
         return True
 
 
-def _throttle(request: Request) -> RecheckThrottle:
-    throttle: RecheckThrottle | None = getattr(request.app.state, "page_recheck_throttle", None)
-    if throttle is None:
-        throttle = RecheckThrottle()
-        request.app.state.page_recheck_throttle = throttle
-    return throttle
-
-
-async def _fresh_invoice(request: Request, services: Services, invoice: Invoice) -> Invoice:
+async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice:
     """The invoice after a live re-check when one is due; the stored state if the chain is
     unreachable (the page keeps working, the monitor catches up)."""
     interval_s = services.settings.page_recheck_interval_s
-    if not _throttle(request).allow(invoice.id, interval_s):
+    throttle = services.db.shared("page.recheck_throttle", RecheckThrottle)
+    if not throttle.allow(invoice.id, interval_s):
         return invoice
     try:
         return await recheck_invoice(services, invoice)
@@ -88,7 +81,7 @@ async def _view(request: Request, payment_address: str, *, recheck: bool) -> Pay
     address = parse_payment_address(payment_address)
     invoice = await find_invoice_for_page(services.db, address)
     if recheck:
-        invoice = await _fresh_invoice(request, services, invoice)
+        invoice = await _fresh_invoice(services, invoice)
     return await payment_view(services.chains, invoice, services.clock.now_ms())
 
 
