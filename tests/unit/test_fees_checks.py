@@ -16,9 +16,7 @@ from invoicing.errors import (
     FeeTooHigh,
     InvalidOwnerSignature,
     NonceMismatch,
-    RateLimited,
 )
-from invoicing.fees.ratelimit import hit
 from invoicing.fees.service import MetaRequest, normalize_deadline, recover_signer, submit_meta
 from invoicing.services import Services
 from invoicing.settings import Settings
@@ -90,19 +88,3 @@ async def test_checks_run_in_order_and_stop_before_the_chain(
         await submit_meta(services, meta)
     if isinstance(raised.value, NonceMismatch):
         assert raised.value.details == {"expected": "0"}
-
-
-async def test_rate_limit_counts_per_key_and_window(database_url: str) -> None:
-    db = Database(database_url)
-    key = f"ip:test-{Account.create().address}"
-    start = 1_900_000_000_000 - 1_900_000_000_000 % 60_000
-    try:
-        for _ in range(2):
-            await hit(db, [key], 2, start + 1_000)
-        with pytest.raises(RateLimited) as raised:
-            await hit(db, [key], 2, start + 20_500)
-        await hit(db, [key + "-other"], 2, start + 20_500)
-        await hit(db, [key], 2, start + 60_000)  # a new minute
-    finally:
-        await db.dispose()
-    assert raised.value.retry_after_s == 40
