@@ -115,12 +115,16 @@ async def test_timestamp_outside_five_minutes_is_refused(
     assert await count(app, owner.address) == 0
 
 
-@pytest.mark.parametrize("timestamp", ["abc", "-5", "1.5", "", "9" * 20])
+# "\xb2" is "²" (latin-1, as HTTP carries it): str.isdigit() holds for it, int() refuses it.
+@pytest.mark.parametrize("timestamp", ["abc", "-5", "1.5", "", "9" * 20, "\xb2", "1\xb2"])
 async def test_malformed_timestamp_is_401(
     app: RunningApp, dev: DevDeployment, timestamp: str
 ) -> None:
     owner = new_owner()
-    headers = {"x-service-signature": "0x" + "11" * 65, "x-service-timestamp": timestamp}
+    headers = {
+        "x-service-signature": b"0x" + b"11" * 65,
+        "x-service-timestamp": timestamp.encode("latin-1"),
+    }
     response = await app.http.post(PATH, json=body_for(owner.address, dev), headers=headers)
     await assert_refused(response, 401, "unauthorized")
 
@@ -250,6 +254,20 @@ async def test_query_signatures_accept_typed_values(app: RunningApp, dev: DevDep
 
     assert as_strings.status_code == 200, as_strings.text
     assert as_typed.status_code == 200, as_typed.text
+
+
+async def test_a_query_value_of_non_ascii_digits_is_refused_not_crashed(
+    app: RunningApp, dev: DevDeployment
+) -> None:
+    """ "²" passes str.isdigit() but not int(): the signed-payload forms must not crash on it."""
+    owner = new_owner()
+    params = {"ownerAddress": owner.address, "chainId": "\u00b2"}
+
+    response = await app.http.get(
+        PATH, params=params, headers=signed_headers(owner, "invoice.list", {"chainId": 2})
+    )
+
+    await assert_refused(response, 401, "unauthorized")
 
 
 async def test_owner_address_casing_is_signed_exactly_as_sent(

@@ -51,8 +51,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[str, Any]:
     """The body as a JSON object with its key order kept; 400/413 on anything else."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"request body is over {max_bytes} bytes")
     raw = bytearray()
     async for chunk in request.stream():

@@ -82,7 +82,7 @@ async def _by_api_key(db: Database, api_key: str, owner_address: str) -> Caller:
 
 
 def _parse_timestamp(timestamp: str) -> int:
-    if not timestamp.isdigit() or len(timestamp) > 16:
+    if not (timestamp.isascii() and timestamp.isdigit()) or len(timestamp) > 16:
         raise Unauthorized("x-service-timestamp must be unix time in milliseconds")
     return int(timestamp)
 

@@ -89,7 +89,8 @@ def _typed(value: str) -> Any:
     """A query value as JSON would write it: integers and booleans unquoted."""
     if value in ("true", "false"):
         return value == "true"
-    if value.isdigit() and (value == "0" or not value.startswith("0")):
+    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+    if value.isascii() and value.isdigit() and (value == "0" or not value.startswith("0")):
         return int(value)
     return value
 
