@@ -157,3 +157,30 @@ async def test_nul_in_a_query_is_refused(app: RunningApp) -> None:
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_request"
+
+
+ODD_HEADER_VALUES = [b"\xb2", b"1\xb2", b"\xb9\xb2\xb3", b"\xff" * 10, b"1" * 17, b"-1", b"1 1"]
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_odd_credential_header_values_get_401(
+    app: RunningApp, dev: DevDeployment, method: str
+) -> None:
+    """Every credential header, with values that are not what the header must hold (digits
+    that int() refuses among them), on a signed GET and a signed POST."""
+    owner = new_owner()
+    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1"}
+    well_formed = {"x-service-signature": b"0x" + b"11" * 65, "x-service-timestamp": b"1"}
+    for name in ("x-service-api-key", "x-service-signature", "x-service-timestamp"):
+        for value in ODD_HEADER_VALUES:
+            headers = {name: value}
+            if name != "x-service-api-key":
+                headers = {**well_formed, name: value}
+            if method == "GET":
+                response = await app.http.get(
+                    "/integration/invoices", params={"ownerAddress": owner.address}, headers=headers
+                )
+            else:
+                response = await app.http.post("/integration/invoices", json=body, headers=headers)
+            assert response.status_code == 401, (name, value, response.text)
+            assert response.json()["error"]["code"] in {"unauthorized", "timestamp_out_of_window"}
