@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import (
     JSON,
@@ -32,6 +32,36 @@ class InvoiceStatus:
 
     ALL = (PENDING, PAID, COMPLETED, CANCELLED, EXPIRED)
     SETTLED = (COMPLETED, CANCELLED, EXPIRED)
+
+
+class InvoiceState(Protocol):
+    """What deciding on a balance reading needs: an ``Invoice``, a created invoice's row or a
+    monitor claim's Core row (whose ``last_checked_at`` is the value from before the claim,
+    restored if the read fails)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def payment_address(self) -> str: ...
+
+    @property
+    def token_address(self) -> str | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def balance_raw(self) -> str: ...
+
+    @property
+    def required_raw(self) -> str: ...
+
+    @property
+    def expires_at(self) -> int: ...
+
+    @property
+    def last_checked_at(self) -> int: ...
 
 
 class Invoice(Base):

@@ -6,7 +6,6 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -14,26 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, GroupCommit
 from invoicing.errors import NotFound
-from invoicing.invoices.models import Invoice, InvoiceStatus
+from invoicing.invoices.models import Invoice, InvoiceState, InvoiceStatus
 from invoicing.services import Services
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
 PARALLEL_READS = 4
 # Live re-checks served by one chain read at most (one balancesOf per token reads thousands).
 RECHECK_BATCH = 1000
-
-
-class Watched(Protocol):
-    """What a balance read needs to know about an invoice (an ORM row or a plain row)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def payment_address(self) -> str: ...
-
-    @property
-    def token_address(self) -> str | None: ...
 
 
 async def confirmed_block(chain: ChainGateway) -> int:
@@ -54,11 +40,11 @@ class BalanceReader:
         self.chain = chain
         self.block = block
         self.batch_size = batch_size
-        self._waiting: dict[str | None, list[Watched]] = defaultdict(list)
+        self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
         self._reads: list[asyncio.Task[dict[str, int]]] = []
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
-    def add(self, invoices: Sequence[Watched]) -> None:
+    def add(self, invoices: Sequence[InvoiceState]) -> None:
         for invoice in invoices:
             group = self._waiting[invoice.token_address]
             group.append(invoice)
@@ -82,10 +68,10 @@ class BalanceReader:
         await asyncio.gather(*self._reads, return_exceptions=True)
         self._reads.clear()
 
-    def _start(self, token: str | None, chunk: list[Watched]) -> None:
+    def _start(self, token: str | None, chunk: list[InvoiceState]) -> None:
         self._reads.append(asyncio.ensure_future(self._read(token, chunk)))
 
-    async def _read(self, token: str | None, chunk: list[Watched]) -> dict[str, int]:
+    async def _read(self, token: str | None, chunk: list[InvoiceState]) -> dict[str, int]:
         async with self._gate:
             addresses = [i.payment_address for i in chunk]
             values = await self.chain.balances(token, addresses, self.block)
@@ -93,7 +79,7 @@ class BalanceReader:
 
 
 async def read_balances(
-    chain: ChainGateway, invoices: Sequence[Watched], block: int, batch_size: int = 6000
+    chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 6000
 ) -> dict[str, int]:
     """Balances by invoice id, read at ``block``: one ``balancesOf`` call per token and chunk
     of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays in the thousands)."""
@@ -105,23 +91,7 @@ async def read_balances(
         await reader.close()
 
 
-class Stored(Protocol):
-    """What deciding on a reading needs to know about the stored invoice."""
-
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def balance_raw(self) -> str: ...
-
-    @property
-    def required_raw(self) -> str: ...
-
-    @property
-    def expires_at(self) -> int: ...
-
-
-def needs_apply(row: Stored, balance: int, now_ms: int) -> bool:
+def needs_apply(row: InvoiceState, balance: int, now_ms: int) -> bool:
     """Whether a reading changes the invoice beyond its lastCheckedAt."""
     if str(balance) != row.balance_raw or balance >= int(row.required_raw):
         return True
