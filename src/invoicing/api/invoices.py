@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from invoicing.api.deps import authorized_body, authorized_query, services_of
 from invoicing.api.inputs import Address, body_schema
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import InvoiceStatus
+from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -78,8 +78,8 @@ class ListQuery(BaseModel):
     @field_validator("status")
     @classmethod
     def _known_status(cls, value: str | None) -> str | None:
-        if value is not None and value not in InvoiceStatus.ALL:
-            raise ValueError(f"must be one of {', '.join(InvoiceStatus.ALL)}")
+        if value is not None and value not in tuple(InvoiceStatus):
+            raise ValueError(f"must be one of {', '.join(InvoiceStatus)}")
         return value
 
     @field_validator("paid", mode="before")

@@ -27,7 +27,8 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, GroupCommit
 from invoicing.errors import InvalidRequest, InvoiceExists
 from invoicing.invoices.amounts import to_raw
-from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.invoices.views import InvoiceFields
 
 

@@ -23,21 +23,10 @@ from invoicing.db import Base
 RAW = String(80)
 
 
-class InvoiceStatus:
-    PENDING = "pending"
-    PAID = "paid"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
-
-    ALL = (PENDING, PAID, COMPLETED, CANCELLED, EXPIRED)
-    SETTLED = (COMPLETED, CANCELLED, EXPIRED)
-
-
 class InvoiceState(Protocol):
-    """What deciding on a balance reading needs: an ``Invoice``, a created invoice's row or a
-    monitor claim's Core row (whose ``last_checked_at`` is the value from before the claim,
-    restored if the read fails)."""
+    """What the lifecycle decides on and a balance read needs: an ``Invoice``, a created
+    invoice's row or a monitor claim's Core row (whose ``last_checked_at`` is the value from
+    before the claim, restored if the read fails)."""
 
     @property
     def id(self) -> str: ...
@@ -97,6 +86,7 @@ class Invoice(Base):
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON, nullable=True)
     webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     expires_at: Mapped[int] = mapped_column(BigInteger)
+    # An ``InvoiceStatus`` value (``invoices.lifecycle``).
     status: Mapped[str] = mapped_column(String(16))
     paid: Mapped[bool] = mapped_column(Boolean, default=False)
     paid_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

@@ -8,12 +8,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import inspect, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, GroupCommit
 from invoicing.errors import NotFound
-from invoicing.invoices.models import Invoice, InvoiceState, InvoiceStatus
+from invoicing.invoices.lifecycle import (
+    Effect,
+    apply_step,
+    awaits_payment,
+    on_reading,
+    reading_changes,
+)
+from invoicing.invoices.models import Invoice, InvoiceState
 from invoicing.services import Services
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
@@ -91,49 +97,13 @@ async def read_balances(
         await reader.close()
 
 
-def needs_apply(row: InvoiceState, balance: int, now_ms: int) -> bool:
-    """Whether a reading changes the invoice beyond its lastCheckedAt."""
-    if str(balance) != row.balance_raw or balance >= int(row.required_raw):
-        return True
-    return bool(row.status == InvoiceStatus.PENDING and now_ms >= row.expires_at)
-
-
-def apply_balance(invoice: Invoice, balance_raw: int, now_ms: int) -> bool:
-    """Record a balance reading; returns True when this reading makes the invoice paid."""
-    invoice.last_checked_at = now_ms
-    changed = str(balance_raw) != invoice.balance_raw
-    if invoice.status in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED) and not invoice.paid:
-        invoice.balance_raw = str(balance_raw)
-        if balance_raw >= int(invoice.required_raw) and invoice.deleted_at is None:
-            invoice.status = InvoiceStatus.PAID
-            invoice.paid = True
-            invoice.paid_at = now_ms
-            invoice.updated_at = now_ms
-            return True
-        if invoice.status == InvoiceStatus.PENDING and now_ms >= invoice.expires_at:
-            invoice.status = InvoiceStatus.EXPIRED
-            invoice.updated_at = now_ms
-        elif changed:
-            invoice.updated_at = now_ms
-    elif invoice.status == InvoiceStatus.CANCELLED and changed:
-        invoice.balance_raw = str(balance_raw)
-        invoice.updated_at = now_ms
-    return False
-
-
-async def on_paid(session: AsyncSession, services: Services, invoice: Invoice) -> None:
-    """Side effects of the paid transition, in the same transaction (the webhook outbox)."""
-    from invoicing.webhooks.outbox import enqueue_paid_event
-
-    # A paid invoice needs no more balance reads; the withdrawal worker takes it from here.
-    invoice.watch = False
-    await enqueue_paid_event(session, services, invoice)
-
-
 async def store_balances(
     services: Services, invoice_ids: list[str], balances: dict[str, int]
 ) -> list[Invoice]:
-    """Apply readings under row locks (a concurrent checker cannot double-fire a webhook)."""
+    """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
+    the lifecycle decides on each row as locked, and the paid events join the transaction."""
+    from invoicing.webhooks.outbox import enqueue_paid_event
+
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         rows = await session.scalars(
@@ -144,8 +114,13 @@ async def store_balances(
         )
         invoices = list(rows)
         for invoice in invoices:
-            if apply_balance(invoice, balances[invoice.id], now_ms):
-                await on_paid(session, services, invoice)
+            balance_raw = balances[invoice.id]
+            deleted = invoice.deleted_at is not None
+            step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
+            invoice.last_checked_at = now_ms
+            apply_step(invoice, step, now_ms, balance_raw)
+            if Effect.NOTIFY_PAID in step.effects:
+                await enqueue_paid_event(session, services, invoice)
     return invoices
 
 
@@ -158,7 +133,7 @@ async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
     written; otherwise the answer just carries the time of this check as ``lastCheckedAt``
     (like the monitor's block pass, which stores only readings that change something).
     """
-    if invoice.status not in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
+    if not awaits_payment(invoice):
         return invoice
     chain = services.chains.get(invoice.chain_id)
     recheck = _Recheck(services, chain, invoice)
@@ -191,7 +166,7 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]
     changed = {
         item.invoice.id
         for item in batch
-        if needs_apply(item.invoice, balances[item.invoice.id], now_ms)
+        if reading_changes(item.invoice, balances[item.invoice.id], now_ms)
     }
     stored: dict[str, Invoice] = {}
     if changed:

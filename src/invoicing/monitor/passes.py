@@ -38,14 +38,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
-from invoicing.invoices.models import Invoice, InvoiceState, InvoiceStatus
-from invoicing.monitor.check import (
-    BalanceReader,
-    confirmed_block,
-    needs_apply,
-    read_balances,
-    store_balances,
-)
+from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
+from invoicing.invoices.models import Invoice, InvoiceState
+from invoicing.monitor.check import BalanceReader, confirmed_block, read_balances, store_balances
 from invoicing.services import Services
 
 INVOICES = cast(Table, Invoice.__table__)
@@ -211,7 +206,7 @@ async def _store(
     claimed: bool,
 ) -> PassResult:
     now_ms = services.clock.now_ms()
-    changed = [row.id for row in rows if needs_apply(row, balances[row.id], now_ms)]
+    changed = [row.id for row in rows if reading_changes(row, balances[row.id], now_ms)]
     paid = 0
     for start in range(0, len(changed), 500):
         ids = changed[start : start + 500]
@@ -227,11 +222,7 @@ async def _stop_watching_closed(
 ) -> None:
     """Expired invoices whose late-payment window has closed stop being watched."""
     window_ms = services.settings.late_payment_window_s * 1000
-    finished = [
-        row.id
-        for row in rows
-        if row.status == InvoiceStatus.EXPIRED and now_ms > row.expires_at + window_ms
-    ]
+    finished = [row.id for row in rows if late_window_over(row, now_ms, window_ms)]
     if finished:
         async with services.db.transaction() as session:
             await session.execute(
