@@ -144,8 +144,8 @@ async def status(
 ) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
-    invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
-    invoice = await recheck_invoice(services, invoice)
+    found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
+    invoice = await recheck_invoice(services, found)
     return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
 
 

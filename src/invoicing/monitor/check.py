@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import inspect, select
+from sqlalchemy import select
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, GroupCommit
@@ -19,7 +19,7 @@ from invoicing.invoices.lifecycle import (
     on_reading,
     reading_changes,
 )
-from invoicing.invoices.models import Invoice, InvoiceState
+from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 from invoicing.services import Services
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
@@ -124,7 +124,9 @@ async def store_balances(
     return invoices
 
 
-async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
+async def recheck_invoice(
+    services: Services, invoice: Invoice | InvoiceRow
+) -> Invoice | InvoiceRow:
     """Live re-check of one escrow for the status lookup.
 
     Concurrent re-checks on one chain share one read (see ``_recheck_batch``); a call always
@@ -144,10 +146,13 @@ async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
 class _Recheck:
     services: Services
     chain: ChainGateway
-    invoice: Invoice
+    invoice: Invoice | InvoiceRow
 
 
-def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, Invoice]:
+_Answer = Invoice | InvoiceRow
+
+
+def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, _Answer]:
     """One batcher per chain (items carry the services)."""
     return db.batcher(
         ("monitor.recheck", chain_id),
@@ -155,7 +160,7 @@ def _rechecker(db: Database, chain_id: int) -> GroupCommit[_Recheck, Invoice]:
     )
 
 
-async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]:
+async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:
     """One head read and one ``balancesOf`` per token for every re-check of the batch (an
     invoice asked for twice is read once); the readings that change an invoice are stored in
     one transaction, under row locks, with the paid events."""
@@ -172,29 +177,18 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]
     if changed:
         rows = await store_balances(services, sorted(changed), balances)
         stored = {row.id: row for row in rows}
-    return [_answer(item.invoice, balances, now_ms, changed, stored) for item in batch]
+    return [_answer(item.invoice, changed, stored, now_ms) for item in batch]
 
 
 def _answer(
-    invoice: Invoice,
-    balances: dict[str, int],
-    now_ms: int,
-    changed: set[str],
-    stored: dict[str, Invoice],
-) -> Invoice | Exception:
+    invoice: Invoice | InvoiceRow, changed: set[str], stored: dict[str, Invoice], now_ms: int
+) -> _Answer | Exception:
+    """The stored row where the reading was written; otherwise a copy of the asked invoice
+    (which other lookups may share, so it is left as it was) checked now."""
     if invoice.id not in changed:
-        return _checked_copy(invoice, now_ms)
+        checked = InvoiceRow.copy_of(invoice)
+        checked.last_checked_at = now_ms
+        return checked
     if invoice.id in stored:
         return stored[invoice.id]
     return NotFound("no invoice with this paymentAddress")
-
-
-def _checked_copy(invoice: Invoice, now_ms: int) -> Invoice:
-    """A detached copy of an invoice that this check did not change but for its time (the
-    argument may be shared by other lookups, so it is left as it was)."""
-    values = {attr.key: getattr(invoice, attr.key) for attr in _INVOICE_COLUMNS}
-    values["last_checked_at"] = now_ms
-    return Invoice(**values)
-
-
-_INVOICE_COLUMNS = tuple(inspect(Invoice).column_attrs)

@@ -17,7 +17,7 @@ from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import shown_status
-from invoicing.invoices.models import Invoice
+from invoicing.invoices.models import Invoice, InvoiceRow
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
@@ -108,7 +108,9 @@ class PaymentView:
         }
 
 
-async def payment_view(chains: ChainRegistry, invoice: Invoice, now_ms: int) -> PaymentView:
+async def payment_view(
+    chains: ChainRegistry, invoice: Invoice | InvoiceRow, now_ms: int
+) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
     try:
