@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import Address, body_schema, query_schema
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import InvoiceStatus
+from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -79,8 +79,8 @@ class ListQuery(BaseModel):
     @field_validator("status")
     @classmethod
     def _known_status(cls, value: str | None) -> str | None:
-        if value is not None and value not in InvoiceStatus.ALL:
-            raise ValueError(f"must be one of {', '.join(InvoiceStatus.ALL)}")
+        if value is not None and value not in tuple(InvoiceStatus):
+            raise ValueError(f"must be one of {', '.join(InvoiceStatus)}")
         return value
 
     @field_validator("paid", mode="before")
@@ -145,8 +145,8 @@ async def create(request: Request) -> JSONResponse:
 async def status(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
-    invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
-    invoice = await recheck_invoice(services, invoice)
+    found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
+    invoice = await recheck_invoice(services, found)
     return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
 
 

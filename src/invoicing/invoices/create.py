@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, inspect, select, update
+from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
@@ -28,8 +28,8 @@ from invoicing.coalescer import Coalescer
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, InvoiceExists
 from invoicing.invoices.amounts import to_raw
-from invoicing.invoices.models import Invoice, InvoiceStatus, OwnerSequence
-from invoicing.invoices.views import InvoiceFields
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
 
 
 @dataclass(frozen=True)
@@ -61,38 +61,6 @@ class NewInvoice:
 
 
 _INVOICES = cast(Table, Invoice.__table__)
-# (attribute, column): the attribute ``metadata_`` is the column ``metadata``.
-_INVOICE_COLUMNS = [(attr.key, attr.columns[0].key) for attr in inspect(Invoice).column_attrs]
-
-
-class InvoiceRow:
-    """An invoice as the values of its row, keyed like the ``Invoice`` attributes."""
-
-    id: str
-    owner_key: str
-    chain_id: int
-    invoice_id: str
-    request_hash: str
-    deleted_at: int | None
-
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
-
-    def __getattr__(self, name: str) -> Any:  # only called for names that are not columns
-        raise AttributeError(name)
-
-    @classmethod
-    def from_columns(cls, columns: Any) -> InvoiceRow:
-        return cls(**{attr: columns[column] for attr, column in _INVOICE_COLUMNS})
-
-    def column_values(self) -> dict[str, Any]:
-        """The row keyed by column name."""
-        values = self.__dict__
-        return {column: values[attr] for attr, column in _INVOICE_COLUMNS}
-
-    def values_in_column_order(self) -> list[Any]:
-        values = self.__dict__
-        return [values[attr] for attr, _column in _INVOICE_COLUMNS]
 
 
 async def create_invoice(
@@ -102,7 +70,7 @@ async def create_invoice(
     caller: Caller,
     now_ms: int,
     default_expiry_s: int,
-) -> tuple[InvoiceFields, bool]:
+) -> tuple[InvoiceRow, bool]:
     """Create an invoice; returns (invoice, created). An identical retry returns the original."""
     if request.token_address is None:
         decimals = chain.config.native_decimals
@@ -171,7 +139,7 @@ class _Job:
     generated: bool
 
 
-_Created = tuple[InvoiceFields, bool]
+_Created = tuple[InvoiceRow, bool]
 
 
 def _creator(db: Database) -> Coalescer[_Job, _Created]:
@@ -268,7 +236,7 @@ def _insert_sqlite(connection: Connection, invoices: Sequence[InvoiceRow]) -> se
     rows = [
         tuple(
             value if convert is None else convert(value)
-            for value, convert in zip(invoice.values_in_column_order(), columns, strict=True)
+            for value, convert in zip(invoice.values(), columns, strict=True)
         )
         for invoice in invoices
     ]
@@ -282,8 +250,8 @@ def _insert_sqlite(connection: Connection, invoices: Sequence[InvoiceRow]) -> se
 
 @functools.cache
 def _sqlite_insert(dialect: Dialect) -> tuple[str, list[Callable[[Any], Any] | None]]:
-    """The INSERT text in ``_INVOICE_COLUMNS`` order and each column's bind conversion."""
-    names = [column for _attr, column in _INVOICE_COLUMNS]
+    """The INSERT text in column order and each column's bind conversion."""
+    names = INVOICE_COLUMN_NAMES
     sql = (
         f"INSERT INTO {_INVOICES.name} ({', '.join(names)}) "
         f"VALUES ({', '.join('?' for _ in names)}) "
@@ -322,7 +290,7 @@ def _find_by_invoice_id(connection: Connection, invoice: InvoiceRow) -> InvoiceR
             _INVOICES.c.invoice_id == invoice.invoice_id,
         )
     ).first()
-    return None if found is None else InvoiceRow.from_columns(found._mapping)
+    return None if found is None else InvoiceRow(*found)
 
 
 def _advance_sequence(connection: Connection, owner_key: str, chain_id: int, count: int) -> int:

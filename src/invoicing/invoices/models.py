@@ -1,8 +1,27 @@
-"""Invoice rows and the per-owner invoiceId sequence."""
+"""Invoice rows and the per-owner invoiceId sequence.
+
+An invoice has three shapes, each where it pays for itself:
+
+- ``Invoice``, the ORM row: every change of an existing invoice, in one transaction under its
+  row lock (readings stored by the monitor and the live re-check, DELETE, a confirmed
+  withdrawal), and the lookups and lists that load whole rows.
+- ``InvoiceRow``, the row's values in a slotted dataclass: the create hot path, which
+  group-commits the rows with one executemany and builds no ORM instance per create; also the
+  answer of a re-check that changed nothing but ``lastCheckedAt`` (a detached copy: the loaded
+  ORM row is shared by concurrent lookups and stays as it was).
+- ``InvoiceState``, a Protocol of what the lifecycle decides on and a balance read needs.
+  Both shapes above satisfy it, and so do the monitor's Core rows: a pass claims up to 100k
+  invoices as plain rows, without the ORM's per-row processing.
+
+The Invoice object of the API (``views.invoice_to_dict``) is built from either of the first
+two. The state machine is in ``invoices.lifecycle``.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sqlalchemy import (
     JSON,
@@ -13,6 +32,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    inspect,
     text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
@@ -23,15 +43,34 @@ from invoicing.db import Base
 RAW = String(80)
 
 
-class InvoiceStatus:
-    PENDING = "pending"
-    PAID = "paid"
-    COMPLETED = "completed"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
+class InvoiceState(Protocol):
+    """What the lifecycle decides on and a balance read needs: an ``Invoice``, an
+    ``InvoiceRow`` or a monitor claim's Core row (whose ``last_checked_at`` is the value from
+    before the claim, restored if the read fails)."""
 
-    ALL = (PENDING, PAID, COMPLETED, CANCELLED, EXPIRED)
-    SETTLED = (COMPLETED, CANCELLED, EXPIRED)
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def payment_address(self) -> str: ...
+
+    @property
+    def token_address(self) -> str | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def balance_raw(self) -> str: ...
+
+    @property
+    def required_raw(self) -> str: ...
+
+    @property
+    def expires_at(self) -> int: ...
+
+    @property
+    def last_checked_at(self) -> int: ...
 
 
 class Invoice(Base):
@@ -67,6 +106,7 @@ class Invoice(Base):
     metadata_: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON, nullable=True)
     webhook_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     expires_at: Mapped[int] = mapped_column(BigInteger)
+    # An ``InvoiceStatus`` value (``invoices.lifecycle``).
     status: Mapped[str] = mapped_column(String(16))
     paid: Mapped[bool] = mapped_column(Boolean, default=False)
     paid_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
@@ -91,6 +131,67 @@ class Invoice(Base):
     next_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
     # Highest raw balance already swept from this escrow to the owner.
     swept_raw: Mapped[str] = mapped_column(RAW, default="0")
+
+
+# The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
+# column ``metadata``. ``InvoiceRow`` has the same fields in the same order.
+_ATTRIBUTES = tuple((attr.key, attr.columns[0].key) for attr in inspect(Invoice).column_attrs)
+INVOICE_COLUMN_NAMES = tuple(column for _attr, column in _ATTRIBUTES)
+_row_values = operator.attrgetter(*(attr for attr, _column in _ATTRIBUTES))
+
+
+@dataclass(slots=True)
+class InvoiceRow:
+    """An invoice as the values of its row, fields like the ``Invoice`` attributes, in column
+    order (so a Core row of the table builds one positionally: ``InvoiceRow(*row)``)."""
+
+    id: str
+    owner_address: str
+    owner_key: str
+    chain_id: int
+    invoice_id: str
+    payment_address: str
+    salt: str
+    amount: str
+    token_address: str | None
+    decimals: int
+    required_raw: str
+    description: str | None
+    metadata_: dict[str, Any] | None
+    webhook_url: str | None
+    expires_at: int
+    status: str
+    paid: bool
+    paid_at: int | None
+    withdrawn: bool
+    withdrawn_at: int | None
+    balance_raw: str
+    last_checked_at: int
+    created_at: int
+    updated_at: int
+    deleted_at: int | None
+    auth_mode: str
+    api_key_id: str | None
+    auth_signature: str | None
+    auth_timestamp: str | None
+    request_hash: str
+    watch: bool
+    next_check_at: int
+    swept_raw: str
+
+    @classmethod
+    def copy_of(cls, invoice: Invoice | InvoiceRow) -> InvoiceRow:
+        """A detached copy of the invoice's values as they are now."""
+        return cls(*_row_values(invoice))
+
+    def values(self) -> tuple[Any, ...]:
+        """The values in column order."""
+        values: tuple[Any, ...] = _row_values(self)
+        return values
+
+    def column_values(self) -> dict[str, Any]:
+        """The row keyed by column name."""
+        return dict(zip(INVOICE_COLUMN_NAMES, _row_values(self), strict=True))
 
 
 class OwnerSequence(Base):

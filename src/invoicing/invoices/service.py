@@ -13,7 +13,8 @@ from sqlalchemy import func, select
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
 from invoicing.errors import NotFound
-from invoicing.invoices.models import Invoice, InvoiceStatus
+from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
+from invoicing.invoices.models import Invoice
 
 
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
@@ -105,8 +106,9 @@ async def list_invoices(db: Database, query: InvoiceFilter) -> tuple[list[Invoic
 async def delete_invoice(
     db: Database, owner_key: str, chain_id: int, invoice_id: str, now_ms: int
 ) -> Invoice:
-    """Soft delete. Pending/expired → cancelled; paid/completed keep their status and are
-    still withdrawn to the owner. Monitoring stops except where funds must still be swept."""
+    """Soft delete (``lifecycle.on_delete``): pending/expired → cancelled; paid/completed keep
+    their status and are still withdrawn to the owner. The monitor stops reading the escrow;
+    funds reaching it are still swept."""
     async with db.transaction() as session:
         invoice = await session.scalar(
             select(Invoice)
@@ -120,9 +122,5 @@ async def delete_invoice(
         )
         if invoice is None:
             raise NotFound("no such invoice for this owner and chain")
-        if invoice.status in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
-            invoice.status = InvoiceStatus.CANCELLED
-        invoice.deleted_at = now_ms
-        invoice.watch = False
-        invoice.updated_at = now_ms
+        apply_step(invoice, on_delete(invoice), now_ms)
         return invoice

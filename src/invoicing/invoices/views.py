@@ -3,43 +3,18 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
 from invoicing.invoices.amounts import to_decimal_string
-from invoicing.invoices.models import Invoice
-
-
-class InvoiceFields(Protocol):
-    """What the Invoice object of spec 2.1 is built from: an ORM row or a just-created one."""
-
-    id: str
-    owner_address: str
-    chain_id: int
-    invoice_id: str
-    payment_address: str
-    amount: str
-    token_address: str | None
-    description: str | None
-    metadata_: dict[str, Any] | None
-    expires_at: int
-    status: str
-    paid: bool
-    paid_at: int | None
-    withdrawn: bool
-    withdrawn_at: int | None
-    required_raw: str
-    balance_raw: str
-    decimals: int
-    last_checked_at: int
-    created_at: int
-    updated_at: int
+from invoicing.invoices.models import Invoice, InvoiceRow
 
 
 def payment_url(payment_page_url: str, payment_address: str) -> str:
     return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
 
 
-def invoice_to_dict(invoice: InvoiceFields, payment_page_url: str) -> dict[str, Any]:
+def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dict[str, Any]:
+    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked)."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,

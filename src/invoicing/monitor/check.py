@@ -6,35 +6,27 @@ import asyncio
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from sqlalchemy import inspect, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import select
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
 from invoicing.errors import NotFound
-from invoicing.invoices.models import Invoice, InvoiceStatus
+from invoicing.invoices.lifecycle import (
+    Effect,
+    apply_step,
+    awaits_payment,
+    on_reading,
+    reading_changes,
+)
+from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 from invoicing.services import Services
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
 PARALLEL_READS = 4
 # Live re-checks served by one chain read at most (one balancesOf per token reads thousands).
 RECHECK_BATCH = 1000
-
-
-class Watched(Protocol):
-    """What a balance read needs to know about an invoice (an ORM row or a plain row)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def payment_address(self) -> str: ...
-
-    @property
-    def token_address(self) -> str | None: ...
 
 
 async def confirmed_block(chain: ChainGateway) -> int:
@@ -55,11 +47,11 @@ class BalanceReader:
         self.chain = chain
         self.block = block
         self.batch_size = batch_size
-        self._waiting: dict[str | None, list[Watched]] = defaultdict(list)
+        self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
         self._reads: list[asyncio.Task[dict[str, int]]] = []
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
-    def add(self, invoices: Sequence[Watched]) -> None:
+    def add(self, invoices: Sequence[InvoiceState]) -> None:
         for invoice in invoices:
             group = self._waiting[invoice.token_address]
             group.append(invoice)
@@ -83,10 +75,10 @@ class BalanceReader:
         await asyncio.gather(*self._reads, return_exceptions=True)
         self._reads.clear()
 
-    def _start(self, token: str | None, chunk: list[Watched]) -> None:
+    def _start(self, token: str | None, chunk: list[InvoiceState]) -> None:
         self._reads.append(asyncio.ensure_future(self._read(token, chunk)))
 
-    async def _read(self, token: str | None, chunk: list[Watched]) -> dict[str, int]:
+    async def _read(self, token: str | None, chunk: list[InvoiceState]) -> dict[str, int]:
         async with self._gate:
             addresses = [i.payment_address for i in chunk]
             values = await self.chain.balances(token, addresses, self.block)
@@ -94,7 +86,7 @@ class BalanceReader:
 
 
 async def read_balances(
-    chain: ChainGateway, invoices: Sequence[Watched], block: int, batch_size: int = 6000
+    chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 6000
 ) -> dict[str, int]:
     """Balances by invoice id, read at ``block``: one ``balancesOf`` call per token and chunk
     of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays in the thousands)."""
@@ -106,65 +98,13 @@ async def read_balances(
         await reader.close()
 
 
-class Stored(Protocol):
-    """What deciding on a reading needs to know about the stored invoice."""
-
-    @property
-    def status(self) -> str: ...
-
-    @property
-    def balance_raw(self) -> str: ...
-
-    @property
-    def required_raw(self) -> str: ...
-
-    @property
-    def expires_at(self) -> int: ...
-
-
-def needs_apply(row: Stored, balance: int, now_ms: int) -> bool:
-    """Whether a reading changes the invoice beyond its lastCheckedAt."""
-    if str(balance) != row.balance_raw or balance >= int(row.required_raw):
-        return True
-    return bool(row.status == InvoiceStatus.PENDING and now_ms >= row.expires_at)
-
-
-def apply_balance(invoice: Invoice, balance_raw: int, now_ms: int) -> bool:
-    """Record a balance reading; returns True when this reading makes the invoice paid."""
-    invoice.last_checked_at = now_ms
-    changed = str(balance_raw) != invoice.balance_raw
-    if invoice.status in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED) and not invoice.paid:
-        invoice.balance_raw = str(balance_raw)
-        if balance_raw >= int(invoice.required_raw) and invoice.deleted_at is None:
-            invoice.status = InvoiceStatus.PAID
-            invoice.paid = True
-            invoice.paid_at = now_ms
-            invoice.updated_at = now_ms
-            return True
-        if invoice.status == InvoiceStatus.PENDING and now_ms >= invoice.expires_at:
-            invoice.status = InvoiceStatus.EXPIRED
-            invoice.updated_at = now_ms
-        elif changed:
-            invoice.updated_at = now_ms
-    elif invoice.status == InvoiceStatus.CANCELLED and changed:
-        invoice.balance_raw = str(balance_raw)
-        invoice.updated_at = now_ms
-    return False
-
-
-async def on_paid(session: AsyncSession, services: Services, invoice: Invoice) -> None:
-    """Side effects of the paid transition, in the same transaction (the webhook outbox)."""
-    from invoicing.webhooks.outbox import enqueue_paid_event
-
-    # A paid invoice needs no more balance reads; the withdrawal worker takes it from here.
-    invoice.watch = False
-    await enqueue_paid_event(session, services, invoice)
-
-
 async def store_balances(
     services: Services, invoice_ids: list[str], balances: dict[str, int]
 ) -> list[Invoice]:
-    """Apply readings under row locks (a concurrent checker cannot double-fire a webhook)."""
+    """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
+    the lifecycle decides on each row as locked, and the paid events join the transaction."""
+    from invoicing.webhooks.outbox import enqueue_paid_event
+
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         rows = await session.scalars(
@@ -175,12 +115,19 @@ async def store_balances(
         )
         invoices = list(rows)
         for invoice in invoices:
-            if apply_balance(invoice, balances[invoice.id], now_ms):
-                await on_paid(session, services, invoice)
+            balance_raw = balances[invoice.id]
+            deleted = invoice.deleted_at is not None
+            step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
+            invoice.last_checked_at = now_ms
+            apply_step(invoice, step, now_ms, balance_raw)
+            if Effect.NOTIFY_PAID in step.effects:
+                await enqueue_paid_event(session, services, invoice)
     return invoices
 
 
-async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
+async def recheck_invoice(
+    services: Services, invoice: Invoice | InvoiceRow
+) -> Invoice | InvoiceRow:
     """Live re-check of one escrow for the status lookup.
 
     Concurrent re-checks on one chain share one read (see ``_recheck_batch``); a call always
@@ -189,7 +136,7 @@ async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
     written; otherwise the answer just carries the time of this check as ``lastCheckedAt``
     (like the monitor's block pass, which stores only readings that change something).
     """
-    if invoice.status not in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
+    if not awaits_payment(invoice):
         return invoice
     chain = services.chains.get(invoice.chain_id)
     recheck = _Recheck(services, chain, invoice)
@@ -200,10 +147,13 @@ async def recheck_invoice(services: Services, invoice: Invoice) -> Invoice:
 class _Recheck:
     services: Services
     chain: ChainGateway
-    invoice: Invoice
+    invoice: Invoice | InvoiceRow
 
 
-def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, Invoice]:
+_Answer = Invoice | InvoiceRow
+
+
+def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, _Answer]:
     """One coalescer per chain (items carry the services)."""
     return db.shared(
         ("monitor.recheck", chain_id),
@@ -211,7 +161,7 @@ def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, Invoice]:
     )
 
 
-async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]:
+async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:
     """One head read and one ``balancesOf`` per token for every re-check of the batch (an
     invoice asked for twice is read once); the readings that change an invoice are stored in
     one transaction, under row locks, with the paid events."""
@@ -222,35 +172,24 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[Invoice | Exception]
     changed = {
         item.invoice.id
         for item in batch
-        if needs_apply(item.invoice, balances[item.invoice.id], now_ms)
+        if reading_changes(item.invoice, balances[item.invoice.id], now_ms)
     }
     stored: dict[str, Invoice] = {}
     if changed:
         rows = await store_balances(services, sorted(changed), balances)
         stored = {row.id: row for row in rows}
-    return [_answer(item.invoice, balances, now_ms, changed, stored) for item in batch]
+    return [_answer(item.invoice, changed, stored, now_ms) for item in batch]
 
 
 def _answer(
-    invoice: Invoice,
-    balances: dict[str, int],
-    now_ms: int,
-    changed: set[str],
-    stored: dict[str, Invoice],
-) -> Invoice | Exception:
+    invoice: Invoice | InvoiceRow, changed: set[str], stored: dict[str, Invoice], now_ms: int
+) -> _Answer | Exception:
+    """The stored row where the reading was written; otherwise a copy of the asked invoice
+    (which other lookups may share, so it is left as it was) checked now."""
     if invoice.id not in changed:
-        return _checked_copy(invoice, now_ms)
+        checked = InvoiceRow.copy_of(invoice)
+        checked.last_checked_at = now_ms
+        return checked
     if invoice.id in stored:
         return stored[invoice.id]
     return NotFound("no invoice with this paymentAddress")
-
-
-def _checked_copy(invoice: Invoice, now_ms: int) -> Invoice:
-    """A detached copy of an invoice that this check did not change but for its time (the
-    argument may be shared by other lookups, so it is left as it was)."""
-    values = {attr.key: getattr(invoice, attr.key) for attr in _INVOICE_COLUMNS}
-    values["last_checked_at"] = now_ms
-    return Invoice(**values)
-
-
-_INVOICE_COLUMNS = tuple(inspect(Invoice).column_attrs)

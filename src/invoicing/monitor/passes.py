@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -33,24 +34,20 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.engine import Row
 from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
-from invoicing.invoices.models import Invoice, InvoiceStatus
-from invoicing.monitor.check import (
-    BalanceReader,
-    confirmed_block,
-    needs_apply,
-    read_balances,
-    store_balances,
-)
+from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
+from invoicing.invoices.models import Invoice, InvoiceState
+from invoicing.monitor.check import BalanceReader, confirmed_block, read_balances, store_balances
 from invoicing.services import Services
 
 INVOICES = cast(Table, Invoice.__table__)
 # Claims and reads run on the Core table: a page's rows come back as plain rows, without the
-# ORM's per-row result processing (a pass handles every watched invoice).
+# ORM's per-row result processing (a pass handles every watched invoice). The columns are the
+# fields of ``InvoiceState``, which types the rows; ``last_checked_at`` of a claimed row is the
+# value from before the claim, in case the read fails.
 CLAIM_COLUMNS = (
     INVOICES.c.id,
     INVOICES.c.payment_address,
@@ -61,11 +58,6 @@ CLAIM_COLUMNS = (
     INVOICES.c.expires_at,
     INVOICES.c.last_checked_at,
 )
-
-
-# (id, payment_address, token_address, status, balance_raw, required_raw, expires_at,
-#  last_checked_at before the claim)
-ClaimRow = Row[str, str, str | None, str, str, str, int, int]
 
 
 # Invoices claimed per statement; a pass claims page after page until nothing is due.
@@ -86,7 +78,9 @@ class PassResult:
     paid: int = 0
 
 
-async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) -> list[ClaimRow]:
+async def claim_due(
+    services: Services, chain_id: int, now_ms: int, limit: int
+) -> list[InvoiceState]:
     """Take up to ``limit`` watched invoices whose check is due: lock them (``FOR UPDATE SKIP
     LOCKED``: concurrent workers skip each other's rows), push their next check and mark them
     checked now. The rows carry the previous ``last_checked_at`` in case the read fails."""
@@ -120,8 +114,8 @@ async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) 
                 .values(next_check_at=next_check, last_checked_at=now_ms)
                 .returning(*CLAIM_COLUMNS[:-1], previous.label("last_checked_at"))
             )
-            return cast(list[ClaimRow], (await connection.execute(claim)).all())
-        rows = cast(list[ClaimRow], (await connection.execute(due)).all())
+            return cast(list[InvoiceState], (await connection.execute(claim)).all())
+        rows = cast(list[InvoiceState], (await connection.execute(due)).all())
         if rows:
             await connection.execute(
                 update(INVOICES)
@@ -131,7 +125,7 @@ async def claim_due(services: Services, chain_id: int, now_ms: int, limit: int) 
     return rows
 
 
-async def release_claims(services: Services, rows: list[ClaimRow]) -> None:
+async def release_claims(services: Services, rows: list[InvoiceState]) -> None:
     """Undo claims whose read failed: due again at once, last check as it was before."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
@@ -152,7 +146,7 @@ async def run_due_pass(
     if block is None:
         block = await confirmed_block(chain)
     reader = BalanceReader(chain, block, services.settings.monitor_batch_size)
-    rows: list[ClaimRow] = []
+    rows: list[InvoiceState] = []
 
     async def claim_pages() -> None:
         while True:
@@ -205,14 +199,14 @@ async def run_block_pass(services: Services, chain: ChainGateway, block: int) ->
 
 async def _store(
     services: Services,
-    rows: list[ClaimRow],
+    rows: Sequence[InvoiceState],
     balances: dict[str, int],
     block: int,
     *,
     claimed: bool,
 ) -> PassResult:
     now_ms = services.clock.now_ms()
-    changed = [row.id for row in rows if needs_apply(row, balances[row.id], now_ms)]
+    changed = [row.id for row in rows if reading_changes(row, balances[row.id], now_ms)]
     paid = 0
     for start in range(0, len(changed), 500):
         ids = changed[start : start + 500]
@@ -223,14 +217,12 @@ async def _store(
     return PassResult(block=block, checked=len(rows), updated=len(changed), paid=paid)
 
 
-async def _stop_watching_closed(services: Services, rows: list[ClaimRow], now_ms: int) -> None:
+async def _stop_watching_closed(
+    services: Services, rows: Sequence[InvoiceState], now_ms: int
+) -> None:
     """Expired invoices whose late-payment window has closed stop being watched."""
     window_ms = services.settings.late_payment_window_s * 1000
-    finished = [
-        row.id
-        for row in rows
-        if row.status == InvoiceStatus.EXPIRED and now_ms > row.expires_at + window_ms
-    ]
+    finished = [row.id for row in rows if late_window_over(row, now_ms, window_ms)]
     if finished:
         async with services.db.transaction() as session:
             await session.execute(

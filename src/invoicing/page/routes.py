@@ -13,7 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
-from invoicing.invoices.models import Invoice
+from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
 from invoicing.page.qr import qr_svg
 from invoicing.page.render import ASSET_TYPES, asset, error_page, payment_page
@@ -62,7 +62,7 @@ class RecheckThrottle:
         return True
 
 
-async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice:
+async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice | InvoiceRow:
     """The invoice after a live re-check when one is due; the stored state if the chain is
     unreachable (the page keeps working, the monitor catches up)."""
     interval_s = services.settings.page_recheck_interval_s
@@ -79,9 +79,8 @@ async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice:
 async def _view(request: Request, payment_address: str, *, recheck: bool) -> PaymentView:
     services = services_of(request)
     address = parse_payment_address(payment_address)
-    invoice = await find_invoice_for_page(services.db, address)
-    if recheck:
-        invoice = await _fresh_invoice(services, invoice)
+    found = await find_invoice_for_page(services.db, address)
+    invoice = await _fresh_invoice(services, found) if recheck else found
     return await payment_view(services.chains, invoice, services.clock.now_ms())
 
 

@@ -16,7 +16,8 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
-from invoicing.invoices.models import Invoice, InvoiceStatus
+from invoicing.invoices.lifecycle import shown_status
+from invoicing.invoices.models import Invoice, InvoiceRow
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
@@ -49,14 +50,6 @@ def payment_uri(
         f"ethereum:{token_address}@{chain_id}/transfer"
         f"?address={payment_address}&uint256={amount_raw}"
     )
-
-
-def shown_status(invoice: Invoice, now_ms: int) -> str:
-    """The status the payer sees: a pending invoice past its expiry already reads expired
-    (the monitor records that at its next pass; a late full payment still turns it paid)."""
-    if invoice.status == InvoiceStatus.PENDING and now_ms >= invoice.expires_at:
-        return InvoiceStatus.EXPIRED
-    return invoice.status
 
 
 @dataclass(frozen=True)
@@ -115,7 +108,9 @@ class PaymentView:
         }
 
 
-async def payment_view(chains: ChainRegistry, invoice: Invoice, now_ms: int) -> PaymentView:
+async def payment_view(
+    chains: ChainRegistry, invoice: Invoice | InvoiceRow, now_ms: int
+) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
     try:

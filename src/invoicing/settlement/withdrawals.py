@@ -26,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain import contracts
 from invoicing.chain.rpc import ContractRevert
-from invoicing.invoices.models import Invoice, InvoiceStatus
+from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
+from invoicing.invoices.models import Invoice
 from invoicing.settlement.models import (
     RelayerTransaction,
     TxPurpose,
@@ -319,11 +320,7 @@ async def settle_withdrawal(
     )
     for invoice in invoices:
         invoice.swept_raw = str(int(invoice.swept_raw) + int(items[invoice.id].amount_raw))
-        if invoice.status == InvoiceStatus.PAID:
-            invoice.status = InvoiceStatus.COMPLETED
-            invoice.withdrawn = True
-            invoice.withdrawn_at = now_ms
-            invoice.updated_at = now_ms
+        apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
 
 
 async def withdrawal_summary(relayer: Relayer, tx_id: str) -> tuple[Withdrawal, int] | None:

@@ -1,0 +1,189 @@
+"""The invoice lifecycle (DESIGN section 3): its states, what moves an invoice between them,
+and what goes with each move. "When is an invoice paid?" is answered here and only here.
+
+::
+
+      POST /integration/invoices
+                │
+                ▼        full balance read                    withdrawal confirmed
+            pending ──────────────────────────────▶ paid ──────────────────────────▶ completed
+             │   │                                   ▲
+             │   │ expiresAt passed                  │ full balance read (a late payment,
+             │   ▼                                   │ until the late-payment window closes)
+             │  expired ─────────────────────────────┘
+             │   │  └── late-payment window over: the monitor stops reading it
+      DELETE │   │ DELETE
+             ▼   ▼
+            cancelled
+
+===========  ==================================================  ===========  ================
+from         event (who triggers it)                              to           also
+===========  ==================================================  ===========  ================
+pending,     reading >= requiredRaw (monitor pass, or the status  paid         balance, paid,
+expired      lookup's and the payment page's live re-check),                   paidAt, stop
+             the invoice not deleted                                           watching, paid
+                                                                               webhook
+pending      reading < requiredRaw at or after expiresAt          expired      balance
+pending,     any other reading                                    (same)       balance if it
+expired                                                                        changed
+cancelled    reading                                              cancelled    balance if it
+                                                                               changed
+paid,        reading                                              (same)       nothing
+completed
+expired      monitor claim after expiresAt + late-payment window  expired      stop watching
+pending,     DELETE /integration/invoices                         cancelled    deletedAt, stop
+expired                                                                        watching
+paid,        DELETE /integration/invoices                         (same)       deletedAt, stop
+completed                                                                      watching
+paid         the sweeping withdrawal transaction is confirmed     completed    withdrawn,
+                                                                               withdrawnAt
+others       a withdrawal sweeping late funds is confirmed        (same)       nothing
+===========  ==================================================  ===========  ================
+
+Every move that changes something also moves ``updatedAt``; every reading moves
+``lastCheckedAt`` (the monitor's bookkeeping, in ``monitor.check``). The payment page shows
+a pending invoice past its expiry as expired before the monitor records it
+(:func:`shown_status`). Funds reaching a settled escrow are swept too
+(``settlement.withdrawals.settled_candidates``): completed and cancelled ones within the
+late-payment window since their withdrawal or deletion, expired ones once that window is over
+(until then a late full payment can still make the invoice paid).
+
+The functions below are pure: they take the invoice as it is (``InvoiceState``), the event
+and the time, and return a :class:`Step`. Callers load the row under a lock, ask for the step
+and write it with :func:`apply_step` in the same transaction.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from invoicing.invoices.models import Invoice, InvoiceState
+
+
+class InvoiceStatus(enum.StrEnum):
+    """The status values of spec 2.1, stored and shown as these exact strings."""
+
+    PENDING = "pending"
+    PAID = "paid"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class Effect(enum.Flag):
+    """What goes with a step besides its status (:func:`apply_step` writes them)."""
+
+    NONE = 0
+    RECORD_BALANCE = enum.auto()  # balanceRaw = the reading
+    TOUCH = enum.auto()  # updatedAt = now
+    MARK_PAID = enum.auto()  # paid = true, paidAt = now
+    NOTIFY_PAID = enum.auto()  # the paid webhook goes into the outbox (spec 6)
+    STOP_WATCHING = enum.auto()  # the monitor no longer reads the escrow
+    MARK_DELETED = enum.auto()  # deletedAt = now
+    MARK_WITHDRAWN = enum.auto()  # withdrawn = true, withdrawnAt = now
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """An invoice's status after an event, and the effects that go with it."""
+
+    status: InvoiceStatus
+    effects: Effect = Effect.NONE
+
+
+# Module-level names: an enum member looked up on its class costs ~100 ns, and the monitor
+# decides on every invoice it reads.
+_PENDING, _PAID, _EXPIRED = InvoiceStatus.PENDING, InvoiceStatus.PAID, InvoiceStatus.EXPIRED
+_CANCELLED = InvoiceStatus.CANCELLED
+_NO_EFFECT = Effect.NONE
+_BALANCE = Effect.RECORD_BALANCE | Effect.TOUCH
+_BECOMES_PAID = Step(_PAID, _BALANCE | Effect.MARK_PAID | Effect.NOTIFY_PAID | Effect.STOP_WATCHING)
+_EXPIRES = Step(_EXPIRED, _BALANCE)
+_DELETED = Effect.MARK_DELETED | Effect.STOP_WATCHING | Effect.TOUCH
+# The steps that change nothing and those that only record a new balance, by status: the
+# monitor asks about every invoice it reads, so the common answers are built once.
+_STAYS: dict[str, Step] = {status: Step(status) for status in InvoiceStatus}
+_RECORDS: dict[str, Step] = {status: Step(status, _BALANCE) for status in InvoiceStatus}
+
+
+def awaits_payment(invoice: InvoiceState) -> bool:
+    """Whether a full payment would still make the invoice paid (pending or expired)."""
+    return invoice.status == _PENDING or invoice.status == _EXPIRED
+
+
+def on_reading(
+    invoice: InvoiceState, balance_raw: int, now_ms: int, *, deleted: bool = False
+) -> Step:
+    """The step a balance reading of the escrow takes (by the monitor or a live re-check).
+    A full payment wins over expiry; a ``deleted`` invoice (known to the ORM row only) never
+    becomes paid."""
+    status = invoice.status
+    if status == _PENDING or status == _EXPIRED:
+        if balance_raw >= int(invoice.required_raw) and not deleted:
+            return _BECOMES_PAID
+        if status == _PENDING and now_ms >= invoice.expires_at:
+            return _EXPIRES
+    elif status != _CANCELLED:
+        return _STAYS[status]
+    if str(balance_raw) != invoice.balance_raw:
+        return _RECORDS[status]
+    return _STAYS[status]
+
+
+def reading_changes(invoice: InvoiceState, balance_raw: int, now_ms: int) -> bool:
+    """Whether a reading changes the invoice beyond its lastCheckedAt: the monitor and the
+    re-check write only those (deciding again on the row they lock, which may have moved on)."""
+    return on_reading(invoice, balance_raw, now_ms).effects is not _NO_EFFECT
+
+
+def late_window_over(invoice: InvoiceState, now_ms: int, late_window_ms: int) -> bool:
+    """Whether an expired invoice's late-payment window has closed: the monitor stops reading
+    it (its escrow is still swept if funds arrive)."""
+    return invoice.status == _EXPIRED and now_ms > invoice.expires_at + late_window_ms
+
+
+def on_delete(invoice: InvoiceState) -> Step:
+    """DELETE: pending and expired invoices are cancelled; paid and completed ones keep their
+    status (paid funds are still withdrawn to the owner). Monitoring stops either way."""
+    if awaits_payment(invoice):
+        return Step(_CANCELLED, _DELETED)
+    return Step(InvoiceStatus(invoice.status), _DELETED)
+
+
+def on_withdrawal_confirmed(invoice: InvoiceState) -> Step:
+    """A confirmed withdrawal that swept the escrow completes a paid invoice; other invoices
+    (late funds of a settled one) keep their status."""
+    if invoice.status == _PAID:
+        return Step(InvoiceStatus.COMPLETED, Effect.MARK_WITHDRAWN | Effect.TOUCH)
+    return _STAYS[invoice.status]
+
+
+def shown_status(invoice: InvoiceState, now_ms: int) -> InvoiceStatus:
+    """The status the payer sees: a pending invoice past its expiry already reads expired
+    (the monitor records that at its next pass; a late full payment still turns it paid)."""
+    if invoice.status == _PENDING and now_ms >= invoice.expires_at:
+        return _EXPIRED
+    return InvoiceStatus(invoice.status)
+
+
+def apply_step(invoice: Invoice, step: Step, now_ms: int, balance_raw: int = 0) -> None:
+    """Write ``step`` onto a row loaded for update; the caller's transaction commits it (and
+    queues the paid webhook, which needs the session)."""
+    if invoice.status != step.status:
+        invoice.status = step.status
+    effects = step.effects
+    if Effect.RECORD_BALANCE in effects:
+        invoice.balance_raw = str(balance_raw)
+    if Effect.TOUCH in effects:
+        invoice.updated_at = now_ms
+    if Effect.MARK_PAID in effects:
+        invoice.paid = True
+        invoice.paid_at = now_ms
+    if Effect.STOP_WATCHING in effects:
+        invoice.watch = False
+    if Effect.MARK_DELETED in effects:
+        invoice.deleted_at = now_ms
+    if Effect.MARK_WITHDRAWN in effects:
+        invoice.withdrawn = True
+        invoice.withdrawn_at = now_ms
