@@ -21,8 +21,9 @@ import time
 from eth_account import Account
 
 from invoicing.auth.guard import Caller
-from invoicing.chain import contracts as c
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
@@ -57,7 +58,7 @@ async def paid_invoices(services: Services, evm: EvmClient, count: int, token: s
         if token is None:
             tx = await evm.transact(PAYER_KEY, invoice.payment_address, value=raw, wait=False)
         else:
-            data = c.encode_transfer(invoice.payment_address, raw)
+            data = encode_call(TEST_TOKEN, "transfer", invoice.payment_address, raw)
             tx = await evm.transact(PAYER_KEY, token, data, gas=80_000, wait=False)
         sent.append(tx["transactionHash"])
     for tx_hash in sent:
@@ -105,7 +106,9 @@ async def run(batches: list[int]) -> None:
             "native": (await evm.transact(PAYER_KEY, Account.create().address, value=1))["gasUsed"],
             "erc20": (
                 await evm.transact(
-                    PAYER_KEY, dev.token, c.encode_transfer(Account.create().address, 1)
+                    PAYER_KEY,
+                    dev.token,
+                    encode_call(TEST_TOKEN, "transfer", Account.create().address, 1),
                 )
             )["gasUsed"],
         }

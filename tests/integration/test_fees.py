@@ -16,8 +16,8 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.api.app import create_app
-from invoicing.chain import contracts as c
 from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.clock import FakeClock
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
@@ -188,7 +188,7 @@ async def test_each_rejection_sends_nothing(
     deadline = deadline_s()
 
     def signature(by: LocalAccount, fee_bps: int, nonce: int, when: int) -> str:
-        typed = c.set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, when)
+        typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, when)
         return "0x" + sign_typed(by, typed).hex()
 
     good = signature(owner, 100, 0, deadline)

@@ -6,7 +6,7 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 
-from invoicing.chain import contracts as c
+from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
@@ -30,7 +30,7 @@ SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
 def sign(fee_bps: int, nonce: int, deadline: int, account: object = OWNER) -> bytes:
-    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, fee_bps, nonce, deadline)
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, fee_bps, nonce, deadline)
     return bytes(Account.sign_message(encode_typed_data(full_message=typed), account.key).signature)  # type: ignore[attr-defined]
 
 
@@ -60,7 +60,7 @@ def test_deadlines_over_10_to_the_12_are_milliseconds() -> None:
 
 
 def test_recover_signer_accepts_low_s_and_rejects_high_s_and_bad_v() -> None:
-    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 1, 0, DEADLINE)
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 1, 0, DEADLINE)
     signature = sign(1, 0, DEADLINE)
     s = int.from_bytes(signature[32:64], "big")
     flipped = signature[:32] + (SECP256K1_N - s).to_bytes(32, "big") + bytes([55 - signature[64]])

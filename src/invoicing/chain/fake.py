@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from eth_utils.crypto import keccak
-
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.gateway import escrow_address_for
 from invoicing.errors import ChainUnavailable, UnsupportedToken
+from invoicing.hashing import keccak256
 from invoicing.settings import ChainConfig
 
 FAKE_FACTORY = "0x" + "fa" * 20
@@ -66,7 +65,7 @@ class FakeChain:
         return "ETH" if token is None else self.symbols.get(token.lower(), "TOKEN")
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
-        return escrow_address_for(FAKE_FACTORY, keccak(b"fake-escrow"), owner, salt)
+        return escrow_address_for(FAKE_FACTORY, keccak256(b"fake-escrow"), owner, salt)
 
     async def factory_nonce(self, owner: str) -> int:
         self._check()

@@ -13,7 +13,9 @@ from eth_abi.exceptions import DecodingError
 from eth_utils.abi import function_signature_to_4byte_selector
 from eth_utils.address import to_checksum_address
 
-from invoicing.chain import contracts
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.calldata import decode_balances_of, encode_balances_of
+from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable, UnsupportedChain, UnsupportedToken
@@ -57,7 +59,7 @@ class ChainGateway(Protocol):
 def escrow_address_for(factory: str, init_code_hash: bytes, owner: str, salt: bytes) -> str:
     """CREATE2 address of an owner's escrow (the factory's ``predictEscrow``), with the init
     code hash passed in so the hot path does not re-hash the artifact."""
-    return contracts.create2_address(bytes.fromhex(factory[2:]), init_code_hash, owner, salt)
+    return create2_address(bytes.fromhex(factory[2:]), init_code_hash, owner, salt)
 
 
 class EvmGateway:
@@ -82,12 +84,12 @@ class EvmGateway:
     ) -> list[int]:
         if not addresses:
             return []
-        data = contracts.encode_balances_of(token or contracts.ZERO_ADDRESS, addresses)
+        data = encode_balances_of(token or ZERO_ADDRESS, addresses)
         try:
             raw = await self.evm.eth_call(self.factory, data, block)
         except RpcError as exc:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
-        return contracts.decode_balances_of(raw)
+        return decode_balances_of(raw)
 
     async def _read_token(self, token: str, signature: str, out: str) -> object:
         try:

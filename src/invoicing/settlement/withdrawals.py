@@ -24,7 +24,10 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.chain import contracts
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.calldata import encode_withdraw
+from invoicing.chain.events import decode_withdrawn
+from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert
 from invoicing.invoices.models import Invoice, InvoiceStatus
 from invoicing.settlement.models import (
@@ -176,12 +179,12 @@ async def send_batch(relayer: Relayer, batch: Batch) -> list[RelayerTransaction]
     invoices = [i for i in batch.invoices if i.status == InvoiceStatus.PAID or balances[i.id] > 0]
     if not invoices:
         return []
-    token = batch.token_address or contracts.ZERO_ADDRESS
+    token = batch.token_address or ZERO_ADDRESS
     salts = [bytes.fromhex(i.salt[2:]) for i in invoices]
     call = Call(
         TxPurpose.WITHDRAW,
         relayer.chain.factory,
-        contracts.encode_withdraw(batch.owner_address, token, salts),
+        encode_withdraw(batch.owner_address, token, salts),
     )
     try:
         gas = await relayer.simulate(call)
@@ -190,7 +193,7 @@ async def send_batch(relayer: Relayer, batch: Batch) -> list[RelayerTransaction]
             "withdrawal for %s on chain %s does not simulate (%s); skipped",
             batch.owner_address,
             relayer.chain_id,
-            contracts.revert_name(exc.revert_data) or exc.message,
+            revert_name(exc.revert_data) or exc.message,
         )
         return []
     if gas >= TX_GAS_CAP and len(invoices) > 1:
@@ -269,12 +272,12 @@ async def claim_invoices(
 
 def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> tuple[int, int]:
     """(total, fee) of ``token`` in the receipt's Withdrawn events from the factory."""
-    wanted = (token or contracts.ZERO_ADDRESS).lower()
+    wanted = (token or ZERO_ADDRESS).lower()
     total = fee = 0
     for entry in receipt.get("logs", []):
         if str(entry.get("address", "")).lower() != factory.lower():
             continue
-        event = contracts.decode_withdrawn(entry)
+        event = decode_withdrawn(entry)
         if event is not None and event.token.lower() == wanted:
             total += event.total
             fee += event.fee
