@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from invoicing.addresses import address_bytes
+from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
-from invoicing.chain.gateway import escrow_address_for
 from invoicing.errors import ChainUnavailable, UnsupportedToken
 from invoicing.hashing import keccak256
 from invoicing.settings import ChainConfig
@@ -65,7 +66,7 @@ class FakeChain:
         return "ETH" if token is None else self.symbols.get(token.lower(), "TOKEN")
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
-        return escrow_address_for(FAKE_FACTORY, keccak256(b"fake-escrow"), owner, salt)
+        return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)
 
     async def factory_nonce(self, owner: str) -> int:
         self._check()

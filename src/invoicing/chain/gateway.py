@@ -8,26 +8,17 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from eth_abi.abi import decode, encode
 from eth_abi.exceptions import DecodingError
-from eth_utils.abi import function_signature_to_4byte_selector
-from eth_utils.address import to_checksum_address
 
-from invoicing.addresses import ZERO_ADDRESS
+from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
+from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable, UnsupportedChain, UnsupportedToken
 from invoicing.settings import ChainConfig
-
-
-def selector(signature: str) -> bytes:
-    return bytes(function_signature_to_4byte_selector(signature))
-
-
-def calldata(signature: str, types: list[str], values: list[object]) -> bytes:
-    return selector(signature) + encode(types, values)
 
 
 class ChainGateway(Protocol):
@@ -56,19 +47,14 @@ class ChainGateway(Protocol):
         ...
 
 
-def escrow_address_for(factory: str, init_code_hash: bytes, owner: str, salt: bytes) -> str:
-    """CREATE2 address of an owner's escrow (the factory's ``predictEscrow``), with the init
-    code hash passed in so the hot path does not re-hash the artifact."""
-    return create2_address(bytes.fromhex(factory[2:]), init_code_hash, owner, salt)
-
-
 class EvmGateway:
     """ChainGateway over JSON-RPC and the deployed PaymentFactory."""
 
     def __init__(self, config: ChainConfig, evm: EvmClient, init_code_hash: bytes) -> None:
         self.config = config
         self.evm = evm
-        self.factory = to_checksum_address(config.factory)
+        self.factory = normalize_address(config.factory)
+        self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
         self._decimals: dict[str, int] = {}
         self._symbols: dict[str, str] = {}
@@ -91,10 +77,10 @@ class EvmGateway:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
         return decode_balances_of(raw)
 
-    async def _read_token(self, token: str, signature: str, out: str) -> object:
+    async def _read_token(self, token: str, name: str) -> object:
         try:
-            raw = await self.evm.eth_call(token, selector(signature))
-            return decode([out], raw)[0]
+            raw = await self.evm.eth_call(token, encode_call(ERC20, name))
+            return decode_result(ERC20, name, raw)
         except (ContractRevert, RpcError, DecodingError, ValueError, OverflowError) as exc:
             raise UnsupportedToken(
                 f"{token} is not a readable ERC-20 on chain {self.config.chain_id}"
@@ -103,7 +89,7 @@ class EvmGateway:
     async def token_decimals(self, token: str) -> int:
         key = token.lower()
         if key not in self._decimals:
-            decimals = await self._read_token(token, "decimals()", "uint8")
+            decimals = await self._read_token(token, "decimals")
             assert isinstance(decimals, int)
             self._decimals[key] = decimals
         return self._decimals[key]
@@ -114,35 +100,32 @@ class EvmGateway:
         key = token.lower()
         if key not in self._symbols:
             try:
-                symbol = await self._read_token(token, "symbol()", "string")
+                symbol = await self._read_token(token, "symbol")
                 self._symbols[key] = str(symbol)[:32]
             except UnsupportedToken:
                 self._symbols[key] = "TOKEN"
         return self._symbols[key]
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
-        return escrow_address_for(self.factory, self._init_code_hash, owner, salt)
+        return create2_address(self._factory_bytes, self._init_code_hash, owner, salt)
 
-    async def _factory_view(
-        self, signature: str, types: list[str], values: list[object], out: str
-    ) -> object:
+    async def _factory_view(self, name: str, owner: str) -> object:
         try:
-            raw = await self.evm.eth_call(self.factory, calldata(signature, types, values))
+            raw = await self.evm.eth_call(self.factory, encode_call(PAYMENT_FACTORY, name, owner))
         except RpcError as exc:
             raise ChainUnavailable(f"factory read failed on chain {self.config.chain_id}") from exc
-        return decode([out], raw)[0]
+        return decode_result(PAYMENT_FACTORY, name, raw)
 
     async def factory_nonce(self, owner: str) -> int:
-        nonce = await self._factory_view("nonces(address)", ["address"], [owner], "uint256")
+        nonce = await self._factory_view("nonces", owner)
         assert isinstance(nonce, int)
         return nonce
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        fee = await self._factory_view("feeBpsOf(address)", ["address"], [owner], "uint256")
-        payout = await self._factory_view("payoutOf(address)", ["address"], [owner], "address")
+        fee = await self._factory_view("feeBpsOf", owner)
+        payout = await self._factory_view("payoutOf", owner)  # checksummed
         assert isinstance(fee, int) and isinstance(payout, str)
-        zero = int(payout, 16) == 0
-        return fee, None if zero else str(to_checksum_address(payout))
+        return fee, None if payout == ZERO_ADDRESS else payout
 
 
 class ChainRegistry:
