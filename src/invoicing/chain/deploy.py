@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
-from eth_utils.address import to_checksum_address
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import TEST_TOKEN, factory_bytecode, test_token_bytecode
@@ -53,7 +53,7 @@ def _checked(receipt: dict[str, Any], what: str) -> dict[str, Any]:
 async def deploy_contract(client: EvmClient, deployer_key: str, bytecode: bytes) -> str:
     """Deploy creation code (constructor arguments already appended); returns the address."""
     receipt = _checked(await client.transact(deployer_key, None, bytecode), "deployment")
-    return str(to_checksum_address(receipt["contractAddress"]))
+    return normalize_address(receipt["contractAddress"])
 
 
 async def mint_test_tokens(

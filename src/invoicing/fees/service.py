@@ -12,8 +12,8 @@ from typing import Any
 
 from eth_account import Account
 from eth_account.messages import encode_typed_data
-from eth_utils.address import to_checksum_address
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.calldata import MAX_FEE_BPS, encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.gateway import ChainGateway, EvmGateway
@@ -90,7 +90,7 @@ def recover_signer(typed: dict[str, Any], signature: bytes) -> str | None:
         signer = Account.recover_message(encode_typed_data(full_message=typed), signature=signature)
     except (ValueError, TypeError):  # eth-keys' BadSignature is a ValueError
         return None
-    return str(to_checksum_address(signer))
+    return normalize_address(str(signer))
 
 
 async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict[str, Any]) -> None:
@@ -140,7 +140,7 @@ async def submit_meta(services: Services, request: MetaRequest) -> dict[str, Any
     deadline = normalize_deadline(request.deadline)
     if deadline <= services.clock.now_ms() // 1000:
         raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
-    factory = str(to_checksum_address(chain.config.factory))
+    factory = normalize_address(chain.config.factory)
     await check_signature(chain, request, typed_data(request, factory, deadline))
     expected = await chain.factory_nonce(request.owner_address)
     if request.nonce != expected:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
-from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway, EvmGateway
 from invoicing.chain.rpc import RpcError
@@ -113,7 +113,7 @@ class Relayer:
                 sender=self.address,
                 nonce=nonce,
                 purpose=call.purpose,
-                to_address=str(to_checksum_address(call.to)),
+                to_address=normalize_address(call.to),
                 data="0x" + call.data.hex(),
                 value=str(call.value),
                 gas=gas,
@@ -166,7 +166,7 @@ class Relayer:
             "type": 2,
             "chainId": self.chain_id,
             "nonce": nonce,
-            "to": str(to_checksum_address(call.to)),
+            "to": normalize_address(call.to),
             "value": call.value,
             "data": call.data,
             "gas": gas,
