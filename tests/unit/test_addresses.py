@@ -1,11 +1,10 @@
-"""The hand-written EIP-55 checksum and keccak give the libraries' answers."""
+"""Keccak-256 and the hand-written EIP-55 checksum give the known answers."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from eth_hash.auto import keccak
 from eth_utils.address import to_checksum_address
 
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, checksum_encode, normalize_address
@@ -21,12 +20,13 @@ EIP55 = [
 
 
 def test_keccak256_is_keccak_not_sha3() -> None:
+    # SHA3-256 of b"" would be a7ffc6f8bf1ed766…; Keccak-256's is the one Ethereum uses.
     assert keccak256(b"").hex() == (
         "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470"
     )
-    for size in (1, 31, 32, 135, 136, 137, 1000):
-        data = os.urandom(size)
-        assert keccak256(data) == keccak(data)
+    assert keccak256(b"abc").hex() == (
+        "4e03657aea45a94fc7d47ba826c8d667c0d1e6e33a64a036ec44f58fa12d6c45"
+    )
 
 
 @pytest.mark.parametrize("address", EIP55)
