@@ -157,11 +157,10 @@ async def plan_withdrawals(
     size = max_batch(settings.withdrawal_batch_size)
     started_ms = relayer.services.clock.now_ms()
     invoices = await paid_candidates(relayer, owner_key)
-    batches = group_batches(invoices, size)
     if full:
-        late = await settled_candidates(relayer, started_ms, owner_key)
-        batches = group_batches([*invoices, *late], size)
-    else:
+        invoices += await settled_candidates(relayer, started_ms, owner_key)
+    batches = group_batches(invoices, size)
+    if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
     sent = []
     for batch in batches:
