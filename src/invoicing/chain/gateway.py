@@ -1,12 +1,16 @@
 """What the domain needs from a chain, behind one interface (``ChainGateway``).
 
+Reads for invoices and owner settings (balances, token metadata, escrow addresses, factory
+state) and what the relayer needs to send and follow its transactions (fee caps, gas
+estimates, nonces, raw sends, receipts). Signing is not here: the relayer holds its key.
+
 ``EvmGateway`` talks to a real node through the factory contract; ``chain.fake.FakeChain``
 ships beside it for unit tests.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from eth_abi.exceptions import DecodingError
 
@@ -23,6 +27,7 @@ from invoicing.settings import ChainConfig
 
 class ChainGateway(Protocol):
     config: ChainConfig
+    factory: str  # the PaymentFactory's checksummed address
 
     async def block_number(self) -> int: ...
 
@@ -44,6 +49,38 @@ class ChainGateway(Protocol):
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
         """(feeBps, payout address or None) of an owner, read from the factory."""
+        ...
+
+    async def has_code(self, address: str) -> bool:
+        """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
+        ...
+
+    # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
+    # an unreachable node is ChainUnavailable.
+
+    async def fee_caps(self) -> tuple[int, int]:
+        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
+        ...
+
+    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+        """Gas of the call from ``sender`` on the latest state; it runs the call, so a revert
+        raises ContractRevert with its data."""
+        ...
+
+    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        """Transactions sent from ``address`` (mined ones only at ``"latest"``)."""
+        ...
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        """Broadcast a signed transaction; returns its hash."""
+        ...
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        """The receipt of a mined transaction (quantities as ints), or None."""
+        ...
+
+    async def is_known_transaction(self, tx_hash: str) -> bool:
+        """Whether the node holds the transaction (pending or mined)."""
         ...
 
 
@@ -126,6 +163,27 @@ class EvmGateway:
         payout = await self._factory_view("payoutOf", owner)  # checksummed
         assert isinstance(fee, int) and isinstance(payout, str)
         return fee, None if payout == ZERO_ADDRESS else payout
+
+    async def has_code(self, address: str) -> bool:
+        return bool(await self.evm.get_code(address))
+
+    async def fee_caps(self) -> tuple[int, int]:
+        return await self.evm.fee_caps()
+
+    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+        return await self.evm.estimate_gas(sender, to, data, value)
+
+    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        return await self.evm.get_transaction_count(address, block)
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        return await self.evm.send_raw_transaction(raw)
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        return await self.evm.get_receipt(tx_hash)
+
+    async def is_known_transaction(self, tx_hash: str) -> bool:
+        return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
 
 
 class ChainRegistry:

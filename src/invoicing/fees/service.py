@@ -16,7 +16,7 @@ from eth_account.messages import encode_typed_data
 from invoicing.addresses import normalize_address
 from invoicing.chain.calldata import MAX_FEE_BPS, encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
-from invoicing.chain.gateway import ChainGateway, EvmGateway
+from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert
 from invoicing.errors import (
@@ -98,7 +98,7 @@ async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict
     if recover_signer(typed, signature) == request.owner_address:
         return
     # A contract wallet signs by EIP-1271: the simulation that follows asks the wallet itself.
-    is_contract = isinstance(chain, EvmGateway) and await chain.evm.get_code(request.owner_address)
+    is_contract = await chain.has_code(request.owner_address)
     if len(signature) != 65 and is_contract:
         return
     raise InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")

@@ -21,8 +21,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import normalize_address
-from invoicing.chain.evm import EvmClient
-from invoicing.chain.gateway import ChainGateway, EvmGateway
+from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
@@ -66,13 +65,10 @@ class Relayer:
     """Sends and records transactions from one chain's relayer account."""
 
     def __init__(self, services: Services, chain: ChainGateway) -> None:
-        if not isinstance(chain, EvmGateway):
-            raise RelayerUnavailable(f"chain {chain.config.chain_id} has no JSON-RPC client")
         if not chain.config.relayer_key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
         self.services = services
         self.chain = chain
-        self.evm: EvmClient = chain.evm
         self.chain_id = chain.config.chain_id
         self._key = chain.config.relayer_key
         self.address = str(Account.from_key(self._key).address)
@@ -80,7 +76,7 @@ class Relayer:
     async def simulate(self, call: Call) -> int:
         """Run the call against the latest state (eth_estimateGas executes it); returns the
         gas limit to send with. A revert raises ``ContractRevert`` with its data."""
-        estimate = await self.evm.estimate_gas(self.address, call.to, call.data, call.value)
+        estimate = await self.chain.estimate_gas(self.address, call.to, call.data, call.value)
         return gas_limit(estimate)
 
     async def send(
@@ -97,9 +93,9 @@ class Relayer:
     async def record(
         self, call: Call, gas: int, on_record: OnRecord | None = None
     ) -> RelayerTransaction:
-        max_fee, tip = await self.evm.fee_caps()
+        max_fee, tip = await self.chain.fee_caps()
         # Transactions sent from this account by anything else move the chain's count on.
-        chain_count = await self.evm.get_transaction_count(self.address, "pending")
+        chain_count = await self.chain.transaction_count(self.address, "pending")
         now_ms = self.services.clock.now_ms()
         async with self.services.db.transaction() as session:
             account = await self._lock_account(session, now_ms)
@@ -173,13 +169,14 @@ class Relayer:
             "maxFeePerGas": max_fee,
             "maxPriorityFeePerGas": min(tip, max_fee),
         }
-        return self.evm.sign_transaction(self._key, tx)
+        signed = Account.sign_transaction(tx, self._key)
+        return "0x" + bytes(signed.hash).hex(), bytes(signed.raw_transaction)
 
     async def broadcast(self, row: RelayerTransaction) -> bool:
         """Send the newest signed version; False when the node refused it (the tracker
         retries, replaces or drops it later)."""
         try:
-            await self.evm.send_raw_transaction(bytes.fromhex(row.raw_tx[2:]))
+            await self.chain.send_raw_transaction(bytes.fromhex(row.raw_tx[2:]))
         except RpcError as exc:
             if "already known" in exc.message.lower():
                 return True
@@ -194,7 +191,7 @@ class Relayer:
         """Re-sign a transaction that was not mined in time, same nonce, fees raised >= 10%.
 
         Returns None when another process replaced or finished it first."""
-        max_fee, tip = await self.evm.fee_caps()
+        max_fee, tip = await self.chain.fee_caps()
         now_ms = self.services.clock.now_ms()
         async with self.services.db.transaction() as session:
             row = await session.scalar(

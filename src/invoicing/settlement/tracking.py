@@ -38,11 +38,11 @@ async def track_pending(relayer: Relayer) -> list[RelayerTransaction]:
     rows = await pending_transactions(relayer)
     if not rows:
         return []
-    evm = relayer.evm
-    head = await evm.block_number()
+    chain = relayer.chain
+    head = await chain.block_number()
     # Read before the receipts: a nonce below this count whose hashes have no receipt was
     # taken by a transaction that is not ours.
-    mined_count = await evm.get_transaction_count(relayer.address, "latest")
+    mined_count = await chain.transaction_count(relayer.address, "latest")
     depth = relayer.chain.config.confirmations
     finished = []
     for row in rows:
@@ -65,7 +65,7 @@ async def track_pending(relayer: Relayer) -> list[RelayerTransaction]:
 async def find_receipt(relayer: Relayer, hashes: list[Any]) -> dict[str, Any] | None:
     """The receipt of whichever signed version was mined (newest first)."""
     for tx_hash in reversed(hashes):
-        receipt = await relayer.evm.get_receipt(str(tx_hash))
+        receipt = await relayer.chain.receipt(str(tx_hash))
         if receipt is not None:
             return receipt
     return None
@@ -78,10 +78,10 @@ async def keep_alive(relayer: Relayer, row: RelayerTransaction) -> None:
         await relayer.replace(row.id, row.sent_at)
         return
     try:
-        known = await relayer.evm.call_rpc("eth_getTransactionByHash", [row.tx_hash])
+        known = await relayer.chain.is_known_transaction(row.tx_hash)
     except RpcError:
-        known = None
-    if known is None:
+        known = False
+    if not known:
         log.info("relayer chain %s: re-sending %s", relayer.chain_id, row.tx_hash)
         await relayer.broadcast(row)
 
