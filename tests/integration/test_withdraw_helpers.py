@@ -39,7 +39,7 @@ def gateway(services: Services) -> EvmGateway:
 
 
 def relayer_of(services: Services) -> Relayer:
-    return Relayer(services, gateway(services))
+    return Relayer(gateway(services), services.db, services.clock)
 
 
 async def new_invoice(
@@ -99,14 +99,15 @@ async def balance_of(evm: EvmClient, address: str, token: str | None = None) -> 
     return balance
 
 
-async def settle_all(relayer: Relayer, timeout_s: float = 30.0) -> list[RelayerTransaction]:
+async def settle_all(services: Services, timeout_s: float = 30.0) -> list[RelayerTransaction]:
     """Track until none of the relayer's transactions is pending; returns the finished ones."""
     finished: list[RelayerTransaction] = []
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    relayer = relayer_of(services)
     while True:
-        finished += await track_pending(relayer)
-        async with relayer.services.db.sessions() as session:
+        finished += await track_pending(services, gateway(services), relayer)
+        async with services.db.sessions() as session:
             pending = await session.scalar(
                 select(func.count())
                 .select_from(RelayerTransaction)

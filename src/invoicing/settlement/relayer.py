@@ -23,6 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.addresses import normalize_address
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
+from invoicing.clock import Clock
+from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
@@ -62,13 +64,15 @@ def gas_limit(estimate: int) -> int:
 
 
 class Relayer:
-    """Sends and records transactions from one chain's relayer account."""
+    """Sends and records transactions from one chain's relayer account: its gateway to the
+    chain, the database that holds the nonces and the records, the clock, and the key."""
 
-    def __init__(self, services: Services, chain: ChainGateway) -> None:
+    def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
         if not chain.config.relayer_key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
-        self.services = services
         self.chain = chain
+        self.db = db
+        self.clock = clock
         self.chain_id = chain.config.chain_id
         self._key = chain.config.relayer_key
         self.address = str(Account.from_key(self._key).address)
@@ -96,8 +100,8 @@ class Relayer:
         max_fee, tip = await self.chain.fee_caps()
         # Transactions sent from this account by anything else move the chain's count on.
         chain_count = await self.chain.transaction_count(self.address, "pending")
-        now_ms = self.services.clock.now_ms()
-        async with self.services.db.transaction() as session:
+        now_ms = self.clock.now_ms()
+        async with self.db.transaction() as session:
             account = await self._lock_account(session, now_ms)
             nonce = max(account.next_nonce, chain_count)
             account.next_nonce = nonce + 1
@@ -138,7 +142,7 @@ class Relayer:
         return row
 
     async def _lock_account(self, session: AsyncSession, now_ms: int) -> RelayerAccount:
-        insert = pg_insert if self.services.db.dialect == "postgresql" else sqlite_insert
+        insert = pg_insert if self.db.dialect == "postgresql" else sqlite_insert
         await session.execute(
             insert(RelayerAccount)
             .values(chain_id=self.chain_id, address=self.address, next_nonce=0, updated_at=now_ms)
@@ -192,8 +196,8 @@ class Relayer:
 
         Returns None when another process replaced or finished it first."""
         max_fee, tip = await self.chain.fee_caps()
-        now_ms = self.services.clock.now_ms()
-        async with self.services.db.transaction() as session:
+        now_ms = self.clock.now_ms()
+        async with self.db.transaction() as session:
             row = await session.scalar(
                 select(RelayerTransaction)
                 .where(RelayerTransaction.id == row_id)
@@ -228,4 +232,4 @@ class Relayer:
 
 def relayer_for(services: Services, chain_id: int) -> Relayer:
     """The relayer of a configured chain (UnsupportedChain / RelayerUnavailable otherwise)."""
-    return Relayer(services, services.chains.get(chain_id))
+    return Relayer(services.chains.get(chain_id), services.db, services.clock)
