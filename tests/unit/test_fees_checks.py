@@ -1,4 +1,4 @@
-"""Fee checks without a chain: deadline normalization, signature recovery, check order."""
+"""Fee checks on FakeChain: deadline normalization, signature recovery, check order."""
 
 from __future__ import annotations
 
@@ -19,9 +19,16 @@ from invoicing.errors import (
     RateLimited,
 )
 from invoicing.fees.ratelimit import hit
-from invoicing.fees.service import MetaRequest, normalize_deadline, recover_signer, submit_meta
+from invoicing.fees.service import (
+    MetaRequest,
+    check_signature,
+    normalize_deadline,
+    recover_signer,
+    submit_meta,
+)
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.relayer import RelayerUnavailable
 
 OWNER = Account.create()
 NOW_MS = 1_760_000_000_000
@@ -42,12 +49,17 @@ def request(
 
 
 @pytest.fixture
-def services() -> Services:
+def chain() -> FakeChain:
+    return FakeChain()
+
+
+@pytest.fixture
+def services(chain: FakeChain) -> Services:
     settings = Settings(environment="development", database_url="sqlite:///:memory:")
     return Services(
         settings=settings,
         db=Database("sqlite:///:memory:"),
-        chains=ChainRegistry({31337: FakeChain()}),
+        chains=ChainRegistry({31337: chain}),
         clock=FakeClock(NOW_MS),
     )
 
@@ -84,12 +96,49 @@ def test_recover_signer_accepts_low_s_and_rejects_high_s_and_bad_v() -> None:
     ],
 )
 async def test_checks_run_in_order_and_stop_before_the_chain(
-    services: Services, meta: MetaRequest, error: type[Exception]
+    services: Services, chain: FakeChain, meta: MetaRequest, error: type[Exception]
 ) -> None:
     with pytest.raises(error) as raised:
         await submit_meta(services, meta)
     if isinstance(raised.value, NonceMismatch):
         assert raised.value.details == {"expected": "0"}
+    assert (chain.simulated, chain.sent) == ([], [])
+
+
+def contract_wallet_request(nonce: int = 0) -> MetaRequest:
+    """A SetFee signed by an EIP-1271 wallet: a signature no EOA recovers to (not 65 bytes)."""
+    return request(nonce=nonce, signature=b"\x01" * 100)
+
+
+async def test_a_contract_owner_passes_the_signature_check_for_the_factory_to_verify(
+    chain: FakeChain,
+) -> None:
+    meta = contract_wallet_request()
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 100, 0, DEADLINE)
+    with pytest.raises(InvalidOwnerSignature):
+        await check_signature(chain, meta, typed)
+
+    chain.contracts.add(OWNER.address.lower())
+
+    await check_signature(chain, meta, typed)  # the simulation asks the wallet itself
+    with pytest.raises(InvalidOwnerSignature):  # 65 bytes: an ECDSA signature, and wrong
+        await check_signature(chain, request(signature=b"\x01" * 65), typed)
+
+
+async def test_a_contract_owner_still_needs_the_factory_nonce(
+    services: Services, chain: FakeChain
+) -> None:
+    chain.contracts.add(OWNER.address.lower())
+    chain.nonces[OWNER.address.lower()] = 3
+
+    with pytest.raises(NonceMismatch) as raised:
+        await submit_meta(services, contract_wallet_request(nonce=2))
+    # Every check passed; this fake chain has no relayer key, so nothing is simulated or sent.
+    with pytest.raises(RelayerUnavailable):
+        await submit_meta(services, contract_wallet_request(nonce=3))
+
+    assert raised.value.details == {"expected": "3"}
+    assert (chain.simulated, chain.sent) == ([], [])
 
 
 async def test_rate_limit_counts_per_key_and_window(database_url: str) -> None:
