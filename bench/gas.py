@@ -22,9 +22,13 @@ from collections.abc import Callable
 
 from eth_account import Account
 
-from invoicing.chain import contracts as c
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.artifacts import TEST_TOKEN
+from invoicing.chain.calldata import decode_balances_of, encode_balances_of, encode_withdraw
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
+from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
@@ -63,11 +67,11 @@ async def sweep_cost(
 ) -> int:
     """Gas per invoice of one withdraw sweeping ``batch`` freshly funded escrows."""
     salts = [os.urandom(32) for _ in range(batch)]
-    escrows = [c.escrow_address(dev.factory, OWNER, salt) for salt in salts]
+    escrows = [escrow_address(dev.factory, OWNER, salt) for salt in salts]
     await send_all(evm, PAYER_KEY, [fund(escrow) for escrow in escrows])
-    used = await gas_used(evm, CALLER_KEY, dev.factory, c.encode_withdraw(OWNER, token, salts))
-    balances = c.decode_balances_of(
-        await evm.eth_call(dev.factory, c.encode_balances_of(token, escrows))
+    used = await gas_used(evm, CALLER_KEY, dev.factory, encode_withdraw(OWNER, token, salts))
+    balances = decode_balances_of(
+        await evm.eth_call(dev.factory, encode_balances_of(token, escrows))
     )
     if any(balances):
         raise RuntimeError(f"batch {batch}: not every escrow was swept")
@@ -83,15 +87,18 @@ async def run(batches: list[int]) -> bool:
             fresh = Account.create().address
             native_plain = await gas_used(evm, PAYER_KEY, fresh, b"", value=NATIVE_AMOUNT)
             erc20_plain = await gas_used(
-                evm, PAYER_KEY, dev.token, c.encode_transfer(Account.create().address, 1)
+                evm,
+                PAYER_KEY,
+                dev.token,
+                encode_call(TEST_TOKEN, "transfer", Account.create().address, 1),
             )
             cases: list[tuple[str, str, int, Callable[[str], tuple[str, bytes, int]]]] = [
-                ("native", c.ZERO_ADDRESS, native_plain, lambda e: (e, b"", NATIVE_AMOUNT)),
+                ("native", ZERO_ADDRESS, native_plain, lambda e: (e, b"", NATIVE_AMOUNT)),
                 (
                     "erc20",
                     dev.token,
                     erc20_plain,
-                    lambda e: (dev.token, c.encode_transfer(e, TOKEN_AMOUNT), 0),
+                    lambda e: (dev.token, encode_call(TEST_TOKEN, "transfer", e, TOKEN_AMOUNT), 0),
                 ),
             ]
             for kind, token, plain, fund in cases:

@@ -32,8 +32,9 @@ from eth_utils.address import to_checksum_address
 from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import make_url
 
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.contracts import encode_transfer
+from invoicing.chain.artifacts import ERC20, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -92,14 +93,12 @@ async def fund(evm: EvmClient, rows: list[dict[str, Any]]) -> None:
         if row["token_address"] is None:
             await evm.transact(PAYER_KEY, row["payment_address"], value=10**18)
         else:
-            data = encode_transfer(row["payment_address"], 10**6)
+            data = encode_call(TEST_TOKEN, "transfer", row["payment_address"], 10**6)
             await evm.transact(PAYER_KEY, row["token_address"], data)
 
 
 async def baseline(evm: EvmClient, rows: list[dict[str, Any]], block: int) -> tuple[float, int]:
     """One eth_getBalance (native) or balanceOf eth_call (token) per invoice."""
-    from invoicing.chain.contracts import encode_balance_of
-
     gate = asyncio.Semaphore(BASELINE_IN_FLIGHT)
     calls_before = evm.rpc.calls
 
@@ -109,7 +108,9 @@ async def baseline(evm: EvmClient, rows: list[dict[str, Any]], block: int) -> tu
                 await evm.get_balance(row["payment_address"], block)
             else:
                 await evm.eth_call(
-                    row["token_address"], encode_balance_of(row["payment_address"]), block
+                    row["token_address"],
+                    encode_call(ERC20, "balanceOf", row["payment_address"]),
+                    block,
                 )
 
     started = time.perf_counter()

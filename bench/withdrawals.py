@@ -21,10 +21,12 @@ import time
 from eth_account import Account
 
 from invoicing.auth.guard import Caller
-from invoicing.chain import contracts as c
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.gateway import ChainGateway
 from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import read_balances, store_balances
@@ -57,7 +59,7 @@ async def paid_invoices(services: Services, evm: EvmClient, count: int, token: s
         if token is None:
             tx = await evm.transact(PAYER_KEY, invoice.payment_address, value=raw, wait=False)
         else:
-            data = c.encode_transfer(invoice.payment_address, raw)
+            data = encode_call(TEST_TOKEN, "transfer", invoice.payment_address, raw)
             tx = await evm.transact(PAYER_KEY, token, data, gas=80_000, wait=False)
         sent.append(tx["transactionHash"])
     for tx_hash in sent:
@@ -67,17 +69,17 @@ async def paid_invoices(services: Services, evm: EvmClient, count: int, token: s
     assert all(i.status == "paid" for i in stored)
 
 
-async def sweep(services: Services, relayer: Relayer) -> tuple[int, float]:
+async def sweep(services: Services, chain: ChainGateway, relayer: Relayer) -> tuple[int, float]:
     """(gas used, wall ms) of sweeping everything that is paid, until confirmed."""
     started = time.perf_counter()
-    sent = await plan_withdrawals(relayer, full=True)
+    sent = await plan_withdrawals(services, chain, relayer, full=True)
     assert len(sent) == 1, f"expected one batch, got {len(sent)}"
-    finished = await track_pending(relayer)
+    finished = await track_pending(services, chain, relayer)
     for _ in range(1000):
         if finished:
             break
         await asyncio.sleep(0.01)
-        finished = await track_pending(relayer)
+        finished = await track_pending(services, chain, relayer)
     (row,) = finished
     assert row.status == "confirmed" and row.gas_used is not None
     return row.gas_used, (time.perf_counter() - started) * 1000
@@ -100,12 +102,15 @@ async def run(batches: list[int]) -> None:
             environment="development", database_url=url, chains=[chain], withdrawal_batch_size=1000
         )
         services = build_services(settings)
-        relayer = Relayer(services, services.chains.all()[0])
+        gateway = services.chains.all()[0]
+        relayer = Relayer(gateway, services.db, services.clock)
         plain = {
             "native": (await evm.transact(PAYER_KEY, Account.create().address, value=1))["gasUsed"],
             "erc20": (
                 await evm.transact(
-                    PAYER_KEY, dev.token, c.encode_transfer(Account.create().address, 1)
+                    PAYER_KEY,
+                    dev.token,
+                    encode_call(TEST_TOKEN, "transfer", Account.create().address, 1),
                 )
             )["gasUsed"],
         }
@@ -113,7 +118,7 @@ async def run(batches: list[int]) -> None:
             for kind, token in (("native", None), ("erc20", dev.token)):
                 for batch in batches:
                     await paid_invoices(services, evm, batch, token)
-                    gas, wall_ms = await sweep(services, relayer)
+                    gas, wall_ms = await sweep(services, gateway, relayer)
                     per = round(gas / batch)
                     print(
                         f"withdraw {kind} batch={batch} per_invoice={per} "

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from starlette.requests import HTTPConnection
 
-from invoicing.chain import contracts
+from invoicing.chain.escrows import escrow_init_code_hash
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway, ChainRegistry, EvmGateway
 from invoicing.clock import Clock, SystemClock
@@ -28,7 +28,7 @@ class Services:
 
 def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     """Connect the database and every configured chain (no network traffic yet)."""
-    init_hash = contracts.escrow_init_code_hash()
+    init_hash = escrow_init_code_hash()
     gateways: dict[int, ChainGateway] = {
         chain_id: EvmGateway(config, EvmClient.connect(config.rpc_url), init_hash)
         for chain_id, config in settings.chain_configs().items()

@@ -16,12 +16,14 @@ from eth_account.signers.local import LocalAccount
 from PIL import Image
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
-from invoicing.chain import contracts
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import ERC20, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
+from tests.support.chain import read_view
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.browser
@@ -156,7 +158,9 @@ async def funded_payer(evm: EvmClient, dev: DevDeployment, token_raw: int = 0) -
     account: LocalAccount = Account.create()
     await evm.call_rpc("anvil_setBalance", [account.address, hex(10**20)])
     if token_raw:
-        await evm.transact(PAYER, dev.token, contracts.encode_mint(account.address, token_raw))
+        await evm.transact(
+            PAYER, dev.token, encode_call(TEST_TOKEN, "mint", account.address, token_raw)
+        )
     return account
 
 
@@ -234,10 +238,10 @@ async def test_payment_on_anvil_flips_the_page_to_paid_without_a_reload(
     try:
         await page.evaluate("window.__sameDocument = 'yes'")
 
-        await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 4_000_000))
+        await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 4_000_000))
         await expect(page.locator("#remaining")).to_have_text("6", timeout=FLIP_TIMEOUT_MS)
         partial_uri = await decode_qr(page)
-        await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 6_000_000))
+        await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 6_000_000))
         await expect(page.locator("#status")).to_have_text(
             "Payment received", timeout=FLIP_TIMEOUT_MS
         )
@@ -283,9 +287,7 @@ async def test_wallet_button_pays_through_an_eip1193_provider(
     finally:
         await context.close()
 
-    token_balance = contracts.decode_uint256(
-        await evm.eth_call(dev.token, contracts.encode_balance_of(escrow))
-    )
+    token_balance = await read_view(evm, dev.token, ERC20, "balanceOf", escrow)
     balance = token_balance if in_token else await evm.get_balance(escrow)
     assert balance == required
     assert [method for method, _ in wallet.calls] == [
@@ -301,7 +303,7 @@ async def test_wallet_button_pays_through_an_eip1193_provider(
             "from": wallet.account.address,
             "to": dev.token,
             "value": "0x0",
-            "data": "0x" + contracts.encode_transfer(escrow, required).hex(),
+            "data": "0x" + encode_call(TEST_TOKEN, "transfer", escrow, required).hex(),
         }
     else:
         assert sent == {"from": wallet.account.address, "to": escrow, "value": hex(required)}

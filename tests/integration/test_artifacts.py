@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from invoicing.chain import contracts as c
+from invoicing.chain.artifacts import ESCROW, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 
 pytestmark = pytest.mark.integration
 
@@ -31,10 +31,10 @@ def test_committed_artifacts_match_a_fresh_compile() -> None:
 
 
 def test_artifacts_load_from_the_package() -> None:
-    for name in (c.PAYMENT_FACTORY, c.ESCROW, c.TEST_TOKEN):
-        artifact = c.load_artifact(name)
+    for name in (PAYMENT_FACTORY, ESCROW, TEST_TOKEN):
+        artifact = load_artifact(name)
         assert artifact.name == name
         assert artifact.bytecode
 
     # The escrow init code is hashed into every escrow address: it must stay small and fixed.
-    assert len(c.load_artifact(c.ESCROW).bytecode) < 128
+    assert len(load_artifact(ESCROW).bytecode) < 128

@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
-from eth_utils.crypto import keccak
 
-from invoicing.chain import contracts as c
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
+from invoicing.hashing import keccak256
+from tests.support.chain import read_view
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +43,7 @@ def ethers_sign(*args: object) -> dict[str, dict[str, str]]:
 
 def typed_digest(typed: dict[str, object]) -> bytes:
     signable = encode_typed_data(full_message=typed)
-    return keccak(b"\x19" + signable.version + signable.header + signable.body)
+    return keccak256(b"\x19" + signable.version + signable.header + signable.body)
 
 
 async def test_ethers_signatures_are_accepted_by_the_factory(evm: EvmClient, factory: str) -> None:
@@ -49,8 +52,8 @@ async def test_ethers_signatures_are_accepted_by_the_factory(evm: EvmClient, fac
     chain_id = await evm.chain_id()
     block = await evm.get_block("latest")
     deadline = int(block["timestamp"], 16) + 600
-    fee_typed = c.set_fee_typed_data(chain_id, factory, owner.address, 321, 0, deadline)
-    payout_typed = c.set_payout_typed_data(chain_id, factory, owner.address, payout, 1, deadline)
+    fee_typed = set_fee_typed_data(chain_id, factory, owner.address, 321, 0, deadline)
+    payout_typed = set_payout_typed_data(chain_id, factory, owner.address, payout, 1, deadline)
 
     signed = ethers_sign(
         "0x" + bytes(owner.key).hex(), chain_id, factory, 321, 0, payout, 1, deadline
@@ -61,12 +64,10 @@ async def test_ethers_signatures_are_accepted_by_the_factory(evm: EvmClient, fac
     assert bytes.fromhex(signed["setPayout"]["digest"][2:]) == typed_digest(payout_typed)
     fee_signature = bytes.fromhex(signed["setFee"]["signature"][2:])
     payout_signature = bytes.fromhex(signed["setPayout"]["signature"][2:])
-    fee_call = c.encode_set_fee_meta(owner.address, 321, 0, deadline, fee_signature)
-    payout_call = c.encode_set_payout_meta(owner.address, payout, 1, deadline, payout_signature)
+    fee_call = encode_set_fee_meta(owner.address, 321, 0, deadline, fee_signature)
+    payout_call = encode_set_payout_meta(owner.address, payout, 1, deadline, payout_signature)
     assert (await evm.transact(RELAYER_KEY, factory, fee_call))["status"] == 1
     assert (await evm.transact(RELAYER_KEY, factory, payout_call))["status"] == 1
-    assert c.decode_uint256(await evm.eth_call(factory, c.encode_nonces(owner.address))) == 2
-    assert c.decode_uint256(await evm.eth_call(factory, c.encode_fee_bps_of(owner.address))) == 321
-    assert (
-        c.decode_address(await evm.eth_call(factory, c.encode_payout_of(owner.address))) == payout
-    )
+    assert await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address) == 2
+    assert await read_view(evm, factory, PAYMENT_FACTORY, "feeBpsOf", owner.address) == 321
+    assert await read_view(evm, factory, PAYMENT_FACTORY, "payoutOf", owner.address) == payout

@@ -16,13 +16,13 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.api.app import create_app
-from invoicing.chain import contracts as c
 from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.clock import FakeClock
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import gateway, relayer_of, settle_all, sign_typed
+from tests.integration.test_withdraw_helpers import gateway, settle_all, sign_typed
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
 
@@ -113,7 +113,7 @@ async def test_set_fee_then_set_payout_through_the_integration_routes(
         fee_body(owner.address, dev.chain_id, payoutAddress=payout, nonce=middle.json()["nonce"],
                  deadline=str(deadline), signature=signed["setPayout"]["signature"]),
     )  # fmt: skip
-    finished = await settle_all(relayer_of(app.services))
+    finished = await settle_all(app.services)
 
     assert fee.status_code == 202, fee.text
     assert fee.json() == {
@@ -161,7 +161,7 @@ async def test_set_fee_and_set_payout_through_the_client_routes(
         json=fee_body(owner.address, dev.chain_id, payoutAddress=payout, nonce="1",
                       deadline=str(deadline), signature=signed["setPayout"]["signature"]),
     )  # fmt: skip
-    await settle_all(relayer_of(app.services))
+    await settle_all(app.services)
 
     assert (fee.status_code, payout_answer.status_code) == (202, 202), (
         fee.text,
@@ -188,7 +188,7 @@ async def test_each_rejection_sends_nothing(
     deadline = deadline_s()
 
     def signature(by: LocalAccount, fee_bps: int, nonce: int, when: int) -> str:
-        typed = c.set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, when)
+        typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, when)
         return "0x" + sign_typed(by, typed).hex()
 
     good = signature(owner, 100, 0, deadline)

@@ -9,12 +9,13 @@ import re
 import pytest
 from sqlalchemy import func, select
 
-from invoicing.chain import contracts
+from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_post
+from tests.support.chain import read_view
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -96,10 +97,11 @@ async def test_create_native_invoice_returns_the_spec_shape(
     async with app.services.db.sessions() as session:
         row = await session.scalar(select(Invoice).where(Invoice.id == invoice["id"]))
     assert row is not None and row.webhook_url == "http://127.0.0.1:9/hook"
-    predicted = await evm.eth_call(
-        dev.factory, contracts.encode_predict_escrow(owner.address, bytes.fromhex(row.salt[2:]))
+    salt = bytes.fromhex(row.salt[2:])
+    predicted = await read_view(
+        evm, dev.factory, PAYMENT_FACTORY, "predictEscrow", owner.address, salt
     )
-    assert contracts.decode_address(predicted) == invoice["paymentAddress"]
+    assert predicted == invoice["paymentAddress"]
 
 
 async def test_erc20_amount_uses_the_token_decimals(app: RunningApp, dev: DevDeployment) -> None:

@@ -8,8 +8,9 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
-from invoicing.chain import contracts
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
@@ -49,9 +50,9 @@ async def test_status_rechecks_the_chain_partial_then_full(
     invoice = await create(app, key, owner, dev, amount="10", tokenAddress=dev.token)
     escrow = invoice["paymentAddress"]
 
-    await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 4_000_000))
+    await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 4_000_000))
     partial = await status(app, key, owner.address, escrow)
-    await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 6_500_000))
+    await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 6_500_000))
     full = await status(app, key, owner.address, escrow)
 
     assert partial.status_code == 200

@@ -14,8 +14,9 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing.api.app import create_app
 from invoicing.auth.guard import Caller
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from invoicing.chain.contracts import encode_transfer
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
@@ -98,7 +99,7 @@ async def pay_native(evm: EvmClient, to: str, value: int) -> int:
 
 
 async def pay_token(evm: EvmClient, token: str, to: str, amount: int) -> None:
-    receipt = await evm.transact(PAYER_KEY, token, encode_transfer(to, amount))
+    receipt = await evm.transact(PAYER_KEY, token, encode_call(TEST_TOKEN, "transfer", to, amount))
     assert receipt["status"] == 1
 
 

@@ -13,8 +13,9 @@ import pytest
 from eth_account.signers.local import LocalAccount
 
 from invoicing.api.app import create_app
-from invoicing.chain import contracts
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -138,10 +139,10 @@ async def test_status_json_of_an_erc20_invoice_follows_partial_then_full_payment
     escrow = invoice["paymentAddress"]
 
     before = (await app.http.get(f"/pay/{escrow}/status")).json()
-    await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 5_000_000))
+    await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 5_000_000))
     app.services.settings.page_recheck_interval_s = 0.0
     partial = (await app.http.get(f"/pay/{escrow}/status")).json()
-    await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, 7_500_000))
+    await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, 7_500_000))
     full = (await app.http.get(f"/pay/{escrow}/status")).json()
 
     assert before == {

@@ -18,6 +18,7 @@ from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import (
     balance_of,
+    gateway,
     paid_invoice,
     relayer_of,
     reload,
@@ -57,15 +58,16 @@ async def test_a_stuck_withdrawal_is_replaced_with_higher_fees(
     await evm.call_rpc("evm_setAutomine", [True])
     invoice = await paid_invoice(services, evm, owner, "0.003")
     await evm.call_rpc("evm_setAutomine", [False])
-    relayer = relayer_of(services)
-    (sent,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    chain, relayer = gateway(services), relayer_of(services)
+    (sent,) = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
 
-    assert await track_pending(relayer) == []  # not mined, not yet overdue: left alone
+    # Not mined, not yet overdue: left alone.
+    assert await track_pending(services, chain, relayer) == []
     clock.advance(30_000)
-    assert await track_pending(relayer) == []
+    assert await track_pending(services, chain, relayer) == []
     replaced = await row_of(services, sent.id)
     await evm.call_rpc("evm_mine")
-    finished = await track_pending(relayer)
+    finished = await track_pending(services, chain, relayer)
 
     assert replaced.hashes == [sent.tx_hash, replaced.tx_hash] and replaced.attempts == 2
     assert int(replaced.max_fee_per_gas) * 10 >= int(sent.max_fee_per_gas) * 11
@@ -89,15 +91,18 @@ async def test_a_restart_between_recording_and_sending_resends_the_recorded_tran
     # The process dies after recording the withdrawal, before broadcasting it.
     original = relayer.broadcast
     relayer.broadcast = _never_sent  # type: ignore[method-assign]
-    (sent,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    (sent,) = await plan_withdrawals(
+        crashed, gateway(crashed), relayer, full=True, owner_key=owner.lower()
+    )
     relayer.broadcast = original  # type: ignore[method-assign]
     assert await evm.get_receipt(sent.tx_hash) is None
 
     restarted = await make_services()
-    again = relayer_of(restarted)
-    assert await plan_withdrawals(again, full=True, owner_key=owner.lower()) == []  # claimed
+    chain, again = gateway(restarted), relayer_of(restarted)
+    # The recorded withdrawal still claims the invoice.
+    assert await plan_withdrawals(restarted, chain, again, full=True, owner_key=owner.lower()) == []
     assert (await reload(restarted, invoice.id)).status == "paid"
-    await settle_all(again)
+    await settle_all(restarted)
 
     assert (await row_of(restarted, sent.id)).status == TxStatus.CONFIRMED
     assert (await reload(restarted, invoice.id)).status == "completed"
@@ -117,15 +122,17 @@ async def test_a_restart_after_sending_confirms_without_sweeping_again(
     await evm.call_rpc("evm_setAutomine", [True])
     invoice = await paid_invoice(crashed, evm, owner, "0.005")
     await evm.call_rpc("evm_setAutomine", [False])
-    (sent,) = await plan_withdrawals(relayer_of(crashed), full=True, owner_key=owner.lower())
+    (sent,) = await plan_withdrawals(
+        crashed, gateway(crashed), relayer_of(crashed), full=True, owner_key=owner.lower()
+    )
 
     restarted = await make_services()
-    again = relayer_of(restarted)
-    assert await plan_withdrawals(again, full=True, owner_key=owner.lower()) == []
-    assert await track_pending(again) == []
+    chain, again = gateway(restarted), relayer_of(restarted)
+    assert await plan_withdrawals(restarted, chain, again, full=True, owner_key=owner.lower()) == []
+    assert await track_pending(restarted, chain, again) == []
     assert (await reload(restarted, invoice.id)).status == "paid"  # no receipt yet
     await evm.call_rpc("evm_mine")
-    finished = await track_pending(again)
+    finished = await track_pending(restarted, chain, again)
 
     assert [(row.id, row.status) for row in finished] == [(sent.id, TxStatus.CONFIRMED)]
     assert (await reload(restarted, invoice.id)).status == "completed"
@@ -138,23 +145,23 @@ async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases
     services = await make_services()
     owner = new_owner().address
     invoice = await paid_invoice(services, evm, owner, "0.006")
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
     original = relayer.broadcast
     relayer.broadcast = _never_sent  # type: ignore[method-assign]
-    (lost,) = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    (lost,) = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
     relayer.broadcast = original  # type: ignore[method-assign]
     # Someone else uses the relayer key and its nonce before our transaction goes out.
     other = await evm.transact(DEV_PRIVATE_KEYS[0], new_owner().address, value=1)
     assert other["status"] == 1
 
-    finished = await track_pending(relayer)
+    finished = await track_pending(services, chain, relayer)
     assert [(row.id, row.status) for row in finished] == [(lost.id, TxStatus.DROPPED)]
     assert [w.status for w in await withdrawals_of(services, invoice.id)] == [
         WithdrawalStatus.FAILED
     ]
     assert (await reload(services, invoice.id)).status == "paid"
-    retry = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    await settle_all(relayer)
+    retry = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    await settle_all(services)
 
     assert len(retry) == 1 and retry[0].nonce > lost.nonce
     assert (await reload(services, invoice.id)).status == "completed"
@@ -170,7 +177,7 @@ async def test_nonces_are_unique_and_gapless_across_processes(
     call = Call("set_fee", target, b"")  # a plain transfer-like call to an EOA
 
     rows = await asyncio.gather(*(relayers[i % 2].send(call, 21_000 + 0) for i in range(10)))
-    await settle_all(relayers[0])
+    await settle_all(first)
 
     nonces = sorted(row.nonce for row in rows)
     assert nonces == list(range(nonces[0], nonces[0] + 10))

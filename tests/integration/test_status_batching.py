@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from invoicing.chain import contracts
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -67,7 +68,7 @@ async def pay(evm: EvmClient, dev: DevDeployment, invoice: dict[str, Any], raw: 
     if invoice["tokenAddress"] is None:
         await evm.transact(PAYER, escrow, b"", value=raw)
     else:
-        await evm.transact(PAYER, dev.token, contracts.encode_transfer(escrow, raw))
+        await evm.transact(PAYER, dev.token, encode_call(TEST_TOKEN, "transfer", escrow, raw))
 
 
 async def test_concurrent_lookups_of_many_invoices_share_chain_reads(

@@ -18,6 +18,7 @@ from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, plan_withdrawal
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import (
     balance_of,
+    gateway,
     new_invoice,
     paid_invoice,
     pay,
@@ -38,12 +39,12 @@ async def test_paid_native_invoice_is_swept_and_completed(
     services = await make_services()
     owner = new_owner().address
     invoice = await paid_invoice(services, evm, owner, "0.0125")
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
 
-    sent = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
+    sent = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
     assert [row.purpose for row in sent] == [TxPurpose.WITHDRAW]
     assert (await reload(services, invoice.id)).status == "paid"  # not before the receipt
-    finished = await settle_all(relayer)
+    finished = await settle_all(services)
 
     assert [row.status for row in finished if row.id == sent[0].id] == [TxStatus.CONFIRMED]
     done = await reload(services, invoice.id)
@@ -58,7 +59,9 @@ async def test_paid_native_invoice_is_swept_and_completed(
         "0",
     )
     # Nothing is left to sweep for this owner.
-    assert await plan_withdrawals(relayer, full=True, owner_key=owner.lower()) == []
+    assert (
+        await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower()) == []
+    )
 
 
 async def test_erc20_batch_splits_fee_to_the_payout_address(
@@ -70,10 +73,12 @@ async def test_erc20_batch_splits_fee_to_the_payout_address(
     await set_owner_fee(evm, dev.factory, owner, 250, payout)
     first = await paid_invoice(services, evm, owner.address, "10", dev.token)
     second = await paid_invoice(services, evm, owner.address, "5.5", dev.token)
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
 
-    sent = await plan_withdrawals(relayer, full=True, owner_key=owner.address.lower())
-    await settle_all(relayer)
+    sent = await plan_withdrawals(
+        services, chain, relayer, full=True, owner_key=owner.address.lower()
+    )
+    await settle_all(services)
 
     assert len(sent) == 1  # one batch for (owner, TUSD)
     total = 15_500_000
@@ -93,13 +98,13 @@ async def test_late_payment_after_completion_is_swept_again(
     services = await make_services()
     owner = new_owner().address
     invoice = await paid_invoice(services, evm, owner, "0.001")
-    relayer = relayer_of(services)
-    await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    await settle_all(relayer)
+    chain, relayer = gateway(services), relayer_of(services)
+    await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    await settle_all(services)
 
     await pay(evm, invoice, 7_000_000)
-    sent = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    await settle_all(relayer)
+    sent = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    await settle_all(services)
 
     assert len(sent) == 1
     assert await balance_of(evm, owner) == 10**15 + 7_000_000
@@ -125,10 +130,10 @@ async def test_deleted_paid_and_cancelled_escrows_are_swept_pending_ones_are_not
     now = services.clock.now_ms()
     await delete_invoice(services.db, owner.lower(), paid.chain_id, paid.invoice_id, now)
     await delete_invoice(services.db, owner.lower(), cancelled.chain_id, cancelled.invoice_id, now)
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
 
-    await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    await settle_all(relayer)
+    await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    await settle_all(services)
 
     assert await balance_of(evm, owner) == 2 * 10**15 + 3_000
     assert await balance_of(evm, pending.payment_address) == 4_000  # the payer may still finish
@@ -150,12 +155,14 @@ async def test_expired_partial_is_swept_only_after_the_late_payment_window(
     await pay(evm, invoice, 5_000)
     clock.advance(services.settings.default_expiry_s * 1000 + 1)
     assert (await recheck_invoice(services, invoice)).status == "expired"
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
 
-    assert await plan_withdrawals(relayer, full=True, owner_key=owner.lower()) == []
+    assert (
+        await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower()) == []
+    )
     clock.advance(3600 * 1000)
-    sent = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    await settle_all(relayer)
+    sent = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    await settle_all(services)
 
     assert len(sent) == 1
     assert await balance_of(evm, owner) == 5_000
@@ -167,13 +174,15 @@ async def test_a_full_batch_is_sent_without_waiting_for_the_interval(
 ) -> None:
     services = await make_services(withdrawal_batch_size=3)
     owner = new_owner().address
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
     invoices = [await paid_invoice(services, evm, owner, "0.0001") for _ in range(2)]
 
-    assert await plan_withdrawals(relayer, full=False, owner_key=owner.lower()) == []
+    assert (
+        await plan_withdrawals(services, chain, relayer, full=False, owner_key=owner.lower()) == []
+    )
     invoices.append(await paid_invoice(services, evm, owner, "0.0001"))
-    sent = await plan_withdrawals(relayer, full=False, owner_key=owner.lower())
-    await settle_all(relayer)
+    sent = await plan_withdrawals(services, chain, relayer, full=False, owner_key=owner.lower())
+    await settle_all(services)
 
     assert len(sent) == 1
     assert await balance_of(evm, owner) == 3 * 10**14
@@ -189,10 +198,10 @@ async def test_batches_are_capped_under_the_transaction_gas_limit(
     owner = Account.create().address
     invoices = [await paid_invoice(services, evm, owner, "0.00001") for _ in range(5)]
     services.settings.withdrawal_batch_size = 2
-    relayer = relayer_of(services)
+    chain, relayer = gateway(services), relayer_of(services)
 
-    sent = await plan_withdrawals(relayer, full=True, owner_key=owner.lower())
-    finished = await settle_all(relayer)
+    sent = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+    finished = await settle_all(services)
 
     assert len(sent) == 3  # 2 + 2 + 1
     assert all(row.gas <= 16_777_216 for row in sent)

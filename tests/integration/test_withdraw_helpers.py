@@ -12,8 +12,11 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.auth.guard import Caller
-from invoicing.chain import contracts as c
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN
+from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.invoices.create import NewInvoice, create_invoice
@@ -23,6 +26,7 @@ from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
+from tests.support.chain import read_view
 
 PAYER_KEY = DEV_PRIVATE_KEYS[3]
 SETTINGS_SENDER_KEY = DEV_PRIVATE_KEYS[4]
@@ -35,7 +39,7 @@ def gateway(services: Services) -> EvmGateway:
 
 
 def relayer_of(services: Services) -> Relayer:
-    return Relayer(services, gateway(services))
+    return Relayer(gateway(services), services.db, services.clock)
 
 
 async def new_invoice(
@@ -66,7 +70,7 @@ async def pay(evm: EvmClient, invoice: Invoice, raw: int, token: str | None = No
         receipt = await evm.transact(PAYER_KEY, invoice.payment_address, value=raw)
     else:
         receipt = await evm.transact(
-            PAYER_KEY, token, c.encode_transfer(invoice.payment_address, raw)
+            PAYER_KEY, token, encode_call(TEST_TOKEN, "transfer", invoice.payment_address, raw)
         )
     assert receipt["status"] == 1
 
@@ -91,17 +95,19 @@ async def reload(services: Services, invoice_id: str) -> Invoice:
 async def balance_of(evm: EvmClient, address: str, token: str | None = None) -> int:
     if token is None:
         return await evm.get_balance(address)
-    return c.decode_uint256(await evm.eth_call(token, c.encode_balance_of(address)))
+    balance: int = await read_view(evm, token, ERC20, "balanceOf", address)
+    return balance
 
 
-async def settle_all(relayer: Relayer, timeout_s: float = 30.0) -> list[RelayerTransaction]:
+async def settle_all(services: Services, timeout_s: float = 30.0) -> list[RelayerTransaction]:
     """Track until none of the relayer's transactions is pending; returns the finished ones."""
     finished: list[RelayerTransaction] = []
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
+    relayer = relayer_of(services)
     while True:
-        finished += await track_pending(relayer)
-        async with relayer.services.db.sessions() as session:
+        finished += await track_pending(services, gateway(services), relayer)
+        async with services.db.sessions() as session:
             pending = await session.scalar(
                 select(func.count())
                 .select_from(RelayerTransaction)
@@ -134,14 +140,14 @@ async def set_owner_fee(
     chain_id = await evm.chain_id()
     block = await evm.get_block("latest")
     deadline = int(block["timestamp"], 16) + 600
-    nonce = c.decode_uint256(await evm.eth_call(factory, c.encode_nonces(owner.address)))
+    nonce = await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address)
     fee = sign_typed(
-        owner, c.set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
+        owner, set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
     )
-    data = c.encode_set_fee_meta(owner.address, fee_bps, nonce, deadline, fee)
+    data = encode_set_fee_meta(owner.address, fee_bps, nonce, deadline, fee)
     assert (await evm.transact(SETTINGS_SENDER_KEY, factory, data))["status"] == 1
-    typed = c.set_payout_typed_data(chain_id, factory, owner.address, payout, nonce + 1, deadline)
-    data = c.encode_set_payout_meta(
+    typed = set_payout_typed_data(chain_id, factory, owner.address, payout, nonce + 1, deadline)
+    data = encode_set_payout_meta(
         owner.address, payout, nonce + 1, deadline, sign_typed(owner, typed)
     )
     assert (await evm.transact(SETTINGS_SENDER_KEY, factory, data))["status"] == 1

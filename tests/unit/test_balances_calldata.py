@@ -1,4 +1,4 @@
-"""balancesOf calldata and answers are written by hand; they must equal eth_abi's."""
+"""balancesOf calldata and answers are written by hand; they must equal the ABI encoding."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import pytest
 from eth_abi.abi import encode
 from eth_abi.exceptions import DecodingError
 
-from invoicing.chain import contracts
+from invoicing.chain.abi import encode_call
+from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 
 ACCOUNTS = [
     "0x52908400098527886E0F7030069857D2E4169EE7",
@@ -18,21 +20,19 @@ TOKEN = "0x27b1fdb04752bbc536007a920d24acb045561c26"
 
 @pytest.mark.parametrize("accounts", [ACCOUNTS, []])
 def test_encode_balances_of_equals_the_abi_encoding(accounts: list[str]) -> None:
-    expected = contracts.selector("balancesOf(address,address[])") + encode(
-        ["address", "address[]"], [TOKEN, accounts]
-    )
+    expected = encode_call(PAYMENT_FACTORY, "balancesOf", TOKEN, accounts)
 
-    assert contracts.encode_balances_of(TOKEN, accounts) == expected
+    assert encode_balances_of(TOKEN, accounts) == expected
 
 
 def test_encode_balances_of_refuses_an_address_that_is_not_20_bytes() -> None:
     with pytest.raises(ValueError):
-        contracts.encode_balances_of(TOKEN, [ACCOUNTS[0][:-2]])
+        encode_balances_of(TOKEN, [ACCOUNTS[0][:-2]])
 
 
 @pytest.mark.parametrize("values", [[0, 1, 10**18, 2**256 - 1], []])
 def test_decode_balances_of_reads_the_abi_encoding(values: list[int]) -> None:
-    assert contracts.decode_balances_of(encode(["uint256[]"], [values])) == values
+    assert decode_balances_of(encode(["uint256[]"], [values])) == values
 
 
 @pytest.mark.parametrize(
@@ -41,4 +41,4 @@ def test_decode_balances_of_reads_the_abi_encoding(values: list[int]) -> None:
 )
 def test_decode_balances_of_refuses_a_malformed_answer(data: bytes) -> None:
     with pytest.raises(DecodingError):
-        contracts.decode_balances_of(data)
+        decode_balances_of(data)

@@ -1,4 +1,4 @@
-"""Fee checks without a chain: deadline normalization, signature recovery, check order."""
+"""Fee checks on FakeChain: deadline normalization, signature recovery, check order."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 
-from invoicing.chain import contracts as c
+from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
@@ -17,9 +17,16 @@ from invoicing.errors import (
     InvalidOwnerSignature,
     NonceMismatch,
 )
-from invoicing.fees.service import MetaRequest, normalize_deadline, recover_signer, submit_meta
+from invoicing.fees.service import (
+    MetaRequest,
+    check_signature,
+    normalize_deadline,
+    recover_signer,
+    submit_meta,
+)
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.relayer import RelayerUnavailable
 
 OWNER = Account.create()
 NOW_MS = 1_760_000_000_000
@@ -28,7 +35,7 @@ SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
 def sign(fee_bps: int, nonce: int, deadline: int, account: object = OWNER) -> bytes:
-    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, fee_bps, nonce, deadline)
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, fee_bps, nonce, deadline)
     return bytes(Account.sign_message(encode_typed_data(full_message=typed), account.key).signature)  # type: ignore[attr-defined]
 
 
@@ -40,12 +47,17 @@ def request(
 
 
 @pytest.fixture
-def services() -> Services:
+def chain() -> FakeChain:
+    return FakeChain()
+
+
+@pytest.fixture
+def services(chain: FakeChain) -> Services:
     settings = Settings(environment="development", database_url="sqlite:///:memory:")
     return Services(
         settings=settings,
         db=Database("sqlite:///:memory:"),
-        chains=ChainRegistry({31337: FakeChain()}),
+        chains=ChainRegistry({31337: chain}),
         clock=FakeClock(NOW_MS),
     )
 
@@ -58,7 +70,7 @@ def test_deadlines_over_10_to_the_12_are_milliseconds() -> None:
 
 
 def test_recover_signer_accepts_low_s_and_rejects_high_s_and_bad_v() -> None:
-    typed = c.set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 1, 0, DEADLINE)
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 1, 0, DEADLINE)
     signature = sign(1, 0, DEADLINE)
     s = int.from_bytes(signature[32:64], "big")
     flipped = signature[:32] + (SECP256K1_N - s).to_bytes(32, "big") + bytes([55 - signature[64]])
@@ -82,9 +94,46 @@ def test_recover_signer_accepts_low_s_and_rejects_high_s_and_bad_v() -> None:
     ],
 )
 async def test_checks_run_in_order_and_stop_before_the_chain(
-    services: Services, meta: MetaRequest, error: type[Exception]
+    services: Services, chain: FakeChain, meta: MetaRequest, error: type[Exception]
 ) -> None:
     with pytest.raises(error) as raised:
         await submit_meta(services, meta)
     if isinstance(raised.value, NonceMismatch):
         assert raised.value.details == {"expected": "0"}
+    assert (chain.simulated, chain.sent) == ([], [])
+
+
+def contract_wallet_request(nonce: int = 0) -> MetaRequest:
+    """A SetFee signed by an EIP-1271 wallet: a signature no EOA recovers to (not 65 bytes)."""
+    return request(nonce=nonce, signature=b"\x01" * 100)
+
+
+async def test_a_contract_owner_passes_the_signature_check_for_the_factory_to_verify(
+    chain: FakeChain,
+) -> None:
+    meta = contract_wallet_request()
+    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 100, 0, DEADLINE)
+    with pytest.raises(InvalidOwnerSignature):
+        await check_signature(chain, meta, typed)
+
+    chain.contracts.add(OWNER.address.lower())
+
+    await check_signature(chain, meta, typed)  # the simulation asks the wallet itself
+    with pytest.raises(InvalidOwnerSignature):  # 65 bytes: an ECDSA signature, and wrong
+        await check_signature(chain, request(signature=b"\x01" * 65), typed)
+
+
+async def test_a_contract_owner_still_needs_the_factory_nonce(
+    services: Services, chain: FakeChain
+) -> None:
+    chain.contracts.add(OWNER.address.lower())
+    chain.nonces[OWNER.address.lower()] = 3
+
+    with pytest.raises(NonceMismatch) as raised:
+        await submit_meta(services, contract_wallet_request(nonce=2))
+    # Every check passed; this fake chain has no relayer key, so nothing is simulated or sent.
+    with pytest.raises(RelayerUnavailable):
+        await submit_meta(services, contract_wallet_request(nonce=3))
+
+    assert raised.value.details == {"expected": "3"}
+    assert (chain.simulated, chain.sent) == ([], [])

@@ -15,7 +15,8 @@ from coincurve import PublicKey
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
-from invoicing.chain.contracts import checksum_encode, keccak256
+from invoicing.addresses import checksum_encode
+from invoicing.hashing import keccak256
 
 MESSAGE_PREFIX = "Service API Request Signature"
 

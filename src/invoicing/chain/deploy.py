@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
-from eth_utils.address import to_checksum_address
 
-from invoicing.chain import contracts
+from invoicing.addresses import normalize_address
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES
+from invoicing.chain.artifacts import TEST_TOKEN, factory_bytecode, test_token_bytecode
 from invoicing.chain.evm import EvmClient
 
 TEST_TOKEN_DECIMALS = 6
@@ -52,7 +53,7 @@ def _checked(receipt: dict[str, Any], what: str) -> dict[str, Any]:
 async def deploy_contract(client: EvmClient, deployer_key: str, bytecode: bytes) -> str:
     """Deploy creation code (constructor arguments already appended); returns the address."""
     receipt = _checked(await client.transact(deployer_key, None, bytecode), "deployment")
-    return str(to_checksum_address(receipt["contractAddress"]))
+    return normalize_address(receipt["contractAddress"])
 
 
 async def mint_test_tokens(
@@ -65,7 +66,11 @@ async def mint_test_tokens(
     """Mint ``amount_raw`` TestToken to each holder; the transactions are pipelined."""
     sent = [
         await client.transact(
-            sender_key, token, contracts.encode_mint(holder, amount_raw), gas=MINT_GAS, wait=False
+            sender_key,
+            token,
+            encode_call(TEST_TOKEN, "mint", holder, amount_raw),
+            gas=MINT_GAS,
+            wait=False,
         )
         for holder in holders
     ]
@@ -79,8 +84,8 @@ async def mint_test_tokens(
 async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeployment:
     """Deploy PaymentFactory and TestToken, and mint 1,000,000 TUSD to anvil's ten accounts."""
     Account.from_key(deployer_key)  # fail fast on a malformed key, before any transaction
-    factory = await deploy_contract(client, deployer_key, contracts.factory_bytecode())
-    token = await deploy_contract(client, deployer_key, contracts.test_token_bytecode())
+    factory = await deploy_contract(client, deployer_key, factory_bytecode())
+    token = await deploy_contract(client, deployer_key, test_token_bytecode())
     await mint_test_tokens(client, deployer_key, token, DEV_ADDRESSES, DEV_MINT_RAW)
     return DevDeployment(
         chain_id=await client.chain_id(),

@@ -1,26 +1,39 @@
-"""In-memory ChainGateway for unit tests: balances and token metadata set by hand."""
+"""In-memory ChainGateway for unit tests.
+
+Balances, token metadata and factory state are set by hand. Sending is recorded: raw
+transactions the relayer broadcasts land in ``sent`` (their hashes in ``known``), and a test
+sets what the node answers next (receipts, mined counts, fee caps, a simulation revert).
+"""
 
 from __future__ import annotations
 
-from eth_utils.crypto import keccak
+from typing import TYPE_CHECKING, Any
 
+from invoicing.addresses import address_bytes, normalize_address
+from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
-from invoicing.chain.gateway import escrow_address_for
+from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable, UnsupportedToken
+from invoicing.hashing import keccak256
 from invoicing.settings import ChainConfig
 
 FAKE_FACTORY = "0x" + "fa" * 20
 
 
 class FakeChain:
-    def __init__(self, chain_id: int = 31337, confirmations: int = 1) -> None:
+    def __init__(
+        self, chain_id: int = 31337, confirmations: int = 1, relayer_key: str | None = None
+    ) -> None:
         self.config = ChainConfig(
             chain_id=chain_id,
             name="Fake chain",
             rpc_url="fake://",
             factory=FAKE_FACTORY,
             confirmations=confirmations,
+            relayer_key=relayer_key,
         )
+        self.factory = normalize_address(FAKE_FACTORY)
         self.block = 1
         self.native: dict[str, int] = {}
         self.tokens: dict[str, dict[str, int]] = {}
@@ -28,8 +41,21 @@ class FakeChain:
         self.symbols: dict[str, str] = {}
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
+        self.contracts: set[str] = set()  # addresses with code, lower case
         self.available = True
         self.balance_calls = 0
+        # Sending: what the node holds and will answer.
+        self.sent: list[bytes] = []
+        self.known: set[str] = set()
+        self.receipts: dict[str, dict[str, Any]] = {}
+        self.mined_counts: dict[str, int] = {}  # "latest" transaction count, lower case
+        self.pending_counts: dict[str, int] = {}  # "pending" count; the mined one if unset
+        self.max_fee_per_gas = 2 * 10**9
+        self.max_priority_fee_per_gas = 10**9
+        self.gas_estimate = 50_000
+        self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
+        self.revert_data: bytes | None = None  # set: every simulation reverts with it
+        self.send_error: RpcError | None = None  # set: the node refuses every send
 
     def add_token(self, token: str, decimals: int, symbol: str = "TKN") -> None:
         self.decimals[token.lower()] = decimals
@@ -66,7 +92,7 @@ class FakeChain:
         return "ETH" if token is None else self.symbols.get(token.lower(), "TOKEN")
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
-        return escrow_address_for(FAKE_FACTORY, keccak(b"fake-escrow"), owner, salt)
+        return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)
 
     async def factory_nonce(self, owner: str) -> int:
         self._check()
@@ -75,3 +101,44 @@ class FakeChain:
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
         self._check()
         return self.fees.get(owner.lower(), (0, None))
+
+    async def has_code(self, address: str) -> bool:
+        self._check()
+        return address.lower() in self.contracts
+
+    async def fee_caps(self) -> tuple[int, int]:
+        self._check()
+        return self.max_fee_per_gas, self.max_priority_fee_per_gas
+
+    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+        self._check()
+        self.simulated.append((to, data))
+        if self.revert_data is not None:
+            raise ContractRevert(3, "execution reverted", self.revert_data)
+        return self.gas_estimate
+
+    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        self._check()
+        mined = self.mined_counts.get(address.lower(), 0)
+        return self.pending_counts.get(address.lower(), mined) if block == "pending" else mined
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        self._check()
+        if self.send_error is not None:
+            raise self.send_error
+        self.sent.append(raw)
+        tx_hash = "0x" + keccak256(raw).hex()  # a typed transaction's hash
+        self.known.add(tx_hash)
+        return tx_hash
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        self._check()
+        return self.receipts.get(tx_hash)
+
+    async def is_known_transaction(self, tx_hash: str) -> bool:
+        self._check()
+        return tx_hash in self.known
+
+
+if TYPE_CHECKING:  # mypy holds the fake to the interface
+    _fake_is_a_gateway: ChainGateway = FakeChain()

@@ -1,35 +1,33 @@
 """What the domain needs from a chain, behind one interface (``ChainGateway``).
 
+Reads for invoices and owner settings (balances, token metadata, escrow addresses, factory
+state) and what the relayer needs to send and follow its transactions (fee caps, gas
+estimates, nonces, raw sends, receipts). Signing is not here: the relayer holds its key.
+
 ``EvmGateway`` talks to a real node through the factory contract; ``chain.fake.FakeChain``
 ships beside it for unit tests.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from eth_abi.abi import decode, encode
 from eth_abi.exceptions import DecodingError
-from eth_utils.abi import function_signature_to_4byte_selector
-from eth_utils.address import to_checksum_address
 
-from invoicing.chain import contracts
+from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
+from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY
+from invoicing.chain.calldata import decode_balances_of, encode_balances_of
+from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable, UnsupportedChain, UnsupportedToken
 from invoicing.settings import ChainConfig
 
 
-def selector(signature: str) -> bytes:
-    return bytes(function_signature_to_4byte_selector(signature))
-
-
-def calldata(signature: str, types: list[str], values: list[object]) -> bytes:
-    return selector(signature) + encode(types, values)
-
-
 class ChainGateway(Protocol):
     config: ChainConfig
+    factory: str  # the PaymentFactory's checksummed address
 
     async def block_number(self) -> int: ...
 
@@ -53,11 +51,37 @@ class ChainGateway(Protocol):
         """(feeBps, payout address or None) of an owner, read from the factory."""
         ...
 
+    async def has_code(self, address: str) -> bool:
+        """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
+        ...
 
-def escrow_address_for(factory: str, init_code_hash: bytes, owner: str, salt: bytes) -> str:
-    """CREATE2 address of an owner's escrow (the factory's ``predictEscrow``), with the init
-    code hash passed in so the hot path does not re-hash the artifact."""
-    return contracts.create2_address(bytes.fromhex(factory[2:]), init_code_hash, owner, salt)
+    # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
+    # an unreachable node is ChainUnavailable.
+
+    async def fee_caps(self) -> tuple[int, int]:
+        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
+        ...
+
+    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+        """Gas of the call from ``sender`` on the latest state; it runs the call, so a revert
+        raises ContractRevert with its data."""
+        ...
+
+    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        """Transactions sent from ``address`` (mined ones only at ``"latest"``)."""
+        ...
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        """Broadcast a signed transaction; returns its hash."""
+        ...
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        """The receipt of a mined transaction (quantities as ints), or None."""
+        ...
+
+    async def is_known_transaction(self, tx_hash: str) -> bool:
+        """Whether the node holds the transaction (pending or mined)."""
+        ...
 
 
 class EvmGateway:
@@ -66,7 +90,8 @@ class EvmGateway:
     def __init__(self, config: ChainConfig, evm: EvmClient, init_code_hash: bytes) -> None:
         self.config = config
         self.evm = evm
-        self.factory = to_checksum_address(config.factory)
+        self.factory = normalize_address(config.factory)
+        self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
         self._decimals: dict[str, int] = {}
         self._symbols: dict[str, str] = {}
@@ -82,17 +107,17 @@ class EvmGateway:
     ) -> list[int]:
         if not addresses:
             return []
-        data = contracts.encode_balances_of(token or contracts.ZERO_ADDRESS, addresses)
+        data = encode_balances_of(token or ZERO_ADDRESS, addresses)
         try:
             raw = await self.evm.eth_call(self.factory, data, block)
         except RpcError as exc:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
-        return contracts.decode_balances_of(raw)
+        return decode_balances_of(raw)
 
-    async def _read_token(self, token: str, signature: str, out: str) -> object:
+    async def _read_token(self, token: str, name: str) -> object:
         try:
-            raw = await self.evm.eth_call(token, selector(signature))
-            return decode([out], raw)[0]
+            raw = await self.evm.eth_call(token, encode_call(ERC20, name))
+            return decode_result(ERC20, name, raw)
         except (ContractRevert, RpcError, DecodingError, ValueError, OverflowError) as exc:
             raise UnsupportedToken(
                 f"{token} is not a readable ERC-20 on chain {self.config.chain_id}"
@@ -101,7 +126,7 @@ class EvmGateway:
     async def token_decimals(self, token: str) -> int:
         key = token.lower()
         if key not in self._decimals:
-            decimals = await self._read_token(token, "decimals()", "uint8")
+            decimals = await self._read_token(token, "decimals")
             assert isinstance(decimals, int)
             self._decimals[key] = decimals
         return self._decimals[key]
@@ -112,35 +137,53 @@ class EvmGateway:
         key = token.lower()
         if key not in self._symbols:
             try:
-                symbol = await self._read_token(token, "symbol()", "string")
+                symbol = await self._read_token(token, "symbol")
                 self._symbols[key] = str(symbol)[:32]
             except UnsupportedToken:
                 self._symbols[key] = "TOKEN"
         return self._symbols[key]
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
-        return escrow_address_for(self.factory, self._init_code_hash, owner, salt)
+        return create2_address(self._factory_bytes, self._init_code_hash, owner, salt)
 
-    async def _factory_view(
-        self, signature: str, types: list[str], values: list[object], out: str
-    ) -> object:
+    async def _factory_view(self, name: str, owner: str) -> object:
         try:
-            raw = await self.evm.eth_call(self.factory, calldata(signature, types, values))
+            raw = await self.evm.eth_call(self.factory, encode_call(PAYMENT_FACTORY, name, owner))
         except RpcError as exc:
             raise ChainUnavailable(f"factory read failed on chain {self.config.chain_id}") from exc
-        return decode([out], raw)[0]
+        return decode_result(PAYMENT_FACTORY, name, raw)
 
     async def factory_nonce(self, owner: str) -> int:
-        nonce = await self._factory_view("nonces(address)", ["address"], [owner], "uint256")
+        nonce = await self._factory_view("nonces", owner)
         assert isinstance(nonce, int)
         return nonce
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        fee = await self._factory_view("feeBpsOf(address)", ["address"], [owner], "uint256")
-        payout = await self._factory_view("payoutOf(address)", ["address"], [owner], "address")
+        fee = await self._factory_view("feeBpsOf", owner)
+        payout = await self._factory_view("payoutOf", owner)  # checksummed
         assert isinstance(fee, int) and isinstance(payout, str)
-        zero = int(payout, 16) == 0
-        return fee, None if zero else str(to_checksum_address(payout))
+        return fee, None if payout == ZERO_ADDRESS else payout
+
+    async def has_code(self, address: str) -> bool:
+        return bool(await self.evm.get_code(address))
+
+    async def fee_caps(self) -> tuple[int, int]:
+        return await self.evm.fee_caps()
+
+    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+        return await self.evm.estimate_gas(sender, to, data, value)
+
+    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
+        return await self.evm.get_transaction_count(address, block)
+
+    async def send_raw_transaction(self, raw: bytes) -> str:
+        return await self.evm.send_raw_transaction(raw)
+
+    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
+        return await self.evm.get_receipt(tx_hash)
+
+    async def is_known_transaction(self, tx_hash: str) -> bool:
+        return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
 
 
 class ChainRegistry:

@@ -12,10 +12,12 @@ from typing import Any
 
 from eth_account import Account
 from eth_account.messages import encode_typed_data
-from eth_utils.address import to_checksum_address
 
-from invoicing.chain import contracts
-from invoicing.chain.gateway import ChainGateway, EvmGateway
+from invoicing.addresses import normalize_address
+from invoicing.chain.calldata import MAX_FEE_BPS, encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
+from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert
 from invoicing.errors import (
     DeadlineExpired,
@@ -68,11 +70,11 @@ def parse_signature(signature: str) -> bytes:
 def typed_data(request: MetaRequest, factory: str, deadline: int) -> dict[str, Any]:
     owner = request.owner_address
     if request.fee_bps is not None:
-        return contracts.set_fee_typed_data(
+        return set_fee_typed_data(
             request.chain_id, factory, owner, request.fee_bps, request.nonce, deadline
         )
     assert request.payout_address is not None
-    return contracts.set_payout_typed_data(
+    return set_payout_typed_data(
         request.chain_id, factory, owner, request.payout_address, request.nonce, deadline
     )
 
@@ -88,7 +90,7 @@ def recover_signer(typed: dict[str, Any], signature: bytes) -> str | None:
         signer = Account.recover_message(encode_typed_data(full_message=typed), signature=signature)
     except (ValueError, TypeError):  # eth-keys' BadSignature is a ValueError
         return None
-    return str(to_checksum_address(signer))
+    return normalize_address(str(signer))
 
 
 async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict[str, Any]) -> None:
@@ -96,7 +98,7 @@ async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict
     if recover_signer(typed, signature) == request.owner_address:
         return
     # A contract wallet signs by EIP-1271: the simulation that follows asks the wallet itself.
-    is_contract = isinstance(chain, EvmGateway) and await chain.evm.get_code(request.owner_address)
+    is_contract = await chain.has_code(request.owner_address)
     if len(signature) != 65 and is_contract:
         return
     raise InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
@@ -106,19 +108,17 @@ def meta_call(request: MetaRequest, factory: str, deadline: int) -> Call:
     signature = parse_signature(request.signature)
     owner = request.owner_address
     if request.fee_bps is not None:
-        data = contracts.encode_set_fee_meta(
-            owner, request.fee_bps, request.nonce, deadline, signature
-        )
+        data = encode_set_fee_meta(owner, request.fee_bps, request.nonce, deadline, signature)
     else:
         assert request.payout_address is not None
-        data = contracts.encode_set_payout_meta(
+        data = encode_set_payout_meta(
             owner, request.payout_address, request.nonce, deadline, signature
         )
     return Call(request.purpose, factory, data)
 
 
 def _revert_to_error(exc: ContractRevert, expected_nonce: int) -> Exception:
-    name = contracts.revert_name(exc.revert_data)
+    name = revert_name(exc.revert_data)
     if name == "InvalidAccountNonce":
         return NonceMismatch(
             "nonce is not the owner's current nonce", {"expected": str(expected_nonce)}
@@ -126,7 +126,7 @@ def _revert_to_error(exc: ContractRevert, expected_nonce: int) -> Exception:
     if name == "DeadlineExpired":
         return DeadlineExpired("deadline has passed")
     if name == "FeeTooHigh":
-        return FeeTooHigh(f"feeBps must be at most {contracts.MAX_FEE_BPS}")
+        return FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}")
     if name == "InvalidSignature":
         return InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
     return InvalidRequest(f"the factory rejects this call ({name or 'reverted'})")
@@ -135,14 +135,12 @@ def _revert_to_error(exc: ContractRevert, expected_nonce: int) -> Exception:
 async def submit_meta(services: Services, request: MetaRequest) -> dict[str, Any]:
     """Check and relay a SetFee/SetPayout; returns the 202 body."""
     chain = services.chains.get(request.chain_id)
-    if request.fee_bps is not None and request.fee_bps > contracts.MAX_FEE_BPS:
-        raise FeeTooHigh(
-            f"feeBps must be at most {contracts.MAX_FEE_BPS}", {"max": contracts.MAX_FEE_BPS}
-        )
+    if request.fee_bps is not None and request.fee_bps > MAX_FEE_BPS:
+        raise FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}", {"max": MAX_FEE_BPS})
     deadline = normalize_deadline(request.deadline)
     if deadline <= services.clock.now_ms() // 1000:
         raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
-    factory = str(to_checksum_address(chain.config.factory))
+    factory = normalize_address(chain.config.factory)
     await check_signature(chain, request, typed_data(request, factory, deadline))
     expected = await chain.factory_nonce(request.owner_address)
     if request.nonce != expected:

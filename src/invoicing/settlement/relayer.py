@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
-from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.chain.evm import EvmClient
-from invoicing.chain.gateway import ChainGateway, EvmGateway
+from invoicing.addresses import normalize_address
+from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
+from invoicing.clock import Clock
+from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
@@ -63,16 +64,15 @@ def gas_limit(estimate: int) -> int:
 
 
 class Relayer:
-    """Sends and records transactions from one chain's relayer account."""
+    """Sends and records transactions from one chain's relayer account: its gateway to the
+    chain, the database that holds the nonces and the records, the clock, and the key."""
 
-    def __init__(self, services: Services, chain: ChainGateway) -> None:
-        if not isinstance(chain, EvmGateway):
-            raise RelayerUnavailable(f"chain {chain.config.chain_id} has no JSON-RPC client")
+    def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
         if not chain.config.relayer_key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
-        self.services = services
         self.chain = chain
-        self.evm: EvmClient = chain.evm
+        self.db = db
+        self.clock = clock
         self.chain_id = chain.config.chain_id
         self._key = chain.config.relayer_key
         self.address = str(Account.from_key(self._key).address)
@@ -80,7 +80,7 @@ class Relayer:
     async def simulate(self, call: Call) -> int:
         """Run the call against the latest state (eth_estimateGas executes it); returns the
         gas limit to send with. A revert raises ``ContractRevert`` with its data."""
-        estimate = await self.evm.estimate_gas(self.address, call.to, call.data, call.value)
+        estimate = await self.chain.estimate_gas(self.address, call.to, call.data, call.value)
         return gas_limit(estimate)
 
     async def send(
@@ -97,11 +97,11 @@ class Relayer:
     async def record(
         self, call: Call, gas: int, on_record: OnRecord | None = None
     ) -> RelayerTransaction:
-        max_fee, tip = await self.evm.fee_caps()
+        max_fee, tip = await self.chain.fee_caps()
         # Transactions sent from this account by anything else move the chain's count on.
-        chain_count = await self.evm.get_transaction_count(self.address, "pending")
-        now_ms = self.services.clock.now_ms()
-        async with self.services.db.transaction() as session:
+        chain_count = await self.chain.transaction_count(self.address, "pending")
+        now_ms = self.clock.now_ms()
+        async with self.db.transaction() as session:
             account = await self._lock_account(session, now_ms)
             nonce = max(account.next_nonce, chain_count)
             account.next_nonce = nonce + 1
@@ -113,7 +113,7 @@ class Relayer:
                 sender=self.address,
                 nonce=nonce,
                 purpose=call.purpose,
-                to_address=str(to_checksum_address(call.to)),
+                to_address=normalize_address(call.to),
                 data="0x" + call.data.hex(),
                 value=str(call.value),
                 gas=gas,
@@ -142,7 +142,7 @@ class Relayer:
         return row
 
     async def _lock_account(self, session: AsyncSession, now_ms: int) -> RelayerAccount:
-        insert = pg_insert if self.services.db.dialect == "postgresql" else sqlite_insert
+        insert = pg_insert if self.db.dialect == "postgresql" else sqlite_insert
         await session.execute(
             insert(RelayerAccount)
             .values(chain_id=self.chain_id, address=self.address, next_nonce=0, updated_at=now_ms)
@@ -166,20 +166,21 @@ class Relayer:
             "type": 2,
             "chainId": self.chain_id,
             "nonce": nonce,
-            "to": str(to_checksum_address(call.to)),
+            "to": normalize_address(call.to),
             "value": call.value,
             "data": call.data,
             "gas": gas,
             "maxFeePerGas": max_fee,
             "maxPriorityFeePerGas": min(tip, max_fee),
         }
-        return self.evm.sign_transaction(self._key, tx)
+        signed = Account.sign_transaction(tx, self._key)
+        return "0x" + bytes(signed.hash).hex(), bytes(signed.raw_transaction)
 
     async def broadcast(self, row: RelayerTransaction) -> bool:
         """Send the newest signed version; False when the node refused it (the tracker
         retries, replaces or drops it later)."""
         try:
-            await self.evm.send_raw_transaction(bytes.fromhex(row.raw_tx[2:]))
+            await self.chain.send_raw_transaction(bytes.fromhex(row.raw_tx[2:]))
         except RpcError as exc:
             if "already known" in exc.message.lower():
                 return True
@@ -194,9 +195,9 @@ class Relayer:
         """Re-sign a transaction that was not mined in time, same nonce, fees raised >= 10%.
 
         Returns None when another process replaced or finished it first."""
-        max_fee, tip = await self.evm.fee_caps()
-        now_ms = self.services.clock.now_ms()
-        async with self.services.db.transaction() as session:
+        max_fee, tip = await self.chain.fee_caps()
+        now_ms = self.clock.now_ms()
+        async with self.db.transaction() as session:
             row = await session.scalar(
                 select(RelayerTransaction)
                 .where(RelayerTransaction.id == row_id)
@@ -231,4 +232,4 @@ class Relayer:
 
 def relayer_for(services: Services, chain_id: int) -> Relayer:
     """The relayer of a configured chain (UnsupportedChain / RelayerUnavailable otherwise)."""
-    return Relayer(services, services.chains.get(chain_id))
+    return Relayer(services.chains.get(chain_id), services.db, services.clock)

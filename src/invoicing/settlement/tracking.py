@@ -11,7 +11,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
+from invoicing.db import Database
+from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.withdrawals import settle_withdrawal
@@ -19,80 +22,86 @@ from invoicing.settlement.withdrawals import settle_withdrawal
 log = logging.getLogger(__name__)
 
 
-async def pending_transactions(relayer: Relayer) -> list[RelayerTransaction]:
-    async with relayer.services.db.sessions() as session:
+async def pending_transactions(
+    db: Database, chain_id: int, sender: str
+) -> list[RelayerTransaction]:
+    async with db.sessions() as session:
         rows = await session.scalars(
             select(RelayerTransaction)
             .where(
-                RelayerTransaction.chain_id == relayer.chain_id,
+                RelayerTransaction.chain_id == chain_id,
                 RelayerTransaction.status == TxStatus.PENDING,
-                RelayerTransaction.sender == relayer.address,
+                RelayerTransaction.sender == sender,
             )
             .order_by(RelayerTransaction.nonce)
         )
         return list(rows)
 
 
-async def track_pending(relayer: Relayer) -> list[RelayerTransaction]:
-    """One pass over the chain's pending transactions; returns those that became final."""
-    rows = await pending_transactions(relayer)
+async def track_pending(
+    services: Services, chain: ChainGateway, relayer: Relayer
+) -> list[RelayerTransaction]:
+    """One pass over the relayer's pending transactions on ``chain``; returns those that
+    became final."""
+    rows = await pending_transactions(services.db, chain.config.chain_id, relayer.address)
     if not rows:
         return []
-    evm = relayer.evm
-    head = await evm.block_number()
+    head = await chain.block_number()
     # Read before the receipts: a nonce below this count whose hashes have no receipt was
     # taken by a transaction that is not ours.
-    mined_count = await evm.get_transaction_count(relayer.address, "latest")
-    depth = relayer.chain.config.confirmations
+    mined_count = await chain.transaction_count(relayer.address, "latest")
+    depth = chain.config.confirmations
     finished = []
     for row in rows:
-        receipt = await find_receipt(relayer, row.hashes)
+        receipt = await find_receipt(chain, row.hashes)
         if receipt is not None:
             if head - receipt["blockNumber"] + 1 >= depth:
-                done = await finalize(relayer, row.id, receipt)
+                done = await finalize(services, chain.factory, row.id, receipt)
                 if done is not None:
                     finished.append(done)
             continue
         if row.nonce < mined_count:
-            done = await finalize(relayer, row.id, None)
+            done = await finalize(services, chain.factory, row.id, None)
             if done is not None:
                 finished.append(done)
             continue
-        await keep_alive(relayer, row)
+        await keep_alive(services, chain, relayer, row)
     return finished
 
 
-async def find_receipt(relayer: Relayer, hashes: list[Any]) -> dict[str, Any] | None:
+async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
     """The receipt of whichever signed version was mined (newest first)."""
     for tx_hash in reversed(hashes):
-        receipt = await relayer.evm.get_receipt(str(tx_hash))
+        receipt = await chain.receipt(str(tx_hash))
         if receipt is not None:
             return receipt
     return None
 
 
-async def keep_alive(relayer: Relayer, row: RelayerTransaction) -> None:
+async def keep_alive(
+    services: Services, chain: ChainGateway, relayer: Relayer, row: RelayerTransaction
+) -> None:
     """Replace a transaction that waited too long; re-send one the node has forgotten."""
-    waited_ms = relayer.services.clock.now_ms() - row.sent_at
-    if waited_ms >= relayer.services.settings.relayer_resend_after_s * 1000:
+    waited_ms = services.clock.now_ms() - row.sent_at
+    if waited_ms >= services.settings.relayer_resend_after_s * 1000:
         await relayer.replace(row.id, row.sent_at)
         return
     try:
-        known = await relayer.evm.call_rpc("eth_getTransactionByHash", [row.tx_hash])
+        known = await chain.is_known_transaction(row.tx_hash)
     except RpcError:
-        known = None
-    if known is None:
-        log.info("relayer chain %s: re-sending %s", relayer.chain_id, row.tx_hash)
+        known = False
+    if not known:
+        log.info("relayer chain %s: re-sending %s", row.chain_id, row.tx_hash)
         await relayer.broadcast(row)
 
 
 async def finalize(
-    relayer: Relayer, row_id: str, receipt: dict[str, Any] | None
+    services: Services, factory: str, row_id: str, receipt: dict[str, Any] | None
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
     what it means in the same database transaction. None if another process got there first."""
-    now_ms = relayer.services.clock.now_ms()
-    async with relayer.services.db.transaction() as session:
+    now_ms = services.clock.now_ms()
+    async with services.db.transaction() as session:
         row = await session.scalar(
             select(RelayerTransaction)
             .where(RelayerTransaction.id == row_id)
@@ -110,10 +119,10 @@ async def finalize(
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
         if row.purpose == TxPurpose.WITHDRAW:
-            await settle_withdrawal(session, relayer, row, receipt, now_ms)
+            await settle_withdrawal(session, factory, row, receipt, now_ms)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
-        relayer.chain_id,
+        row.chain_id,
         row.purpose,
         row.nonce,
         row.status,

@@ -24,10 +24,17 @@ from typing import Any
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.chain import contracts
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.calldata import encode_withdraw
+from invoicing.chain.events import decode_withdrawn
+from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert
+from invoicing.clock import Clock
+from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
+from invoicing.services import Services
 from invoicing.settlement.models import (
     RelayerTransaction,
     TxPurpose,
@@ -69,17 +76,19 @@ def _claimed_ids() -> Any:
     )
 
 
-async def paid_candidates(relayer: Relayer, owner_key: str | None = None) -> list[Invoice]:
+async def paid_candidates(
+    db: Database, chain_id: int, owner_key: str | None = None
+) -> list[Invoice]:
     """Paid invoices waiting for their withdrawal (deleted ones included)."""
     conditions = [
-        Invoice.chain_id == relayer.chain_id,
+        Invoice.chain_id == chain_id,
         Invoice.status == InvoiceStatus.PAID,
         Invoice.withdrawn.is_(False),
         Invoice.id.not_in(_claimed_ids()),
     ]
     if owner_key is not None:
         conditions.append(Invoice.owner_key == owner_key)
-    async with relayer.services.db.sessions() as session:
+    async with db.sessions() as session:
         rows = await session.scalars(
             select(Invoice).where(*conditions).order_by(Invoice.id).limit(MAX_CANDIDATES_PER_PASS)
         )
@@ -87,13 +96,13 @@ async def paid_candidates(relayer: Relayer, owner_key: str | None = None) -> lis
 
 
 async def settled_candidates(
-    relayer: Relayer, now_ms: int, owner_key: str | None = None
+    services: Services, chain: ChainGateway, now_ms: int, owner_key: str | None = None
 ) -> list[Invoice]:
     """Settled invoices whose escrow may have received funds since: read, then sweep."""
-    window_ms = int(relayer.services.settings.late_payment_window_s * 1000)
+    window_ms = int(services.settings.late_payment_window_s * 1000)
     since = now_ms - window_ms
     conditions = [
-        Invoice.chain_id == relayer.chain_id,
+        Invoice.chain_id == chain.config.chain_id,
         Invoice.id.not_in(_claimed_ids()),
         or_(
             and_(Invoice.status == InvoiceStatus.COMPLETED, Invoice.withdrawn_at >= since),
@@ -107,23 +116,23 @@ async def settled_candidates(
     ]
     if owner_key is not None:
         conditions.append(Invoice.owner_key == owner_key)
-    async with relayer.services.db.sessions() as session:
+    async with services.db.sessions() as session:
         rows = await session.scalars(
             select(Invoice).where(*conditions).order_by(Invoice.id).limit(MAX_CANDIDATES_PER_PASS)
         )
         invoices = list(rows)
-    balances = await escrow_balances(relayer, invoices)
+    balances = await escrow_balances(chain, invoices)
     return [invoice for invoice in invoices if balances[invoice.id] > 0]
 
 
-async def escrow_balances(relayer: Relayer, invoices: Sequence[Invoice]) -> dict[str, int]:
+async def escrow_balances(chain: ChainGateway, invoices: Sequence[Invoice]) -> dict[str, int]:
     """Current balances by invoice id, one batched read per token."""
     by_token: dict[str | None, list[Invoice]] = defaultdict(list)
     for invoice in invoices:
         by_token[invoice.token_address].append(invoice)
     balances: dict[str, int] = {}
     for token, group in by_token.items():
-        values = await relayer.chain.balances(token, [i.payment_address for i in group])
+        values = await chain.balances(token, [i.payment_address for i in group])
         balances.update({i.id: v for i, v in zip(group, values, strict=True)})
     return balances
 
@@ -144,71 +153,86 @@ def group_batches(invoices: Sequence[Invoice], size: int) -> list[Batch]:
 
 
 async def plan_withdrawals(
-    relayer: Relayer, *, full: bool, owner_key: str | None = None
+    services: Services,
+    chain: ChainGateway,
+    relayer: Relayer,
+    *,
+    full: bool,
+    owner_key: str | None = None,
 ) -> list[RelayerTransaction]:
-    """Send the withdrawals that are due; returns their relayer transactions.
+    """Send the withdrawals that are due on ``chain`` from its relayer; returns their
+    relayer transactions.
 
     A full pass sweeps every waiting paid invoice and settled escrows holding funds; other
     passes only send full batches (``withdrawal_batch_size`` paid invoices of one owner and
     token)."""
-    settings = relayer.services.settings
+    settings = services.settings
     size = max_batch(settings.withdrawal_batch_size)
-    started_ms = relayer.services.clock.now_ms()
-    invoices = await paid_candidates(relayer, owner_key)
-    batches = group_batches(invoices, size)
+    started_ms = services.clock.now_ms()
+    invoices = await paid_candidates(services.db, chain.config.chain_id, owner_key)
     if full:
-        late = await settled_candidates(relayer, started_ms, owner_key)
-        batches = group_batches([*invoices, *late], size)
-    else:
+        invoices += await settled_candidates(services, chain, started_ms, owner_key)
+    batches = group_batches(invoices, size)
+    if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
     sent = []
     for batch in batches:
-        sent.extend(await send_batch(relayer, batch))
+        sent.extend(await send_batch(services, chain, relayer, batch))
     return sent
 
 
-async def send_batch(relayer: Relayer, batch: Batch) -> list[RelayerTransaction]:
+async def send_batch(
+    services: Services, chain: ChainGateway, relayer: Relayer, batch: Batch
+) -> list[RelayerTransaction]:
     """Simulate and send one withdraw; a batch over the gas cap is split in halves."""
     ids = [invoice.id for invoice in batch.invoices]
-    async with relayer.services.db.sessions() as session:
+    async with services.db.sessions() as session:
         seen = await sweep_counts(session, ids)
-    balances = await escrow_balances(relayer, batch.invoices)
+    balances = await escrow_balances(chain, batch.invoices)
     # A settled escrow emptied since it was scanned (by another process) is left out.
     invoices = [i for i in batch.invoices if i.status == InvoiceStatus.PAID or balances[i.id] > 0]
     if not invoices:
         return []
-    token = batch.token_address or contracts.ZERO_ADDRESS
+    token = batch.token_address or ZERO_ADDRESS
     salts = [bytes.fromhex(i.salt[2:]) for i in invoices]
     call = Call(
-        TxPurpose.WITHDRAW,
-        relayer.chain.factory,
-        contracts.encode_withdraw(batch.owner_address, token, salts),
+        TxPurpose.WITHDRAW, chain.factory, encode_withdraw(batch.owner_address, token, salts)
     )
-    try:
-        gas = await relayer.simulate(call)
-    except ContractRevert as exc:
-        log.warning(
-            "withdrawal for %s on chain %s does not simulate (%s); skipped",
-            batch.owner_address,
-            relayer.chain_id,
-            contracts.revert_name(exc.revert_data) or exc.message,
-        )
+    gas = await simulate(relayer, call, batch.owner_address)
+    if gas is None:
         return []
     if gas >= TX_GAS_CAP and len(invoices) > 1:
         half = len(invoices) // 2
         first = Batch(batch.owner_address, batch.token_address, invoices[:half])
         rest = Batch(batch.owner_address, batch.token_address, invoices[half:])
-        return [*await send_batch(relayer, first), *await send_batch(relayer, rest)]
+        return [
+            *await send_batch(services, chain, relayer, first),
+            *await send_batch(services, chain, relayer, rest),
+        ]
     planned = Batch(batch.owner_address, batch.token_address, invoices)
 
     async def claim(session: AsyncSession, row: RelayerTransaction) -> None:
-        await claim_invoices(session, relayer, planned, balances, seen, row)
+        await claim_invoices(session, services.clock, planned, balances, seen, row)
 
     try:
         return [await relayer.send(call, gas, claim)]
     except AlreadyClaimed:
         log.info("withdrawal batch for %s was claimed by another process", batch.owner_address)
         return []
+
+
+async def simulate(relayer: Relayer, call: Call, owner_address: str) -> int | None:
+    """The gas limit of a withdraw, or None when it reverts (logged; the batch is skipped)."""
+    try:
+        return await relayer.simulate(call)
+    except ContractRevert as exc:
+        log.warning(
+            "withdrawal for %s on chain %s does not simulate (%s); skipped",
+            owner_address,
+            relayer.chain_id,
+            revert_name(exc.revert_data) or exc.message,
+        )
+        return None
 
 
 async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:
@@ -223,7 +247,7 @@ async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:
 
 async def claim_invoices(
     session: AsyncSession,
-    relayer: Relayer,
+    clock: Clock,
     batch: Batch,
     balances: dict[str, int],
     seen: dict[str, int],
@@ -248,10 +272,10 @@ async def claim_invoices(
     )
     if paid_ids and still_paid != len(paid_ids):
         raise AlreadyClaimed(paid_ids)
-    now_ms = relayer.services.clock.now_ms()
+    now_ms = clock.now_ms()
     withdrawal = Withdrawal(
         id=str(uuid.uuid4()),
-        chain_id=relayer.chain_id,
+        chain_id=row.chain_id,
         owner_address=batch.owner_address,
         token_address=batch.token_address,
         relayer_tx_id=row.id,
@@ -270,12 +294,12 @@ async def claim_invoices(
 
 def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> tuple[int, int]:
     """(total, fee) of ``token`` in the receipt's Withdrawn events from the factory."""
-    wanted = (token or contracts.ZERO_ADDRESS).lower()
+    wanted = (token or ZERO_ADDRESS).lower()
     total = fee = 0
     for entry in receipt.get("logs", []):
         if str(entry.get("address", "")).lower() != factory.lower():
             continue
-        event = contracts.decode_withdrawn(entry)
+        event = decode_withdrawn(entry)
         if event is not None and event.token.lower() == wanted:
             total += event.total
             fee += event.fee
@@ -284,7 +308,7 @@ def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> 
 
 async def settle_withdrawal(
     session: AsyncSession,
-    relayer: Relayer,
+    factory: str,
     row: RelayerTransaction,
     receipt: dict[str, Any] | None,
     now_ms: int,
@@ -300,7 +324,7 @@ async def settle_withdrawal(
     if receipt is None or receipt["status"] != 1:
         withdrawal.status = WithdrawalStatus.FAILED
         return
-    total, fee = swept_by_event(receipt, relayer.chain.factory, withdrawal.token_address)
+    total, fee = swept_by_event(receipt, factory, withdrawal.token_address)
     withdrawal.status = WithdrawalStatus.COMPLETED
     withdrawal.confirmed_at = now_ms
     withdrawal.swept_raw = str(total)
@@ -323,9 +347,9 @@ async def settle_withdrawal(
         apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
 
 
-async def withdrawal_summary(relayer: Relayer, tx_id: str) -> tuple[Withdrawal, int] | None:
+async def withdrawal_summary(db: Database, tx_id: str) -> tuple[Withdrawal, int] | None:
     """The withdrawal a relayer transaction carries and how many escrows it sweeps."""
-    async with relayer.services.db.sessions() as session:
+    async with db.sessions() as session:
         withdrawal = await session.scalar(
             select(Withdrawal).where(Withdrawal.relayer_tx_id == tx_id)
         )

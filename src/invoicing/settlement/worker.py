@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 def _relayer(services: Services, chain: ChainGateway) -> Relayer | None:
     try:
-        return Relayer(services, chain)
+        return Relayer(chain, services.db, services.clock)
     except RelayerUnavailable:
         return None
 
@@ -35,16 +35,16 @@ def _relayer(services: Services, chain: ChainGateway) -> Relayer | None:
 async def run(services: Services, stop: asyncio.Event) -> None:
     """Worker loop (registered in ``workers.all_workers``)."""
     settings = services.settings
-    relayers = [r for r in (_relayer(services, c) for c in services.chains.all()) if r]
+    senders = [(c, r) for c in services.chains.all() if (r := _relayer(services, c))]
     last_full_ms: dict[int, int] = {}
     while not stop.is_set():
-        for relayer in relayers:
+        for chain, relayer in senders:
             now_ms = services.clock.now_ms()
             last = last_full_ms.get(relayer.chain_id)
             full = last is None or now_ms - last >= settings.withdrawal_interval_s * 1000
             try:
-                await track_pending(relayer)
-                await plan_withdrawals(relayer, full=full)
+                await track_pending(services, chain, relayer)
+                await plan_withdrawals(services, chain, relayer, full=full)
             except ChainUnavailable as exc:
                 log.warning("settlement on chain %s: %s", relayer.chain_id, exc)
                 continue
@@ -65,26 +65,26 @@ async def withdraw_now(
 
     Returns True when every withdrawal sent was confirmed."""
     chains = [services.chains.get(chain_id)] if chain_id is not None else services.chains.all()
-    waiting: dict[str, tuple[Relayer, RelayerTransaction]] = {}
+    waiting: dict[str, tuple[ChainGateway, Relayer]] = {}
     for chain in chains:
         relayer = _relayer(services, chain)
         if relayer is None:
             echo(f"chain {chain.config.chain_id}: no relayer key configured, skipped")
             continue
-        await track_pending(relayer)
-        sent = await plan_withdrawals(relayer, full=True, owner_key=owner_key)
+        await track_pending(services, chain, relayer)
+        sent = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner_key)
         echo(f"chain {relayer.chain_id}: {len(sent)} withdrawal transaction(s) sent")
         for row in sent:
-            summary = await withdrawal_summary(relayer, row.id)
+            summary = await withdrawal_summary(services.db, row.id)
             count, owner = (summary[1], summary[0].owner_address) if summary else (0, "?")
             echo(f"  sent {row.tx_hash} (nonce {row.nonce}): {count} escrow(s) of {owner}")
-            waiting[row.id] = (relayer, row)
+            waiting[row.id] = (chain, relayer)
     return await _wait_final(services, waiting, echo, timeout_s)
 
 
 async def _wait_final(
     services: Services,
-    waiting: dict[str, tuple[Relayer, RelayerTransaction]],
+    waiting: dict[str, tuple[ChainGateway, Relayer]],
     echo: Callable[[str], None],
     timeout_s: float,
 ) -> bool:
@@ -92,8 +92,8 @@ async def _wait_final(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while waiting:
-        for relayer in {id(r): r for r, _ in waiting.values()}.values():
-            await track_pending(relayer)
+        for chain, relayer in {id(r): (c, r) for c, r in waiting.values()}.values():
+            await track_pending(services, chain, relayer)
         # Read the outcome back: another process may have finished a transaction first.
         async with services.db.sessions() as session:
             rows = await session.scalars(

@@ -1,0 +1,52 @@
+"""The compiled contracts (ABI + bytecode), shipped inside the package.
+
+``scripts/compile.mjs`` writes ``artifacts/<name>.json``; nothing at run time needs a
+compiler. ``tests/integration/test_artifacts.py`` checks they match a fresh compile.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+PAYMENT_FACTORY = "PaymentFactory"
+ESCROW = "Escrow"
+TEST_TOKEN = "TestToken"
+# TestToken is an OpenZeppelin ERC20: its ABI serves for the standard calls to any token.
+ERC20 = TEST_TOKEN
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One compiled contract: its ABI, creation code and runtime code."""
+
+    name: str
+    abi: list[dict[str, Any]]
+    bytecode: bytes
+    deployed_bytecode: bytes
+
+
+@functools.cache
+def load_artifact(name: str) -> Artifact:
+    """Read ``artifacts/<name>.json`` from the installed package."""
+    text = resources.files("invoicing.chain").joinpath("artifacts", f"{name}.json").read_text()
+    raw = json.loads(text)
+    return Artifact(
+        name=raw["contractName"],
+        abi=raw["abi"],
+        bytecode=bytes.fromhex(raw["bytecode"][2:]),
+        deployed_bytecode=bytes.fromhex(raw["deployedBytecode"][2:]),
+    )
+
+
+def factory_bytecode() -> bytes:
+    """Creation code of PaymentFactory (no constructor arguments)."""
+    return load_artifact(PAYMENT_FACTORY).bytecode
+
+
+def test_token_bytecode() -> bytes:
+    """Creation code of the demo TestToken ("Test USD", TUSD, 6 decimals)."""
+    return load_artifact(TEST_TOKEN).bytecode

@@ -1,0 +1,74 @@
+"""Calldata of the factory calls the service sends, and the hand-written balancesOf.
+
+Sends (withdraw, setFeeMeta, setPayoutMeta) are encoded from the shipped ABI. balancesOf is
+written out by hand: a monitor pass encodes every watched escrow, and eth_abi's per-address
+validation (an EIP-55 keccak for each checksummed address) cost seconds per 100k.
+``tests/unit/test_balances_calldata.py`` pins it to the ABI encoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eth_abi.exceptions import DecodingError
+
+from invoicing.addresses import address_bytes
+from invoicing.chain.abi import abi_function, encode_call
+from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.escrows import salt_bytes
+
+# PaymentFactory.MAX_FEE_BPS: the highest fee an owner may set (5%).
+MAX_FEE_BPS = 500
+
+
+def encode_withdraw(owner: str, token: str, salts: Sequence[bytes]) -> bytes:
+    """withdraw(owner, token, salts): token = ZERO_ADDRESS sweeps native coin."""
+    salt_list = [salt_bytes(s) for s in salts]
+    return encode_call(PAYMENT_FACTORY, "withdraw", owner, token, salt_list)
+
+
+def encode_set_fee_meta(
+    user: str, fee_bps: int, nonce: int, deadline: int, signature: bytes
+) -> bytes:
+    """setFeeMeta: an owner-signed SetFee, relayed by anyone."""
+    return encode_call(PAYMENT_FACTORY, "setFeeMeta", user, fee_bps, nonce, deadline, signature)
+
+
+def encode_set_payout_meta(
+    user: str, payout: str, nonce: int, deadline: int, signature: bytes
+) -> bytes:
+    """setPayoutMeta: an owner-signed SetPayout, relayed by anyone."""
+    return encode_call(PAYMENT_FACTORY, "setPayoutMeta", user, payout, nonce, deadline, signature)
+
+
+def encode_balances_of(token: str, accounts: Sequence[str]) -> bytes:
+    """balancesOf(token, accounts): token = ZERO_ADDRESS reads native balances.
+
+    Selector, token word, offset 64, length, one word per account. Addresses must be 20
+    bytes of hex; their checksum case is not verified (they are the service's own escrows)."""
+    words = [
+        _BALANCES_OF_SELECTOR,
+        bytes(12) + address_bytes(token),
+        _BALANCES_OF_OFFSET,
+        len(accounts).to_bytes(32, "big"),
+    ]
+    words.extend([bytes(12) + address_bytes(account) for account in accounts])
+    return b"".join(words)
+
+
+_BALANCES_OF_SELECTOR = abi_function(PAYMENT_FACTORY, "balancesOf").selector
+_BALANCES_OF_OFFSET = (64).to_bytes(32, "big")
+
+
+def decode_balances_of(data: bytes) -> list[int]:
+    """Answer of balancesOf: a ``uint256[]`` (read by hand, like the calldata)."""
+    if len(data) < 64:
+        raise DecodingError(f"balancesOf answer too short: {len(data)} bytes")
+    offset = int.from_bytes(data[:32], "big")
+    if offset % 32 or offset + 32 > len(data):
+        raise DecodingError(f"balancesOf answer has a bad array offset {offset}")
+    start = offset + 32
+    end = start + 32 * int.from_bytes(data[offset:start], "big")
+    if end > len(data):
+        raise DecodingError("balancesOf answer is shorter than its array")
+    return [int.from_bytes(data[i : i + 32], "big") for i in range(start, end, 32)]

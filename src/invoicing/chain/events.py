@@ -1,0 +1,53 @@
+"""Factory events read from transaction receipts: ``Withdrawn`` (what a sweep moved)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eth_abi.abi import decode
+
+from invoicing.addresses import checksum_encode
+from invoicing.chain.abi import event_data_types, event_topic
+from invoicing.chain.artifacts import PAYMENT_FACTORY
+
+WITHDRAWN_TOPIC = event_topic(PAYMENT_FACTORY, "Withdrawn")
+_WITHDRAWN_DATA = event_data_types(PAYMENT_FACTORY, "Withdrawn")
+
+
+@dataclass(frozen=True)
+class Withdrawn:
+    """A factory ``Withdrawn`` event: ``total`` swept of ``token``, ``fee`` of it to payout."""
+
+    owner: str
+    token: str
+    count: int
+    total: int
+    fee: int
+
+
+def _hex_bytes(value: str | bytes) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return bytes.fromhex(value[2:] if value.startswith("0x") else value)
+
+
+def _topic_address(topic: bytes) -> str:
+    if len(topic) != 32:
+        raise ValueError(f"an address topic is 32 bytes, got {len(topic)}")
+    return checksum_encode(topic[12:])
+
+
+def decode_withdrawn(log: dict[str, Any]) -> Withdrawn | None:
+    """The Withdrawn event in a receipt log, or None when the log is something else."""
+    topics = [_hex_bytes(t) for t in log.get("topics", [])]
+    if len(topics) != 3 or topics[0] != WITHDRAWN_TOPIC:
+        return None
+    count, total, fee = decode(_WITHDRAWN_DATA, _hex_bytes(log["data"]))
+    return Withdrawn(
+        owner=_topic_address(topics[1]),
+        token=_topic_address(topics[2]),
+        count=int(count),
+        total=int(total),
+        fee=int(fee),
+    )
