@@ -13,7 +13,8 @@ import asyncio
 import ssl
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+from invoicing.webhooks.guard import Target
 
 # Answers longer than this are not read to the end; their connection is dropped instead.
 MAX_ANSWER_BYTES = 64 * 1024
@@ -25,17 +26,6 @@ Connect = Callable[[str, int, str | None], Awaitable[Streams]]
 
 class ProtocolError(ConnectionError):
     """The endpoint's answer is not HTTP/1.x."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where to connect (the checked address) and what to call the host."""
-
-    address: str
-    port: int
-    host_header: str
-    path: str
-    tls_name: str | None = None  # set for https: SNI and the certificate's name
 
 
 async def open_streams(address: str, port: int, tls_name: str | None) -> Streams:
@@ -111,7 +101,7 @@ class ConnectionPool:
 
     async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
         """Send one POST and return the answer's status code."""
-        key = (target.address, target.port, target.tls_name)
+        key = (target.addresses[0], target.port, target.tls_name)
         request = _request_head(target, headers, len(body)) + body
         streams = self._take_idle(key)
         if streams is not None:
@@ -119,7 +109,7 @@ class ConnectionPool:
                 return await self._exchange(key, streams, request)
             except (asyncio.IncompleteReadError, ConnectionError):
                 pass  # the endpoint closed the idle connection: try once on a new one
-        streams = await self.connect(target.address, target.port, target.tls_name)
+        streams = await self.connect(target.addresses[0], target.port, target.tls_name)
         return await self._exchange(key, streams, request)
 
     async def _exchange(
