@@ -66,7 +66,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from webhooks import address_of, receiver_process  # noqa: E402
 
 RULE = 1.5
-USER_AGENT = "invoicing-webhooks/bench"
 BODY = (
     b'{"invoiceId":"1","chainId":31337,"paymentAddress":"0x5FbDB2315678afecb367f032d93F642f64'
     b'180aa3","tokenAddress":"0x0000000000000000000000000000000000000000","amount":"1.5",'
@@ -146,7 +145,6 @@ class HttpxWire:
                 follow_redirects=False,
                 timeout=None,
                 trust_env=False,
-                headers={"User-Agent": USER_AGENT},
             )
         return client
 
@@ -210,7 +208,6 @@ class AiohttpWire:
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(),
                 auto_decompress=False,
-                headers={"User-Agent": USER_AGENT},
             )
         return self.session
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from invoicing import __version__
 from invoicing.webhooks.guard import (
     Resolver,
     Target,
@@ -28,6 +29,8 @@ from invoicing.webhooks.guard import (
 from invoicing.webhooks.http11 import Connect, ConnectionPool, open_streams
 
 __all__ = ["TargetRefused", "refused_reason"]
+
+USER_AGENT = f"invoicing-webhooks/{__version__}"
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ class HttpWebhookClient:
         try:
             async with asyncio.timeout(self.timeout_s):
                 target = await self.checked_target(delivery.url)
-                status = await self._wire.post(target, delivery.headers, delivery.body)
+                headers = {"user-agent": USER_AGENT, **delivery.headers}
+                status = await self._wire.post(target, headers, delivery.body)
             return Outcome(status_code=status, duration_ms=_since(started))
         except TargetRefused as exc:
             return Outcome(error=f"refused: {exc}", terminal=True, duration_ms=_since(started))
