@@ -1,12 +1,28 @@
 """Outbound webhook HTTP behind one small interface (``WebhookClient``).
 
 ``HttpWebhookClient`` is the real one: the SSRF guard (``guard.checked_target``) resolves the
-target and refuses loopback, private, link-local, multicast, unspecified and reserved
-addresses unless the development setting allows them; then the wire (``Wire``) connects only
-to the addresses it checked (the request keeps the URL's Host header and TLS SNI/certificate
-name), so DNS cannot be re-pointed between the check and the connect. The wire is
-``http11.ConnectionPool``, whose ``connect`` step tests swap. ``FakeWebhookClient`` ships
-beside it for unit tests.
+target and refuses the delivery if any of its addresses is loopback, private, link-local,
+multicast, unspecified or reserved, unless the development setting allows them; then the
+wire (``Wire``) connects only to the addresses it checked (the request keeps the URL's Host
+header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the
+connect. Every request carries ``User-Agent: invoicing-webhooks/<version>``. The wire is
+``http11.ConnectionPool`` (address fallback and stale keep-alive connections: its
+docstring), whose ``connect`` step tests swap. ``FakeWebhookClient`` ships beside it.
+
+Why a hand-written wire: ``bench/webhook_clients.py`` sends the same 5,000 POSTs through this
+client with each wire (100 hosts, 200 in flight, at most 20 per host, keep-alive, the guard
+and pinned connects for all; receiver in another process) and counts deliveries per CPU
+second of the sending process. On the 2-core development machine, best of 3 rounds:
+
+    wire                        names from a table    the system resolver (getaddrinfo)
+    http11 (this one)           11,164  (1.00)         5,509  (1.00)
+    aiohttp 3.14 + a resolver    4,313  (0.39)         2,952  (0.54)
+    httpx 0.28 + a backend         710  (0.06)           567  (0.10)
+
+The rule was to keep it only if it delivers at least 1.5 times as much per CPU second as the
+best library: it delivers 2.59 times aiohttp's (1.87 with the system resolver, whose thread
+hop per delivery every wire pays alike), so it stays. httpx with one pool for all hosts
+managed about 80 a second: its pool scans every connection for each queued request.
 """
 
 from __future__ import annotations
