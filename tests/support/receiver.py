@@ -77,8 +77,8 @@ class Receiver:
 
 
 @asynccontextmanager
-async def receiver() -> AsyncIterator[Receiver]:
+async def receiver(keep_alive_s: float = 5) -> AsyncIterator[Receiver]:
     recv = Receiver()
-    async with serve(recv.app()) as base_url:
+    async with serve(recv.app(), keep_alive_s=keep_alive_s) as base_url:
         recv.base_url = base_url
         yield recv

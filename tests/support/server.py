@@ -18,12 +18,15 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def serve(app: FastAPI, port: int | None = None) -> AsyncIterator[str]:
-    """Run ``app`` with uvicorn on 127.0.0.1; yields its base URL."""
+async def serve(
+    app: FastAPI, port: int | None = None, keep_alive_s: float = 5
+) -> AsyncIterator[str]:
+    """Run ``app`` with uvicorn on 127.0.0.1 (idle connections closed after ``keep_alive_s``);
+    yields its base URL."""
     port = port or free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config.timeout_keep_alive = keep_alive_s  # type: ignore[assignment]  # seconds, any float
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():

@@ -1,18 +1,18 @@
 """The outbound webhook client: SSRF guard, pinned connect address, no redirects, timeout.
 
-The wire is real (a local asyncio HTTP server); only name resolution and the connect step
-are swapped so that "public" addresses lead to the local server.
+The wire is real (a local asyncio HTTP server, ``tests/support/local_http.py``); only name
+resolution and the connect step are swapped so that "public" addresses lead to it.
+Connection handling (reuse, fallback across addresses, stale connections) is in
+``test_webhook_connections.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 
 import pytest
 
+from invoicing import __version__
 from invoicing.webhooks.client import (
     Delivery,
     FakeWebhookClient,
@@ -20,66 +20,9 @@ from invoicing.webhooks.client import (
     Outcome,
     refused_reason,
 )
-from invoicing.webhooks.http11 import Streams
+from tests.support.local_http import Connects, LocalServer, make_client
 
 BODY = b'{"status":"paid"}'
-
-
-@dataclass
-class LocalServer:
-    """Answers every request with ``answer`` (raw bytes after reading the request)."""
-
-    answer: bytes = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
-    delay_s: float = 0.0
-    requests: list[bytes] = field(default_factory=list)
-    connections: int = 0
-    port: int = 0
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":")[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
-                self.requests.append(head + await reader.readexactly(length))
-                await asyncio.sleep(self.delay_s)
-                writer.write(self.answer)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[LocalServer]:
-    local = LocalServer()
-    listener = await asyncio.start_server(local.handle, "127.0.0.1", 0)
-    local.port = listener.sockets[0].getsockname()[1]
-    yield local
-    listener.close()
-
-
-def make_client(
-    server: LocalServer, *addresses: str, connects: list[tuple[str, int, str | None]] | None = None,
-    **kwargs: object,
-) -> HttpWebhookClient:  # fmt: skip
-    """A client whose resolver answers ``addresses`` and whose connect step records where it
-    was asked to connect, then reaches the local server."""
-
-    async def resolve(host: str, port: int) -> list[str]:
-        return list(addresses)
-
-    async def connect(address: str, port: int, tls_name: str | None) -> Streams:
-        if connects is not None:
-            connects.append((address, port, tls_name))
-        return await asyncio.open_connection("127.0.0.1", server.port)
-
-    return HttpWebhookClient(resolver=resolve, connect=connect, **kwargs)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +51,7 @@ def test_refused_reason(address: str, reason: str | None) -> None:
 async def test_connects_to_the_checked_address_with_the_original_host_header(
     server: LocalServer,
 ) -> None:
-    connects: list[tuple[str, int, str | None]] = []
+    connects: Connects = []
     client = make_client(server, "93.184.216.34", connects=connects)
 
     outcome = await client.send(
@@ -119,30 +62,22 @@ async def test_connects_to_the_checked_address_with_the_original_host_header(
     assert connects == [("93.184.216.34", 8080, None)]
     (request,) = server.requests
     assert request == (
-        b"POST /paid?x=1 HTTP/1.1\r\nHost: hooks.example:8080\r\nx-service-event-id: e1\r\n"
+        b"POST /paid?x=1 HTTP/1.1\r\nHost: hooks.example:8080\r\n"
+        b"user-agent: invoicing-webhooks/" + __version__.encode() + b"\r\n"
+        b"x-service-event-id: e1\r\n"
         b"Content-Length: 17\r\nConnection: keep-alive\r\n\r\n" + BODY
     )
     await client.aclose()
 
 
 async def test_https_targets_keep_the_host_name_for_tls(server: LocalServer) -> None:
-    connects: list[tuple[str, int, str | None]] = []
+    connects: Connects = []
     client = make_client(server, "2606:4700:4700::1111", connects=connects)
 
     await client.send(Delivery("https://hooks.example/p", BODY, {}))
 
     assert connects == [("2606:4700:4700::1111", 443, "hooks.example")]
     assert b"Host: hooks.example\r\n" in server.requests[0]
-    await client.aclose()
-
-
-async def test_connections_are_reused(server: LocalServer) -> None:
-    client = make_client(server, "93.184.216.34")
-
-    outcomes = [await client.send(Delivery("http://hooks.example/", BODY, {})) for _ in range(5)]
-
-    assert [o.status_code for o in outcomes] == [204] * 5
-    assert server.connections == 1
     await client.aclose()
 
 
@@ -153,7 +88,7 @@ async def test_connections_are_reused(server: LocalServer) -> None:
 async def test_private_targets_are_refused_without_a_request(
     server: LocalServer, addresses: tuple[str, ...]
 ) -> None:
-    connects: list[tuple[str, int, str | None]] = []
+    connects: Connects = []
     client = make_client(server, *addresses, connects=connects)
 
     outcome = await client.send(Delivery("http://internal.example/hook", BODY, {}))
@@ -166,7 +101,7 @@ async def test_private_targets_are_refused_without_a_request(
 
 
 async def test_private_targets_are_allowed_by_the_development_setting(server: LocalServer) -> None:
-    connects: list[tuple[str, int, str | None]] = []
+    connects: Connects = []
     client = make_client(server, "127.0.0.1", connects=connects, allow_private=True)
 
     outcome = await client.send(Delivery("http://localhost:9/hook", BODY, {}))

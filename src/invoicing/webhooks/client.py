@@ -1,29 +1,52 @@
 """Outbound webhook HTTP behind one small interface (``WebhookClient``).
 
-``HttpWebhookClient`` is the real one: it resolves the target, refuses loopback, private,
-link-local, multicast, unspecified and reserved addresses unless the development setting
-allows them, and then connects to the very address it checked (the request keeps the URL's
-Host header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and
-the connect. The wire work is ``http11.ConnectionPool``, whose ``connect`` step tests swap.
-``FakeWebhookClient`` ships beside it for unit tests.
+``HttpWebhookClient`` is the real one: the SSRF guard (``guard.checked_target``) resolves the
+target and refuses the delivery if any of its addresses is loopback, private, link-local,
+multicast, unspecified or reserved, unless the development setting allows them; then the
+wire (``Wire``) connects only to the addresses it checked (the request keeps the URL's Host
+header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the
+connect. Every request carries ``User-Agent: invoicing-webhooks/<version>``. The wire is
+``http11.ConnectionPool`` (address fallback and stale keep-alive connections: its
+docstring), whose ``connect`` step tests swap. ``FakeWebhookClient`` ships beside it.
+
+Why a hand-written wire: ``bench/webhook_clients.py`` sends the same 5,000 POSTs through this
+client with each wire (100 hosts, 200 in flight, at most 20 per host, keep-alive, the guard
+and pinned connects for all; receiver in another process) and counts deliveries per CPU
+second of the sending process. On the 2-core development machine, best of 3 rounds:
+
+    wire                        names from a table    the system resolver (getaddrinfo)
+    http11 (this one)           11,164  (1.00)         5,509  (1.00)
+    aiohttp 3.14 + a resolver    4,313  (0.39)         2,952  (0.54)
+    httpx 0.28 + a backend         710  (0.06)           567  (0.10)
+
+The rule was to keep it only if it delivers at least 1.5 times as much per CPU second as the
+best library: it delivers 2.59 times aiohttp's (1.87 with the system resolver, whose thread
+hop per delivery every wire pays alike), so it stays. httpx with one pool for all hosts
+managed about 80 a second: its pool scans every connection for each queued request.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
-import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
-from urllib.parse import urlsplit
 
-from invoicing.webhooks.http11 import Connect, ConnectionPool, Target, open_streams
+from invoicing import __version__
+from invoicing.webhooks.guard import (
+    Resolver,
+    Target,
+    TargetRefused,
+    checked_target,
+    refused_reason,
+    resolve_host,
+)
+from invoicing.webhooks.http11 import Connect, ConnectionPool, open_streams
 
-Resolver = Callable[[str, int], Awaitable[list[str]]]
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+__all__ = ["TargetRefused", "refused_reason"]
+
+USER_AGENT = f"invoicing-webhooks/{__version__}"
 
 
 @dataclass(frozen=True)
@@ -57,31 +80,14 @@ class WebhookClient(Protocol):
     async def aclose(self) -> None: ...
 
 
-class TargetRefused(Exception):
-    """The webhook URL points somewhere the SSRF guard does not allow (terminal)."""
+class Wire(Protocol):
+    """The HTTP exchange once the guard has passed: one POST to one of ``target.addresses``."""
 
+    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
+        """Send the POST and return the answer's status code."""
+        ...
 
-async def resolve_host(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (an IP literal resolves to itself)."""
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def refused_reason(address: IPAddress) -> str | None:
-    """Why the guard refuses this address, or None when it is a public unicast address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    checks = (
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("unspecified", address.is_unspecified),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved),
-        ("not globally routable", not address.is_global),
-    )
-    return next((name for name, hit in checks if hit), None)
+    async def aclose(self) -> None: ...
 
 
 @dataclass
@@ -92,48 +98,26 @@ class HttpWebhookClient:
     allow_private: bool = False
     resolver: Resolver = resolve_host
     connect: Connect = open_streams
-    _pool: ConnectionPool = field(init=False)
+    wire: Wire | None = None
+    _wire: Wire = field(init=False)
 
     def __post_init__(self) -> None:
-        self._pool = ConnectionPool(self.connect)
+        self._wire = self.wire if self.wire is not None else ConnectionPool(self.connect)
 
     async def aclose(self) -> None:
-        await self._pool.aclose()
+        await self._wire.aclose()
 
     async def checked_target(self, url: str) -> Target:
-        """Where to connect for ``url``: a resolved address the guard allows."""
-        parts = urlsplit(url)
-        host = parts.hostname
-        if parts.scheme not in ("http", "https") or not host:
-            raise TargetRefused("webhookUrl must be an absolute http(s) URL")
-        try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
-            resolved = await self.resolver(host, port)
-            addresses = [ipaddress.ip_address(a.split("%")[0]) for a in resolved]
-        except (OSError, ValueError) as exc:
-            raise ConnectionError(f"cannot resolve {host}: {exc}") from exc
-        if not addresses:
-            raise ConnectionError(f"{host} resolves to no address")
-        if not self.allow_private:
-            for address in addresses:
-                reason = refused_reason(address)
-                if reason is not None:
-                    raise TargetRefused(f"{host} resolves to {reason} address {address}")
-        named = f"[{host}]" if ":" in host else host
-        return Target(
-            address=str(addresses[0]),
-            port=port,
-            host_header=named if parts.port is None else f"{named}:{parts.port}",
-            path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-            tls_name=host if parts.scheme == "https" else None,
-        )
+        """Where to connect for ``url``: the resolved addresses, all allowed by the guard."""
+        return await checked_target(url, self.resolver, self.allow_private)
 
     async def send(self, delivery: Delivery) -> Outcome:
         started = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
                 target = await self.checked_target(delivery.url)
-                status = await self._pool.post(target, delivery.headers, delivery.body)
+                headers = {"user-agent": USER_AGENT, **delivery.headers}
+                status = await self._wire.post(target, headers, delivery.body)
             return Outcome(status_code=status, duration_ms=_since(started))
         except TargetRefused as exc:
             return Outcome(error=f"refused: {exc}", terminal=True, duration_ms=_since(started))

@@ -1,19 +1,35 @@
-"""A small HTTP/1.1 POST client on asyncio streams, with keep-alive connections per target.
+"""A small HTTP/1.1 POST client on asyncio streams, with keep-alive connections per address.
 
 Webhook delivery needs little of HTTP: one POST, the status code, no redirects. A general
-client's connection pool costs more than the request itself at a thousand deliveries a
-second, so this one keeps idle connections in a dict keyed by (address, port, TLS name).
-Connections go to the address the SSRF guard checked; the TLS name (SNI and certificate
-check) and the Host header stay the URL's host name.
+client's connection pool costs more than the request itself at thousands of deliveries a
+second (``bench/webhook_clients.py`` measures this client against httpx and aiohttp; the
+figures and the decision are in ``client.py``), so this one keeps idle connections in a dict
+keyed by (address, port, TLS name). The TLS name (SNI and certificate check) and the Host
+header stay the URL's host name.
+
+Addresses: connections go only to the addresses the SSRF guard checked, tried in the
+resolver's order until one connects (refused, unreachable, a failed TLS handshake, or no
+answer within ``fallback_connect_timeout_s``, 3 s, moves on to the next; the last address has
+what is left of the attempt's timeout). A kept-alive connection to any of them is used first.
+
+Stale keep-alive connections: an idle connection whose endpoint has closed it (end of stream
+seen) is dropped before use. A POST is sent a second time only when its connection was taken
+from the idle pool and failed (closed, reset, broken pipe) before the client had read any
+byte of an answer, as when the endpoint closes its idle side while the request goes out; it
+is then sent once more, on a new connection. It is never re-sent after an answer byte was
+read, after a new connection failed, or on a timeout. An endpoint that took the first copy
+and closed without answering gets the event twice, with the same ``x-service-event-id``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+
+from invoicing.webhooks.guard import Target
 
 # Answers longer than this are not read to the end; their connection is dropped instead.
 MAX_ANSWER_BYTES = 64 * 1024
@@ -21,30 +37,29 @@ MAX_IDLE_PER_TARGET = 32
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connect = Callable[[str, int, str | None], Awaitable[Streams]]
+Key = tuple[str, int, str | None]  # (address, port, TLS name) of a connection
 
 
 class ProtocolError(ConnectionError):
     """The endpoint's answer is not HTTP/1.x."""
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where to connect (the checked address) and what to call the host."""
+class _Unanswered(Exception):
+    """A connection from the idle pool failed before any byte of an answer was read."""
 
-    address: str
-    port: int
-    host_header: str
-    path: str
-    tls_name: str | None = None  # set for https: SNI and the certificate's name
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying context for every connection (loading the CA store costs ~60 ms)."""
+    return ssl.create_default_context()
 
 
 async def open_streams(address: str, port: int, tls_name: str | None) -> Streams:
     """Open a TCP (or TLS, verified against ``tls_name``) connection to ``address``."""
     if tls_name is None:
         return await asyncio.open_connection(address, port, limit=MAX_ANSWER_BYTES)
-    context = ssl.create_default_context()
     return await asyncio.open_connection(
-        address, port, ssl=context, server_hostname=tls_name, limit=MAX_ANSWER_BYTES
+        address, port, ssl=_tls_context(), server_hostname=tls_name, limit=MAX_ANSWER_BYTES
     )
 
 
@@ -60,17 +75,17 @@ def _request_head(target: Target, headers: dict[str, str], length: int) -> bytes
     return "\r\n".join(lines).encode("latin-1")
 
 
-async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, bool]:
-    """(status code, whether the connection can be reused) of one answer."""
+async def _read_answer(reader: asyncio.StreamReader, head: bytes) -> tuple[int, bool]:
+    """(status code, whether the connection can be reused) of the answer starting at ``head``."""
     while True:
-        head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
             raise ProtocolError(f"not an HTTP/1.x answer: {lines[0][:80]!r}")
         status = int(parts[1])
         if status >= 200 or status < 100:
-            break  # 1xx answers are followed by the real one
+            break
+        head = await reader.readuntil(b"\r\n\r\n")  # 1xx: the real answer follows
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
@@ -103,34 +118,57 @@ async def _skip_chunks(reader: asyncio.StreamReader) -> bool:
 
 
 class ConnectionPool:
-    """Keep-alive connections by target; ``post`` never shares a connection at once."""
+    """Keep-alive connections by address; ``post`` never shares a connection at once."""
 
-    def __init__(self, connect: Connect = open_streams) -> None:
+    def __init__(
+        self, connect: Connect = open_streams, fallback_connect_timeout_s: float = 3.0
+    ) -> None:
         self.connect = connect
-        self._idle: dict[tuple[str, int, str | None], list[Streams]] = defaultdict(list)
+        self.fallback_connect_timeout_s = fallback_connect_timeout_s
+        self._idle: dict[Key, list[Streams]] = defaultdict(list)
 
     async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
         """Send one POST and return the answer's status code."""
-        key = (target.address, target.port, target.tls_name)
         request = _request_head(target, headers, len(body)) + body
-        streams = self._take_idle(key)
-        if streams is not None:
+        idle = self._take_idle(target)
+        if idle is not None:
             try:
-                return await self._exchange(key, streams, request)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                pass  # the endpoint closed the idle connection: try once on a new one
-        streams = await self.connect(target.address, target.port, target.tls_name)
-        return await self._exchange(key, streams, request)
+                return await self._exchange(*idle, request, reused=True)
+            except _Unanswered:
+                pass  # the endpoint closed the idle connection: once more on a new one
+        key, streams = await self._open(target)
+        return await self._exchange(key, streams, request, reused=False)
 
-    async def _exchange(
-        self, key: tuple[str, int, str | None], streams: Streams, request: bytes
-    ) -> int:
+    async def _open(self, target: Target) -> tuple[Key, Streams]:
+        """A new connection to the first checked address that accepts one, in order."""
+        failures: list[tuple[str, OSError]] = []
+        for address in target.addresses:
+            last = address == target.addresses[-1]
+            try:
+                async with asyncio.timeout(None if last else self.fallback_connect_timeout_s):
+                    streams = await self.connect(address, target.port, target.tls_name)
+                return (address, target.port, target.tls_name), streams
+            except OSError as exc:  # refused, unreachable, TLS failure, or too slow
+                failures.append((address, exc))
+        if len(failures) == 1:
+            raise failures[0][1]
+        reasons = "; ".join(f"{a}: {type(e).__name__}: {e}" for a, e in failures)
+        raise ConnectionError(f"no address of {target.host} connects ({reasons})")
+
+    async def _exchange(self, key: Key, streams: Streams, request: bytes, reused: bool) -> int:
         reader, writer = streams
         reusable = False
         try:
-            writer.write(request)
-            await writer.drain()
-            status, reusable = await _read_answer(reader)
+            try:
+                writer.write(request)
+                await writer.drain()
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                read = exc.partial if isinstance(exc, asyncio.IncompleteReadError) else b""
+                if reused and not read:
+                    raise _Unanswered from exc
+                raise
+            status, reusable = await _read_answer(reader, head)
             return status
         except asyncio.LimitOverrunError as exc:
             raise ProtocolError("answer headers are too long") from exc
@@ -140,13 +178,16 @@ class ConnectionPool:
             else:
                 writer.close()
 
-    def _take_idle(self, key: tuple[str, int, str | None]) -> Streams | None:
-        idle = self._idle.get(key)
-        while idle:
-            reader, writer = idle.pop()
-            if not reader.at_eof() and not writer.is_closing():
-                return reader, writer
-            writer.close()
+    def _take_idle(self, target: Target) -> tuple[Key, Streams] | None:
+        """An open idle connection to one of the target's checked addresses, if any."""
+        for address in target.addresses:
+            key = (address, target.port, target.tls_name)
+            idle = self._idle.get(key)
+            while idle:
+                reader, writer = idle.pop()
+                if not reader.at_eof() and not writer.is_closing():
+                    return key, (reader, writer)
+                writer.close()
         return None
 
     async def aclose(self) -> None:
