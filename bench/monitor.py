@@ -28,10 +28,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from eth_utils.address import to_checksum_address
 from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import make_url
 
+from invoicing.addresses import checksum_encode
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import ERC20, TEST_TOKEN
@@ -53,7 +53,7 @@ BASELINE_IN_FLIGHT = 64
 
 
 def invoice_rows(n: int, chain_id: int, token: str, now_ms: int) -> list[dict[str, Any]]:
-    owner = to_checksum_address("0x" + os.urandom(20).hex())
+    owner = checksum_encode(os.urandom(20))
     rows = []
     for i in range(n):
         is_token = i % 5 == 4
@@ -64,7 +64,7 @@ def invoice_rows(n: int, chain_id: int, token: str, now_ms: int) -> list[dict[st
                 "owner_key": owner.lower(),
                 "chain_id": chain_id,
                 "invoice_id": str(i + 1),
-                "payment_address": to_checksum_address("0x" + os.urandom(20).hex()),
+                "payment_address": checksum_encode(os.urandom(20)),
                 "salt": "0x" + os.urandom(32).hex(),
                 "amount": "1",
                 "token_address": token if is_token else None,

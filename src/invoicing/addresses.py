@@ -7,6 +7,8 @@ eth-utils' ``to_checksum_address``.
 
 from __future__ import annotations
 
+import functools
+
 from invoicing.hashing import keccak256
 
 ZERO_ADDRESS = "0x0000000000000000000000000000000000000000"
@@ -25,13 +27,21 @@ def checksum_encode(address: bytes) -> str:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_address(text: str) -> str:
-    """The EIP-55 form of ``0x`` followed by 40 hex digits in any case.
+    """The EIP-55 form of ``0x`` followed by 40 hex digits, all lower or all upper case, or
+    mixed case that is already a valid EIP-55 checksum (a mistyped pasted address is refused,
+    not silently accepted). Cached: owners and escrows come back again and again.
 
-    Raises ValueError for anything else (no prefix, another length, a non-hex digit)."""
+    Raises ValueError for anything else (no prefix, another length, a non-hex digit, a
+    wrong checksum); exceptions are not cached."""
     if len(text) != 42 or not text.startswith("0x") or not _HEX_DIGITS.issuperset(text[2:]):
-        raise ValueError(f"not an address: {text!r}")
-    return checksum_encode(bytes.fromhex(text[2:]))
+        raise ValueError("must be a 0x-prefixed 20-byte hex address")
+    checksummed = checksum_encode(bytes.fromhex(text[2:]))
+    digits = text[2:]
+    if digits != digits.lower() and digits != digits.upper() and text != checksummed:
+        raise ValueError("has an invalid EIP-55 checksum")
+    return checksummed
 
 
 def address_bytes(address: str) -> bytes:

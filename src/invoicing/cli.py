@@ -135,7 +135,7 @@ def withdraw(
     timeout_s: Annotated[float, typer.Option(help="wait this long for confirmations")] = 300.0,
 ) -> None:
     """Sweep paid escrows to their owners now (the worker does it on a schedule)."""
-    from invoicing.api.inputs import checksum_address
+    from invoicing.addresses import normalize_address
     from invoicing.errors import ServiceError
     from invoicing.services import build_services
     from invoicing.settlement.worker import withdraw_now
@@ -143,7 +143,7 @@ def withdraw(
     if not now:
         raise typer.BadParameter("pass --now to sweep immediately", param_hint="--now")
     try:
-        owner_key = checksum_address(owner).lower() if owner else None
+        owner_key = normalize_address(owner).lower() if owner else None
     except ValueError as exc:
         raise typer.BadParameter(f"--owner {exc}") from None
 
@@ -168,13 +168,13 @@ def api_keys_create(
     label: Annotated[str | None, typer.Option()] = None,
 ) -> None:
     """Issue an API key for an owner; prints it once as JSON."""
-    from invoicing.api.inputs import checksum_address
+    from invoicing.addresses import normalize_address
     from invoicing.auth.api_keys import create_api_key
     from invoicing.clock import SystemClock
     from invoicing.db import Database
 
     try:
-        owner_address = checksum_address(owner)
+        owner_address = normalize_address(owner)
     except ValueError as exc:
         raise typer.BadParameter(f"--owner {exc}") from None
     settings = _settings()

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Annotated, Any, TypeVar
 
-from eth_utils.address import is_checksum_address, to_checksum_address
 from fastapi import Request
 from pydantic import AfterValidator, BaseModel, ValidationError
 
+from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
 
 MAX_BODY_BYTES = 64 * 1024
@@ -18,23 +17,9 @@ Model = TypeVar("Model", bound=BaseModel)
 
 def checksum_address(value: str) -> str:
     """Accept a 0x address in any case; mixed case must be a valid EIP-55 checksum."""
-    if not isinstance(value, str) or len(value) != 42 or not value.startswith("0x"):
+    if not isinstance(value, str):
         raise ValueError("must be a 0x-prefixed 20-byte hex address")
-    return _checksummed(value)
-
-
-@functools.lru_cache(maxsize=4096)
-def _checksummed(value: str) -> str:
-    """The EIP-55 form of a well-formed address (keccak is costly; owners come back often).
-    Only valid addresses are cached: an invalid one raises, and exceptions are not cached."""
-    try:
-        int(value[2:], 16)
-    except ValueError:
-        raise ValueError("must be a 0x-prefixed 20-byte hex address") from None
-    body = value[2:]
-    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
-        raise ValueError("has an invalid EIP-55 checksum")
-    return str(to_checksum_address(value))
+    return normalize_address(value)
 
 
 Address = Annotated[str, AfterValidator(checksum_address)]

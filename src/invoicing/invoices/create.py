@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, upsert
 from invoicing.errors import InvalidRequest, InvoiceExists
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.lifecycle import InvoiceStatus
@@ -263,9 +261,8 @@ def _sqlite_insert(dialect: Dialect) -> tuple[str, list[Callable[[Any], Any] | N
 @functools.cache
 def _insert_statement(dialect: str) -> Any:
     """One compiled statement for every batch size (executed with a list of rows)."""
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
     return (
-        insert(_INVOICES)
+        upsert(dialect, _INVOICES)
         .on_conflict_do_nothing(
             index_elements=[_INVOICES.c.owner_key, _INVOICES.c.chain_id, _INVOICES.c.invoice_id]
         )
@@ -308,11 +305,10 @@ def _advance_sequence(connection: Connection, owner_key: str, chain_id: int, cou
 @functools.cache
 def _advance_statement(dialect: str) -> Any:
     """The sequence upsert, built once: building it per batch cost as much as running it."""
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
     sequences = cast(Table, OwnerSequence.__table__)
     count = bindparam("count", type_=BigInteger)
     return (
-        insert(sequences)
+        upsert(dialect, sequences)
         .values(
             owner_key=bindparam("owner_key"), chain_id=bindparam("chain_id"), next_value=count + 1
         )

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from eth_utils.address import to_checksum_address
 from sqlalchemy import func, select
 
+from invoicing.addresses import normalize_address
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
 from invoicing.errors import NotFound
@@ -30,12 +30,10 @@ async def find_by_payment_address(db: Database, owner_key: str, payment_address:
     return invoice
 
 
-@functools.lru_cache(maxsize=4096)
 def _stored_form(payment_address: str) -> str | None:
-    """Escrow addresses are stored checksummed, so an exact match uses the unique index
-    (keccak is costly and a status lookup asks for the same address again and again)."""
+    """Escrow addresses are stored checksummed, so an exact match uses the unique index."""
     try:
-        return str(to_checksum_address(payment_address))
+        return normalize_address(payment_address)
     except ValueError:
         return None
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
@@ -19,14 +19,14 @@ from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import shown_status
 from invoicing.invoices.models import Invoice, InvoiceRow
 
-HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-
 
 def parse_payment_address(text: str) -> str:
-    """The checksummed form of a ``0x`` + 40 hex digits address; 400 for anything else."""
-    if len(text) != 42 or not text.startswith("0x") or not HEX_DIGITS.issuperset(text[2:]):
-        raise InvalidRequest("not a payment address", {"field": "paymentAddress"})
-    return str(to_checksum_address(text))
+    """The checksummed form of a ``0x`` + 40 hex digits address in any case (a payer's link
+    is not refused for its letter case); 400 for anything else."""
+    try:
+        return normalize_address(text[:2] + text[2:].lower())
+    except ValueError:
+        raise InvalidRequest("not a payment address", {"field": "paymentAddress"}) from None
 
 
 async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:

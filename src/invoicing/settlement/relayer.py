@@ -16,15 +16,13 @@ from typing import Any
 
 from eth_account import Account
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import normalize_address
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.clock import Clock
-from invoicing.db import Database
+from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
@@ -142,9 +140,8 @@ class Relayer:
         return row
 
     async def _lock_account(self, session: AsyncSession, now_ms: int) -> RelayerAccount:
-        insert = pg_insert if self.db.dialect == "postgresql" else sqlite_insert
         await session.execute(
-            insert(RelayerAccount)
+            upsert(self.db.dialect, RelayerAccount)
             .values(chain_id=self.chain_id, address=self.address, next_nonce=0, updated_at=now_ms)
             .on_conflict_do_nothing(index_elements=["chain_id"])
         )
