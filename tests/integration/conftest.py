@@ -6,7 +6,14 @@ chain, so each one works with fresh owners (random keys) and fresh escrow salts 
 resetting state.
 """
 
+from collections.abc import AsyncIterator
+
 import pytest
+
+from invoicing.chain.fake import FakeChain
+from invoicing.migrate import upgrade
+from tests.conftest import new_database_url
+from tests.support.monitoring import new_fake_chain
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -14,3 +21,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/integration/" in item.nodeid:
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture
+def fake() -> FakeChain:
+    """An in-memory chain for tests that drive a worker against a real database."""
+    return new_fake_chain()
+
+
+@pytest.fixture
+async def own_database() -> AsyncIterator[str]:
+    """A fresh database per test: claims take every due event, so tests must not share."""
+    url, drop = new_database_url()
+    await upgrade(url)
+    yield url
+    drop()

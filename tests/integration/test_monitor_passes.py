@@ -20,17 +20,11 @@ from tests.support.monitoring import (
     clock_of,
     events_of,
     fake_services,
-    new_fake_chain,
     new_invoice,
     reload,
 )
 
 ETH = 10**18
-
-
-@pytest.fixture
-def fake() -> FakeChain:
-    return new_fake_chain()
 
 
 @pytest.fixture

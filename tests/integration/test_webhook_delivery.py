@@ -15,38 +15,21 @@ from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
-from invoicing.migrate import upgrade
 from invoicing.monitor.passes import run_due_pass
 from invoicing.services import Services
 from invoicing.webhooks.client import Delivery, FakeWebhookClient, Outcome
 from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
 from invoicing.webhooks.models import WebhookAttempt
 from invoicing.webhooks.worker import Dispatcher
-from tests.conftest import new_database_url
 from tests.support.monitoring import (
     clock_of,
     events_of,
     fake_services,
-    new_fake_chain,
     new_invoice,
 )
 from tests.support.signing import new_owner
 
 ETH = 10**18
-
-
-@pytest.fixture
-def fake() -> FakeChain:
-    return new_fake_chain()
-
-
-@pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    """A fresh database per test: claims take every due event, so tests must not share."""
-    url, drop = new_database_url()
-    await upgrade(url)
-    yield url
-    drop()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from sqlalchemy import select
 
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
-from invoicing.migrate import upgrade
 from invoicing.monitor.passes import run_due_pass
 from invoicing.services import Services
 from invoicing.webhooks import worker
@@ -23,8 +22,7 @@ from invoicing.webhooks.client import WebhookClient
 from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
 from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEvent
 from invoicing.webhooks.worker import client_for
-from tests.conftest import new_database_url
-from tests.support.monitoring import clock_of, events_of, fake_services, new_fake_chain, new_invoice
+from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver
 
 pytestmark = pytest.mark.integration
@@ -33,22 +31,8 @@ RETRY_MS = 60_000
 
 
 @pytest.fixture
-def fake() -> FakeChain:
-    return new_fake_chain()
-
-
-@pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    """Fresh database per test: claims take every due event, so tests must not share."""
-    url, drop = new_database_url()
-    await upgrade(url)
-    yield url
-    drop()
-
-
-@pytest.fixture
-async def services(database_url: str, fake: FakeChain) -> AsyncIterator[Services]:
-    built = fake_services(database_url, fake, webhook_allow_private=True)
+async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services]:
+    built = fake_services(own_database, fake, webhook_allow_private=True)
     yield built
     await built.db.dispose()
 
@@ -195,10 +179,10 @@ async def test_a_failing_endpoints_event_waits_at_most_one_retry_delay(
 
 
 async def test_a_hanging_host_never_holds_more_than_its_cap_of_slots(
-    database_url: str, fake: FakeChain, hooks: Receiver
+    own_database: str, fake: FakeChain, hooks: Receiver
 ) -> None:
     capped = fake_services(
-        database_url,
+        own_database,
         fake,
         webhook_allow_private=True,
         webhook_concurrency=6,
