@@ -5,6 +5,7 @@ from invoicing.db import Base
 from invoicing.fees.models import RateLimitWindow
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.settlement.models import (
+    ParkedEscrow,
     RelayerAccount,
     RelayerTransaction,
     Withdrawal,
@@ -17,6 +18,7 @@ __all__ = [
     "Base",
     "Invoice",
     "OwnerSequence",
+    "ParkedEscrow",
     "RateLimitWindow",
     "RelayerAccount",
     "RelayerTransaction",
