@@ -296,6 +296,38 @@ async def test_a_sweep_that_moved_nothing_from_one_escrow_completes_only_the_oth
     assert world.fake.tokens[TOKEN.lower()][owner.lower()] == 7_000_005
 
 
+async def test_a_paid_escrow_emptied_outside_the_service_is_parked_not_read_every_pass(
+    make_world: MakeWorld,
+) -> None:
+    world = await make_world(withdrawal_batch_size=1)
+    owner = new_owner().address
+    emptied = await world.paid(owner, "1")
+    full = await world.paid(owner, "2")
+    # The owner swept it without the service (``withdraw`` is permissionless).
+    world.fake.native[owner.lower()] = world.fake.native.pop(emptied.payment_address.lower())
+
+    (sent,) = await world.plan()
+    reads = world.fake.balance_calls
+    assert await world.plan(full=False) == []
+
+    assert [w.salts for w in sent_withdraws(world.fake)] == [[salt_of(full)]]
+    assert world.fake.balance_calls == reads  # the parked escrow is not read again
+    (parked,) = await world.parked()
+    assert (parked.invoice_id, parked.kind, parked.attempts, parked.balance_raw) == (
+        emptied.id,
+        "no_effect",
+        1,
+        "0",
+    )
+    assert parked.reason == "the escrow holds nothing to sweep (swept outside this service?)"
+    await world.settle()
+    assert await states(world.services, [emptied, full]) == [
+        ("paid", False, "0"),
+        ("completed", True, str(2 * ETH)),
+    ]
+    assert world.fake.native[owner.lower()] == 3 * ETH
+
+
 async def test_a_json_rpc_error_fails_one_batch_and_backs_it_off_while_others_go_on(
     make_world: MakeWorld,
 ) -> None:

@@ -114,7 +114,9 @@ class WithdrawalItem(Base):
 
 class ParkKind:
     FAILING = "failing"  # a withdraw of this escrow alone does not simulate
-    NO_EFFECT = "no_effect"  # its confirmed sweep moved nothing
+    # Nothing to move: its confirmed sweep moved nothing, or a paid invoice's escrow is
+    # empty (swept outside this service) or its balance unreadable.
+    NO_EFFECT = "no_effect"
 
 
 class ParkedEscrow(Base):

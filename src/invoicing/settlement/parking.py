@@ -10,6 +10,7 @@ funds removes the row. Every other escrow, batch and chain goes on meanwhile.
 
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Sequence
 
@@ -23,6 +24,15 @@ from invoicing.settlement.backoff import retry_delay_s
 from invoicing.settlement.models import ParkedEscrow
 
 log = logging.getLogger(__name__)
+
+
+class Unread(enum.Enum):
+    """The caller did not read the parked row first (``park(seen=UNREAD)``)."""
+
+    UNREAD = enum.auto()
+
+
+UNREAD = Unread.UNREAD
 
 
 def is_due(balance: int | None, parked: ParkedEscrow | None, now_ms: int) -> bool:
@@ -52,11 +62,12 @@ async def park(
     balance: int,
     now_ms: int,
     *,
-    only_if_due: bool,
+    seen: ParkedEscrow | None | Unread = UNREAD,
 ) -> ParkedEscrow | None:
     """Park (or park again, one more failure) ``invoice``'s escrow, in the caller's
-    transaction. With ``only_if_due``, an escrow that another process parked since this one
-    looked is left as it is (None): two processes never count one failure twice."""
+    transaction. Given ``seen`` (the row as the caller read it, None for none), an escrow
+    that another process parked since is left as it is (None): two processes never count
+    one failure twice."""
     parked = await session.scalar(
         select(ParkedEscrow)
         .where(ParkedEscrow.invoice_id == invoice.id)
@@ -89,7 +100,7 @@ async def park(
         parked = await session.get(ParkedEscrow, invoice.id, populate_existing=True)
         assert parked is not None
     else:
-        if only_if_due and not is_due(balance, parked, now_ms):
+        if not isinstance(seen, Unread) and _version(seen) != _version(parked):
             return None
         parked.attempts += 1
         parked.kind = kind
@@ -108,6 +119,10 @@ async def park(
         (parked.next_retry_at - now_ms) / 1000,
     )
     return parked
+
+
+def _version(parked: ParkedEscrow | None) -> tuple[int, int] | None:
+    return None if parked is None else (parked.attempts, parked.updated_at)
 
 
 def _delay_ms(settings: Settings, attempts: int) -> int:

@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 # plus 200k of fixed cost keeps a full batch well under the 16,777,216 per-transaction cap.
 MAX_ESCROWS_PER_TX = (TX_GAS_CAP - 200_000) // 60_000
 MAX_CANDIDATES_PER_PASS = 10_000
+_EMPTY = "the escrow holds nothing to sweep (swept outside this service?)"
 
 
 class AlreadyClaimed(Exception):
@@ -205,6 +206,21 @@ class Planning:
     def is_due(self, invoice_id: str) -> bool:
         return is_due(self.balances[invoice_id], self.parked.get(invoice_id), self.now_ms)
 
+    def stale_paid(self, invoices: Sequence[Invoice]) -> list[tuple[Invoice, str, str]]:
+        """Paid invoices whose escrow is empty (swept outside this service) or unreadable,
+        not parked or due again: parked, so passes stop reading them until they are due."""
+        stale = []
+        for invoice in invoices:
+            balance = self.balances[invoice.id]
+            parked = self.parked.get(invoice.id)
+            if invoice.status != InvoiceStatus.PAID or (balance is not None and balance > 0):
+                continue
+            if parked is not None and self.now_ms < parked.next_retry_at:
+                continue
+            reason = "its balance is unreadable" if balance is None else _EMPTY
+            stale.append((invoice, ParkKind.NO_EFFECT, reason))
+        return stale
+
     def seen_of(self, ids: Sequence[str]) -> dict[str, int]:
         return {i: self.seen[i] for i in ids if i in self.seen}
 
@@ -238,9 +254,9 @@ async def plan_withdrawals(
     if not invoices:
         return []
     planning = await read_planning(services, chain, relayer, invoices, now_ms)
-    due = [
-        i for i in invoices if is_due(planning.balances[i.id], planning.parked.get(i.id), now_ms)
-    ]
+    due = [i for i in invoices if planning.is_due(i.id)]
+    if stale := planning.stale_paid(invoices):
+        await park_escrows(planning, stale)
     batches = group_batches(due, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
@@ -334,7 +350,7 @@ def failure_reason(exc: RpcError) -> str:
 
 async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[RelayerTransaction]:
     if len(batch.invoices) == 1:
-        await park_failing(planning, batch.invoices[0], reason)
+        await park_escrows(planning, [(batch.invoices[0], ParkKind.FAILING, reason)])
         return []
     log.info(
         "withdrawal of %s escrow(s) of %s on chain %s: %s; splitting it",
@@ -349,31 +365,28 @@ async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[R
     return [*await sweep_batch(planning, first), *await sweep_batch(planning, rest)]
 
 
-async def park_failing(planning: Planning, invoice: Invoice, reason: str) -> None:
-    """Park an escrow whose withdraw alone does not simulate, unless another process swept,
-    claimed or parked it since this pass read it."""
+async def park_escrows(planning: Planning, parks: Sequence[tuple[Invoice, str, str]]) -> None:
+    """Park escrows, each (invoice, ``ParkKind``, reason), in one transaction; one that
+    another process swept, claimed or parked since this pass read it is left alone."""
     services = planning.services
-    balance = planning.balances[invoice.id]
-    assert balance is not None  # only escrows with a known balance are swept
+    ids = [invoice.id for invoice, _, _ in parks]
     async with services.db.transaction() as session:
-        held = await session.scalar(
-            _claimed_ids().where(WithdrawalItem.invoice_id == invoice.id).limit(1)
-        )
-        if held is not None or await sweep_counts(session, [invoice.id]) != planning.seen_of(
-            [invoice.id]
-        ):
-            return
-        await park(
-            session,
-            services.db.dialect,
-            services.settings,
-            invoice,
-            ParkKind.FAILING,
-            reason,
-            balance,
-            planning.now_ms,
-            only_if_due=True,
-        )
+        held = set(await session.scalars(_claimed_ids().where(WithdrawalItem.invoice_id.in_(ids))))
+        counts = await sweep_counts(session, ids)
+        for invoice, kind, reason in parks:
+            if invoice.id in held or counts.get(invoice.id) != planning.seen.get(invoice.id):
+                continue
+            await park(
+                session,
+                services.db.dialect,
+                services.settings,
+                invoice,
+                kind,
+                reason,
+                planning.balances[invoice.id] or 0,
+                planning.now_ms,
+                seen=planning.parked.get(invoice.id),
+            )
 
 
 async def send_batch(
@@ -570,7 +583,6 @@ async def settle_withdrawal(
             f"the sweep moved nothing; the escrow still holds {left}",
             left,
             now_ms,
-            only_if_due=False,
         )
     await unpark(session, swept)
 
