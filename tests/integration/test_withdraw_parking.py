@@ -6,10 +6,14 @@ fails one batch or one chain, never the others."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import random
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -398,6 +402,48 @@ async def test_two_processes_park_a_failing_escrow_once(
     (parked,) = await world.parked()
     assert (parked.invoice_id, parked.attempts) == (bad.id, 1)
     assert parked.next_retry_at == world.clock.now_ms() + HOUR_MS
+
+
+async def test_operators_list_parked_escrows_with_their_reason_and_next_try(
+    make_world: MakeWorld, database_url: str
+) -> None:
+    world = await make_world()
+    owner = new_owner().address
+    bad = await world.paid(owner, "1")
+    world.fake.simulation_errors[salt_of(bad)] = revert(owner)
+    await world.plan()
+    env = {
+        **os.environ,
+        "INVOICING_DATABASE_URL": database_url,
+        "INVOICING_ENVIRONMENT": "development",
+    }
+
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "invoicing"),
+        "parked",
+        "--chain-id",
+        str(world.chain_id),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+
+    assert process.returncode == 0
+    assert [json.loads(line) for line in out.decode().splitlines()] == [
+        {
+            "invoice": bad.id,
+            "chainId": world.chain_id,
+            "ownerAddress": owner,
+            "tokenAddress": None,
+            "paymentAddress": bad.payment_address,
+            "kind": "failing",
+            "reason": "withdraw reverts with NativeTransferFailed",
+            "balanceRaw": str(ETH),
+            "attempts": 1,
+            "nextRetryAt": world.clock.now_ms() + HOUR_MS,
+            "parkedAt": world.clock.now_ms(),
+        }
+    ]
 
 
 @pytest.mark.parametrize(

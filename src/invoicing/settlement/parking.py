@@ -5,7 +5,8 @@ when its confirmed sweep moved nothing, say a token that blocks the escrow
 (``ParkKind.NO_EFFECT``). It is tried again once ``next_retry_at`` has passed (the delay
 doubles with each failure, ``withdrawal_park_retry_s`` up to ``withdrawal_park_retry_max_s``),
 or sooner when its balance differs from the one it was parked with. A sweep that moves its
-funds removes the row. Every other escrow, batch and chain goes on meanwhile.
+funds removes the row. Every other escrow, batch and chain goes on meanwhile. Operators list
+them with ``invoicing parked``.
 """
 
 from __future__ import annotations
@@ -147,3 +148,20 @@ async def parked_escrows(db: Database, chain_id: int | None = None) -> list[Park
         query = query.where(ParkedEscrow.chain_id == chain_id)
     async with db.sessions() as session:
         return list(await session.scalars(query))
+
+
+def parked_to_dict(parked: ParkedEscrow) -> dict[str, object]:
+    """A parked escrow as ``invoicing parked`` prints it (times in ms, amounts raw)."""
+    return {
+        "invoice": parked.invoice_id,
+        "chainId": parked.chain_id,
+        "ownerAddress": parked.owner_address,
+        "tokenAddress": parked.token_address,
+        "paymentAddress": parked.payment_address,
+        "kind": parked.kind,
+        "reason": parked.reason,
+        "balanceRaw": parked.balance_raw,
+        "attempts": parked.attempts,
+        "nextRetryAt": parked.next_retry_at,
+        "parkedAt": parked.created_at,
+    }
