@@ -24,6 +24,7 @@ from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
 from invoicing.settlement.models import RelayerTransaction, TxStatus
+from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer, RelayerUnavailable
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals, withdrawal_summary
@@ -138,6 +139,8 @@ async def withdraw_now(
             count, owner = (summary[1], summary[0].owner_address) if summary else (0, "?")
             echo(f"  sent {row.tx_hash} (nonce {row.nonce}): {count} escrow(s) of {owner}")
             waiting[row.id] = (chain, relayer)
+        if parked := await parked_escrows(services.db, relayer.chain_id):
+            echo(f"chain {relayer.chain_id}: {len(parked)} escrow(s) parked (invoicing parked)")
     confirmed = await _wait_final(services, waiting, echo, timeout_s)
     return confirmed and not failed
 
