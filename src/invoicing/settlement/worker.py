@@ -52,6 +52,9 @@ async def run(services: Services, stop: asyncio.Event) -> None:
     """Worker loop (registered in ``workers.all_workers``): one loop per chain with a relayer,
     so a chain whose node hangs or fails holds up no other."""
     senders = [(c, r) for c in services.chains.all() if (r := _relayer(services, c))]
+    if not senders:
+        await stop.wait()  # nothing to send on any chain; returning would be restarted at once
+        return
     await asyncio.gather(*(settle_chain(services, c, r, stop) for c, r in senders))
 
 
