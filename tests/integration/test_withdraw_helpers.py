@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 from invoicing.auth.guard import Caller
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.deploy import deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -156,6 +157,28 @@ async def set_owner_fee(
 def sign_typed(account: LocalAccount, typed: dict[str, Any]) -> bytes:
     signed = Account.sign_message(encode_typed_data(full_message=typed), account.key)
     return bytes(signed.signature)
+
+
+BLOCKING_TOKEN = "BlockingToken"
+
+
+async def deploy_blocking_token(evm: EvmClient) -> str:
+    return await deploy_contract(evm, DEV_PRIVATE_KEYS[0], load_artifact(BLOCKING_TOKEN).bytecode)
+
+
+async def token_call(evm: EvmClient, token: str, name: str, *args: object) -> None:
+    receipt = await evm.transact(PAYER_KEY, token, encode_call(BLOCKING_TOKEN, name, *args))
+    assert receipt["status"] == 1
+
+
+async def paid_in(
+    services: Services, evm: EvmClient, owner: str, amount: str, token: str
+) -> Invoice:
+    """A paid invoice in a BlockingToken, its escrow funded by minting."""
+    invoice = await new_invoice(services, owner, amount, token)
+    await token_call(evm, token, "mint", invoice.payment_address, int(invoice.required_raw))
+    assert (await recheck_invoice(services, invoice)).status == "paid"
+    return await reload(services, invoice.id)
 
 
 def raw_units(amount: str, decimals: int) -> int:

@@ -12,10 +12,9 @@ import pytest
 from sqlalchemy import select, update
 
 from invoicing.auth.guard import Caller
-from invoicing.chain.abi import encode_call, selector
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.artifacts import load_artifact
-from invoicing.chain.deploy import DevDeployment, deploy_contract
+from invoicing.chain.abi import selector
+from invoicing.chain.anvil import AnvilProcess
+from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.clock import FakeClock
@@ -31,39 +30,21 @@ from tests.conftest import MakeServices, chain_config
 from tests.integration.test_withdraw_helpers import (
     PAYER_KEY,
     balance_of,
+    deploy_blocking_token,
     gateway,
-    new_invoice,
+    paid_in,
     paid_invoice,
     relayer_of,
     reload,
     settle_all,
+    token_call,
     withdrawals_of,
 )
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 
-BLOCKING_TOKEN = "BlockingToken"
 HOUR_MS = 3_600_000
-
-
-async def deploy_blocking_token(evm: EvmClient) -> str:
-    return await deploy_contract(evm, DEV_PRIVATE_KEYS[0], load_artifact(BLOCKING_TOKEN).bytecode)
-
-
-async def token_call(evm: EvmClient, token: str, name: str, *args: object) -> None:
-    receipt = await evm.transact(PAYER_KEY, token, encode_call(BLOCKING_TOKEN, name, *args))
-    assert receipt["status"] == 1
-
-
-async def paid_in(
-    services: Services, evm: EvmClient, owner: str, amount: str, token: str
-) -> Invoice:
-    """A paid invoice in a BlockingToken, its escrow funded by minting."""
-    invoice = await new_invoice(services, owner, amount, token)
-    await token_call(evm, token, "mint", invoice.payment_address, int(invoice.required_raw))
-    assert (await recheck_invoice(services, invoice)).status == "paid"
-    return await reload(services, invoice.id)
 
 
 async def moved_of(services: Services, invoice: Invoice) -> list[str | None]:
