@@ -448,8 +448,12 @@ async def test_operators_list_parked_escrows_with_their_reason_and_next_try(
 
 @pytest.mark.parametrize(
     "error",
-    [ChainUnavailable("RPC unreachable: connection refused"), RpcError(-32603, "internal error")],
-    ids=["unreachable", "json-rpc-error"],
+    [
+        ChainUnavailable("RPC unreachable: connection refused"),
+        TimeoutError("read timed out"),
+        RpcError(-32603, "internal error"),
+    ],
+    ids=["unreachable", "timeout", "json-rpc-error"],
 )
 async def test_the_worker_goes_on_with_other_chains_while_one_fails(
     database_url: str, error: Exception, caplog: pytest.LogCaptureFixture
