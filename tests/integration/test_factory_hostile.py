@@ -24,6 +24,7 @@ from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.chain.reverts import RevertReason
 from invoicing.chain.rpc import JsonRpc
+from invoicing.errors import ChainUnavailable
 from invoicing.settings import ChainConfig
 from tests.support.chain import read_view
 from tests.support.factory import (
@@ -263,3 +264,15 @@ async def test_native_sweep_to_an_owner_refusing_coin_still_reverts_and_keeps_th
     assert reason == RevertReason("NativeTransferFailed", (owner.lower(),))
     assert await evm.get_balance(escrow) == 99
     assert await native_credit(evm, dev.factory, owner) == 0
+
+
+async def test_gateway_refuses_a_read_that_makes_no_progress(
+    evm: EvmClient, dev: DevDeployment
+) -> None:
+    config = ChainConfig(
+        chain_id=dev.chain_id, name="anvil", rpc_url="http://unused", factory=dev.factory
+    )
+    starved = EvmGateway(config, LowGasEvm(evm.rpc, gas=60_000), b"")  # below one read
+
+    with pytest.raises(ChainUnavailable, match="answered 0 values for 2 addresses"):
+        await starved.balances(dev.token, fresh_accounts(2))
