@@ -7,11 +7,16 @@ the rest of native coin is paid to the owner as a sweep pays it.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 from eth_abi.abi import encode
 from eth_account import Account
+from eth_account.messages import encode_typed_data
 from eth_account.signers.local import LocalAccount
 
 from invoicing.addresses import ZERO_ADDRESS
@@ -24,6 +29,7 @@ from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import RevertReason
+from invoicing.hashing import keccak256
 from tests.support.factory import (
     deadline_in,
     deploy_test_contract,
@@ -41,6 +47,7 @@ pytestmark = pytest.mark.integration
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
 RELAYER_KEY = DEV_PRIVATE_KEYS[1]
 CALLER_KEY = DEV_PRIVATE_KEYS[3]
+SIGN_REFUND = Path(__file__).resolve().parents[2] / "tests" / "js" / "sign_refund.mjs"
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 
 
@@ -334,3 +341,52 @@ async def test_native_refund_to_a_recipient_refusing_coin_is_rejected(
     assert reason == RevertReason("NativeTransferFailed", (rejecter.lower(),))
     assert await evm.get_balance(escrow) == 1_000
     assert await factory_nonce(evm, dev.factory, owner.address) == 0
+
+
+def ethers_sign_refund(*args: object) -> dict[str, str]:
+    """{"signer", "digest", "signature"} of a Refund signed by ethers.js (tests/js)."""
+    node = shutil.which("node")
+    assert node is not None, "node is required for the ethers.js interop test"
+    result = subprocess.run(
+        [node, str(SIGN_REFUND), *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    answer: dict[str, str] = json.loads(result.stdout)
+    return answer
+
+
+async def test_ethers_signed_refund_is_accepted_and_matches_the_python_typed_data(
+    evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner, payer = Account.create(), Account.create().address
+    salt = new_salt()
+    await pay_token(evm, dev.token, escrow_address(dev.factory, owner.address, salt), 2_000)
+    chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 600)
+    typed = refund_typed_data(
+        chain_id, dev.factory, owner.address, salt, dev.token, payer, 1_500, 0, deadline
+    )
+
+    signed = ethers_sign_refund(
+        "0x" + bytes(owner.key).hex(),
+        chain_id,
+        dev.factory,
+        "0x" + salt.hex(),
+        dev.token,
+        payer,
+        1_500,
+        0,
+        deadline,
+    )
+    signature = bytes.fromhex(signed["signature"][2:])
+    data = encode_refund_meta(owner.address, salt, dev.token, payer, 1_500, 0, deadline, signature)
+    signable = encode_typed_data(full_message=typed)
+
+    assert signed["signer"] == owner.address
+    assert bytes.fromhex(signed["digest"][2:]) == keccak256(
+        b"\x19" + signable.version + signable.header + signable.body
+    )
+    await send(evm, RELAYER_KEY, dev.factory, data)
+    assert await token_balance(evm, dev.token, payer) == 1_500
