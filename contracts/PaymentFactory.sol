@@ -60,7 +60,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     /// @notice Native coin held here for an account that refused it (see the contract notes).
     mapping(address => uint256) public nativeCreditOf;
 
-    /// @dev The asset the escrows created by the running `withdraw` must move.
+    /// @dev The asset the escrows created by the running `withdraw` or refund must move.
     address private transient _sweepToken;
 
     event FeeSet(address indexed user, uint256 feeBps, uint256 nonce);
@@ -121,7 +121,6 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         payoutOf[user] = payout;
         emit PayoutSet(user, payout, nonce);
     }
-
 
     /// @notice Refund from one escrow, from the owner's EIP-712 `Refund` signature; anyone may
     /// submit. Sends `amount` of `token` (address(0) = native coin) from `user`'s escrow for
