@@ -42,6 +42,7 @@ class FakeChain:
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
         self.contracts: set[str] = set()  # addresses with code, lower case
+        self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
         # Sending: what the node holds and will answer.
@@ -76,9 +77,11 @@ class FakeChain:
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
+    ) -> list[int | None]:
         self._check()
         self.balance_calls += 1
+        if token is not None and token.lower() in self.unreadable_tokens:
+            return [None] * len(addresses)
         book = self.native if token is None else self.tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
 

@@ -33,8 +33,10 @@ class ChainGateway(Protocol):
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
-        """Balances of many addresses in one call, all read at one block."""
+    ) -> list[int | None]:
+        """Balances of many addresses in one call, all read at one block; None where a token
+        balance is unreadable (the token's balanceOf failed or misbehaved: see the factory's
+        ``balancesOf``), which callers treat as unknown for that address alone."""
         ...
 
     async def token_decimals(self, token: str) -> int:
@@ -104,15 +106,27 @@ class EvmGateway:
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
-        if not addresses:
-            return []
-        data = encode_balances_of(token or ZERO_ADDRESS, addresses)
-        try:
-            raw = await self.evm.eth_call(self.factory, data, block)
-        except RpcError as exc:
-            raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
-        return decode_balances_of(raw)
+    ) -> list[int | None]:
+        values: list[int | None] = []
+        # The factory answers fewer values than asked for when the call's gas ran low (a
+        # token using its whole stipend for every account, or a node with a low eth_call gas
+        # cap): the rest is read in further calls at the same block.
+        while len(values) < len(addresses):
+            data = encode_balances_of(token or ZERO_ADDRESS, addresses[len(values) :])
+            try:
+                raw = await self.evm.eth_call(self.factory, data, block)
+            except RpcError as exc:
+                raise ChainUnavailable(
+                    f"balance read failed on chain {self.config.chain_id}"
+                ) from exc
+            part = decode_balances_of(raw)
+            if not part or len(values) + len(part) > len(addresses):
+                raise ChainUnavailable(
+                    f"balancesOf on chain {self.config.chain_id} answered {len(part)} values "
+                    f"for {len(addresses) - len(values)} addresses"
+                )
+            values.extend(part)
+        return values
 
     async def _read_token(self, token: str, name: str) -> object:
         try:

@@ -133,7 +133,8 @@ async def escrow_balances(chain: ChainGateway, invoices: Sequence[Invoice]) -> d
     balances: dict[str, int] = {}
     for token, group in by_token.items():
         values = await chain.balances(token, [i.payment_address for i in group])
-        balances.update({i.id: v for i, v in zip(group, values, strict=True)})
+        # An unreadable balance (a token whose balanceOf fails) counts as nothing to sweep.
+        balances.update({i.id: v or 0 for i, v in zip(group, values, strict=True)})
     return balances
 
 
