@@ -85,7 +85,9 @@ async def relay_meta(services: Services, meta: MetaCall) -> RelayerTransaction:
         # Under the relayer account lock: the checks above again, now final.
         held = await _pending_holder(session, meta)
         if held is not None:
-            raise _AlreadySent(_same_request(held, meta))
+            sent = _same_request(held, meta)
+            session.expunge(sent)  # kept loaded through the rollback that abandons this send
+            raise _AlreadySent(sent)
         await _check_budget(session, meta, settings, now_ms)
         await _release_finished(session, meta)
         session.add(
