@@ -1,6 +1,7 @@
 """Attacks on the relayer's gas money (issue 12), on anvil through real HTTP: a contract wallet
 whose signature check burns gas, one signed request posted many times (to two API processes),
-an owner's daily budget, and a relayer short of funds (degraded, withdrawals wait)."""
+an owner's daily budget, a relayer short of funds (degraded, withdrawals wait), and a
+withdrawal whose fees reach the chain's ceiling."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
 from invoicing.services import Services
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
+from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import (
@@ -286,3 +288,43 @@ async def test_a_relayer_short_of_funds_degrades_its_chain_and_withdrawals_wait(
     assert len(sent) == 1
     assert (await reload(services, invoice.id)).status == "completed"
     assert await balance_of(evm, owner) == 7 * 10**15
+
+
+async def test_a_withdrawal_at_the_fee_ceiling_waits_there_and_is_mined_later(
+    make_services: MakeServices, evm: EvmClient, manual_mining: None
+) -> None:
+    await evm.call_rpc("evm_setAutomine", [True])
+    owner = new_owner().address
+    invoice = await paid_invoice(await make_services(), evm, owner, "0.008")
+    await evm.call_rpc("evm_setAutomine", [False])  # no new block, so no new base fee
+    market_max_fee, _tip = await evm.fee_caps()
+    services = await make_services(
+        relayer_resend_after_s=30, chain={"max_fee_per_gas": market_max_fee}
+    )
+    clock = FakeClock(services.clock.now_ms())
+    services.clock = clock
+    chain, relayer = gateway(services), relayer_of(services)
+    (sent,) = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+
+    for _ in range(3):  # overdue each time, and no bump fits under the ceiling
+        clock.advance(30_000)
+        assert await track_pending(services, chain, relayer) == []
+    waiting = await row_of(services, sent.id)
+    await evm.call_rpc("evm_mine")
+    finished = await track_pending(services, chain, relayer)
+
+    assert sent.max_fee_per_gas == str(market_max_fee)
+    assert (waiting.hashes, waiting.attempts) == ([sent.tx_hash], 1)
+    assert waiting.fee_ceiling_at == clock.now_ms() - 60_000
+    assert [(r.id, r.status, r.mined_hash) for r in finished] == [
+        (sent.id, TxStatus.CONFIRMED, sent.tx_hash)
+    ]
+    assert (await reload(services, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 8 * 10**15
+
+
+async def row_of(services: Services, row_id: str) -> RelayerTransaction:
+    async with services.db.sessions() as session:
+        row = await session.get(RelayerTransaction, row_id)
+        assert row is not None
+        return row

@@ -166,8 +166,6 @@ async def plan_withdrawals(
     A full pass sweeps every waiting paid invoice and settled escrows holding funds; other
     passes only send full batches (``withdrawal_batch_size`` paid invoices of one owner and
     token)."""
-    if await relayer.balance_shortfall() is not None:
-        return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     settings = services.settings
     size = max_batch(settings.withdrawal_batch_size)
     started_ms = services.clock.now_ms()
@@ -177,6 +175,8 @@ async def plan_withdrawals(
     batches = group_batches(invoices, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
+    if batches and await relayer.balance_shortfall() is not None:
+        return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     sent = []
     for batch in batches:
         sent.extend(await send_batch(services, chain, relayer, batch))
