@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import Field, model_validator
@@ -24,6 +24,9 @@ class ChainConfig:
     relayer_key: str | None = None
     native_symbol: str = "ETH"
     native_decimals: int = 18
+    # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
+    max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
+    relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
 
 
 class Settings(BaseSettings):
@@ -64,6 +67,13 @@ class Settings(BaseSettings):
     # How often the settlement worker follows relayer transactions and looks for full batches.
     settlement_poll_interval_s: float = 1.0
     fee_rate_limit_per_minute: int = 30
+    # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many
+    # the relayer sends per owner and chain per UTC day.
+    relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
+    relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # Defaults of each chain's ``max_fee_per_gas`` and ``relayer_min_balance`` (wei).
+    relayer_max_fee_per_gas: int = Field(default=200 * 10**9, gt=0)
+    relayer_min_balance: int = Field(default=10**16, ge=0)
     # The public payment-page status route re-checks the chain at most this often per invoice.
     page_recheck_interval_s: float = 5.0
 
@@ -85,7 +95,19 @@ class Settings(BaseSettings):
         if self.chains_file is not None:
             for chain in load_chains_file(self.chains_file):
                 configs[chain.chain_id] = chain
-        return configs
+        return {chain_id: self._relayer_defaults(c) for chain_id, c in configs.items()}
+
+    def _relayer_defaults(self, chain: ChainConfig) -> ChainConfig:
+        """The chain with the global relayer-spend defaults where it sets none."""
+        return replace(
+            chain,
+            max_fee_per_gas=chain.max_fee_per_gas or self.relayer_max_fee_per_gas,
+            relayer_min_balance=(
+                self.relayer_min_balance
+                if chain.relayer_min_balance is None
+                else chain.relayer_min_balance
+            ),
+        )
 
 
 def load_chains_file(path: Path) -> list[ChainConfig]:
@@ -100,6 +122,8 @@ def load_chains_file(path: Path) -> list[ChainConfig]:
         factory = "0x…"
         confirmations = 12
         relayer_key = "env:RELAYER_KEY_MAINNET"
+        max_fee_per_gas = 300_000_000_000     # optional, wei
+        relayer_min_balance = 50_000_000_000_000_000  # optional, wei
     """
     data = tomllib.loads(path.read_text())
     chains = []
@@ -115,9 +139,21 @@ def load_chains_file(path: Path) -> list[ChainConfig]:
                 relayer_key=resolve_secret(relayer_key) if relayer_key else None,
                 native_symbol=str(entry.get("native_symbol", "ETH")),
                 native_decimals=int(entry.get("native_decimals", 18)),
+                max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
+                relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
             )
         )
     return chains
+
+
+def _optional_int(entry: dict[str, object], name: str) -> int | None:
+    value = entry.get(name)
+    if value is None:
+        return None
+    number = int(str(value))
+    if number < 0:
+        raise ValueError(f"chain {entry.get('chain_id')}: {name} must not be negative")
+    return number
 
 
 def resolve_secret(reference: str) -> str:

@@ -9,6 +9,7 @@ from sqlalchemy import text
 
 from invoicing.errors import ServiceError
 from invoicing.services import services_of
+from invoicing.settlement.relayer import relayer_shortfall
 
 router = APIRouter(tags=["health"])
 
@@ -20,8 +21,11 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", summary="The database and every configured chain answer")
 async def readyz(request: Request) -> JSONResponse:
+    # 503 when a check fails; a chain whose relayer is short of funds is "degraded" (still
+    # 200, with the reason under "degraded").
     services = services_of(request)
     checks: dict[str, str] = {}
+    degraded: dict[str, str] = {}
     try:
         async with services.db.sessions() as session:
             await session.execute(text("SELECT 1"))
@@ -29,13 +33,21 @@ async def readyz(request: Request) -> JSONResponse:
     except Exception as exc:  # noqa: BLE001 - readiness reports, never raises
         checks["database"] = f"error: {type(exc).__name__}"
     for chain in services.chains.all():
+        key = f"chain:{chain.config.chain_id}"
         try:
             await chain.block_number()
-            checks[f"chain:{chain.config.chain_id}"] = "ok"
+            checks[key] = "ok"
+            shortfall = await relayer_shortfall(services, chain)
         except ServiceError as exc:
-            checks[f"chain:{chain.config.chain_id}"] = f"error: {exc.code}"
-    ready = all(value == "ok" for value in checks.values())
-    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+            checks[key] = f"error: {exc.code}"
+            continue
+        if shortfall is not None:
+            checks[key], degraded[key] = "degraded", shortfall
+    ready = all(value in ("ok", "degraded") for value in checks.values())
+    body: dict[str, object] = {"ready": ready, "checks": checks}
+    if degraded:
+        body["degraded"] = degraded
+    return JSONResponse(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)

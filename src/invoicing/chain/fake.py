@@ -55,6 +55,8 @@ class FakeChain:
         self.max_priority_fee_per_gas = 10**9
         self.gas_estimate = 50_000
         self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
+        self.gas_caps: list[int | None] = []  # the gas cap of each estimate
+        self.account_balances: dict[str, int] = {}  # native balance of accounts, lower case
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
 
@@ -113,12 +115,22 @@ class FakeChain:
         self._check()
         return self.max_fee_per_gas, self.max_priority_fee_per_gas
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
         self._check()
         self.simulated.append((to, data))
+        self.gas_caps.append(gas_cap)
         if self.revert_data is not None:
             raise ContractRevert(3, "execution reverted", self.revert_data)
+        if gas_cap is not None and self.gas_estimate > gas_cap:
+            # What geth and anvil answer when the call runs out of the gas it was given.
+            raise RpcError(-32003, f"gas required exceeds allowance: {gas_cap}")
         return self.gas_estimate
+
+    async def native_balance(self, address: str) -> int:
+        self._check()
+        return self.account_balances.get(address.lower(), 0)
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         self._check()

@@ -64,9 +64,16 @@ class ChainGateway(Protocol):
         """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
         ...
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
         """Gas of the call from ``sender`` on the latest state; it runs the call, so a revert
-        raises ContractRevert with its data."""
+        raises ContractRevert with its data. With ``gas_cap`` the call gets at most that much
+        gas: one that needs more reverts or fails with an RpcError."""
+        ...
+
+    async def native_balance(self, address: str) -> int:
+        """The native coin balance of an account (the relayer's, say), in wei."""
         ...
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
@@ -184,8 +191,16 @@ class EvmGateway:
     async def fee_caps(self) -> tuple[int, int]:
         return await self.evm.fee_caps()
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
-        return await self.evm.estimate_gas(sender, to, data, value)
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
+        return await self.evm.estimate_gas(sender, to, data, value, gas_cap)
+
+    async def native_balance(self, address: str) -> int:
+        try:
+            return await self.evm.get_balance(address)
+        except RpcError as exc:
+            raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         return await self.evm.get_transaction_count(address, block)

@@ -176,6 +176,8 @@ async def plan_withdrawals(
     batches = group_batches(invoices, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
+    if batches and await relayer.balance_shortfall() is not None:
+        return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     sent = []
     for batch in batches:
         sent.extend(await send_batch(services, chain, relayer, batch))
