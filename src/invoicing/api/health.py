@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hmac
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from invoicing.errors import ServiceError
+from invoicing.chain.checks import cheap_problem
+from invoicing.chain.rpc import RpcError
+from invoicing.errors import ServiceError, Unauthorized
 from invoicing.services import services_of
 
 router = APIRouter(tags=["health"])
@@ -18,7 +22,11 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="The database and every configured chain answer")
+@router.get(
+    "/readyz",
+    summary="The database and every configured chain answer (with the configured chain id "
+    "and factory code)",
+)
 async def readyz(request: Request) -> JSONResponse:
     services = services_of(request)
     checks: dict[str, str] = {}
@@ -30,14 +38,28 @@ async def readyz(request: Request) -> JSONResponse:
         checks["database"] = f"error: {type(exc).__name__}"
     for chain in services.chains.all():
         try:
-            await chain.block_number()
-            checks[f"chain:{chain.config.chain_id}"] = "ok"
+            problem = await cheap_problem(chain)  # wrong chain id, no factory code
+            checks[f"chain:{chain.config.chain_id}"] = f"error: {problem}" if problem else "ok"
         except ServiceError as exc:
             checks[f"chain:{chain.config.chain_id}"] = f"error: {exc.code}"
+        except RpcError as exc:
+            checks[f"chain:{chain.config.chain_id}"] = f"error: rpc_error {exc.code}"
     ready = all(value == "ok" for value in checks.values())
     return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
-async def metrics() -> Response:
+async def metrics(request: Request) -> Response:
+    token = services_of(request).settings.metrics_token
+    if token is not None:
+        require_bearer(request.headers.get("authorization", ""), token.get_secret_value())
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+
+def require_bearer(authorization: str, token: str) -> None:
+    """Refuse unless ``authorization`` is ``Bearer <token>`` (compared in constant time)."""
+    scheme, _, presented = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(
+        presented.strip().encode(), token.encode()
+    ):
+        raise Unauthorized("/metrics needs Authorization: Bearer <INVOICING_METRICS_TOKEN>")

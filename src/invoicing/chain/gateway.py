@@ -31,6 +31,10 @@ class ChainGateway(Protocol):
 
     async def block_number(self) -> int: ...
 
+    async def chain_id(self) -> int:
+        """The id the node reports (``eth_chainId``)."""
+        ...
+
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
     ) -> list[int]:
@@ -38,10 +42,13 @@ class ChainGateway(Protocol):
         ...
 
     async def token_decimals(self, token: str) -> int:
-        """ERC-20 decimals (cached); raises UnsupportedToken when it is not a token."""
+        """ERC-20 ``decimals()`` read from the chain (start-up checks only: requests use the
+        configured allow-list); raises UnsupportedToken when it is not a readable token."""
         ...
 
-    async def token_symbol(self, token: str | None) -> str: ...
+    async def token_symbol(self, token: str | None) -> str:
+        """The configured symbol (native or allow-listed token); never calls the token."""
+        ...
 
     def escrow_address(self, owner: str, salt: bytes) -> str: ...
 
@@ -94,13 +101,15 @@ class EvmGateway:
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
         self._decimals: dict[str, int] = {}
-        self._symbols: dict[str, str] = {}
 
     async def aclose(self) -> None:
         await self.evm.aclose()
 
     async def block_number(self) -> int:
         return await self.evm.block_number()
+
+    async def chain_id(self) -> int:
+        return await self.evm.chain_id()
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
@@ -132,16 +141,7 @@ class EvmGateway:
         return self._decimals[key]
 
     async def token_symbol(self, token: str | None) -> str:
-        if token is None:
-            return self.config.native_symbol
-        key = token.lower()
-        if key not in self._symbols:
-            try:
-                symbol = await self._read_token(token, "symbol")
-                self._symbols[key] = str(symbol)[:32]
-            except UnsupportedToken:
-                self._symbols[key] = "TOKEN"
-        return self._symbols[key]
+        return configured_symbol(self.config, token)
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(self._factory_bytes, self._init_code_hash, owner, salt)
@@ -184,6 +184,14 @@ class EvmGateway:
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
         return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
+
+
+def configured_symbol(config: ChainConfig, token: str | None) -> str:
+    """The symbol the configuration gives (``TOKEN`` for a token no longer on the list)."""
+    if token is None:
+        return config.native_symbol
+    listed = config.token(token)
+    return "TOKEN" if listed is None else listed.symbol
 
 
 class ChainRegistry:
