@@ -34,7 +34,10 @@ class TokenConfig:
     decimals: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "address", normalize_address(self.address))
+        try:
+            object.__setattr__(self, "address", normalize_address(self.address))
+        except ValueError as exc:
+            raise ValueError(f"token address {self.address!r} {exc}") from None
         if not 0 <= self.decimals <= 77:
             raise ValueError(f"token {self.address}: decimals must be 0..77")
 
@@ -76,7 +79,10 @@ class ChainConfig:
 class Settings(BaseSettings):
     """Every knob of the service. Built once at start-up and passed down."""
 
-    model_config = SettingsConfigDict(env_prefix="INVOICING_", extra="ignore")
+    # Errors never echo the input: it holds INVOICING_SECRET and relayer keys.
+    model_config = SettingsConfigDict(
+        env_prefix="INVOICING_", extra="ignore", hide_input_in_errors=True
+    )
 
     environment: str = "production"
     database_url: str = "sqlite+aiosqlite:///./invoicing.db"

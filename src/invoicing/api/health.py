@@ -22,11 +22,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get(
-    "/readyz",
-    summary="The database and every configured chain answer (with the configured chain id "
-    "and factory code)",
-)
+@router.get("/readyz", summary="The database and every configured chain answer")
 async def readyz(request: Request) -> JSONResponse:
     services = services_of(request)
     checks: dict[str, str] = {}
