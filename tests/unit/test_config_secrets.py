@@ -217,3 +217,19 @@ def test_keys_stored_under_the_old_derivation_still_decrypt() -> None:
     stored = legacy_encrypt("sk_old", SECRET)
 
     assert decrypt_key(stored, SecretStr(SECRET)) == "sk_old"
+
+
+def test_the_readme_chains_file_example_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = readme.split("Chains file (`INVOICING_CHAINS_FILE`):\n\n```toml\n")[1].split("```")[0]
+    path = tmp_path / "chains.toml"
+    path.write_text(example.replace('"0x…"', f'"{TOKEN}"'))
+    monkeypatch.setenv("RELAYER_KEY_BASE", RELAYER_KEY)
+
+    settings = Settings(environment="production", secret=SECRET, chains_file=path)
+
+    (chain,) = settings.chain_configs().values()
+    assert chain.relayer_private_key() == RELAYER_KEY
+    assert chain.tokens == (TokenConfig(normalize_address(TOKEN), "USDC", 6),)
