@@ -179,3 +179,18 @@ def test_starts_on_the_chain_it_is_configured_for(
     assert ready.status_code == 200 and ready.json()["ready"] is True
     assert "refusing" not in output
     assert RELAYER_KEY[2:] not in output and SECRET not in output
+
+
+def test_refuses_a_node_that_does_not_answer_without_showing_its_url(
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment, database_url: str
+) -> None:
+    chains = chains_file(tmp_path, anvil, dev)
+    silent = f"http://127.0.0.1:{free_port()}/secret-provider-key"
+    chains.write_text(chains.read_text().replace(anvil.url, silent))
+
+    result = run(SERVE, environment(database_url, chains))
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "refusing to start: chain 31337 (Anvil): the RPC node does not answer"
+    ]
