@@ -17,7 +17,7 @@ from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.gateway import ChainGateway, configured_symbol
 from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.errors import ChainUnavailable, UnsupportedToken
+from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 from invoicing.settings import ChainConfig, TokenConfig
 
@@ -48,7 +48,6 @@ class FakeChain:
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
         self.available = True
         self.balance_calls = 0
-        self.token_reads: list[str] = []  # tokens whose decimals() were read, lower case
         # Sending: what the node holds and will answer.
         self.sent: list[bytes] = []
         self.known: set[str] = set()
@@ -96,13 +95,6 @@ class FakeChain:
         self.balance_calls += 1
         book = self.native if token is None else self.tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
-
-    async def token_decimals(self, token: str) -> int:
-        self._check()
-        self.token_reads.append(token.lower())
-        if token.lower() not in self.decimals:
-            raise UnsupportedToken(f"{token} is not a readable ERC-20")
-        return self.decimals[token.lower()]
 
     async def token_symbol(self, token: str | None) -> str:
         return configured_symbol(self.config, token)

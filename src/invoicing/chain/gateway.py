@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from eth_abi.exceptions import DecodingError
-
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY
+from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
-from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.errors import ChainUnavailable, UnsupportedChain, UnsupportedToken
+from invoicing.chain.rpc import RpcError
+from invoicing.errors import ChainUnavailable, UnsupportedChain
 from invoicing.settings import ChainConfig
 
 
@@ -39,11 +37,6 @@ class ChainGateway(Protocol):
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
     ) -> list[int]:
         """Balances of many addresses in one call, all read at one block."""
-        ...
-
-    async def token_decimals(self, token: str) -> int:
-        """ERC-20 ``decimals()`` read from the chain (start-up checks only: requests use the
-        configured allow-list); raises UnsupportedToken when it is not a readable token."""
         ...
 
     async def token_symbol(self, token: str | None) -> str:
@@ -100,7 +93,6 @@ class EvmGateway:
         self.factory = normalize_address(config.factory)
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
-        self._decimals: dict[str, int] = {}
 
     async def aclose(self) -> None:
         await self.evm.aclose()
@@ -122,23 +114,6 @@ class EvmGateway:
         except RpcError as exc:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
         return decode_balances_of(raw)
-
-    async def _read_token(self, token: str, name: str) -> object:
-        try:
-            raw = await self.evm.eth_call(token, encode_call(ERC20, name))
-            return decode_result(ERC20, name, raw)
-        except (ContractRevert, RpcError, DecodingError, ValueError, OverflowError) as exc:
-            raise UnsupportedToken(
-                f"{token} is not a readable ERC-20 on chain {self.config.chain_id}"
-            ) from exc
-
-    async def token_decimals(self, token: str) -> int:
-        key = token.lower()
-        if key not in self._decimals:
-            decimals = await self._read_token(token, "decimals")
-            assert isinstance(decimals, int)
-            self._decimals[key] = decimals
-        return self._decimals[key]
 
     async def token_symbol(self, token: str | None) -> str:
         return configured_symbol(self.config, token)
