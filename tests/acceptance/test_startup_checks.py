@@ -3,17 +3,24 @@ says (exit 1, one line naming the chain and what differs), and start when it is.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.checks import PROBE_OWNER, PROBE_SALT
 from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.escrows import escrow_address
+from tests.support.rpc_log import Rewrite, recording_proxy
 from tests.support.server import free_port
 
 pytestmark = pytest.mark.acceptance
@@ -68,6 +75,21 @@ def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 SERVE = ["serve", "--port", "0"]
+PREDICT_SELECTOR = (
+    "0x" + encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)[:4].hex()
+)
+
+
+def predicting(address: str) -> Rewrite:
+    """A node's answers, except that the factory's predictEscrow returns ``address``."""
+
+    def lie(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+        data = request["params"][0].get("data", "") if request["method"] == "eth_call" else ""
+        if data.startswith(PREDICT_SELECTOR):
+            return {**answer, "result": "0x" + bytes(12).hex() + address[2:].lower()}
+        return answer
+
+    return lie
 
 
 @pytest.mark.parametrize("command", [SERVE, ["worker"]])
@@ -194,3 +216,58 @@ def test_refuses_a_node_that_does_not_answer_without_showing_its_url(
     assert result.stderr.splitlines() == [
         "refusing to start: chain 31337 (Anvil): the RPC node does not answer"
     ]
+
+
+async def test_refuses_a_factory_whose_predict_escrow_disagrees(
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment, database_url: str
+) -> None:
+    # A node that answers predictEscrow with another address: the service's CREATE2
+    # derivation would no longer find the escrows the factory sweeps.
+    elsewhere = "0x00000000000000000000000000000000DeaDBeef"
+
+    async with recording_proxy(anvil.url, predicting(elsewhere)) as (proxy_url, log):
+        chains = chains_file(tmp_path, anvil, dev)
+        chains.write_text(chains.read_text().replace(anvil.url, proxy_url))
+        process = await asyncio.create_subprocess_exec(
+            INVOICING,
+            *SERVE,
+            env=environment(database_url, chains),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+
+    derived = escrow_address(dev.factory, PROBE_OWNER, PROBE_SALT)
+    assert process.returncode == 1
+    assert err.decode().splitlines() == [
+        f"refusing to start: chain 31337 (Anvil): factory {dev.factory} predictEscrow gives "
+        f"{elsewhere}, the service derives {derived}"
+    ]
+    assert [method for method, _ in log.calls][:2] == ["eth_chainId", "eth_getCode"]
+
+
+async def test_dev_refuses_the_same_way(tmp_path: Path) -> None:
+    # `invoicing dev --rpc-url` on a node that lies about predictEscrow (its own anvil: dev
+    # deploys from the relayer's account, which the shared node's tests rely on).
+    elsewhere = normalize_address("0x" + "ee" * 20)
+    with AnvilProcess() as node:
+        async with recording_proxy(node.url, predicting(elsewhere)) as (proxy_url, _log):
+            process = await asyncio.create_subprocess_exec(
+                INVOICING,
+                "dev",
+                "--rpc-url",
+                proxy_url,
+                "--port",
+                str(free_port()),
+                "--database-url",
+                f"sqlite:///{tmp_path}/dev.db",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+
+    assert process.returncode == 1
+    (line,) = err.decode().splitlines()
+    assert line.startswith("refusing to start: chain 31337 (Anvil (local)): factory 0x")
+    assert f"predictEscrow gives {elsewhere}, the service derives 0x" in line
+    assert out == b""  # no ready line

@@ -67,5 +67,6 @@ async def test_metrics_with_a_token_need_it_as_a_bearer_token(
     for refused in (missing, wrong, raw):
         assert refused.status_code == 401
         assert refused.json()["error"]["code"] == "unauthorized"
+        assert refused.headers["www-authenticate"] == 'Bearer realm="metrics"'
         assert METRICS_TOKEN not in refused.text
     assert right.status_code == 200 and "python_info" in right.text

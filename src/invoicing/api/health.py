@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
+from invoicing.api.errors import error_response
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
@@ -47,15 +48,18 @@ async def readyz(request: Request) -> JSONResponse:
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     token = services_of(request).settings.metrics_token
-    if token is not None:
-        require_bearer(request.headers.get("authorization", ""), token.get_secret_value())
+    if token is not None and not bearer_matches(
+        request.headers.get("authorization", ""), token.get_secret_value()
+    ):
+        refused = Unauthorized("/metrics needs Authorization: Bearer <INVOICING_METRICS_TOKEN>")
+        response = error_response(refused.status, refused.code, refused.message)
+        response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 
-def require_bearer(authorization: str, token: str) -> None:
-    """Refuse unless ``authorization`` is ``Bearer <token>`` (compared in constant time)."""
+def bearer_matches(authorization: str, token: str) -> bool:
+    """Whether ``authorization`` is ``Bearer <token>``, compared in constant time."""
     scheme, _, presented = authorization.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(
-        presented.strip().encode(), token.encode()
-    ):
-        raise Unauthorized("/metrics needs Authorization: Bearer <INVOICING_METRICS_TOKEN>")
+    matches = hmac.compare_digest(presented.strip().encode(), token.encode())
+    return scheme.lower() == "bearer" and matches
