@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from invoicing.addresses import normalize_address
+from invoicing.chain.abi import abi_function
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.checks import PROBE_OWNER, PROBE_SALT
@@ -75,9 +76,7 @@ def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[
 
 
 SERVE = ["serve", "--port", "0"]
-PREDICT_SELECTOR = (
-    "0x" + encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)[:4].hex()
-)
+PREDICT_SELECTOR = "0x" + abi_function(PAYMENT_FACTORY, "predictEscrow").selector.hex()
 
 
 def predicting(address: str) -> Rewrite:
