@@ -7,16 +7,19 @@ sets what the node answers next (receipts, mined counts, fee caps, a simulation 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
 
 from invoicing.addresses import address_bytes, normalize_address
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
-from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.gateway import ChainGateway, configured_symbol
 from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.errors import ChainUnavailable, UnsupportedToken
+from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
-from invoicing.settings import ChainConfig
+from invoicing.settings import ChainConfig, TokenConfig
 
 FAKE_FACTORY = "0x" + "fa" * 20
 
@@ -31,17 +34,18 @@ class FakeChain:
             rpc_url="fake://",
             factory=FAKE_FACTORY,
             confirmations=confirmations,
-            relayer_key=relayer_key,
+            relayer_key=None if relayer_key is None else SecretStr(relayer_key),
         )
         self.factory = normalize_address(FAKE_FACTORY)
         self.block = 1
+        self.node_chain_id = chain_id  # what eth_chainId answers
         self.native: dict[str, int] = {}
         self.tokens: dict[str, dict[str, int]] = {}
         self.decimals: dict[str, int] = {}
         self.symbols: dict[str, str] = {}
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
-        self.contracts: set[str] = set()  # addresses with code, lower case
+        self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -60,10 +64,16 @@ class FakeChain:
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
 
-    def add_token(self, token: str, decimals: int, symbol: str = "TKN") -> None:
+    def add_token(
+        self, token: str, decimals: int, symbol: str = "TKN", *, allow: bool = True
+    ) -> None:
+        """A token on the chain; ``allow`` also puts it on the chain's allow-list."""
         self.decimals[token.lower()] = decimals
         self.symbols[token.lower()] = symbol
         self.tokens[token.lower()] = {}
+        if allow:
+            listed = (*self.config.tokens, TokenConfig(token, symbol, decimals))
+            self.config = dataclasses.replace(self.config, tokens=listed)
 
     def pay(self, address: str, amount: int, token: str | None = None) -> None:
         book = self.native if token is None else self.tokens[token.lower()]
@@ -77,6 +87,10 @@ class FakeChain:
         self._check()
         return self.block
 
+    async def chain_id(self) -> int:
+        self._check()
+        return self.node_chain_id
+
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
     ) -> list[int | None]:
@@ -87,14 +101,8 @@ class FakeChain:
         book = self.native if token is None else self.tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
 
-    async def token_decimals(self, token: str) -> int:
-        self._check()
-        if token.lower() not in self.decimals:
-            raise UnsupportedToken(f"{token} is not a readable ERC-20")
-        return self.decimals[token.lower()]
-
     async def token_symbol(self, token: str | None) -> str:
-        return "ETH" if token is None else self.symbols.get(token.lower(), "TOKEN")
+        return configured_symbol(self.config, token)
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)

@@ -116,13 +116,14 @@ class Relayer:
     chain, the database that holds the nonces and the records, the clock, and the key."""
 
     def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
-        if not chain.config.relayer_key:
+        key = chain.config.relayer_private_key()
+        if not key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
         self.chain = chain
         self.db = db
         self.clock = clock
         self.chain_id = chain.config.chain_id
-        self._key = chain.config.relayer_key
+        self._key = key
         self.address = str(Account.from_key(self._key).address)
 
     async def simulate(self, call: Call, gas_cap: int | None = None) -> int:
