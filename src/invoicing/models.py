@@ -5,6 +5,7 @@ from invoicing.db import Base
 from invoicing.fees.models import RateLimitWindow
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.settlement.models import (
+    MetaTransaction,
     ParkedEscrow,
     RelayerAccount,
     RelayerTransaction,
@@ -17,6 +18,7 @@ __all__ = [
     "ApiKey",
     "Base",
     "Invoice",
+    "MetaTransaction",
     "OwnerSequence",
     "ParkedEscrow",
     "RateLimitWindow",

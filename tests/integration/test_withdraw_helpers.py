@@ -16,7 +16,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
-from invoicing.chain.deploy import deploy_contract
+from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -24,9 +24,11 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.settings import TokenConfig
 from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
+from tests.conftest import dev_tokens
 from tests.support.chain import read_view
 
 PAYER_KEY = DEV_PRIVATE_KEYS[3]
@@ -164,6 +166,11 @@ BLOCKING_TOKEN = "BlockingToken"
 
 async def deploy_blocking_token(evm: EvmClient) -> str:
     return await deploy_contract(evm, DEV_PRIVATE_KEYS[0], load_artifact(BLOCKING_TOKEN).bytecode)
+
+
+def with_token(dev: DevDeployment, token: str) -> dict[str, Any]:
+    """Chain overrides for ``make_services``: the dev allow-list plus a BlockingToken."""
+    return {"tokens": (*dev_tokens(dev), TokenConfig(token, "BLOCK", 18))}
 
 
 async def token_call(evm: EvmClient, token: str, name: str, *args: object) -> None:

@@ -38,6 +38,7 @@ from tests.integration.test_withdraw_helpers import (
     reload,
     settle_all,
     token_call,
+    with_token,
     withdrawals_of,
 )
 from tests.support.signing import new_owner
@@ -56,13 +57,13 @@ async def moved_of(services: Services, invoice: Invoice) -> list[str | None]:
 
 
 async def test_an_escrow_its_token_blocks_is_not_completed_nor_swept_every_pass(
-    make_services: MakeServices, evm: EvmClient
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
 ) -> None:
-    services = await make_services()
+    token = await deploy_blocking_token(evm)
+    services = await make_services(chain=with_token(dev, token))
     clock = FakeClock(services.clock.now_ms())
     services.clock = clock
     owner = new_owner().address
-    token = await deploy_blocking_token(evm)
     invoices = sorted(
         [await paid_in(services, evm, owner, a, token) for a in ("1", "2", "4")],
         key=lambda i: i.id,
@@ -128,9 +129,9 @@ async def test_an_escrow_its_token_blocks_is_not_completed_nor_swept_every_pass(
 async def test_a_withdraw_that_reverts_is_parked_escrow_by_escrow_while_other_batches_go_on(
     make_services: MakeServices, evm: EvmClient, dev: DevDeployment, own_database: str
 ) -> None:
-    services = await make_services(database_url=own_database)
-    owner, other = new_owner().address, new_owner().address
     token = await deploy_blocking_token(evm)
+    services = await make_services(database_url=own_database, chain=with_token(dev, token))
+    owner, other = new_owner().address, new_owner().address
     stuck = [await paid_in(services, evm, owner, a, token) for a in ("1", "2")]
     tusd = await paid_invoice(services, evm, owner, "5", dev.token)
     native = await paid_invoice(services, evm, other, "0.003")

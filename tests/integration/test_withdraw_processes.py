@@ -24,6 +24,7 @@ from tests.integration.test_withdraw_helpers import (
     paid_invoice,
     reload,
     token_call,
+    with_token,
     withdrawals_of,
 )
 from tests.support.signing import new_owner
@@ -43,6 +44,10 @@ def chains_file(tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment) -> Path
         f'factory = "{dev.factory}"\n'
         "confirmations = 1\n"
         'relayer_key = "env:TEST_RELAYER_KEY"\n'
+        "[[chain.token]]\n"
+        f'address = "{dev.token}"\n'
+        f'symbol = "{dev.token_symbol}"\n'
+        f"decimals = {dev.token_decimals}\n"
     )
     return path
 
@@ -78,7 +83,7 @@ async def test_two_processes_sweep_each_escrow_once(
         "INVOICING_ENVIRONMENT": "development",
         "INVOICING_CHAINS_FILE": str(chains_file(tmp_path, anvil, dev)),
         "INVOICING_WITHDRAWAL_BATCH_SIZE": "2",
-        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_key or "",
+        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_private_key() or "",
     }
 
     results = await asyncio.gather(
@@ -134,9 +139,9 @@ async def test_two_processes_park_each_failing_escrow_once_and_sweep_the_rest_on
     database_url: str,
     tmp_path: Path,
 ) -> None:
-    services = await make_services()
-    owner = new_owner().address
     token = await deploy_blocking_token(evm)
+    services = await make_services(chain=with_token(dev, token))
+    owner = new_owner().address
     failing = [await paid_in(services, evm, owner, "1", token) for _ in range(4)]
     swept = [await paid_invoice(services, evm, owner, "0.0003") for _ in range(2)]
     await token_call(evm, token, "setBlocked", dev.factory, True)  # every withdraw reverts
@@ -145,7 +150,7 @@ async def test_two_processes_park_each_failing_escrow_once_and_sweep_the_rest_on
         "INVOICING_DATABASE_URL": database_url,
         "INVOICING_ENVIRONMENT": "development",
         "INVOICING_CHAINS_FILE": str(chains_file(tmp_path, anvil, dev)),
-        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_key or "",
+        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_private_key() or "",
     }
 
     results = await asyncio.gather(

@@ -260,6 +260,8 @@ async def plan_withdrawals(
     batches = group_batches(due, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
+    if batches and await relayer.balance_shortfall() is not None:
+        return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     if backoff is None:
         backoff = Backoff(settings.settlement_poll_interval_s, settings.settlement_backoff_max_s)
     sent = []
