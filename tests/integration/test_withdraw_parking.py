@@ -332,6 +332,44 @@ async def test_a_paid_escrow_emptied_outside_the_service_is_parked_not_read_ever
     assert world.fake.native[owner.lower()] == 3 * ETH
 
 
+async def test_an_unreadable_balance_is_never_swept_and_an_unreadable_result_uses_the_event(
+    make_world: MakeWorld,
+) -> None:
+    world = await make_world()
+    owner = new_owner().address
+    unreadable = await world.paid(owner, "1", TOKEN)
+    world.fake.unreadable_tokens.add(TOKEN.lower())
+
+    assert await world.plan() == []
+
+    assert world.fake.simulated == [] and world.fake.sent == []
+    (parked,) = await world.parked()
+    assert (parked.invoice_id, parked.kind, parked.reason, parked.balance_raw) == (
+        unreadable.id,
+        "no_effect",
+        "its balance is unreadable",
+        "0",
+    )
+    assert await states(world.services, [unreadable]) == [("paid", False, "0")]
+
+    # Readable again and due: swept; the balances after it are unreadable once more, but
+    # the Withdrawn event's total covers both escrows, so both completed.
+    world.fake.unreadable_tokens.clear()
+    world.clock.advance(HOUR_MS)
+    other = await world.paid(owner, "2", TOKEN)
+    (sent,) = await world.plan()
+    world.fake.unreadable_tokens.add(TOKEN.lower())
+    (done,) = await world.settle()
+
+    assert (done.id, done.status) == (sent.id, TxStatus.CONFIRMED)
+    assert await states(world.services, [unreadable, other]) == [
+        ("completed", True, "1000000"),
+        ("completed", True, "2000000"),
+    ]
+    assert await world.parked() == []
+    assert world.fake.tokens[TOKEN.lower()][owner.lower()] == 3_000_000
+
+
 async def test_a_json_rpc_error_fails_one_batch_and_backs_it_off_while_others_go_on(
     make_world: MakeWorld,
 ) -> None:

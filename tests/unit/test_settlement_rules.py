@@ -57,8 +57,16 @@ def test_what_a_sweep_moved_per_escrow_follows_the_balances_and_the_event() -> N
         "c": 290,
         "d": None,  # unreadable afterwards: unknown
     }
+    # The event's total covers the unreadable one besides the others: it moved its balance.
+    assert moved_by_escrow(planned, after, event_total=440)["d"] == 50
     # The event says nothing moved: no escrow counts as swept, whatever the balances say.
-    assert moved_by_escrow(planned, after, event_total=0) == {"a": 0, "b": 0, "c": 0, "d": None}
+    assert moved_by_escrow(planned, after, event_total=0) == {"a": 0, "b": 0, "c": 0, "d": 0}
+    assert moved_by_escrow({"a": 100}, {"a": None}, event_total=100) == {"a": 100}
+    assert moved_by_escrow({"a": 100}, {"a": None}, event_total=0) == {"a": 0}
+    assert moved_by_escrow({"a": 100, "b": 5}, {"a": None, "b": 0}, event_total=5) == {
+        "a": None,  # the event does not cover it: unknown
+        "b": 5,
+    }
     # A lone escrow moved what the event reports (a payment after planning included).
     assert moved_by_escrow({"a": 100}, {"a": 0}, event_total=130) == {"a": 130}
     assert moved_by_escrow({"a": 100}, {"a": 100}, event_total=0) == {"a": 0}

@@ -477,18 +477,26 @@ def moved_by_escrow(
     planned: dict[str, int], after: dict[str, int | None], event_total: int
 ) -> dict[str, int | None]:
     """What a confirmed sweep moved out of each escrow: its planned balance less what it still
-    holds; 0 when it holds as much as before or the ``Withdrawn`` event reports nothing moved;
-    None when its balance after the sweep is unreadable. A lone escrow moved what the event
-    says (funds that arrived after planning included)."""
+    holds; 0 when it holds as much as before, or for all when the ``Withdrawn`` event reports
+    nothing moved.
+    An escrow whose balance after the sweep is unreadable moved its planned balance if the
+    event's total covers it besides what the others moved, else it is unknown (None). A lone
+    escrow moved what the event says (funds that arrived after planning included)."""
     moved: dict[str, int | None] = {}
     for invoice_id, before in planned.items():
         left = after.get(invoice_id)
-        if left is None:
+        if event_total == 0:
+            moved[invoice_id] = 0
+        elif left is None:
             moved[invoice_id] = None
-        elif event_total == 0 or left >= before:
+        elif left >= before:
             moved[invoice_id] = 0
         else:
             moved[invoice_id] = before - left
+    unknown = [i for i, amount in moved.items() if amount is None]
+    rest = event_total - sum(amount or 0 for amount in moved.values())
+    if unknown and event_total > 0 and rest >= sum(planned[i] for i in unknown):
+        moved.update({i: planned[i] for i in unknown})
     if len(planned) == 1:
         (only,) = planned
         if moved[only]:
@@ -574,8 +582,9 @@ async def settle_withdrawal(
             apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
             swept.append(invoice.id)
             continue
-        left = after[invoice.id]
-        assert left is not None
+        left = after.get(invoice.id)
+        if left is None:  # unreadable, but the event says nothing moved: as planned
+            left = int(items[invoice.id].amount_raw)
         await park(
             session,
             services.db.dialect,
