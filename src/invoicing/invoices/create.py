@@ -2,9 +2,7 @@
 
 Two limits of the service's settings (``CreateRules``) are checked here: a ``webhookUrl``
 that can plainly never be delivered is refused (400, no DNS lookup), and an owner's watched
-invoices (pending, or expired within the late window: ``watch`` is set) are capped (429):
-the cap is an index count (``ix_invoices_owner_watched``) in the create transaction, once
-per owner and batch.
+invoices are capped (429; ``invoices.watched``).
 
 Creates are the API's hot write path. Concurrent requests of a process share one
 transaction (a ``Coalescer``), the rows are written with one cached Core executemany, and no
@@ -23,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, text, update
+from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from invoicing.auth.guard import Caller
@@ -34,6 +32,7 @@ from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.invoices.watched import WatchedCounts
 from invoicing.webhooks.guard import webhook_url_problem
 
 
@@ -176,18 +175,28 @@ def _creator(db: Database) -> Coalescer[_Job, _Created]:
     return db.shared("invoices.create", lambda: Coalescer(functools.partial(_create_batch, db)))
 
 
+def _watched_counts(db: Database) -> WatchedCounts:
+    return db.shared("invoices.watched_counts", WatchedCounts)
+
+
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
     """One transaction for the batch; if it fails, each job again in its own transaction, so
     one request's failure never becomes another's."""
     try:
-        return await db.run_batch(functools.partial(_create_in, jobs=jobs))
+        return await db.run_batch(
+            functools.partial(_create_in, jobs=jobs, watched=_watched_counts(db))
+        )
     except Exception as exc:
         if len(jobs) == 1:
             return [await _create_alone_after(db, jobs[0], exc)]
     outcomes: list[_Created | Exception] = []
     for job in jobs:
         try:
-            outcomes.extend(await db.run_batch(functools.partial(_create_in, jobs=[job])))
+            outcomes.extend(
+                await db.run_batch(
+                    functools.partial(_create_in, jobs=[job], watched=_watched_counts(db))
+                )
+            )
         except Exception as exc:
             outcomes.append(await _create_alone_after(db, job, exc))
     return outcomes
@@ -207,21 +216,30 @@ async def _create_alone_after(db: Database, job: _Job, exc: Exception) -> _Creat
         return conflict
 
 
-def _create_in(connection: Connection, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+def _create_in(
+    connection: Connection, jobs: Sequence[_Job], watched: WatchedCounts | None = None
+) -> list[_Created | Exception]:
     """Refuse the jobs over their owner's watched cap, create the others (``_create_admitted``)."""
-    refused = _over_watched_cap(connection, jobs)
+    refused = _over_watched_cap(connection, jobs, watched or WatchedCounts())
     if not refused:
-        return _create_admitted(connection, jobs)
-    admitted = iter(
-        _create_admitted(connection, [j for i, j in enumerate(jobs) if i not in refused])
-    )
-    return [
-        _refusal(connection, job) if index in refused else next(admitted)
-        for index, job in enumerate(jobs)
-    ]
+        outcomes = _create_admitted(connection, jobs)
+    else:
+        others = [job for index, job in enumerate(jobs) if index not in refused]
+        admitted = iter(_create_admitted(connection, others) if others else [])
+        outcomes = [
+            _refusal(connection, job) if index in refused else next(admitted)
+            for index, job in enumerate(jobs)
+        ]
+    if watched is not None:
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if job.max_watched > 0 and isinstance(outcome, tuple) and outcome[1]:
+                watched.created(job.invoice.owner_key, 1)
+    return outcomes
 
 
-def _over_watched_cap(connection: Connection, jobs: Sequence[_Job]) -> set[int]:
+def _over_watched_cap(
+    connection: Connection, jobs: Sequence[_Job], watched: WatchedCounts
+) -> set[int]:
     """Indexes of the jobs that would take their owner past the cap of watched invoices."""
     by_owner: dict[str, list[int]] = {}
     for index, job in enumerate(jobs):
@@ -230,17 +248,9 @@ def _over_watched_cap(connection: Connection, jobs: Sequence[_Job]) -> set[int]:
     refused: set[int] = set()
     for owner_key, indexes in by_owner.items():
         cap = jobs[indexes[0]].max_watched
-        watched = connection.execute(_COUNT_WATCHED, {"owner_key": owner_key, "cap": cap})
-        room = max(0, cap - int(watched.scalar_one()))
+        room = watched.room(connection, owner_key, cap, len(indexes))
         refused.update(indexes[room:])
     return refused
-
-
-# Counts at most ``cap`` index entries; ``AND watch`` is the partial index's own predicate.
-_COUNT_WATCHED = text(
-    "SELECT count(*) FROM (SELECT 1 FROM invoices WHERE owner_key = :owner_key AND watch "
-    "LIMIT :cap) AS watched"
-)
 
 
 def _refusal(connection: Connection, job: _Job) -> _Created | Exception:
