@@ -107,7 +107,11 @@ class Settings(BaseSettings):
         from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
 
         if self.owners is not None and self.owners.startswith(FILE_PREFIX):
-            parse_owner_list(Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8"), "\n")
+            try:
+                text = Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"INVOICING_OWNERS: cannot read the owners file: {exc}") from None
+            parse_owner_list(text, "\n")
         elif self.owners is not None:
             parse_owner_list(self.owners, ",")  # raises ValueError naming a bad address
         return self
