@@ -24,7 +24,7 @@ from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import RateLimited
 from invoicing.invoices.models import Invoice
-from invoicing.ratelimit import RateLimitWindow, hit
+from invoicing.ratelimit import RateLimitWindow, flush_deferred, hit, hit_deferred
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
@@ -86,6 +86,30 @@ async def test_concurrent_hits_are_each_counted_once_in_one_batch(database_url: 
     assert (len(refused), outcomes.count(None)) == (20, 30)
     assert {o.retry_after_s for o in refused} == {55}
     assert stored == [(now - 5_000, 50)]
+
+
+async def test_deferred_counts_hold_across_processes(database_url: str) -> None:
+    # Two Database objects on one database are two API processes.
+    first, second = Database(database_url), Database(database_url)
+    key = f"test-deferred-{Account.create().address}"
+    now = 1_900_000_000_000 - 1_900_000_000_000 % 60_000 + 30_000
+    try:
+        for _ in range(3):
+            await hit_deferred(first, [key], 4, now)  # decided at once, written soon after
+        await flush_deferred(first)
+        # The second process learns the total when it writes its own first hit.
+        await hit_deferred(second, [key], 4, now)
+        await flush_deferred(second)
+        with pytest.raises(RateLimited) as raised:
+            await hit_deferred(second, [key], 4, now)
+        await flush_deferred(second)
+        stored = await rows_for(first, key)
+    finally:
+        await first.dispose()
+        await second.dispose()
+
+    assert raised.value.retry_after_s == 30
+    assert stored == [(now - 30_000, 5)]
 
 
 async def test_a_limit_of_zero_counts_nothing(database_url: str) -> None:
@@ -160,6 +184,7 @@ async def test_the_payment_page_is_limited_per_client_address(
 
     assert [a.status_code for a in answers] == [404, 404, 404]
     assert_rate_limited(spoofed, 59)
+    await flush_deferred(services.db)
     assert await rows_for(services.db, "pay-ip:127.0.0.1") == [(services.clock.now_ms() - 1_000, 4)]
 
 
@@ -185,6 +210,7 @@ async def test_behind_a_trusted_proxy_the_right_most_untrusted_forwarded_address
         other_client = await get("198.51.100.8")
 
     assert (first, third, other_client) == ([404, 404], 429, 404)
+    await flush_deferred(services.db)
     assert [len(await rows_for(services.db, f"pay-ip:198.51.100.{i}")) for i in (7, 8)] == [1, 1]
     assert await rows_for(services.db, "pay-ip:127.0.0.1") == []
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
-from invoicing.ratelimit import hit
+from invoicing.ratelimit import hit_deferred
 from invoicing.services import services_of
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -39,7 +39,7 @@ async def authorize(
         services.settings.signature_window_s,
         allow_api_key=allow_api_key,
     )
-    await hit(
+    await hit_deferred(
         services.db,
         [f"api-owner:{caller.owner_key}"],
         services.settings.owner_rate_limit_per_minute,

@@ -24,7 +24,7 @@ from invoicing.page.view import (
     parse_payment_address,
     payment_view,
 )
-from invoicing.ratelimit import client_address, hit
+from invoicing.ratelimit import client_address, hit_deferred
 from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ async def _limit_client(request: Request) -> None:
     services = services_of(request)
     settings = services.settings
     client = client_address(request, settings.trusted_proxies)
-    await hit(
+    await hit_deferred(
         services.db,
         [f"pay-ip:{client}"],
         settings.pay_rate_limit_per_minute,
