@@ -82,11 +82,7 @@ async def hit(
     counts = await asyncio.gather(
         *(counter.submit((key[:MAX_KEY_LENGTH], start, end)) for key in keys)
     )
-    if max(counts) > limit:
-        retry_after_s = max(1, -(-(end - now_ms) // 1000))
-        raise RateLimited(
-            f"too many requests; at most {limit} per {_window_text(window_ms)}", retry_after_s
-        )
+    _refuse_over(max(counts), limit, window_ms, end - now_ms)
 
 
 async def hit_deferred(
@@ -100,8 +96,13 @@ async def hit_deferred(
     end = start + window_ms
     counts = _deferred(db)
     worst = max(counts.add(key[:MAX_KEY_LENGTH], start, end, now_ms) for key in keys)
-    if worst > limit:
-        retry_after_s = max(1, -(-(end - now_ms) // 1000))
+    _refuse_over(worst, limit, window_ms, end - now_ms)
+
+
+def _refuse_over(count: int, limit: int, window_ms: int, left_ms: int) -> None:
+    """429 ``rate_limited`` when ``count`` is over ``limit``: retry once the window is over."""
+    if count > limit:
+        retry_after_s = max(1, -(-left_ms // 1000))
         raise RateLimited(
             f"too many requests; at most {limit} per {_window_text(window_ms)}", retry_after_s
         )
@@ -141,6 +142,13 @@ class _DeferredCounts:
         if flusher is not None and not flusher.done():
             await asyncio.shield(flusher)
         await self._write_pending()
+
+    async def aclose(self) -> None:
+        """Write what is pending before the database goes (``Database.dispose``)."""
+        try:
+            await self.flush()
+        except Exception:  # noqa: BLE001 - shutting down: the counts are only lost
+            log.warning("rate-limit counts lost at shutdown", exc_info=True)
 
     async def _flush_soon(self) -> None:
         await asyncio.sleep(FLUSH_INTERVAL_S)
