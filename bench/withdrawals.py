@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from eth_account import Account
+from pydantic import SecretStr
 
 from invoicing.auth.guard import Caller
 from invoicing.chain.abi import encode_call
@@ -31,7 +32,7 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import read_balances, store_balances
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import ChainConfig, Settings, TokenConfig
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
@@ -96,7 +97,8 @@ async def run(batches: list[int]) -> None:
             name="anvil",
             rpc_url=anvil.url,
             factory=dev.factory,
-            relayer_key=DEV_PRIVATE_KEYS[0],
+            relayer_key=SecretStr(DEV_PRIVATE_KEYS[0]),
+            tokens=(TokenConfig(dev.token, dev.token_symbol, dev.token_decimals),),
         )
         settings = Settings(
             environment="development", database_url=url, chains=[chain], withdrawal_batch_size=1000

@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Compile contracts/**/*.sol with the pinned solc (npm) and write the artifacts the Python
 // package ships: src/invoicing/chain/artifacts/<Name>.json = {abi, bytecode, contractName,
-// deployedBytecode}. Output is deterministic (sorted keys, fixed formatting).
+// deployedBytecode, immutableReferences?}. immutableReferences (only for contracts that have
+// immutables) lists the {start, length} byte ranges of deployedBytecode the constructor fills
+// in, so the service can compare a deployed contract's code with the artifact (startup check).
+// Output is deterministic (sorted keys, fixed formatting).
 //
 //   node scripts/compile.mjs          write the artifacts
 //   node scripts/compile.mjs --check  exit 1 and name the files that differ from a fresh compile
@@ -60,7 +63,16 @@ function compile() {
       // No CBOR metadata trailer: keeps bytecode independent of comments and paths, and the
       // escrow init code (hashed into every escrow address) minimal.
       metadata: { appendCBOR: false },
-      outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } },
+      outputSelection: {
+        "*": {
+          "*": [
+            "abi",
+            "evm.bytecode.object",
+            "evm.deployedBytecode.object",
+            "evm.deployedBytecode.immutableReferences",
+          ],
+        },
+      },
     },
   };
   const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImport }));
@@ -77,12 +89,17 @@ function compile() {
       const bytecode = contract.evm.bytecode.object;
       if (!bytecode) continue; // interfaces and abstract contracts
       if (artifacts.has(name)) throw new Error(`duplicate contract name ${name}`);
-      artifacts.set(name, {
+      const artifact = {
         abi: contract.abi,
         bytecode: "0x" + bytecode,
         contractName: name,
         deployedBytecode: "0x" + contract.evm.deployedBytecode.object,
-      });
+      };
+      const ranges = Object.values(contract.evm.deployedBytecode.immutableReferences ?? {})
+        .flat()
+        .sort((a, b) => a.start - b.start);
+      if (ranges.length) artifact.immutableReferences = ranges;
+      artifacts.set(name, artifact);
     }
   }
   return artifacts;

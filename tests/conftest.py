@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -25,7 +26,7 @@ from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import ChainConfig, Settings, TokenConfig
 from tests.support.server import serve
 
 TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
@@ -89,6 +90,11 @@ def factory(dev: DevDeployment) -> str:
     return dev.factory
 
 
+def dev_tokens(dev: DevDeployment) -> tuple[TokenConfig, ...]:
+    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals)."""
+    return (TokenConfig(dev.token, dev.token_symbol, dev.token_decimals),)
+
+
 def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> ChainConfig:
     fields: dict[str, Any] = {
         "chain_id": dev.chain_id,
@@ -96,7 +102,8 @@ def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> C
         "rpc_url": anvil.url,
         "factory": dev.factory,
         "confirmations": 1,
-        "relayer_key": DEV_PRIVATE_KEYS[0],
+        "relayer_key": SecretStr(DEV_PRIVATE_KEYS[0]),
+        "tokens": dev_tokens(dev),
     }
     fields.update(overrides)
     return ChainConfig(**fields)

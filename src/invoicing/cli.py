@@ -8,7 +8,7 @@ import logging
 import signal
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -37,6 +37,22 @@ def _settings() -> Settings:
         raise typer.Exit(2) from None
 
 
+async def _verify_chains(settings: Settings) -> None:
+    """Refuse to start (exit 1, one line on stderr) when a configured chain is not what the
+    configuration says (chain.checks)."""
+    from invoicing.chain.checks import ChainCheckFailed, verify_chains
+
+    try:
+        await verify_chains(settings.chain_configs().values())
+    except ChainCheckFailed as exc:
+        _refuse(exc)
+
+
+def _refuse(reason: Exception) -> NoReturn:
+    typer.echo(f"refusing to start: {reason}", err=True)
+    raise typer.Exit(1) from None
+
+
 def _exit_on_signal(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -51,25 +67,26 @@ def dev(
     host: Annotated[str, typer.Option(help="API bind address")] = "127.0.0.1",
 ) -> None:
     """Everything in one process: anvil, contracts, SQLite, the API and all workers."""
+    from invoicing.chain.checks import ChainCheckFailed
     from invoicing.dev import DevOptions, run_dev
 
     _logging()
     # SIGTERM unwinds like Ctrl-C, so the anvil node this command started is stopped too
     # (uvicorn re-raises the signal it caught once the server has shut down).
     signal.signal(signal.SIGTERM, _exit_on_signal)
-    asyncio.run(
-        run_dev(
-            DevOptions(
-                host=host,
-                port=port,
-                chain_port=chain_port,
-                rpc_url=rpc_url,
-                database_url=database_url
-                or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='invoicing-dev-')}/dev.db",
-                ready_file=ready_file,
-            )
-        )
+    options = DevOptions(
+        host=host,
+        port=port,
+        chain_port=chain_port,
+        rpc_url=rpc_url,
+        database_url=database_url
+        or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='invoicing-dev-')}/dev.db",
+        ready_file=ready_file,
     )
+    try:
+        asyncio.run(run_dev(options))
+    except ChainCheckFailed as exc:
+        _refuse(exc)
 
 
 @app.command()
@@ -87,6 +104,7 @@ def serve(
 
     _logging()
     settings = _settings()
+    asyncio.run(_verify_chains(settings))
     application = create_app(build_services(settings), run_workers_in_process=workers)
     freeze_startup_objects()
     # X-Forwarded-For is read only from INVOICING_TRUSTED_PROXIES (invoicing.ratelimit), not
@@ -110,7 +128,9 @@ def worker() -> None:
     _logging()
 
     async def main() -> None:
-        services = build_services(_settings())
+        settings = _settings()
+        await _verify_chains(settings)
+        services = build_services(settings)
         freeze_startup_objects()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -128,12 +148,39 @@ def worker() -> None:
 def migrate(
     database_url: Annotated[str | None, typer.Option(help="else INVOICING_DATABASE_URL")] = None,
 ) -> None:
-    """Bring the database schema up to date (Alembic)."""
+    """Bring the database schema up to date (Alembic); re-encrypt API keys stored under the
+    old key derivation when INVOICING_SECRET is configured."""
+    from pydantic import ValidationError
+
     from invoicing.migrate import upgrade_sync
 
-    url = database_url or _settings().database_url
+    settings: Settings | None
+    if database_url is None:
+        settings = _settings()
+    else:
+        try:
+            settings = Settings()
+        except ValidationError:
+            settings = None
+    url = database_url or (settings.database_url if settings else "")
     upgrade_sync(url)
     typer.echo("database is up to date")
+    if settings is not None:
+        moved = asyncio.run(_reencrypt_api_keys(url, settings))
+        if moved:
+            typer.echo(f"re-encrypted {moved} API key(s) under the HKDF-derived key")
+
+
+async def _reencrypt_api_keys(database_url: str, settings: Settings) -> int:
+    from invoicing.auth.api_keys import reencrypt_legacy_keys
+    from invoicing.db import Database
+
+    db = Database(database_url)
+    try:
+        async with db.transaction() as session:
+            return await reencrypt_legacy_keys(session, settings.secret)
+    finally:
+        await db.dispose()
 
 
 @app.command()
@@ -157,7 +204,9 @@ def withdraw(
         raise typer.BadParameter(f"--owner {exc}") from None
 
     async def main() -> bool:
-        services = build_services(_settings())
+        settings = _settings()
+        await _verify_chains(settings)
+        services = build_services(settings)
         try:
             return await withdraw_now(services, typer.echo, chain_id, owner_key, timeout_s)
         finally:

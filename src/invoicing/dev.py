@@ -10,15 +10,17 @@ from pathlib import Path
 
 import uvicorn
 from eth_account import Account
+from pydantic import SecretStr
 
 from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.checks import verify_chains
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import ChainConfig, Settings, TokenConfig
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +69,17 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
                 rpc_url=rpc_url,
                 factory=deployment.factory,
                 confirmations=1,
-                relayer_key=relayer_key,
+                relayer_key=SecretStr(relayer_key),
+                tokens=(
+                    TokenConfig(
+                        deployment.token, deployment.token_symbol, deployment.token_decimals
+                    ),
+                ),
             )
         ],
     )
+    chains = settings.chain_configs().values()
+    await verify_chains(chains)
     await upgrade(settings.database_url)
     services = build_services(settings)
     server = uvicorn.Server(
@@ -88,7 +97,7 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
         "rpc_url": rpc_url,
         "chain_id": deployment.chain_id,
         "factory": deployment.factory,
-        "tokens": {deployment.token_symbol: deployment.token},
+        "tokens": {token.symbol: token.address for chain in chains for token in chain.tokens},
         "relayer": Account.from_key(relayer_key).address,
     }
     try:

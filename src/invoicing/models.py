@@ -5,6 +5,7 @@ from invoicing.db import Base
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.settlement.models import (
+    MetaTransaction,
     RelayerAccount,
     RelayerTransaction,
     Withdrawal,
@@ -16,6 +17,7 @@ __all__ = [
     "ApiKey",
     "Base",
     "Invoice",
+    "MetaTransaction",
     "OwnerSequence",
     "RateLimitWindow",
     "RelayerAccount",

@@ -1,42 +1,100 @@
-"""Service configuration: one Settings class (``INVOICING_*`` variables) and the chains file."""
+"""Service configuration: one Settings class (``INVOICING_*`` variables) and the chains file.
+
+Secrets (``INVOICING_SECRET``, relayer keys, the metrics token) are held as pydantic
+``SecretStr``: their repr and str are ``**********``, so no log line, error or repr of the
+settings shows them; code that needs the value calls ``get_secret_value()``.
+"""
 
 from __future__ import annotations
 
+import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from invoicing.addresses import normalize_address
+
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
+DEVELOPMENT = "development"
+# Outside development INVOICING_SECRET must have at least this many bytes (UTF-8).
+MIN_SECRET_BYTES = 32
+
+
+@dataclass(frozen=True)
+class TokenConfig:
+    """An ERC-20 a chain accepts: its address, and the symbol and decimals the service uses
+    (never read from the token on a request; startup checks the decimals once)."""
+
+    address: str
+    symbol: str
+    decimals: int
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "address", normalize_address(self.address))
+        except ValueError as exc:
+            raise ValueError(f"token address {self.address!r} {exc}") from None
+        if not 0 <= self.decimals <= 77:
+            raise ValueError(f"token {self.address}: decimals must be 0..77")
 
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """One configured chain: where its node is and which factory serves it."""
+    """One configured chain: where its node is, which factory serves it, which tokens it
+    accepts (the allow-list) and the relayer's key."""
 
     chain_id: int
     name: str
     rpc_url: str
     factory: str
     confirmations: int = 1
-    relayer_key: str | None = None
+    relayer_key: SecretStr | None = None
     native_symbol: str = "ETH"
     native_decimals: int = 18
+    tokens: tuple[TokenConfig, ...] = ()
+    # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
+    max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
+    relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
+    _by_address: dict[str, TokenConfig] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        key: Any = self.relayer_key
+        if isinstance(key, str):  # callers that skipped the type: never keep it in clear
+            object.__setattr__(self, "relayer_key", SecretStr(key))
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+        self._by_address.update({token.address.lower(): token for token in self.tokens})
+
+    def token(self, address: str) -> TokenConfig | None:
+        """The allow-listed token at ``address`` (any case), or None: no chain call."""
+        return self._by_address.get(address.lower())
+
+    def relayer_private_key(self) -> str | None:
+        """The relayer key in clear, for signing only."""
+        return None if self.relayer_key is None else self.relayer_key.get_secret_value()
 
 
 class Settings(BaseSettings):
     """Every knob of the service. Built once at start-up and passed down."""
 
-    model_config = SettingsConfigDict(env_prefix="INVOICING_", extra="ignore")
+    # Errors never echo the input: it holds INVOICING_SECRET and relayer keys.
+    model_config = SettingsConfigDict(
+        env_prefix="INVOICING_", extra="ignore", hide_input_in_errors=True
+    )
 
     environment: str = "production"
     database_url: str = "sqlite+aiosqlite:///./invoicing.db"
     chains_file: Path | None = None
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
-    secret: str = PLACEHOLDER_SECRET
+    secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
+    # When set, /metrics answers only requests with `Authorization: Bearer <token>`.
+    metrics_token: SecretStr | None = None
 
     default_expiry_s: int = 24 * 3600
     late_payment_window_s: int = 7 * 24 * 3600
@@ -80,6 +138,13 @@ class Settings(BaseSettings):
     max_watched_invoices_per_owner: int = 10_000
     # Outside development, webhookUrl must be https unless this is true.
     webhook_allow_http: bool = False
+    # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many
+    # the relayer sends per owner and chain per UTC day.
+    relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
+    relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # Defaults of each chain's ``max_fee_per_gas`` and ``relayer_min_balance`` (wei).
+    relayer_max_fee_per_gas: int = Field(default=200 * 10**9, gt=0)
+    relayer_min_balance: int = Field(default=10**16, ge=0)
     # The public payment-page status route re-checks the chain at most this often per invoice.
     page_recheck_interval_s: float = 5.0
 
@@ -89,10 +154,31 @@ class Settings(BaseSettings):
     # Chains can also be given inline (used by `invoicing dev`), instead of a file.
     chains: list[ChainConfig] = Field(default_factory=list)
 
+    _chains_from_file: list[ChainConfig] = PrivateAttr(default_factory=list)
+
     @model_validator(mode="after")
-    def _refuse_placeholder_secret(self) -> Settings:
-        if self.environment != "development" and self.secret == PLACEHOLDER_SECRET:
-            raise ValueError("INVOICING_SECRET must be set to a real secret outside development")
+    def _check_secrets_and_chains(self) -> Settings:
+        development = self.environment == DEVELOPMENT
+        secret = self.secret.get_secret_value()
+        if not development:
+            if secret == PLACEHOLDER_SECRET:
+                raise ValueError(
+                    "INVOICING_SECRET must be set to a real secret outside development"
+                )
+            if len(secret.encode()) < MIN_SECRET_BYTES:
+                raise ValueError(
+                    f"INVOICING_SECRET must be at least {MIN_SECRET_BYTES} bytes outside "
+                    "development (for example: openssl rand -hex 32)"
+                )
+            if any(chain.relayer_key is not None for chain in self.chains):
+                raise ValueError(
+                    "relayer keys in INVOICING_CHAINS are refused outside development: "
+                    'give them in the chains file as "env:NAME" or "file:PATH"'
+                )
+        if self.chains_file is not None:
+            self._chains_from_file = load_chains_file(
+                self.chains_file, allow_inline_keys=development
+            )
         return self
 
     @model_validator(mode="after")
@@ -117,16 +203,28 @@ class Settings(BaseSettings):
         return self
 
     def chain_configs(self) -> dict[int, ChainConfig]:
-        """Chains by id, from the inline list and the chains TOML file."""
+        """Chains by id, from the inline list and the chains TOML file (read at start-up)."""
         configs = {c.chain_id: c for c in self.chains}
-        if self.chains_file is not None:
-            for chain in load_chains_file(self.chains_file):
-                configs[chain.chain_id] = chain
-        return configs
+        for chain in self._chains_from_file:
+            configs[chain.chain_id] = chain
+        return {chain_id: self._relayer_defaults(c) for chain_id, c in configs.items()}
+
+    def _relayer_defaults(self, chain: ChainConfig) -> ChainConfig:
+        """The chain with the global relayer-spend defaults where it sets none."""
+        return replace(
+            chain,
+            max_fee_per_gas=chain.max_fee_per_gas or self.relayer_max_fee_per_gas,
+            relayer_min_balance=(
+                self.relayer_min_balance
+                if chain.relayer_min_balance is None
+                else chain.relayer_min_balance
+            ),
+        )
 
 
-def load_chains_file(path: Path) -> list[ChainConfig]:
-    """Parse a chains TOML file of ``[[chain]]`` tables.
+def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[ChainConfig]:
+    """Parse a chains TOML file of ``[[chain]]`` tables, each with its ``[[chain.token]]``
+    allow-list.
 
     Example::
 
@@ -137,35 +235,86 @@ def load_chains_file(path: Path) -> list[ChainConfig]:
         factory = "0x…"
         confirmations = 12
         relayer_key = "env:RELAYER_KEY_MAINNET"
+        max_fee_per_gas = 300_000_000_000     # optional, wei
+        relayer_min_balance = 50_000_000_000_000_000  # optional, wei
+
+        [[chain.token]]
+        address = "0x…"
+        symbol = "USDC"
+        decimals = 6
+
+    A relayer key given inline (not ``env:`` / ``file:``) is refused unless
+    ``allow_inline_keys`` (development). Errors never show a key.
     """
-    data = tomllib.loads(path.read_text())
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"chains file {path}: {exc}") from None
     chains = []
     for entry in data.get("chain", []):
-        relayer_key = entry.get("relayer_key")
-        chains.append(
-            ChainConfig(
-                chain_id=int(entry["chain_id"]),
-                name=str(entry.get("name", f"chain {entry['chain_id']}")),
-                rpc_url=str(entry["rpc_url"]),
-                factory=str(entry["factory"]),
-                confirmations=int(entry.get("confirmations", 1)),
-                relayer_key=resolve_secret(relayer_key) if relayer_key else None,
-                native_symbol=str(entry.get("native_symbol", "ETH")),
-                native_decimals=int(entry.get("native_decimals", 18)),
-            )
-        )
+        try:
+            chains.append(_chain_entry(entry, allow_inline_keys))
+        except (KeyError, TypeError, ValueError) as exc:
+            reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ValueError(
+                f"chains file {path}: chain {entry.get('chain_id', '?')}: {reason}"
+            ) from None
     return chains
+
+
+def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
+    reference = entry.get("relayer_key")
+    relayer_key = None
+    if reference:
+        if not str(reference).startswith(("env:", "file:")) and not allow_inline_keys:
+            raise ValueError(
+                'an inline relayer_key is refused outside development: use "env:NAME" or '
+                '"file:PATH"'
+            )
+        relayer_key = SecretStr(resolve_secret(str(reference)))
+    tokens = tuple(
+        TokenConfig(
+            address=str(token["address"]),
+            symbol=str(token["symbol"]),
+            decimals=int(token["decimals"]),
+        )
+        for token in entry.get("token", [])
+    )
+    return ChainConfig(
+        chain_id=int(entry["chain_id"]),
+        name=str(entry.get("name", f"chain {entry['chain_id']}")),
+        rpc_url=str(entry["rpc_url"]),
+        factory=str(entry["factory"]),
+        confirmations=int(entry.get("confirmations", 1)),
+        relayer_key=relayer_key,
+        native_symbol=str(entry.get("native_symbol", "ETH")),
+        native_decimals=int(entry.get("native_decimals", 18)),
+        tokens=tokens,
+        max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
+        relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
+    )
+
+
+def _optional_int(entry: dict[str, Any], name: str) -> int | None:
+    value = entry.get(name)
+    if value is None:
+        return None
+    number = int(str(value))
+    if number < 0:
+        raise ValueError(f"{name} must not be negative")
+    return number
 
 
 def resolve_secret(reference: str) -> str:
     """``env:NAME`` reads an environment variable, ``file:PATH`` a file; else the value itself."""
-    import os
-
     if reference.startswith("env:"):
         value = os.environ.get(reference[4:])
         if not value:
             raise ValueError(f"environment variable {reference[4:]} is not set")
         return value
     if reference.startswith("file:"):
-        return Path(reference[5:]).read_text().strip()
+        try:
+            return Path(reference[5:]).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read {reference[5:]}: {exc.strerror}") from None
     return reference

@@ -25,6 +25,8 @@ pytestmark = pytest.mark.acceptance
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 PAYER = DEV_PRIVATE_KEYS[7]
+RELAYER_KEY = DEV_PRIVATE_KEYS[0]  # what `invoicing dev` relays and sweeps with
+SECRET = "journey-secret-" + "j" * 32
 
 
 def ready_line(path: Path) -> str | None:
@@ -66,7 +68,10 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
         "INVOICING_MONITOR_INTERVAL_S": "1",
         "INVOICING_WITHDRAWAL_INTERVAL_S": "2",
         "INVOICING_WEBHOOK_RETRY_DELAY_S": "1",
+        "INVOICING_SECRET": SECRET,
     }
+    log_file = tmp_path / "dev.log"
+    log = log_file.open("w")
     process = await asyncio.create_subprocess_exec(
         *[
             INVOICING,
@@ -81,8 +86,8 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
             f"sqlite:///{tmp_path}/dev.db",
         ],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     owner = new_owner()
     try:
@@ -125,6 +130,7 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.wait(), timeout=30)
+        log.close()
 
     assert delivery.headers["x-service-api-key"] == key
     assert delivery.headers["x-service-delivery-attempt"] == "1"
@@ -136,3 +142,8 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
     # No fee is set: the owner receives exactly what was paid; nothing is left behind.
     assert owner_balance == 75 * 10**16
     assert escrow_balance == 0
+    # The whole run's output (ready line, logs, errors) never shows the relayer key or secret.
+    output = log_file.read_text()
+    assert "INFO" in output
+    assert RELAYER_KEY[2:].lower() not in output.lower()
+    assert SECRET not in output

@@ -364,18 +364,6 @@ async def test_balances_of_agrees_with_node_for_funded_and_empty_accounts(
     assert tokens == [await token_balance(evm, dev.token, a) for a in accounts]
 
 
-async def test_balances_of_reads_zero_from_a_token_without_code(
-    evm: EvmClient, factory: str
-) -> None:
-    not_a_token = new_owner().address
-
-    balances = decode_balances_of(
-        await evm.eth_call(factory, encode_balances_of(not_a_token, list(DEV_ADDRESSES[:3])))
-    )
-
-    assert balances == [0, 0, 0]
-
-
 # --- withdrawals -------------------------------------------------------------------------
 
 

@@ -44,7 +44,7 @@ class HeldChain(FakeChain):
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
+    ) -> list[int | None]:
         values = await super().balances(token, addresses, block)
         self.reads.append(list(addresses))
         self.reading.set()

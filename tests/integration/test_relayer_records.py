@@ -1,15 +1,21 @@
 """The relayer and its tracker on FakeChain and a real database (no node): a transaction is
-recorded before it is broadcast, replaced with raised fees, re-sent, confirmed or dropped."""
+recorded before it is broadcast, replaced with raised fees (only when the node holds it, never
+above the chain's max fee per gas), re-sent, confirmed or dropped."""
 
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 from eth_account import Account
+from eth_account.typed_transactions import TypedTransaction
+from hexbytes import HexBytes
+from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.fake import FakeChain
@@ -64,6 +70,12 @@ async def stored(services: Services, row_id: str) -> RelayerTransaction | None:
 
 def raw_of(row: RelayerTransaction) -> bytes:
     return bytes.fromhex(row.raw_tx[2:])
+
+
+def signed_fields(raw: bytes) -> dict[str, Any]:
+    """The fields of a signed EIP-1559 transaction, as the node reads them."""
+    fields: dict[str, Any] = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+    return fields
 
 
 async def test_send_records_the_signed_transaction_then_broadcasts_it(sending: Sending) -> None:
@@ -188,3 +200,85 @@ async def test_tracking_resends_a_forgotten_transaction_and_replaces_an_overdue_
     replaced = await stored(services, row.id)
     assert replaced is not None and replaced.attempts == 2
     assert chain.sent == [raw_of(row), raw_of(row), raw_of(replaced)]
+
+
+def with_ceiling(chain: FakeChain, max_fee_per_gas: int) -> None:
+    chain.config = replace(chain.config, max_fee_per_gas=max_fee_per_gas)
+
+
+def ceiling_count(chain: FakeChain) -> float:
+    value = REGISTRY.get_sample_value(
+        "invoicing_relayer_fee_ceiling_total", {"chain_id": str(chain.config.chain_id)}
+    )
+    return value or 0.0
+
+
+async def test_a_first_send_offers_no_more_than_the_chains_max_fee_per_gas(
+    sending: Sending,
+) -> None:
+    chain, relayer = sending.chain, sending.relayer
+    with_ceiling(chain, 1_500_000_000)
+    chain.max_fee_per_gas, chain.max_priority_fee_per_gas = 80 * 10**9, 2 * 10**9
+
+    row = await relayer.send(CALL, GAS)
+
+    assert (row.max_fee_per_gas, row.max_priority_fee_per_gas) == ("1500000000", "1500000000")
+    signed = signed_fields(raw_of(row))
+    assert (signed["maxFeePerGas"], signed["maxPriorityFeePerGas"]) == (1_500_000_000,) * 2
+
+
+async def test_a_transaction_the_node_does_not_hold_is_resent_not_bumped(
+    sending: Sending,
+) -> None:
+    services, chain, relayer = sending.services, sending.chain, sending.relayer
+    chain.send_error = RpcError(-32000, "insufficient funds for gas * price + value")
+    row = await relayer.send(CALL, GAS)  # refused: the node never took it
+
+    for _ in range(3):
+        sending.clock.advance(RESEND_AFTER_S * 1000)
+        assert await track_pending(services, chain, relayer) == []
+
+    again = await stored(services, row.id)
+    assert again is not None
+    assert (again.attempts, again.hashes, again.max_fee_per_gas) == (
+        1,
+        [row.tx_hash],
+        row.max_fee_per_gas,
+    )
+    chain.send_error = None
+    sending.clock.advance(RESEND_AFTER_S * 1000)
+    await track_pending(services, chain, relayer)
+    assert chain.sent == [raw_of(row)]  # sent again as it was, at its first fees
+
+
+async def test_a_transaction_at_the_ceiling_waits_there_logged_and_counted_once(
+    sending: Sending, caplog: pytest.LogCaptureFixture
+) -> None:
+    services, chain, relayer = sending.services, sending.chain, sending.relayer
+    with_ceiling(chain, 2_400_000_000)  # one bump of the fake's 2 gwei fits, not two
+    counted_before = ceiling_count(chain)
+    row = await relayer.send(CALL, GAS)
+
+    with caplog.at_level(logging.WARNING, logger="invoicing.settlement.relayer"):
+        for _ in range(4):
+            sending.clock.advance(RESEND_AFTER_S * 1000)
+            assert await track_pending(services, chain, relayer) == []
+
+    waiting = await stored(services, row.id)
+    assert waiting is not None
+    assert (waiting.attempts, waiting.max_fee_per_gas) == (2, "2250000000")
+    assert waiting.fee_ceiling_at == sending.clock.now_ms() - 2 * RESEND_AFTER_S * 1000
+    assert len(chain.sent) == 2  # the first send and the one bump
+    assert ceiling_count(chain) == counted_before + 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"relayer chain {chain.config.chain_id}: set_fee nonce 0 ({waiting.tx_hash}) waits at "
+        "maxFee 2250000000: the next bump would pass the chain's max_fee_per_gas 2400000000 "
+        "(market 2000000000)"
+    ]
+    # Mined at last: it is confirmed like any other.
+    chain.receipts[waiting.tx_hash] = {
+        "transactionHash": waiting.tx_hash, "status": 1, "blockNumber": 1, "gasUsed": 50_000,
+    }  # fmt: skip
+    finished = await track_pending(services, chain, relayer)
+    assert [(r.id, r.status) for r in finished] == [(row.id, TxStatus.CONFIRMED)]

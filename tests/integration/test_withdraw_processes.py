@@ -33,6 +33,10 @@ def chains_file(tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment) -> Path
         f'factory = "{dev.factory}"\n'
         "confirmations = 1\n"
         'relayer_key = "env:TEST_RELAYER_KEY"\n'
+        "[[chain.token]]\n"
+        f'address = "{dev.token}"\n'
+        f'symbol = "{dev.token_symbol}"\n'
+        f"decimals = {dev.token_decimals}\n"
     )
     return path
 
@@ -68,7 +72,7 @@ async def test_two_processes_sweep_each_escrow_once(
         "INVOICING_ENVIRONMENT": "development",
         "INVOICING_CHAINS_FILE": str(chains_file(tmp_path, anvil, dev)),
         "INVOICING_WITHDRAWAL_BATCH_SIZE": "2",
-        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_key or "",
+        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_private_key() or "",
     }
 
     results = await asyncio.gather(

@@ -8,7 +8,7 @@ from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import PAYMENT_FACTORY
-from invoicing.chain.calldata import decode_balances_of, encode_balances_of
+from invoicing.chain.calldata import UNREADABLE, decode_balances_of, encode_balances_of
 
 ACCOUNTS = [
     "0x52908400098527886E0F7030069857D2E4169EE7",
@@ -30,9 +30,16 @@ def test_encode_balances_of_refuses_an_address_that_is_not_20_bytes() -> None:
         encode_balances_of(TOKEN, [ACCOUNTS[0][:-2]])
 
 
-@pytest.mark.parametrize("values", [[0, 1, 10**18, 2**256 - 1], []])
+@pytest.mark.parametrize("values", [[0, 1, 10**18, 2**255, 2**256 - 2], []])
 def test_decode_balances_of_reads_the_abi_encoding(values: list[int]) -> None:
     assert decode_balances_of(encode(["uint256[]"], [values])) == values
+
+
+def test_decode_balances_of_reads_the_unreadable_sentinel_as_none() -> None:
+    answer = encode(["uint256[]"], [[5, UNREADABLE, 2**255, UNREADABLE]])
+
+    assert UNREADABLE == 2**256 - 1
+    assert decode_balances_of(answer) == [5, None, 2**255, None]
 
 
 @pytest.mark.parametrize(

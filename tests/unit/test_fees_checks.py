@@ -129,8 +129,8 @@ async def test_a_contract_owner_still_needs_the_factory_nonce(
     chain.contracts.add(OWNER.address.lower())
     chain.nonces[OWNER.address.lower()] = 3
 
-    with pytest.raises(NonceMismatch) as raised:
-        await submit_meta(services, contract_wallet_request(nonce=2))
+    with pytest.raises(NonceMismatch) as raised:  # (a stale nonce is looked up in the DB)
+        await submit_meta(services, contract_wallet_request(nonce=4))
     # Every check passed; this fake chain has no relayer key, so nothing is simulated or sent.
     with pytest.raises(RelayerUnavailable):
         await submit_meta(services, contract_wallet_request(nonce=3))

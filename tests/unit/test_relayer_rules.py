@@ -1,9 +1,17 @@
-"""Relayer and batching rules that need no chain: fee bumps, gas limits, batch sizes."""
+"""Relayer and batching rules that need no chain: fee bumps and their ceiling, gas limits and
+the meta-transaction cap, batch sizes."""
 
 from __future__ import annotations
 
 from invoicing.invoices.models import Invoice
-from invoicing.settlement.relayer import TX_GAS_CAP, bump, gas_limit
+from invoicing.settlement.relayer import (
+    TX_GAS_CAP,
+    bump,
+    capped_fees,
+    gas_limit,
+    min_replacement,
+    replacement_fees,
+)
 from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, group_batches, max_batch
 
 
@@ -43,3 +51,39 @@ def test_batches_group_by_owner_and_token() -> None:
         (a, token, ["id-2", "id-5"]),
         (b, None, ["id-3"]),
     ]
+
+
+GWEI = 10**9
+
+
+def test_a_first_send_never_offers_more_than_the_ceiling() -> None:
+    assert capped_fees(30 * GWEI, 2 * GWEI, None) == (30 * GWEI, 2 * GWEI)
+    assert capped_fees(30 * GWEI, 2 * GWEI, 50 * GWEI) == (30 * GWEI, 2 * GWEI)
+    assert capped_fees(80 * GWEI, 2 * GWEI, 50 * GWEI) == (50 * GWEI, 2 * GWEI)
+    assert capped_fees(80 * GWEI, 60 * GWEI, 50 * GWEI) == (50 * GWEI, 50 * GWEI)
+
+
+def test_a_replacement_is_bumped_up_to_the_ceiling_and_no_further() -> None:
+    old = (40 * GWEI, 2 * GWEI)
+    quiet_market = (10 * GWEI, GWEI)
+
+    assert replacement_fees(old, quiet_market, None) == (45 * GWEI, 2_250_000_000)
+    assert replacement_fees(old, (70 * GWEI, 3 * GWEI), None) == (70 * GWEI, 3 * GWEI)
+    assert replacement_fees(old, (70 * GWEI, 3 * GWEI), 60 * GWEI) == (60 * GWEI, 3 * GWEI)
+    # 44 gwei is exactly the 10% a node needs; 43.9 is not.
+    assert replacement_fees(old, quiet_market, 44 * GWEI) == (44 * GWEI, 2_250_000_000)
+    assert replacement_fees(old, quiet_market, 44 * GWEI - 1) is None
+    assert replacement_fees(old, (70 * GWEI, 3 * GWEI), 40 * GWEI) is None  # at the ceiling
+    assert replacement_fees(old, quiet_market, 30 * GWEI) is None  # ceiling lowered since
+
+
+def test_a_replacement_needs_ten_percent_more_tip_too() -> None:
+    # The tip is already the whole fee: at the ceiling there is no room to raise it.
+    assert replacement_fees((40 * GWEI, 40 * GWEI), (40 * GWEI, 40 * GWEI), 43 * GWEI) is None
+    assert replacement_fees((40 * GWEI, 40 * GWEI), (0, 0), 44 * GWEI) == (44 * GWEI, 44 * GWEI)
+    assert [min_replacement(v) for v in (1, 9, 10, 11, 10**9)] == [2, 10, 11, 13, 1_100_000_000]
+
+
+def test_a_meta_transaction_gas_limit_stays_under_its_cap() -> None:
+    assert gas_limit(60_000, 200_000) == 95_000
+    assert gas_limit(150_000, 200_000) == 200_000

@@ -1,16 +1,26 @@
-"""API keys: issued once, stored as a hash (lookup) plus an encrypted copy (webhook headers)."""
+"""API keys: issued once, stored as a hash (lookup) plus an encrypted copy (webhook headers).
+
+The copy is encrypted with Fernet under a key derived from ``INVOICING_SECRET`` with
+HKDF-SHA256 (RFC 5869, info :data:`ENCRYPTION_INFO`). Keys stored before that were encrypted
+under ``sha256(secret)``: they still decrypt (the old key is tried second), and
+``invoicing migrate`` re-encrypts them under the HKDF key (:func:`reencrypt_legacy_keys`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import secrets
 import time
 import uuid
 from dataclasses import dataclass
 
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,23 +35,58 @@ def hash_key(api_key: str) -> str:
     return hashlib.sha256(api_key.encode()).hexdigest()
 
 
-def _fernet(secret: str) -> Fernet:
-    return Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
+ENCRYPTION_INFO = b"invoicing api-key encryption v1"
 
 
-def encrypt_key(api_key: str, secret: str) -> str:
-    return _fernet(secret).encrypt(api_key.encode()).decode()
+def hkdf_sha256(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> bytes:
+    """HKDF-SHA256 (RFC 5869): extract with ``salt`` (zeros when None), expand with ``info``."""
+    return HKDF(algorithm=SHA256(), length=length, salt=salt, info=info).derive(ikm)
 
 
-def decrypt_key(encrypted: str, secret: str) -> str | None:
+@functools.lru_cache(maxsize=4)
+def _fernets(secret: str) -> tuple[Fernet, MultiFernet]:
+    """(the HKDF key, HKDF then the legacy sha256(secret) key) for ``secret``."""
+    current = Fernet(
+        base64.urlsafe_b64encode(hkdf_sha256(secret.encode(), None, ENCRYPTION_INFO, 32))
+    )
+    legacy = Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
+    return current, MultiFernet([current, legacy])
+
+
+def encrypt_key(api_key: str, secret: SecretStr) -> str:
+    return _fernets(secret.get_secret_value())[0].encrypt(api_key.encode()).decode()
+
+
+def decrypt_key(encrypted: str, secret: SecretStr) -> str | None:
+    """The API key in clear, whether stored under the HKDF key or the legacy one."""
     try:
-        return _fernet(secret).decrypt(encrypted.encode()).decode()
+        return _fernets(secret.get_secret_value())[1].decrypt(encrypted.encode()).decode()
     except InvalidToken:
         return None
 
 
+async def reencrypt_legacy_keys(session: AsyncSession, secret: SecretStr) -> int:
+    """Re-encrypt under the HKDF key every stored key still under the legacy key; returns
+    how many. Keys that decrypt under neither (another secret) are left as they are."""
+    current, both = _fernets(secret.get_secret_value())
+    moved = 0
+    for row in await session.scalars(select(ApiKey)):
+        encrypted = row.key_encrypted.encode()
+        try:
+            current.decrypt(encrypted)
+            continue
+        except InvalidToken:
+            pass
+        try:
+            row.key_encrypted = both.rotate(encrypted).decode()
+        except InvalidToken:
+            continue
+        moved += 1
+    return moved
+
+
 async def create_api_key(
-    session: AsyncSession, owner_address: str, label: str | None, secret: str, now_ms: int
+    session: AsyncSession, owner_address: str, label: str | None, secret: SecretStr, now_ms: int
 ) -> tuple[ApiKey, str]:
     """Issue a key for an owner; returns the row and the key in clear (shown once)."""
     api_key = KEY_PREFIX + secrets.token_urlsafe(32)

@@ -21,12 +21,14 @@ ERC20 = TEST_TOKEN
 
 @dataclass(frozen=True)
 class Artifact:
-    """One compiled contract: its ABI, creation code and runtime code."""
+    """One compiled contract: its ABI, creation code and runtime code, and the (start,
+    length) byte ranges of the runtime code its constructor fills with immutables."""
 
     name: str
     abi: list[dict[str, Any]]
     bytecode: bytes
     deployed_bytecode: bytes
+    immutable_references: tuple[tuple[int, int], ...] = ()
 
 
 @functools.cache
@@ -39,6 +41,9 @@ def load_artifact(name: str) -> Artifact:
         abi=raw["abi"],
         bytecode=bytes.fromhex(raw["bytecode"][2:]),
         deployed_bytecode=bytes.fromhex(raw["deployedBytecode"][2:]),
+        immutable_references=tuple(
+            (int(ref["start"]), int(ref["length"])) for ref in raw.get("immutableReferences", [])
+        ),
     )
 
 

@@ -1,8 +1,8 @@
 """Calldata of the factory calls the service sends, and the hand-written balancesOf.
 
-Sends (withdraw, setFeeMeta, setPayoutMeta) are encoded from the shipped ABI. balancesOf is
-written out by hand: a monitor pass encodes every watched escrow, and eth_abi's per-address
-validation (an EIP-55 keccak for each checksummed address) cost seconds per 100k.
+Sends (withdraw, setFeeMeta, setPayoutMeta, refundMeta) are encoded from the shipped ABI.
+balancesOf is written out by hand: a monitor pass encodes every watched escrow, and eth_abi's
+per-address validation (an EIP-55 keccak for each checksummed address) cost seconds per 100k.
 ``tests/unit/test_balances_calldata.py`` pins it to the ABI encoding.
 """
 
@@ -19,6 +19,10 @@ from invoicing.chain.escrows import salt_bytes
 
 # PaymentFactory.MAX_FEE_BPS: the highest fee an owner may set (5%).
 MAX_FEE_BPS = 500
+# PaymentFactory.UNREADABLE: balancesOf's answer for an account whose token balance could not
+# be read (the token's balanceOf failed, ran out of its 30k gas stipend or answered fewer than
+# 32 bytes). A token answering this very value reads as unreadable too; 2**255 reads as is.
+UNREADABLE = 2**256 - 1
 
 
 def encode_withdraw(owner: str, token: str, salts: Sequence[bytes]) -> bytes:
@@ -41,6 +45,32 @@ def encode_set_payout_meta(
     return encode_call(PAYMENT_FACTORY, "setPayoutMeta", user, payout, nonce, deadline, signature)
 
 
+def encode_refund_meta(
+    user: str,
+    salt: bytes,
+    token: str,
+    to: str,
+    amount: int,
+    nonce: int,
+    deadline: int,
+    signature: bytes,
+) -> bytes:
+    """refundMeta: an owner-signed Refund of ``amount`` of ``token`` (ZERO_ADDRESS = native)
+    from the escrow of ``salt`` to ``to``, relayed by anyone."""
+    return encode_call(
+        PAYMENT_FACTORY,
+        "refundMeta",
+        user,
+        salt_bytes(salt),
+        token,
+        to,
+        amount,
+        nonce,
+        deadline,
+        signature,
+    )
+
+
 def encode_balances_of(token: str, accounts: Sequence[str]) -> bytes:
     """balancesOf(token, accounts): token = ZERO_ADDRESS reads native balances.
 
@@ -60,8 +90,10 @@ _BALANCES_OF_SELECTOR = abi_function(PAYMENT_FACTORY, "balancesOf").selector
 _BALANCES_OF_OFFSET = (64).to_bytes(32, "big")
 
 
-def decode_balances_of(data: bytes) -> list[int]:
-    """Answer of balancesOf: a ``uint256[]`` (read by hand, like the calldata)."""
+def decode_balances_of(data: bytes) -> list[int | None]:
+    """Answer of balancesOf: a ``uint256[]`` (read by hand, like the calldata), with None for
+    ``UNREADABLE``. The factory answers fewer values than accounts asked for when the call's
+    gas ran low; the caller reads the rest again (``EvmGateway.balances``)."""
     if len(data) < 64:
         raise DecodingError(f"balancesOf answer too short: {len(data)} bytes")
     offset = int.from_bytes(data[:32], "big")
@@ -71,4 +103,11 @@ def decode_balances_of(data: bytes) -> list[int]:
     end = start + 32 * int.from_bytes(data[offset:start], "big")
     if end > len(data):
         raise DecodingError("balancesOf answer is shorter than its array")
-    return [int.from_bytes(data[i : i + 32], "big") for i in range(start, end, 32)]
+    unreadable = _UNREADABLE_WORD
+    return [
+        None if (word := data[i : i + 32]) == unreadable else int.from_bytes(word, "big")
+        for i in range(start, end, 32)
+    ]
+
+
+_UNREADABLE_WORD = UNREADABLE.to_bytes(32, "big")

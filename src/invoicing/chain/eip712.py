@@ -1,4 +1,4 @@
-"""EIP-712 typed data of the owner settings the factory verifies: SetFee and SetPayout.
+"""EIP-712 typed data of the owner messages the factory verifies: SetFee, SetPayout, Refund.
 
 The dicts are ``encode_typed_data(full_message=...)`` input for eth-account (the service
 recovering a signer, tests signing) and match what wallets sign with ethers.js.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from invoicing.addresses import normalize_address
+from invoicing.addresses import ZERO_ADDRESS, normalize_address
 
 EIP712_NAME = "PaymentFactory"
 EIP712_VERSION = "1"
@@ -28,6 +28,16 @@ SET_FEE_FIELDS = [
 SET_PAYOUT_FIELDS = [
     {"name": "user", "type": "address"},
     {"name": "payout", "type": "address"},
+    {"name": "nonce", "type": "uint256"},
+    {"name": "deadline", "type": "uint256"},
+]
+
+REFUND_FIELDS = [
+    {"name": "user", "type": "address"},
+    {"name": "salt", "type": "bytes32"},
+    {"name": "token", "type": "address"},
+    {"name": "to", "type": "address"},
+    {"name": "amount", "type": "uint256"},
     {"name": "nonce", "type": "uint256"},
     {"name": "deadline", "type": "uint256"},
 ]
@@ -77,3 +87,30 @@ def set_payout_typed_data(
         "deadline": deadline,
     }
     return _typed_data("SetPayout", SET_PAYOUT_FIELDS, chain_id, factory, message)
+
+
+def refund_typed_data(
+    chain_id: int,
+    factory: str,
+    user: str,
+    salt: bytes,
+    token: str | None,
+    to: str,
+    amount: int,
+    nonce: int,
+    deadline: int,
+) -> dict[str, Any]:
+    """Full EIP-712 typed data of Refund: ``amount`` of ``token`` (None = native coin) from
+    the escrow of ``salt`` to ``to``. The salt is given as ``0x`` + 64 hex digits."""
+    if len(salt) != 32:
+        raise ValueError(f"escrow salt must be 32 bytes, got {len(salt)}")
+    message = {
+        "user": normalize_address(user),
+        "salt": "0x" + salt.hex(),
+        "token": normalize_address(token or ZERO_ADDRESS),
+        "to": normalize_address(to),
+        "amount": amount,
+        "nonce": nonce,
+        "deadline": deadline,
+    }
+    return _typed_data("Refund", REFUND_FIELDS, chain_id, factory, message)

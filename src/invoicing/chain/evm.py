@@ -87,10 +87,16 @@ class EvmClient:
         result = await self.rpc.call("eth_call", [tx, _block(block)])
         return bytes.fromhex(str(result)[2:])
 
-    async def estimate_gas(self, from_: str, to: str | None, data: bytes, value: int = 0) -> int:
+    async def estimate_gas(
+        self, from_: str, to: str | None, data: bytes, value: int = 0, gas: int | None = None
+    ) -> int:
+        """Gas the call needs; with ``gas`` the node runs it with at most that much, so a call
+        that needs more fails (revert or "gas required exceeds allowance") instead."""
         tx: dict[str, Any] = {"from": from_, "data": "0x" + data.hex(), "value": hex(value)}
         if to is not None:
             tx["to"] = to
+        if gas is not None:
+            tx["gas"] = hex(gas)
         return _int(await self.rpc.call("eth_estimateGas", [tx]))
 
     async def fee_caps(self) -> tuple[int, int]:

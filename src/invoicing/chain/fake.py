@@ -7,16 +7,19 @@ sets what the node answers next (receipts, mined counts, fee caps, a simulation 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
+
+from pydantic import SecretStr
 
 from invoicing.addresses import address_bytes, normalize_address
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
-from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.gateway import ChainGateway, configured_symbol
 from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.errors import ChainUnavailable, UnsupportedToken
+from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
-from invoicing.settings import ChainConfig
+from invoicing.settings import ChainConfig, TokenConfig
 
 FAKE_FACTORY = "0x" + "fa" * 20
 
@@ -31,17 +34,19 @@ class FakeChain:
             rpc_url="fake://",
             factory=FAKE_FACTORY,
             confirmations=confirmations,
-            relayer_key=relayer_key,
+            relayer_key=None if relayer_key is None else SecretStr(relayer_key),
         )
         self.factory = normalize_address(FAKE_FACTORY)
         self.block = 1
+        self.node_chain_id = chain_id  # what eth_chainId answers
         self.native: dict[str, int] = {}
         self.tokens: dict[str, dict[str, int]] = {}
         self.decimals: dict[str, int] = {}
         self.symbols: dict[str, str] = {}
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
-        self.contracts: set[str] = set()  # addresses with code, lower case
+        self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
+        self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
         # Sending: what the node holds and will answer.
@@ -54,13 +59,21 @@ class FakeChain:
         self.max_priority_fee_per_gas = 10**9
         self.gas_estimate = 50_000
         self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
+        self.gas_caps: list[int | None] = []  # the gas cap of each estimate
+        self.account_balances: dict[str, int] = {}  # native balance of accounts, lower case
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
 
-    def add_token(self, token: str, decimals: int, symbol: str = "TKN") -> None:
+    def add_token(
+        self, token: str, decimals: int, symbol: str = "TKN", *, allow: bool = True
+    ) -> None:
+        """A token on the chain; ``allow`` also puts it on the chain's allow-list."""
         self.decimals[token.lower()] = decimals
         self.symbols[token.lower()] = symbol
         self.tokens[token.lower()] = {}
+        if allow:
+            listed = (*self.config.tokens, TokenConfig(token, symbol, decimals))
+            self.config = dataclasses.replace(self.config, tokens=listed)
 
     def pay(self, address: str, amount: int, token: str | None = None) -> None:
         book = self.native if token is None else self.tokens[token.lower()]
@@ -74,22 +87,22 @@ class FakeChain:
         self._check()
         return self.block
 
+    async def chain_id(self) -> int:
+        self._check()
+        return self.node_chain_id
+
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
+    ) -> list[int | None]:
         self._check()
         self.balance_calls += 1
+        if token is not None and token.lower() in self.unreadable_tokens:
+            return [None] * len(addresses)
         book = self.native if token is None else self.tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
 
-    async def token_decimals(self, token: str) -> int:
-        self._check()
-        if token.lower() not in self.decimals:
-            raise UnsupportedToken(f"{token} is not a readable ERC-20")
-        return self.decimals[token.lower()]
-
     async def token_symbol(self, token: str | None) -> str:
-        return "ETH" if token is None else self.symbols.get(token.lower(), "TOKEN")
+        return configured_symbol(self.config, token)
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)
@@ -110,12 +123,22 @@ class FakeChain:
         self._check()
         return self.max_fee_per_gas, self.max_priority_fee_per_gas
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
         self._check()
         self.simulated.append((to, data))
+        self.gas_caps.append(gas_cap)
         if self.revert_data is not None:
             raise ContractRevert(3, "execution reverted", self.revert_data)
+        if gas_cap is not None and self.gas_estimate > gas_cap:
+            # What geth and anvil answer when the call runs out of the gas it was given.
+            raise RpcError(-32003, f"gas required exceeds allowance: {gas_cap}")
         return self.gas_estimate
+
+    async def native_balance(self, address: str) -> int:
+        self._check()
+        return self.account_balances.get(address.lower(), 0)
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         self._check()

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from eth_abi.exceptions import DecodingError
-
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY
+from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
-from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.errors import ChainUnavailable, UnsupportedChain, UnsupportedToken
+from invoicing.chain.rpc import RpcError
+from invoicing.errors import ChainUnavailable, UnsupportedChain
 from invoicing.settings import ChainConfig
 
 
@@ -31,17 +29,21 @@ class ChainGateway(Protocol):
 
     async def block_number(self) -> int: ...
 
+    async def chain_id(self) -> int:
+        """The id the node reports (``eth_chainId``)."""
+        ...
+
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
-        """Balances of many addresses in one call, all read at one block."""
+    ) -> list[int | None]:
+        """Balances of many addresses in one call, all read at one block; None where a token
+        balance is unreadable (the token's balanceOf failed or misbehaved: see the factory's
+        ``balancesOf``), which callers treat as unknown for that address alone."""
         ...
 
-    async def token_decimals(self, token: str) -> int:
-        """ERC-20 decimals (cached); raises UnsupportedToken when it is not a token."""
+    async def token_symbol(self, token: str | None) -> str:
+        """The configured symbol (native or allow-listed token); never calls the token."""
         ...
-
-    async def token_symbol(self, token: str | None) -> str: ...
 
     def escrow_address(self, owner: str, salt: bytes) -> str: ...
 
@@ -62,9 +64,16 @@ class ChainGateway(Protocol):
         """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
         ...
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
         """Gas of the call from ``sender`` on the latest state; it runs the call, so a revert
-        raises ContractRevert with its data."""
+        raises ContractRevert with its data. With ``gas_cap`` the call gets at most that much
+        gas: one that needs more reverts or fails with an RpcError."""
+        ...
+
+    async def native_balance(self, address: str) -> int:
+        """The native coin balance of an account (the relayer's, say), in wei."""
         ...
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
@@ -93,8 +102,6 @@ class EvmGateway:
         self.factory = normalize_address(config.factory)
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
-        self._decimals: dict[str, int] = {}
-        self._symbols: dict[str, str] = {}
 
     async def aclose(self) -> None:
         await self.evm.aclose()
@@ -102,46 +109,35 @@ class EvmGateway:
     async def block_number(self) -> int:
         return await self.evm.block_number()
 
+    async def chain_id(self) -> int:
+        return await self.evm.chain_id()
+
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int]:
-        if not addresses:
-            return []
-        data = encode_balances_of(token or ZERO_ADDRESS, addresses)
-        try:
-            raw = await self.evm.eth_call(self.factory, data, block)
-        except RpcError as exc:
-            raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
-        return decode_balances_of(raw)
-
-    async def _read_token(self, token: str, name: str) -> object:
-        try:
-            raw = await self.evm.eth_call(token, encode_call(ERC20, name))
-            return decode_result(ERC20, name, raw)
-        except (ContractRevert, RpcError, DecodingError, ValueError, OverflowError) as exc:
-            raise UnsupportedToken(
-                f"{token} is not a readable ERC-20 on chain {self.config.chain_id}"
-            ) from exc
-
-    async def token_decimals(self, token: str) -> int:
-        key = token.lower()
-        if key not in self._decimals:
-            decimals = await self._read_token(token, "decimals")
-            assert isinstance(decimals, int)
-            self._decimals[key] = decimals
-        return self._decimals[key]
+    ) -> list[int | None]:
+        values: list[int | None] = []
+        # The factory answers fewer values than asked for when the call's gas ran low (a
+        # token using its whole stipend for every account, or a node with a low eth_call gas
+        # cap): the rest is read in further calls at the same block.
+        while len(values) < len(addresses):
+            data = encode_balances_of(token or ZERO_ADDRESS, addresses[len(values) :])
+            try:
+                raw = await self.evm.eth_call(self.factory, data, block)
+            except RpcError as exc:
+                raise ChainUnavailable(
+                    f"balance read failed on chain {self.config.chain_id}"
+                ) from exc
+            part = decode_balances_of(raw)
+            if not part or len(values) + len(part) > len(addresses):
+                raise ChainUnavailable(
+                    f"balancesOf on chain {self.config.chain_id} answered {len(part)} values "
+                    f"for {len(addresses) - len(values)} addresses"
+                )
+            values.extend(part)
+        return values
 
     async def token_symbol(self, token: str | None) -> str:
-        if token is None:
-            return self.config.native_symbol
-        key = token.lower()
-        if key not in self._symbols:
-            try:
-                symbol = await self._read_token(token, "symbol")
-                self._symbols[key] = str(symbol)[:32]
-            except UnsupportedToken:
-                self._symbols[key] = "TOKEN"
-        return self._symbols[key]
+        return configured_symbol(self.config, token)
 
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(self._factory_bytes, self._init_code_hash, owner, salt)
@@ -170,8 +166,16 @@ class EvmGateway:
     async def fee_caps(self) -> tuple[int, int]:
         return await self.evm.fee_caps()
 
-    async def estimate_gas(self, sender: str, to: str, data: bytes, value: int = 0) -> int:
-        return await self.evm.estimate_gas(sender, to, data, value)
+    async def estimate_gas(
+        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+    ) -> int:
+        return await self.evm.estimate_gas(sender, to, data, value, gas_cap)
+
+    async def native_balance(self, address: str) -> int:
+        try:
+            return await self.evm.get_balance(address)
+        except RpcError as exc:
+            raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         return await self.evm.get_transaction_count(address, block)
@@ -184,6 +188,14 @@ class EvmGateway:
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
         return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
+
+
+def configured_symbol(config: ChainConfig, token: str | None) -> str:
+    """The symbol the configuration gives (``TOKEN`` for a token no longer on the list)."""
+    if token is None:
+        return config.native_symbol
+    listed = config.token(token)
+    return "TOKEN" if listed is None else listed.symbol
 
 
 class ChainRegistry:

@@ -2,7 +2,9 @@
 
 Checks run in a fixed order and nothing reaches the chain when one fails: feeBps <= 500,
 deadline in the future, the EIP-712 signature recovers to the owner, nonce equals the
-factory's ``nonces(owner)``, then the call is simulated and sent from the relayer account.
+factory's ``nonces(owner)``; then ``settlement.meta.relay_meta`` answers a repeat with its
+pending transaction, holds the owner's daily budget, simulates the call under the
+meta-transaction gas cap and sends it from the relayer account.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from invoicing.errors import (
     NonceMismatch,
 )
 from invoicing.services import Services
-from invoicing.settlement.models import TxPurpose
-from invoicing.settlement.relayer import Call, relayer_for
+from invoicing.settlement.meta import MetaCall, pending_duplicate, relay_meta
+from invoicing.settlement.models import RelayerTransaction, TxPurpose
+from invoicing.settlement.relayer import Call
 
 # A deadline above this is taken as milliseconds (10^12 s is ~31,700 years away).
 MS_DEADLINE_THRESHOLD = 10**12
@@ -133,7 +136,8 @@ def _revert_to_error(exc: ContractRevert, expected_nonce: int) -> Exception:
 
 
 async def submit_meta(services: Services, request: MetaRequest) -> dict[str, Any]:
-    """Check and relay a SetFee/SetPayout; returns the 202 body."""
+    """Check and relay a SetFee/SetPayout (``settlement.meta`` bounds what it may spend);
+    returns the 202 body."""
     chain = services.chains.get(request.chain_id)
     if request.fee_bps is not None and request.fee_bps > MAX_FEE_BPS:
         raise FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}", {"max": MAX_FEE_BPS})
@@ -142,18 +146,30 @@ async def submit_meta(services: Services, request: MetaRequest) -> dict[str, Any
         raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
     factory = normalize_address(chain.config.factory)
     await check_signature(chain, request, typed_data(request, factory, deadline))
+    meta = MetaCall(
+        request.chain_id,
+        request.owner_address,
+        request.nonce,
+        meta_call(request, factory, deadline),
+    )
     expected = await chain.factory_nonce(request.owner_address)
     if request.nonce != expected:
-        raise NonceMismatch(
-            "nonce is not the owner's current nonce; re-read it", {"expected": str(expected)}
-        )
-    relayer = relayer_for(services, request.chain_id)
-    call = meta_call(request, factory, deadline)
+        # Ours may be mined already and not final yet: the same request gets it back.
+        duplicate = await pending_duplicate(services, meta) if request.nonce < expected else None
+        if duplicate is None:
+            raise NonceMismatch(
+                "nonce is not the owner's current nonce; re-read it", {"expected": str(expected)}
+            )
+        return _accepted(request, duplicate)
     try:
-        gas = await relayer.simulate(call)
+        row = await relay_meta(services, meta)
     except ContractRevert as exc:
         raise _revert_to_error(exc, expected) from exc
-    row = await relayer.send(call, gas)
+    return _accepted(request, row)
+
+
+def _accepted(request: MetaRequest, row: RelayerTransaction) -> dict[str, Any]:
+    """The 202 body: the transaction that carries the request."""
     return {
         "txHash": row.tx_hash,
         "chainId": request.chain_id,

@@ -28,7 +28,7 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, upsert
-from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited
+from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
@@ -101,7 +101,7 @@ async def create_invoice(
     if request.token_address is None:
         decimals = chain.config.native_decimals
     else:
-        decimals = await chain.token_decimals(request.token_address)
+        decimals = allowed_token_decimals(chain, request.token_address)
     required_raw = to_raw(request.amount, decimals)
     expires_at = request.expires_at or now_ms + default_expiry_s * 1000
     if expires_at <= now_ms:
@@ -144,6 +144,18 @@ async def create_invoice(
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     return await _creator(db).submit(job)
+
+
+def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
+    """The configured decimals of an allow-listed token. Any other address is refused
+    without a call to it: a hostile contract never runs on the request path."""
+    token = chain.config.token(token_address)
+    if token is None:
+        raise UnsupportedToken(
+            f"tokenAddress is not accepted on chain {chain.config.chain_id}",
+            {"field": "tokenAddress", "chainId": chain.config.chain_id},
+        )
+    return token.decimals
 
 
 def time_ordered_id(now_ms: int) -> str:

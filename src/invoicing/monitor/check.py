@@ -1,10 +1,16 @@
-"""Balance checks shared by the background monitor and the status lookup's live re-check."""
+"""Balance checks shared by the background monitor and the status lookup's live re-check.
+
+A reading is ``int | None``: None means the escrow's token balance is unreadable (the token's
+``balanceOf`` failed or misbehaved, see the factory's ``balancesOf``). An unreadable reading is
+unknown for that invoice alone: it changes nothing (no status, no balance, no webhook, no
+``lastCheckedAt``) and never fails the pass or the re-check of the other invoices.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -48,7 +54,7 @@ class BalanceReader:
         self.block = block
         self.batch_size = batch_size
         self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
-        self._reads: list[asyncio.Task[dict[str, int]]] = []
+        self._reads: list[asyncio.Task[dict[str, int | None]]] = []
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
     def add(self, invoices: Sequence[InvoiceState]) -> None:
@@ -59,8 +65,8 @@ class BalanceReader:
                 self._start(invoice.token_address, group)
                 self._waiting[invoice.token_address] = []
 
-    async def result(self) -> dict[str, int]:
-        """Balances by invoice id; raises the first failed read's error."""
+    async def result(self) -> dict[str, int | None]:
+        """Balances by invoice id (None = unreadable); raises the first failed read's error."""
         for token, group in self._waiting.items():
             if group:
                 self._start(token, group)
@@ -78,7 +84,7 @@ class BalanceReader:
     def _start(self, token: str | None, chunk: list[InvoiceState]) -> None:
         self._reads.append(asyncio.ensure_future(self._read(token, chunk)))
 
-    async def _read(self, token: str | None, chunk: list[InvoiceState]) -> dict[str, int]:
+    async def _read(self, token: str | None, chunk: list[InvoiceState]) -> dict[str, int | None]:
         async with self._gate:
             addresses = [i.payment_address for i in chunk]
             values = await self.chain.balances(token, addresses, self.block)
@@ -87,9 +93,10 @@ class BalanceReader:
 
 async def read_balances(
     chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 6000
-) -> dict[str, int]:
-    """Balances by invoice id, read at ``block``: one ``balancesOf`` call per token and chunk
-    of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays in the thousands)."""
+) -> dict[str, int | None]:
+    """Balances by invoice id (None = unreadable), read at ``block``: one ``balancesOf`` call
+    per token and chunk of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays
+    in the thousands)."""
     reader = BalanceReader(chain, block, batch_size)
     reader.add(invoices)
     try:
@@ -99,10 +106,11 @@ async def read_balances(
 
 
 async def store_balances(
-    services: Services, invoice_ids: list[str], balances: dict[str, int]
+    services: Services, invoice_ids: list[str], balances: Mapping[str, int | None]
 ) -> list[Invoice]:
     """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
-    the lifecycle decides on each row as locked, and the paid events join the transaction."""
+    the lifecycle decides on each row as locked, and the paid events join the transaction.
+    An invoice whose reading is unreadable (None) is left as it is and not returned."""
     from invoicing.webhooks.outbox import enqueue_paid_event
 
     now_ms = services.clock.now_ms()
@@ -113,16 +121,19 @@ async def store_balances(
             .order_by(Invoice.id)
             .with_for_update()
         )
-        invoices = list(rows)
-        for invoice in invoices:
+        stored = []
+        for invoice in rows:
             balance_raw = balances[invoice.id]
+            if balance_raw is None:
+                continue
             deleted = invoice.deleted_at is not None
             step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
             invoice.last_checked_at = now_ms
             apply_step(invoice, step, now_ms, balance_raw)
             if Effect.NOTIFY_PAID in step.effects:
                 await enqueue_paid_event(session, services, invoice)
-    return invoices
+            stored.append(invoice)
+    return stored
 
 
 async def recheck_invoice(
@@ -172,20 +183,29 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]
     changed = {
         item.invoice.id
         for item in batch
-        if reading_changes(item.invoice, balances[item.invoice.id], now_ms)
+        if (reading := balances[item.invoice.id]) is not None
+        and reading_changes(item.invoice, reading, now_ms)
     }
+    unreadable = {invoice.id for invoice in invoices if balances[invoice.id] is None}
     stored: dict[str, Invoice] = {}
     if changed:
         rows = await store_balances(services, sorted(changed), balances)
         stored = {row.id: row for row in rows}
-    return [_answer(item.invoice, changed, stored, now_ms) for item in batch]
+    return [_answer(item.invoice, changed, unreadable, stored, now_ms) for item in batch]
 
 
 def _answer(
-    invoice: Invoice | InvoiceRow, changed: set[str], stored: dict[str, Invoice], now_ms: int
+    invoice: Invoice | InvoiceRow,
+    changed: set[str],
+    unreadable: set[str],
+    stored: dict[str, Invoice],
+    now_ms: int,
 ) -> _Answer | Exception:
-    """The stored row where the reading was written; otherwise a copy of the asked invoice
-    (which other lookups may share, so it is left as it was) checked now."""
+    """The stored row where the reading was written; the invoice as it is where its balance
+    is unreadable (unknown: nothing was checked); otherwise a copy of the asked invoice (which
+    other lookups may share, so it is left as it was) checked now."""
+    if invoice.id in unreadable:
+        return invoice
     if invoice.id not in changed:
         checked = InvoiceRow.copy_of(invoice)
         checked.last_checked_at = now_ms

@@ -10,6 +10,10 @@ Two kinds of pass share the code:
 
 Claims are row locks (``FOR UPDATE SKIP LOCKED`` on PostgreSQL; SQLite serializes writers) that
 push ``next_check_at`` forward, so worker processes sharing a database split the work.
+
+An escrow whose token balance is unreadable (a hostile or broken token) is unknown for that
+invoice alone: it is not written (its claim keeps the pushed ``next_check_at`` but gets its
+previous ``lastCheckedAt`` back), and the rest of the pass goes on.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -70,12 +74,14 @@ PARALLEL_CLAIMS = 2
 
 @dataclass(frozen=True)
 class PassResult:
-    """What one pass did: invoices read, invoices written, newly paid, block read at."""
+    """What one pass did: invoices read, invoices written, newly paid, invoices whose balance
+    was unreadable (left as they were), block read at."""
 
     block: int
     checked: int = 0
     updated: int = 0
     paid: int = 0
+    unreadable: int = 0
 
 
 async def claim_due(
@@ -125,7 +131,7 @@ async def claim_due(
     return rows
 
 
-async def release_claims(services: Services, rows: list[InvoiceState]) -> None:
+async def release_claims(services: Services, rows: Sequence[InvoiceState]) -> None:
     """Undo claims whose read failed: due again at once, last check as it was before."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
@@ -134,6 +140,19 @@ async def release_claims(services: Services, rows: list[InvoiceState]) -> None:
             update(INVOICES)
             .where(INVOICES.c.id == bindparam("b_id"))
             .values(last_checked_at=bindparam("b_previous"), next_check_at=now_ms),
+            [{"b_id": row.id, "b_previous": row.last_checked_at} for row in rows],
+        )
+
+
+async def restore_last_checked(services: Services, rows: Sequence[InvoiceState]) -> None:
+    """Claimed invoices whose balance was unreadable were not checked: their lastCheckedAt
+    goes back to what it was (their next check stays where the claim put it)."""
+    async with services.db.transaction() as session:
+        connection = await session.connection()
+        await connection.execute(
+            update(INVOICES)
+            .where(INVOICES.c.id == bindparam("b_id"))
+            .values(last_checked_at=bindparam("b_previous")),
             [{"b_id": row.id, "b_previous": row.last_checked_at} for row in rows],
         )
 
@@ -200,21 +219,33 @@ async def run_block_pass(services: Services, chain: ChainGateway, block: int) ->
 async def _store(
     services: Services,
     rows: Sequence[InvoiceState],
-    balances: dict[str, int],
+    balances: Mapping[str, int | None],
     block: int,
     *,
     claimed: bool,
 ) -> PassResult:
     now_ms = services.clock.now_ms()
-    changed = [row.id for row in rows if reading_changes(row, balances[row.id], now_ms)]
+    changed = []
+    unreadable = []
+    for row in rows:
+        reading = balances[row.id]
+        if reading is None:
+            unreadable.append(row)
+        elif reading_changes(row, reading, now_ms):
+            changed.append(row.id)
     paid = 0
     for start in range(0, len(changed), 500):
         ids = changed[start : start + 500]
         stored = await store_balances(services, ids, balances)
         paid += sum(1 for invoice in stored if invoice.paid)
     if claimed:
+        if unreadable:
+            await restore_last_checked(services, unreadable)
         await _stop_watching_closed(services, rows, now_ms)
-    return PassResult(block=block, checked=len(rows), updated=len(changed), paid=paid)
+    checked = len(rows) - len(unreadable)
+    return PassResult(
+        block=block, checked=checked, updated=len(changed), paid=paid, unreadable=len(unreadable)
+    )
 
 
 async def _stop_watching_closed(

@@ -41,7 +41,14 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
             if block != last_block:
                 await run_block_pass(services, chain, block)
                 last_block = block
-            await run_due_pass(services, chain, block)
+            result = await run_due_pass(services, chain, block)
+            if result.unreadable:
+                log.info(
+                    "monitor pass on chain %s: %d escrow balances unreadable (token balanceOf "
+                    "failed); those invoices are left as they were",
+                    chain.config.chain_id,
+                    result.unreadable,
+                )
             failures = 0
             delay = poll_s
         except (ChainUnavailable, SQLAlchemyError, OSError) as exc:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
@@ -65,8 +76,43 @@ class RelayerTransaction(Base):
     mined_hash: Mapped[str | None] = mapped_column(String(66), nullable=True)
     block_number: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     gas_used: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Set while the next fee bump would pass the chain's max fee per gas (it waits there).
+    fee_ceiling_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class MetaTransaction(Base):
+    """An owner-signed call the relayer paid to send (``settlement.meta``).
+
+    While its transaction is pending the row holds (chain, owner, nonce): the partial unique
+    index lets no second transaction for that nonce be recorded, by any process. Rows stay
+    after that (``holds_nonce`` false) and count against the owner's daily budget."""
+
+    __tablename__ = "meta_transactions"
+    __table_args__ = (
+        Index(
+            "ux_meta_transactions_pending",
+            "chain_id",
+            "owner_key",
+            "nonce",
+            unique=True,
+            postgresql_where=text("holds_nonce"),
+            sqlite_where=text("holds_nonce"),
+        ),
+        Index("ix_meta_transactions_budget", "chain_id", "owner_key", "created_at"),
+    )
+
+    relayer_tx_id: Mapped[str] = mapped_column(
+        ForeignKey("relayer_transactions.id"), primary_key=True
+    )
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    owner_key: Mapped[str] = mapped_column(String(42))  # lower case
+    nonce: Mapped[str] = mapped_column(RAW)
+    # keccak256 of target and calldata: an identical submission has the same one.
+    request_hash: Mapped[str] = mapped_column(String(66))
+    holds_nonce: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[int] = mapped_column(BigInteger)
 
 
 class WithdrawalStatus:

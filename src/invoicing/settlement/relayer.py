@@ -4,6 +4,11 @@ Nonces are allocated under a lock on the chain's ``relayer_accounts`` row (``FOR
 PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), in the same transaction that records the signed
 transaction, so they hold across processes. A transaction is recorded before it is
 broadcast: after a crash, the tracker (``settlement.tracking``) re-sends what it finds.
+
+What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and
+every bump; only a transaction the node holds is bumped), and a chain whose relayer balance
+is under ``relayer_min_balance`` is reported short (``balance_shortfall``) so that
+withdrawals wait and ``/readyz`` shows the chain degraded.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
+from prometheus_client import Counter
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import normalize_address
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError
+from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.clock import Clock
 from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable
@@ -37,9 +43,25 @@ GAS_MARGIN_FLAT = 20_000
 
 OnRecord = Callable[[AsyncSession, RelayerTransaction], Awaitable[None]]
 
+FEE_CEILING_REACHED = Counter(
+    "invoicing_relayer_fee_ceiling",
+    "Relayer transactions left unmined at the chain's max fee per gas (counted once each)",
+    ["chain_id"],
+)
+# Chains whose relayer this process last saw under its threshold (warned once per drop).
+_short_chains: set[int] = set()
+
 
 class RelayerUnavailable(ChainUnavailable):
     """No relayer key is configured for the chain, so nothing can be sent there."""
+
+
+class GasCapExceeded(Exception):
+    """The call does not complete within the gas the relayer gives it."""
+
+    def __init__(self, gas_cap: int, detail: str) -> None:
+        super().__init__(f"needs more than {gas_cap} gas ({detail})")
+        self.gas_cap = gas_cap
 
 
 @dataclass(frozen=True)
@@ -57,8 +79,36 @@ def bump(value: int) -> int:
     return value + (value + 7) // 8
 
 
-def gas_limit(estimate: int) -> int:
-    return min(TX_GAS_CAP, estimate * GAS_MARGIN_NUM // GAS_MARGIN_DEN + GAS_MARGIN_FLAT)
+def min_replacement(value: int) -> int:
+    """The lowest fee a node takes as a replacement of one at ``value``: 10% more."""
+    return (value * 11 + 9) // 10
+
+
+def capped_fees(max_fee: int, tip: int, ceiling: int | None) -> tuple[int, int]:
+    """(maxFeePerGas, tip) of a first send: the market's, but never above the ceiling."""
+    if ceiling is not None:
+        max_fee = min(max_fee, ceiling)
+    return max_fee, min(tip, max_fee)
+
+
+def replacement_fees(
+    old: tuple[int, int], market: tuple[int, int], ceiling: int | None
+) -> tuple[int, int] | None:
+    """(maxFeePerGas, tip) to replace a transaction sent at ``old``: bumped 12.5% or the
+    market's if higher, capped at the ceiling. None when the cap leaves no valid replacement
+    (both must rise by 10%): the transaction waits at the fees it has."""
+    new_max_fee = max(bump(old[0]), market[0])
+    if ceiling is not None:
+        new_max_fee = min(new_max_fee, ceiling)
+    new_tip = min(max(bump(old[1]), market[1]), new_max_fee)
+    if new_max_fee < min_replacement(old[0]) or new_tip < min_replacement(old[1]):
+        return None
+    return new_max_fee, new_tip
+
+
+def gas_limit(estimate: int, cap: int = TX_GAS_CAP) -> int:
+    """The estimate with headroom, never above ``cap``."""
+    return min(cap, estimate * GAS_MARGIN_NUM // GAS_MARGIN_DEN + GAS_MARGIN_FLAT)
 
 
 class Relayer:
@@ -66,20 +116,38 @@ class Relayer:
     chain, the database that holds the nonces and the records, the clock, and the key."""
 
     def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
-        if not chain.config.relayer_key:
+        key = chain.config.relayer_private_key()
+        if not key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
         self.chain = chain
         self.db = db
         self.clock = clock
         self.chain_id = chain.config.chain_id
-        self._key = chain.config.relayer_key
+        self._key = key
         self.address = str(Account.from_key(self._key).address)
 
-    async def simulate(self, call: Call) -> int:
+    async def simulate(self, call: Call, gas_cap: int | None = None) -> int:
         """Run the call against the latest state (eth_estimateGas executes it); returns the
-        gas limit to send with. A revert raises ``ContractRevert`` with its data."""
-        estimate = await self.chain.estimate_gas(self.address, call.to, call.data, call.value)
-        return gas_limit(estimate)
+        gas limit to send with. A revert raises ``ContractRevert`` with its data.
+
+        With ``gas_cap`` the call runs with at most that much gas and is sent with no more;
+        one that needs more raises ``GasCapExceeded``."""
+        if gas_cap is None:
+            estimate = await self.chain.estimate_gas(self.address, call.to, call.data, call.value)
+            return gas_limit(estimate)
+        try:
+            estimate = await self.chain.estimate_gas(
+                self.address, call.to, call.data, call.value, gas_cap
+            )
+        except ContractRevert:
+            raise
+        except RpcError as exc:
+            if "gas" not in exc.message.lower():
+                raise ChainUnavailable(f"gas estimate failed on chain {self.chain_id}") from exc
+            raise GasCapExceeded(gas_cap, exc.message) from exc
+        if estimate > gas_cap:  # a node that ignored the cap
+            raise GasCapExceeded(gas_cap, f"estimated {estimate}")
+        return gas_limit(estimate, gas_cap)
 
     async def send(
         self, call: Call, gas: int, on_record: OnRecord | None = None
@@ -95,7 +163,7 @@ class Relayer:
     async def record(
         self, call: Call, gas: int, on_record: OnRecord | None = None
     ) -> RelayerTransaction:
-        max_fee, tip = await self.chain.fee_caps()
+        max_fee, tip = capped_fees(*await self.chain.fee_caps(), self.chain.config.max_fee_per_gas)
         # Transactions sent from this account by anything else move the chain's count on.
         chain_count = await self.chain.transaction_count(self.address, "pending")
         now_ms = self.clock.now_ms()
@@ -189,10 +257,21 @@ class Relayer:
         return True
 
     async def replace(self, row_id: str, expected_sent_at: int) -> RelayerTransaction | None:
-        """Re-sign a transaction that was not mined in time, same nonce, fees raised >= 10%.
+        """Re-sign a transaction that was not mined in time, same nonce, fees raised >= 10%
+        but never above the chain's ``max_fee_per_gas``.
 
-        Returns None when another process replaced or finished it first."""
-        max_fee, tip = await self.chain.fee_caps()
+        Only a transaction the node holds is bumped; one it does not hold (refused, or
+        forgotten) is sent again as it is, since raising its price buys nothing. Returns None
+        when nothing was replaced: not held, at the ceiling (logged and counted once), or
+        replaced or finished by another process first."""
+        async with self.db.sessions() as session:
+            current = await session.get(RelayerTransaction, row_id)
+        if current is None or current.status != TxStatus.PENDING:
+            return None
+        if not await self._node_holds(current.tx_hash):
+            await self.broadcast(current)
+            return None
+        market = await self.chain.fee_caps()
         now_ms = self.clock.now_ms()
         async with self.db.transaction() as session:
             row = await session.scalar(
@@ -203,28 +282,98 @@ class Relayer:
             )
             if row is None or row.status != TxStatus.PENDING or row.sent_at != expected_sent_at:
                 return None
-            new_max_fee = max(bump(int(row.max_fee_per_gas)), max_fee)
-            new_tip = max(bump(int(row.max_priority_fee_per_gas)), min(tip, new_max_fee))
-            call = Call(row.purpose, row.to_address, bytes.fromhex(row.data[2:]), int(row.value))
-            tx_hash, raw = self._sign(call, row.gas, row.nonce, new_max_fee, new_tip)
-            row.max_fee_per_gas = str(new_max_fee)
-            row.max_priority_fee_per_gas = str(new_tip)
-            row.tx_hash = tx_hash
-            row.raw_tx = "0x" + raw.hex()
-            row.hashes = [*row.hashes, tx_hash]
-            row.attempts += 1
-            row.sent_at = now_ms
-            row.updated_at = now_ms
+            old = (int(row.max_fee_per_gas), int(row.max_priority_fee_per_gas))
+            fees = replacement_fees(old, market, self.chain.config.max_fee_per_gas)
+            if fees is None:
+                self._hold_at_ceiling(row, market[0], now_ms)
+                return None
+            tx_hash = self._resign(row, *fees, now_ms)
         log.info(
             "relayer chain %s: replaced nonce %s with %s (maxFee %s, tip %s)",
             self.chain_id,
             row.nonce,
             tx_hash,
-            new_max_fee,
-            new_tip,
+            *fees,
         )
         await self.broadcast(row)
         return row
+
+    def _resign(self, row: RelayerTransaction, max_fee: int, tip: int, now_ms: int) -> str:
+        call = Call(row.purpose, row.to_address, bytes.fromhex(row.data[2:]), int(row.value))
+        tx_hash, raw = self._sign(call, row.gas, row.nonce, max_fee, tip)
+        row.max_fee_per_gas = str(max_fee)
+        row.max_priority_fee_per_gas = str(tip)
+        row.tx_hash = tx_hash
+        row.raw_tx = "0x" + raw.hex()
+        row.hashes = [*row.hashes, tx_hash]
+        row.attempts += 1
+        row.sent_at = now_ms
+        row.updated_at = now_ms
+        row.fee_ceiling_at = None
+        return tx_hash
+
+    def _hold_at_ceiling(self, row: RelayerTransaction, market_max_fee: int, now_ms: int) -> None:
+        """The transaction cannot be re-priced under the ceiling: it waits at its fees. The
+        first time is marked on the row, logged and counted; later ticks say nothing."""
+        if row.fee_ceiling_at is not None:
+            return
+        row.fee_ceiling_at = now_ms
+        row.updated_at = now_ms
+        FEE_CEILING_REACHED.labels(chain_id=str(self.chain_id)).inc()
+        log.warning(
+            "relayer chain %s: %s nonce %s (%s) waits at maxFee %s: the next bump would pass "
+            "the chain's max_fee_per_gas %s (market %s)",
+            self.chain_id,
+            row.purpose,
+            row.nonce,
+            row.tx_hash,
+            row.max_fee_per_gas,
+            self.chain.config.max_fee_per_gas,
+            market_max_fee,
+        )
+
+    async def _node_holds(self, tx_hash: str) -> bool:
+        try:
+            return await self.chain.is_known_transaction(tx_hash)
+        except RpcError:
+            return False
+
+    async def balance_shortfall(self) -> str | None:
+        """Why this relayer should start no withdrawals now: its balance is under the chain's
+        ``relayer_min_balance`` (None when it is not). A warning is logged when the balance
+        drops under the threshold, once until it recovers."""
+        threshold = self.chain.config.relayer_min_balance or 0
+        if threshold <= 0:
+            return None
+        balance = await self.chain.native_balance(self.address)
+        if balance >= threshold:
+            if self.chain_id in _short_chains:
+                _short_chains.discard(self.chain_id)
+                log.info(
+                    "relayer chain %s: balance %s is back over %s",
+                    self.chain_id,
+                    balance,
+                    threshold,
+                )
+            return None
+        reason = (
+            f"relayer {self.address} balance {balance} wei is below the threshold "
+            f"{threshold} wei; withdrawals wait until it is topped up"
+        )
+        if self.chain_id not in _short_chains:
+            _short_chains.add(self.chain_id)
+            log.warning("relayer chain %s: %s", self.chain_id, reason)
+        return reason
+
+
+async def relayer_shortfall(services: Services, chain: ChainGateway) -> str | None:
+    """Why ``chain``'s relayer is short of funds (see ``Relayer.balance_shortfall``), or None;
+    None as well for a chain without a relayer key."""
+    try:
+        relayer = Relayer(chain, services.db, services.clock)
+    except RelayerUnavailable:
+        return None
+    return await relayer.balance_shortfall()
 
 
 def relayer_for(services: Services, chain_id: int) -> Relayer:

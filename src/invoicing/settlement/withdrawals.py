@@ -133,7 +133,8 @@ async def escrow_balances(chain: ChainGateway, invoices: Sequence[Invoice]) -> d
     balances: dict[str, int] = {}
     for token, group in by_token.items():
         values = await chain.balances(token, [i.payment_address for i in group])
-        balances.update({i.id: v for i, v in zip(group, values, strict=True)})
+        # An unreadable balance (a token whose balanceOf fails) counts as nothing to sweep.
+        balances.update({i.id: v or 0 for i, v in zip(group, values, strict=True)})
     return balances
 
 
@@ -175,6 +176,8 @@ async def plan_withdrawals(
     batches = group_batches(invoices, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
+    if batches and await relayer.balance_shortfall() is not None:
+        return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     sent = []
     for batch in batches:
         sent.extend(await send_batch(services, chain, relayer, batch))

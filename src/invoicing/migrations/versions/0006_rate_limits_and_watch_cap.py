@@ -6,8 +6,8 @@ are over instead of every request deleting them. Counters are transient; the old
 dropped, not copied. The partial index ``ix_invoices_owner_watched`` holds only watched
 invoices, so the per-owner cap on watched invoices is an index count.
 
-Revision ID: 0005_rate_limits_and_watch_cap
-Revises: 0004_partial_sweep_index
+Revision ID: 0006_rate_limits_and_watch_cap
+Revises: 0005_relayer_spend
 Create Date: 2026-11-23 17:00:00.000000
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0005_rate_limits_and_watch_cap"
-down_revision: str | Sequence[str] | None = "0004_partial_sweep_index"
+revision: str = "0006_rate_limits_and_watch_cap"
+down_revision: str | Sequence[str] | None = "0005_relayer_spend"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,80 @@
+"""API keys stored under the old key derivation stay readable, and `invoicing migrate`
+re-encrypts them under the HKDF-derived key."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet, InvalidToken
+from pydantic import SecretStr
+from sqlalchemy import select
+
+from invoicing.auth.api_keys import create_api_key, decrypt_key, hkdf_sha256
+from invoicing.auth.models import ApiKey
+from invoicing.db import Database
+from tests.support.signing import new_owner
+
+INVOICING = str(Path(sys.executable).parent / "invoicing")
+SECRET = "migration-test-secret-" + "m" * 20
+
+
+def legacy_encrypt(api_key: str) -> str:
+    """How API keys were encrypted before: Fernet under sha256(secret)."""
+    key = base64.urlsafe_b64encode(hashlib.sha256(SECRET.encode()).digest())
+    return Fernet(key).encrypt(api_key.encode()).decode()
+
+
+def hkdf_fernet() -> Fernet:
+    key = hkdf_sha256(SECRET.encode(), None, b"invoicing api-key encryption v1", 32)
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) -> None:
+    db = Database(own_database)
+    try:
+        async with db.transaction() as session:
+            old_row, old_key = await create_api_key(
+                session, new_owner().address, "old", SecretStr(SECRET), 1
+            )
+            old_row.key_encrypted = legacy_encrypt(old_key)
+            new_row, new_key = await create_api_key(
+                session, new_owner().address, "new", SecretStr(SECRET), 2
+            )
+            new_stored = new_row.key_encrypted
+        # Readable before the migration, through the fallback.
+        assert decrypt_key(legacy_encrypt(old_key), SecretStr(SECRET)) == old_key
+
+        result = await asyncio.to_thread(
+            subprocess.run,
+            [INVOICING, "migrate"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={
+                **os.environ,
+                "INVOICING_DATABASE_URL": own_database,
+                "INVOICING_ENVIRONMENT": "production",
+                "INVOICING_SECRET": SECRET,
+            },
+        )
+
+        assert result.returncode == 0, result.stderr
+        assert "re-encrypted 1 API key(s)" in result.stdout
+        async with db.sessions() as session:
+            stored = {row.label: row.key_encrypted for row in await session.scalars(select(ApiKey))}
+    finally:
+        await db.dispose()
+    assert hkdf_fernet().decrypt(stored["old"].encode()).decode() == old_key
+    assert stored["new"] == new_stored  # already under the HKDF key: untouched
+    assert hkdf_fernet().decrypt(stored["new"].encode()).decode() == new_key
+    with pytest.raises(InvalidToken):  # the old derivation is not the HKDF key
+        hkdf_fernet().decrypt(legacy_encrypt(old_key).encode())
+    assert SECRET not in result.stdout + result.stderr

@@ -1,0 +1,233 @@
+"""Configuration as an operator writes it: per-chain token allow-lists, secrets that never
+show, the rules outside development, the API-key encryption key (HKDF) and its migration."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+from pydantic import SecretStr, ValidationError
+
+from invoicing.addresses import normalize_address
+from invoicing.auth.api_keys import decrypt_key, encrypt_key, hkdf_sha256
+from invoicing.chain.fake import FakeChain
+from invoicing.errors import UnsupportedToken
+from invoicing.invoices.create import allowed_token_decimals
+from invoicing.settings import ChainConfig, Settings, TokenConfig, load_chains_file
+
+RELAYER_KEY = "0x" + "4c" * 32
+SECRET = "s3cr3t-" + "q" * 40
+METRICS_TOKEN = "metrics-" + "z" * 24
+TOKEN = "0x" + "7e" * 20
+FACTORY = "0x" + "fa" * 20
+
+
+def chains_toml(tmp_path: Path, relayer_key: str, tokens: str = "") -> Path:
+    path = tmp_path / "chains.toml"
+    path.write_text(
+        "[[chain]]\n"
+        "chain_id = 8453\n"
+        'name = "Base"\n'
+        'rpc_url = "https://rpc.example"\n'
+        f'factory = "{FACTORY}"\n'
+        f'relayer_key = "{relayer_key}"\n' + tokens
+    )
+    return path
+
+
+# Secrets never show.
+
+
+def test_settings_and_chain_configs_never_show_their_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RELAYER_KEY_BASE", RELAYER_KEY)
+    settings = Settings(
+        environment="production",
+        secret=SECRET,
+        metrics_token=METRICS_TOKEN,
+        chains_file=chains_toml(tmp_path, "env:RELAYER_KEY_BASE"),
+    )
+    inline = ChainConfig(8453, "Base", "https://rpc.example", FACTORY, relayer_key=RELAYER_KEY)  # type: ignore[arg-type]
+
+    shown = " ".join(
+        [repr(settings), str(settings), repr(settings.chain_configs()), repr(inline), str(inline)]
+    )
+
+    for secret in (RELAYER_KEY, RELAYER_KEY[2:], SECRET, METRICS_TOKEN):
+        assert secret not in shown
+    assert "**********" in shown
+    assert settings.chain_configs()[8453].relayer_private_key() == RELAYER_KEY
+    assert inline.relayer_private_key() == RELAYER_KEY
+
+
+def test_a_refused_configuration_does_not_show_the_secret() -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings(environment="production", secret="short-" + "x" * 10)
+
+    assert "x" * 10 not in str(refused.value)
+
+
+# Outside development.
+
+
+@pytest.mark.parametrize(
+    ("secret", "reason"),
+    [
+        ("dev-only-insecure-secret-change-me", "must be set to a real secret"),
+        ("a" * 31, "at least 32 bytes"),
+    ],
+)
+def test_outside_development_the_secret_must_be_real_and_32_bytes(secret: str, reason: str) -> None:
+    with pytest.raises(ValidationError, match=reason):
+        Settings(environment="production", secret=secret)
+
+
+def test_a_32_byte_secret_is_enough_and_development_takes_any() -> None:
+    assert Settings(environment="production", secret="b" * 32).secret.get_secret_value() == "b" * 32
+    assert Settings(environment="development", secret="short").secret.get_secret_value() == "short"
+
+
+def test_an_inline_relayer_key_is_refused_outside_development(tmp_path: Path) -> None:
+    path = chains_toml(tmp_path, RELAYER_KEY)
+
+    with pytest.raises(ValidationError) as refused:
+        Settings(environment="production", secret=SECRET, chains_file=path)
+
+    assert "inline relayer_key is refused outside development" in str(refused.value)
+    assert RELAYER_KEY[2:] not in str(refused.value)
+    developing = Settings(environment="development", chains_file=path)
+    assert developing.chain_configs()[8453].relayer_private_key() == RELAYER_KEY
+
+
+def test_a_relayer_key_in_the_inline_chain_list_is_refused_outside_development() -> None:
+    chain = ChainConfig(1, "x", "https://rpc.example", FACTORY, relayer_key=SecretStr(RELAYER_KEY))
+
+    with pytest.raises(ValidationError, match="refused outside development"):
+        Settings(environment="production", secret=SECRET, chains=[chain])
+
+
+def test_a_relayer_key_from_a_file_is_accepted(tmp_path: Path) -> None:
+    key_file = tmp_path / "relayer"
+    key_file.write_text(RELAYER_KEY + "\n")
+
+    settings = Settings(
+        environment="production",
+        secret=SECRET,
+        chains_file=chains_toml(tmp_path, f"file:{key_file}"),
+    )
+
+    assert settings.chain_configs()[8453].relayer_private_key() == RELAYER_KEY
+
+
+# The allow-list.
+
+
+def test_the_chains_file_lists_each_chains_tokens(tmp_path: Path) -> None:
+    path = chains_toml(
+        tmp_path,
+        "file:/dev/null",
+        f'[[chain.token]]\naddress = "{TOKEN}"\nsymbol = "USDC"\ndecimals = 6\n',
+    )
+
+    (chain,) = load_chains_file(path)
+
+    assert chain.tokens == (TokenConfig(normalize_address(TOKEN), "USDC", 6),)
+    assert chain.tokens[0].address == normalize_address(TOKEN)
+    assert chain.token("0x" + TOKEN[2:].upper()) == chain.tokens[0]
+    assert chain.token("0x" + "12" * 20) is None
+
+
+def test_a_bad_token_entry_is_a_clear_error(tmp_path: Path) -> None:
+    bad_address = '[[chain.token]]\naddress = "0x1234"\nsymbol = "X"\ndecimals = 6\n'
+    no_decimals = f'[[chain.token]]\naddress = "{TOKEN}"\nsymbol = "X"\n'
+
+    with pytest.raises(ValueError, match="chain 8453: token address '0x1234' must be a 0x-"):
+        load_chains_file(chains_toml(tmp_path, "file:/dev/null", bad_address))
+    with pytest.raises(ValueError, match="chain 8453: missing 'decimals'"):
+        load_chains_file(chains_toml(tmp_path, "file:/dev/null", no_decimals))
+
+
+def test_an_unlisted_token_is_refused() -> None:
+    chain = FakeChain()
+    chain.add_token(TOKEN, 6, "TUSD", allow=False)  # a contract that answers decimals()
+
+    with pytest.raises(UnsupportedToken) as refused:
+        allowed_token_decimals(chain, TOKEN)
+
+    assert refused.value.code == "unsupported_token"
+    assert refused.value.details == {"field": "tokenAddress", "chainId": chain.config.chain_id}
+
+
+def test_decimals_and_symbol_come_from_the_configuration() -> None:
+    chain = FakeChain()
+    chain.add_token(TOKEN, 6, "TUSD")
+    chain.decimals[TOKEN.lower()] = 18  # what the contract would answer now
+    chain.symbols[TOKEN.lower()] = "EVIL"
+
+    assert allowed_token_decimals(chain, TOKEN) == 6
+
+
+async def test_the_symbol_comes_from_the_configuration() -> None:
+    chain = FakeChain()
+    chain.add_token(TOKEN, 6, "TUSD")
+    chain.symbols[TOKEN.lower()] = "EVIL"
+
+    assert await chain.token_symbol(TOKEN) == "TUSD"
+    assert await chain.token_symbol(None) == "ETH"
+    assert await chain.token_symbol("0x" + "12" * 20) == "TOKEN"
+
+
+# The API-key encryption key.
+
+
+def test_hkdf_sha256_matches_rfc_5869_test_cases_1_and_3() -> None:
+    # RFC 5869, Appendix A.1 (Test Case 1) and A.3 (Test Case 3: no salt, no info).
+    assert hkdf_sha256(
+        bytes([0x0B] * 22), bytes(range(0x0D)), bytes(range(0xF0, 0xFA)), 42
+    ).hex() == (
+        "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
+    )
+    assert hkdf_sha256(bytes([0x0B] * 22), None, b"", 42).hex() == (
+        "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"
+    )
+
+
+def legacy_encrypt(api_key: str, secret: str) -> str:
+    """How API keys were encrypted before HKDF: Fernet under sha256(secret)."""
+    key = base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest())
+    return Fernet(key).encrypt(api_key.encode()).decode()
+
+
+def test_api_keys_are_encrypted_under_the_hkdf_key() -> None:
+    encrypted = encrypt_key("sk_new", SecretStr(SECRET))
+
+    assert decrypt_key(encrypted, SecretStr(SECRET)) == "sk_new"
+    hkdf_key = hkdf_sha256(SECRET.encode(), None, b"invoicing api-key encryption v1", 32)
+    assert Fernet(base64.urlsafe_b64encode(hkdf_key)).decrypt(encrypted.encode()) == b"sk_new"
+    assert decrypt_key(encrypted, SecretStr("another secret")) is None
+
+
+def test_keys_stored_under_the_old_derivation_still_decrypt() -> None:
+    stored = legacy_encrypt("sk_old", SECRET)
+
+    assert decrypt_key(stored, SecretStr(SECRET)) == "sk_old"
+
+
+def test_the_readme_chains_file_example_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = readme.split("Chains file (`INVOICING_CHAINS_FILE`):\n\n```toml\n")[1].split("```")[0]
+    path = tmp_path / "chains.toml"
+    path.write_text(example.replace('"0x…"', f'"{TOKEN}"'))
+    monkeypatch.setenv("RELAYER_KEY_BASE", RELAYER_KEY)
+
+    settings = Settings(environment="production", secret=SECRET, chains_file=path)
+
+    (chain,) = settings.chain_configs().values()
+    assert chain.relayer_private_key() == RELAYER_KEY
+    assert chain.tokens == (TokenConfig(normalize_address(TOKEN), "USDC", 6),)
