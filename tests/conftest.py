@@ -127,6 +127,10 @@ async def make_services(
             "base_url": "http://127.0.0.1:8000",
             "payment_page_url": "http://pay.test",
             "webhook_allow_private": True,
+            # Every test's client is 127.0.0.1 on one shared database: the payment-page tests
+            # together would pass a per-client limit meant for one payer (tests of the limit
+            # set their own).
+            "pay_rate_limit_per_minute": 100_000,
             "run_workers": False,
             "chains": [chain_config(anvil, dev, **(chain or {}))],
         }

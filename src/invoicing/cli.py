@@ -107,7 +107,16 @@ def serve(
     asyncio.run(_verify_chains(settings))
     application = create_app(build_services(settings), run_workers_in_process=workers)
     freeze_startup_objects()
-    uvicorn.run(application, host=host, port=port, log_level="info", access_log=access_log)
+    # X-Forwarded-For is read only from INVOICING_TRUSTED_PROXIES (invoicing.ratelimit), not
+    # by uvicorn (which trusts 127.0.0.1 by default).
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,
+        proxy_headers=False,
+    )
 
 
 @app.command()

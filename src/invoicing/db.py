@@ -179,6 +179,11 @@ class Database:
         return cast(Shared, found)
 
     async def dispose(self) -> None:
+        # Shared objects that hold work for the database (deferred rate-limit counts) finish it.
+        for shared in list(self._shared.values()):
+            aclose = getattr(shared, "aclose", None)
+            if aclose is not None:
+                await aclose()
         if self._batch_writer is not None:
             await self._batch_writer.dispose()
         await self.engine.dispose()

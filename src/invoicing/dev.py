@@ -84,7 +84,11 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
     services = build_services(settings)
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(services), host=options.host, port=options.port, log_level="warning"
+            create_app(services),
+            host=options.host,
+            port=options.port,
+            log_level="warning",
+            proxy_headers=False,
         )
     )
     freeze_startup_objects()

@@ -2,8 +2,8 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
-from invoicing.fees.models import RateLimitWindow
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.ratelimit import RateLimitWindow
 from invoicing.settlement.models import (
     MetaTransaction,
     ParkedEscrow,

@@ -130,6 +130,22 @@ class Settings(BaseSettings):
     # after settlement_poll_interval_s, doubled at each failure up to this.
     settlement_backoff_max_s: float = Field(default=300.0, gt=0)
     fee_rate_limit_per_minute: int = 30
+    # Rate limits kept in the database (every process counts together); 0 turns one off.
+    # Public payment-page routes, per client address:
+    pay_rate_limit_per_minute: int = 120
+    # Authenticated /integration/* routes, per owner:
+    owner_rate_limit_per_minute: int = 1200
+    # API keys issued per owner:
+    api_key_issuance_per_hour: int = 10
+    # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
+    trusted_proxies: str = ""
+    # Who may be an owner: unset = anyone with a wallet; comma-separated addresses, or
+    # ``file:PATH`` (one address per line, ``#`` comments; re-read when the file changes).
+    owners: str | None = None
+    # Invoices one owner may have watched (pending, or expired within the late window).
+    max_watched_invoices_per_owner: int = 10_000
+    # Outside development, webhookUrl must be https unless this is true.
+    webhook_allow_http: bool = False
     # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many
     # the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
@@ -171,6 +187,27 @@ class Settings(BaseSettings):
             self._chains_from_file = load_chains_file(
                 self.chains_file, allow_inline_keys=development
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_trusted_proxies(self) -> Settings:
+        from invoicing.ratelimit import trusted_networks
+
+        trusted_networks(self.trusted_proxies)  # raises ValueError on a bad CIDR
+        return self
+
+    @model_validator(mode="after")
+    def _check_owners(self) -> Settings:
+        from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
+
+        if self.owners is not None and self.owners.startswith(FILE_PREFIX):
+            try:
+                text = Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"INVOICING_OWNERS: cannot read the owners file: {exc}") from None
+            parse_owner_list(text, "\n")
+        elif self.owners is not None:
+            parse_owner_list(self.owners, ",")  # raises ValueError naming a bad address
         return self
 
     def chain_configs(self) -> dict[int, ChainConfig]:

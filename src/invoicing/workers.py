@@ -20,12 +20,12 @@ Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
 
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
-    from invoicing.auth import worker as auth
+    from invoicing import housekeeping
     from invoicing.monitor import worker as monitor
     from invoicing.settlement import worker as settlement
     from invoicing.webhooks import worker as webhooks
 
-    return [monitor.run, webhooks.run, settlement.run, auth.run]
+    return [monitor.run, webhooks.run, settlement.run, housekeeping.run]
 
 
 async def run_workers(

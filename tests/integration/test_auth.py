@@ -8,8 +8,8 @@ import httpx
 import pytest
 from sqlalchemy import event, func, select
 
+from invoicing import housekeeping
 from invoicing.api.app import create_app
-from invoicing.auth import worker as auth_worker
 from invoicing.auth.api_keys import (
     active_key_cache,
     hash_key,
@@ -370,7 +370,7 @@ async def test_revoking_another_owners_key_is_404_and_keeps_it(
     assert still.status_code == 201
 
 
-async def test_the_auth_worker_forgets_only_expired_replay_keys(
+async def test_housekeeping_forgets_only_expired_replay_keys(
     make_services: MakeServices,
 ) -> None:
     services = await make_services()
@@ -381,7 +381,7 @@ async def test_the_auth_worker_forgets_only_expired_replay_keys(
         session.add(UsedRequestTimestamp(owner_key=owner, timestamp_ms=2, expires_at=now + 600_000))
     stop = asyncio.Event()
 
-    task = asyncio.create_task(auth_worker.run(services, stop))
+    task = asyncio.create_task(housekeeping.run(services, stop))
     await asyncio.sleep(0.3)
     stop.set()
     await task
@@ -391,7 +391,7 @@ async def test_the_auth_worker_forgets_only_expired_replay_keys(
             select(UsedRequestTimestamp.timestamp_ms).where(UsedRequestTimestamp.owner_key == owner)
         )
         assert list(kept) == [2]
-    assert auth_worker.run in all_workers()
+    assert housekeeping.run in all_workers()
 
 
 async def test_concurrent_requests_with_an_uncached_key_read_it_once(

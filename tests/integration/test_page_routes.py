@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 import time
 from typing import Any
 
@@ -19,6 +20,8 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
+from invoicing.page.qr import QrCache, QrStats, qr_svg
+from invoicing.page.routes import qr_cache
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
@@ -304,3 +307,35 @@ async def test_qr_svg_is_served_for_the_current_request(
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.text.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ')
     assert "<title>Pay 2 TUSD</title>" in response.text
+
+
+async def test_qr_codes_render_off_the_event_loop_once_per_invoice_and_never_for_unknown(
+    make_services: MakeServices, dev: DevDeployment
+) -> None:
+    services = await make_services()
+    loop_thread = threading.get_ident()
+    rendered_on: list[int] = []
+
+    def counting_render(text: str, title: str) -> str:
+        rendered_on.append(threading.get_ident())
+        return qr_svg(text, title)
+
+    cache = services.db.shared("page.qr_cache", lambda: QrCache(render=counting_render))
+    assert qr_cache(services) is cache
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        app = RunningApp(base_url, services, http)
+        unknown = [await http.get(f"/pay/{UNKNOWN}/qr.svg?r={i}") for i in range(3)]
+        assert [r.status_code for r in unknown] == [404, 404, 404]
+        assert rendered_on == [] and cache.stats == QrStats(hits=0, renders=0)
+
+        invoice = await create(app, new_owner(), dev, amount="2")
+        path = f"/pay/{invoice['paymentAddress']}/qr.svg"
+        answers = await asyncio.gather(*(http.get(f"{path}?r={i}") for i in range(4)))
+
+    assert [a.status_code for a in answers] == [200] * 4
+    assert len({a.text for a in answers}) == 1
+    assert len(rendered_on) == 1 and rendered_on[0] != loop_thread
+    assert cache.stats == QrStats(hits=3, renders=1)

@@ -62,6 +62,25 @@ async def test_the_sweep_index_leaves_out_pending_invoices_on_postgresql() -> No
         assert definition.endswith("(chain_id, status, withdrawn)")
 
 
+async def test_the_watched_cap_counts_on_a_partial_index_of_watched_invoices() -> None:
+    url, drop = new_database_url()
+    try:
+        await upgrade(url)
+        engine = create_engine(url)
+        async with engine.connect() as connection:
+            if engine.dialect.name == "postgresql":
+                definition = await connection.scalar(text(PG_WATCHED_INDEX))
+            else:
+                definition = await connection.scalar(text(SQLITE_WATCHED_INDEX))
+        await engine.dispose()
+    finally:
+        drop()
+
+    assert definition.endswith("(owner_key) WHERE watch")
+
+
+PG_WATCHED_INDEX = "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_invoices_owner_watched'"
+SQLITE_WATCHED_INDEX = "SELECT sql FROM sqlite_master WHERE name = 'ix_invoices_owner_watched'"
 PG_SWEEP_INDEX = "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_invoices_sweep'"
 SQLITE_SWEEP_INDEX = "SELECT sql FROM sqlite_master WHERE name = 'ix_invoices_sweep'"
 

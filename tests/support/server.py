@@ -24,7 +24,9 @@ async def serve(
     """Run ``app`` with uvicorn on 127.0.0.1 (idle connections closed after ``keep_alive_s``);
     yields its base URL."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", proxy_headers=False
+    )
     config.timeout_keep_alive = keep_alive_s  # type: ignore[assignment]  # seconds, any float
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -15,6 +15,7 @@ from invoicing.auth.api_keys import (
     list_api_keys,
     revoke_api_key,
 )
+from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
@@ -48,8 +49,15 @@ class OwnerQuery(BaseModel):
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
-    body, _caller = await authorized_body(
+    body, caller = await authorized_body(
         request, "apikey.create", CreateKeyBody, allow_api_key=False
+    )
+    await hit(
+        services.db,
+        [f"apikey-owner:{caller.owner_key}"],
+        services.settings.api_key_issuance_per_hour,
+        services.clock.now_ms(),
+        window_ms=HOUR_MS,
     )
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(

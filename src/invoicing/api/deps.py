@@ -8,7 +8,9 @@ from fastapi import Request
 from pydantic import BaseModel
 
 from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
+from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
+from invoicing.ratelimit import hit_deferred
 from invoicing.services import services_of
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -23,9 +25,13 @@ async def authorize(
     from_query: bool,
     allow_api_key: bool = True,
 ) -> Caller:
-    """Authenticate the request for ``action`` on behalf of ``owner_address``."""
+    """Authenticate the request for ``action`` on behalf of ``owner_address``: an owner
+    the service does not admit is refused first (403), then the credential is checked, then
+    the request counts against the owner's rate limit (only once authenticated, so nobody
+    else can spend an owner's limit)."""
     services = services_of(request)
-    return await authenticate(
+    check_admitted(services.db, services.settings.owners, owner_address)
+    caller = await authenticate(
         services.db,
         request.headers,
         SignedRequest(action, owner_address, payload, from_query),
@@ -33,6 +39,13 @@ async def authorize(
         services.settings.signature_window_s,
         allow_api_key=allow_api_key,
     )
+    await hit_deferred(
+        services.db,
+        [f"api-owner:{caller.owner_key}"],
+        services.settings.owner_rate_limit_per_minute,
+        services.clock.now_ms(),
+    )
+    return caller
 
 
 async def authorized_body(

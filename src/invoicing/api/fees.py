@@ -22,8 +22,9 @@ from invoicing.api.inputs import (
     query_schema,
     validate,
 )
-from invoicing.fees.ratelimit import hit
+from invoicing.auth.admission import check_admitted
 from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
+from invoicing.ratelimit import client_address, hit
 from invoicing.services import services_of
 
 router = APIRouter(tags=["fees"])
@@ -101,14 +102,17 @@ async def _submit(request: MetaRequest, http: Request) -> JSONResponse:
 
 
 async def _client_body(request: Request) -> dict[str, Any]:
-    """Rate limit by client IP, read the body, then rate limit by owner too."""
+    """Rate limit by client address, read the body, refuse an owner the service does not
+    admit, then rate limit by owner too."""
     services = services_of(request)
-    limit = services.settings.fee_rate_limit_per_minute
-    client = request.client.host if request.client else "unknown"
-    await hit(services.db, [f"ip:{client}"], limit, services.clock.now_ms())
-    data = await json_body(request, services.settings.max_body_bytes)
+    settings = services.settings
+    limit = settings.fee_rate_limit_per_minute
+    client = client_address(request, settings.trusted_proxies)
+    await hit(services.db, [f"fees-ip:{client}"], limit, services.clock.now_ms())
+    data = await json_body(request, settings.max_body_bytes)
     owner = owner_address_of(data)
-    await hit(services.db, [f"owner:{owner.lower()}"], limit, services.clock.now_ms())
+    check_admitted(services.db, settings.owners, owner)
+    await hit(services.db, [f"fees-owner:{owner.lower()}"], limit, services.clock.now_ms())
     return data
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import Address, body_schema, query_schema
-from invoicing.invoices.create import NewInvoice, create_invoice
+from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.service import (
     InvoiceFilter,
@@ -23,6 +23,7 @@ from invoicing.invoices.service import (
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import services_of
+from invoicing.settings import Settings
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -106,6 +107,16 @@ class DeleteQuery(BaseModel):
     invoiceId: str = Field(min_length=1, max_length=128)
 
 
+def create_rules(settings: Settings) -> CreateRules:
+    """The settings' limits on new invoices: the watched cap and the webhookUrl rules."""
+    return CreateRules(
+        max_watched_per_owner=settings.max_watched_invoices_per_owner,
+        require_https_webhook=settings.environment != "development"
+        and not settings.webhook_allow_http,
+        allow_private_webhook=settings.webhook_allow_private,
+    )
+
+
 @router.post(
     "", status_code=201, openapi_extra=body_schema(CreateInvoiceBody), summary="Create an invoice"
 )
@@ -130,6 +141,7 @@ async def create(request: Request) -> JSONResponse:
         caller,
         services.clock.now_ms(),
         services.settings.default_expiry_s,
+        create_rules(services.settings),
     )
     return JSONResponse(
         invoice_to_dict(invoice, services.settings.payment_page_url),

@@ -1,5 +1,9 @@
 """Creating invoices (spec 4.1): idempotent by invoiceId, group-committed per process.
 
+Two limits of the service's settings (``CreateRules``) are checked here: a ``webhookUrl``
+that can plainly never be delivered is refused (400, no DNS lookup), and an owner's watched
+invoices are capped (429; ``invoices.watched``).
+
 Creates are the API's hot write path. Concurrent requests of a process share one
 transaction (a ``Coalescer``), the rows are written with one cached Core executemany, and no
 ORM instance is built: a new invoice is an ``InvoiceRow`` (the values of its row) from the
@@ -24,10 +28,12 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, upsert
-from invoicing.errors import InvalidRequest, InvoiceExists, UnsupportedToken
+from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.invoices.watched import WatchedCounts
+from invoicing.webhooks.guard import webhook_url_problem
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,19 @@ class NewInvoice:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class CreateRules:
+    """What the service's settings ask of a new invoice (the defaults check nothing)."""
+
+    max_watched_per_owner: int = 0  # 0: no cap
+    require_https_webhook: bool = False
+    allow_private_webhook: bool = True
+
+
+# A refused create waits for some of the owner's watched invoices to be paid, expire or be
+# deleted; this is how soon it is worth asking again.
+WATCHED_CAP_RETRY_AFTER_S = 60
+
 _INVOICES = cast(Table, Invoice.__table__)
 
 
@@ -68,8 +87,17 @@ async def create_invoice(
     caller: Caller,
     now_ms: int,
     default_expiry_s: int,
+    rules: CreateRules = CreateRules(),
 ) -> tuple[InvoiceRow, bool]:
     """Create an invoice; returns (invoice, created). An identical retry returns the original."""
+    if request.webhook_url is not None:
+        problem = webhook_url_problem(
+            request.webhook_url,
+            require_https=rules.require_https_webhook,
+            allow_private=rules.allow_private_webhook,
+        )
+        if problem is not None:
+            raise InvalidRequest(f"webhookUrl: {problem}", {"field": "webhookUrl"})
     if request.token_address is None:
         decimals = chain.config.native_decimals
     else:
@@ -114,7 +142,8 @@ async def create_invoice(
         next_check_at=now_ms,
         swept_raw="0",
     )
-    return await _creator(db).submit(_Job(row, generated=request.invoice_id is None))
+    job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
+    return await _creator(db).submit(job)
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
@@ -147,6 +176,7 @@ def time_ordered_id(now_ms: int) -> str:
 class _Job:
     invoice: InvoiceRow
     generated: bool
+    max_watched: int = 0
 
 
 _Created = tuple[InvoiceRow, bool]
@@ -157,18 +187,28 @@ def _creator(db: Database) -> Coalescer[_Job, _Created]:
     return db.shared("invoices.create", lambda: Coalescer(functools.partial(_create_batch, db)))
 
 
+def _watched_counts(db: Database) -> WatchedCounts:
+    return db.shared("invoices.watched_counts", WatchedCounts)
+
+
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
     """One transaction for the batch; if it fails, each job again in its own transaction, so
     one request's failure never becomes another's."""
     try:
-        return await db.run_batch(functools.partial(_create_in, jobs=jobs))
+        return await db.run_batch(
+            functools.partial(_create_in, jobs=jobs, watched=_watched_counts(db))
+        )
     except Exception as exc:
         if len(jobs) == 1:
             return [await _create_alone_after(db, jobs[0], exc)]
     outcomes: list[_Created | Exception] = []
     for job in jobs:
         try:
-            outcomes.extend(await db.run_batch(functools.partial(_create_in, jobs=[job])))
+            outcomes.extend(
+                await db.run_batch(
+                    functools.partial(_create_in, jobs=[job], watched=_watched_counts(db))
+                )
+            )
         except Exception as exc:
             outcomes.append(await _create_alone_after(db, job, exc))
     return outcomes
@@ -188,7 +228,60 @@ async def _create_alone_after(db: Database, job: _Job, exc: Exception) -> _Creat
         return conflict
 
 
-def _create_in(connection: Connection, jobs: Sequence[_Job]) -> list[_Created | Exception]:
+def _create_in(
+    connection: Connection, jobs: Sequence[_Job], watched: WatchedCounts | None = None
+) -> list[_Created | Exception]:
+    """Refuse the jobs over their owner's watched cap, create the others (``_create_admitted``)."""
+    refused = _over_watched_cap(connection, jobs, watched or WatchedCounts())
+    if not refused:
+        outcomes = _create_admitted(connection, jobs)
+    else:
+        others = [job for index, job in enumerate(jobs) if index not in refused]
+        admitted = iter(_create_admitted(connection, others) if others else [])
+        outcomes = [
+            _refusal(connection, job) if index in refused else next(admitted)
+            for index, job in enumerate(jobs)
+        ]
+    if watched is not None:
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            if job.max_watched > 0 and isinstance(outcome, tuple) and outcome[1]:
+                watched.created(job.invoice.owner_key, 1)
+    return outcomes
+
+
+def _over_watched_cap(
+    connection: Connection, jobs: Sequence[_Job], watched: WatchedCounts
+) -> set[int]:
+    """Indexes of the jobs that would take their owner past the cap of watched invoices."""
+    by_owner: dict[str, list[int]] = {}
+    for index, job in enumerate(jobs):
+        if job.max_watched > 0:
+            by_owner.setdefault(job.invoice.owner_key, []).append(index)
+    refused: set[int] = set()
+    for owner_key, indexes in by_owner.items():
+        cap = jobs[indexes[0]].max_watched
+        room = watched.room(connection, owner_key, cap, len(indexes))
+        refused.update(indexes[room:])
+    return refused
+
+
+def _refusal(connection: Connection, job: _Job) -> _Created | Exception:
+    """An over-cap job: a retry of an existing invoice still gets it; anything new is 429."""
+    if not job.generated:
+        existing = _find_by_invoice_id(connection, job.invoice)
+        if existing is not None:
+            try:
+                return _same_or_conflict(existing, job.invoice), False
+            except InvoiceExists as conflict:
+                return conflict
+    return RateLimited(
+        f"ownerAddress has {job.max_watched} invoices being watched, the most allowed; "
+        "more can be created once some are paid, expire or are deleted",
+        WATCHED_CAP_RETRY_AFTER_S,
+    )
+
+
+def _create_admitted(connection: Connection, jobs: Sequence[_Job]) -> list[_Created | Exception]:
     """Insert the jobs' invoices in one statement where possible.
 
     Generated ids: one sequence upsert per owner and chain takes a block of numbers. Rows

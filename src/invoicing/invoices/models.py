@@ -88,6 +88,13 @@ class Invoice(Base):
             "withdrawn",
             postgresql_where=text("status <> 'pending'"),
         ),
+        # The per-owner cap on watched invoices counts here: only watched rows are indexed.
+        Index(
+            "ix_invoices_owner_watched",
+            "owner_key",
+            postgresql_where=text("watch"),
+            sqlite_where=text("watch"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

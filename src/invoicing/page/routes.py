@@ -1,7 +1,8 @@
 """Routes of the hosted payment page (DESIGN 7): the page, its status JSON, QR and assets.
 
 Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
-carry only what the page shows.
+carry only what the page shows. Every route counts against the client's rate limit
+(``INVOICING_PAY_RATE_LIMIT_PER_MINUTE``) before it does anything else.
 """
 
 from __future__ import annotations
@@ -9,13 +10,13 @@ from __future__ import annotations
 import logging
 import time
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
-from invoicing.page.qr import qr_svg
+from invoicing.page.qr import QrCache
 from invoicing.page.render import ASSET_TYPES, asset, error_page, payment_page
 from invoicing.page.view import (
     PaymentView,
@@ -23,11 +24,26 @@ from invoicing.page.view import (
     parse_payment_address,
     payment_view,
 )
+from invoicing.ratelimit import client_address, hit_deferred
 from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/pay", tags=["payment page"])
+
+async def _limit_client(request: Request) -> None:
+    """Count the request against its client's limit (429 ``rate_limited`` when over)."""
+    services = services_of(request)
+    settings = services.settings
+    client = client_address(request, settings.trusted_proxies)
+    await hit_deferred(
+        services.db,
+        [f"pay-ip:{client}"],
+        settings.pay_rate_limit_per_minute,
+        services.clock.now_ms(),
+    )
+
+
+router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -118,11 +134,19 @@ async def status(request: Request, payment_address: str) -> JSONResponse:
 @router.get("/{payment_address}/qr.svg", include_in_schema=False)
 async def qr(request: Request, payment_address: str) -> Response:
     view = await _view(request, payment_address, recheck=False)
+    svg = await qr_cache(services_of(request)).svg(
+        view.payment_address, view.uri, f"Pay {view.remaining or view.amount} {view.symbol}"
+    )
     return Response(
-        qr_svg(view.uri, title=f"Pay {view.remaining or view.amount} {view.symbol}"),
+        svg,
         media_type="image/svg+xml",
         headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
     )
+
+
+def qr_cache(services: Services) -> QrCache:
+    """This process's QR cache for the app's database (tests read its ``stats``)."""
+    return services.db.shared("page.qr_cache", QrCache)
 
 
 def _error(status_code: int, title: str, message: str) -> HTMLResponse:

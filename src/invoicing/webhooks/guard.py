@@ -13,13 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+log = logging.getLogger(__name__)
+
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+DESTINATION_NOT_ALLOWED = "destination not allowed"
 
 
 class TargetRefused(Exception):
@@ -58,10 +64,41 @@ async def resolve_host(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address an IPv6 address carries, and the form that carries it: IPv4-mapped
+    (``::ffff:0:0/96``), NAT64 (``64:ff9b::/96``), 6to4 (``2002::/16``) or Teredo
+    (``2001::/32``, the client address stored XOR-ed)."""
+    if address.ipv4_mapped is not None:
+        return "IPv4-mapped", address.ipv4_mapped
+    if address in NAT64:
+        return "NAT64", ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return "6to4", address.sixtofour
+    if address.teredo is not None:
+        return "Teredo", address.teredo[1]  # ipaddress undoes the XOR
+    return None
+
+
 def refused_reason(address: IPAddress) -> str | None:
-    """Why the guard refuses this address, or None when it is a public unicast address."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """Why the guard refuses this address, or None when it is a public unicast address.
+
+    An IPv6 address that carries an IPv4 address is judged by that address first (a NAT64
+    or 6to4 gateway would deliver there); IPv4-mapped and NAT64 addresses are only their
+    IPv4 address, the tunnel forms must also be public IPv6 addresses themselves."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(address)
+        if embedded is not None:
+            form, ipv4 = embedded
+            reason = refused_reason(ipv4)
+            if reason is not None:
+                return f"{reason} ({form})"
+            if form in ("IPv4-mapped", "NAT64"):
+                return None
+        if address.is_site_local:
+            return "site-local"
     checks = (
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
@@ -72,6 +109,41 @@ def refused_reason(address: IPAddress) -> str | None:
         ("not globally routable", not address.is_global),
     )
     return next((name for name, hit in checks if hit), None)
+
+
+def literal_address(host: str) -> IPAddress | None:
+    """The address a host name spells without DNS: an IP literal, or an IPv4 address in a
+    form the resolver also reads (``2130706433``, ``0x7f.1``, ``127.1``); else None."""
+    try:
+        return ipaddress.ip_address(host.split("%")[0])
+    except ValueError:
+        pass
+    if host and set(host.lower()) <= set("0123456789abcdefx.") and host[0].isdigit():
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def webhook_url_problem(url: str, *, require_https: bool, allow_private: bool) -> str | None:
+    """Why ``url`` can never be delivered, decided without a DNS lookup (invoice creation
+    refuses it with 400 instead of accepting a webhook that never goes out); None when it
+    may be. A name is still resolved and checked at every delivery."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".").lower()
+    if parts.scheme not in ("http", "https") or not host:
+        return "must be an absolute http(s) URL"
+    if require_https and parts.scheme != "https":
+        return "must be an https URL"
+    if allow_private:
+        return None
+    if host == "localhost" or host.endswith(".localhost"):
+        return DESTINATION_NOT_ALLOWED
+    address = literal_address(host)
+    if address is not None and refused_reason(address) is not None:
+        return DESTINATION_NOT_ALLOWED
+    return None
 
 
 async def checked_target(url: str, resolver: Resolver, allow_private: bool) -> Target:
@@ -93,7 +165,9 @@ async def checked_target(url: str, resolver: Resolver, allow_private: bool) -> T
         for address in addresses:
             reason = refused_reason(address)
             if reason is not None:
-                raise TargetRefused(f"{host} resolves to {reason} address {address}")
+                # The owner reads this error: it must not map the service's network.
+                log.warning("webhook to %s refused: %s is %s", host, address, reason)
+                raise TargetRefused(DESTINATION_NOT_ALLOWED)
     return Target(
         scheme=parts.scheme,
         host=host,

@@ -4,8 +4,8 @@ An escrow whose withdraw does not simulate on its own, or whose confirmed sweep 
 nothing, is parked with its reason and retried with backoff (``parked_escrows``).
 ``withdrawal_items.moved_raw`` records what a confirmed sweep took from each escrow.
 
-Revision ID: 0006_parked_escrows
-Revises: 0005_relayer_spend
+Revision ID: 0007_parked_escrows
+Revises: 0006_rate_limits_and_watch_cap
 Create Date: 2026-11-23 17:00:00.000000
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006_parked_escrows"
-down_revision: str | Sequence[str] | None = "0005_relayer_spend"
+revision: str = "0007_parked_escrows"
+down_revision: str | Sequence[str] | None = "0006_rate_limits_and_watch_cap"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,46 @@
+"""Housekeeping: every minute, delete what can no longer matter.
+
+- replay keys of signed requests that can no longer pass the time window
+  (``auth.guard.purge_used_timestamps``);
+- rate-limit counters of windows that are over (``ratelimit.purge_windows``).
+
+The request paths never delete: each table stays as small as its window because of this
+loop. Each step fails alone (logged, tried again next round), never the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from invoicing.auth.guard import purge_used_timestamps
+from invoicing.db import Database
+from invoicing.ratelimit import purge_windows
+from invoicing.services import Services
+
+log = logging.getLogger(__name__)
+
+PURGE_INTERVAL_S = 60.0
+
+Step = Callable[[Database, int], Awaitable[object]]
+STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows)
+
+
+async def run(services: Services, stop: asyncio.Event) -> None:
+    """Run every step, then wait a minute (or until ``stop``)."""
+    while not stop.is_set():
+        await run_once(services)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=PURGE_INTERVAL_S)
+
+
+async def run_once(services: Services) -> None:
+    """One round of every step; a step that fails is logged and the others still run."""
+    now_ms = services.clock.now_ms()
+    for step in STEPS:
+        try:
+            await step(services.db, now_ms)
+        except Exception:  # noqa: BLE001 - one failed step must not stop the others
+            log.exception("housekeeping step %s failed; retrying next round", step.__name__)

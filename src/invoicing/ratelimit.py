@@ -1,0 +1,309 @@
+"""Fixed-window request counters in the database, so a limit holds across processes.
+
+``hit`` counts one request against each of its keys in the window that holds ``now_ms``
+and raises ``RateLimited`` (429, with ``Retry-After`` until the window ends) when a key is
+over its limit. A key names who is counted and for what (``pay-ip:203.0.113.7``,
+``api-owner:0xab…``); the window length is the caller's (a minute for requests, an hour for
+API-key issuance, a day for a budget).
+
+Two ways to count, both adding in the database so every process sees every other's hits:
+
+- ``hit``: exact. Concurrent hits of a process are counted together (one transaction adds
+  each key's hits with one upsert and reads the new totals back) and the request waits for
+  that transaction; every hit gets its own place in its window's count, across processes
+  too. For limits on costly or rare actions (relayed transactions, API-key issuance).
+- ``hit_deferred``: for the high-volume routes (the whole authenticated API, the payment
+  page). The request decides at once on this process's view, the database's total as of
+  its last write plus the hits since, and never waits for a write: a background write every
+  ``FLUSH_INTERVAL_S`` adds the hits. Measured with ``bench/api.py``, waiting for the exact
+  count cost the create route about a third of its throughput; deferred, the cost is within
+  the bench's noise. The trade-off: a process learns the other processes' hits on a key
+  when it writes its own (each write reads the total back), so they are seen up to one
+  flush late; N processes can together let about N x (rate x ``FLUSH_INTERVAL_S``) more
+  requests through, and a process that dies loses its last unflushed hits.
+
+Rows of windows that are over are deleted by housekeeping (``purge_windows``), never on the
+request path.
+
+Public routes count per client address (``client_address``): the socket's peer, unless that
+peer is a trusted reverse proxy (``INVOICING_TRUSTED_PROXIES``); then the right-most
+``X-Forwarded-For`` address that is not itself a trusted proxy, so a client cannot choose
+its own key by sending the header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ipaddress
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import BigInteger, Connection, Integer, String, Table, bindparam, delete
+from sqlalchemy.orm import Mapped, mapped_column
+from starlette.requests import HTTPConnection
+
+from invoicing.coalescer import Coalescer
+from invoicing.db import Base, Database, upsert
+from invoicing.errors import RateLimited
+
+log = logging.getLogger(__name__)
+
+WINDOW_MS = 60_000
+HOUR_MS = 3_600_000
+MAX_KEY_LENGTH = 120
+
+
+class RateLimitWindow(Base):
+    """Requests counted for one key in one fixed window."""
+
+    __tablename__ = "rate_limit_windows"
+
+    key: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), primary_key=True)
+    window_start_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer)
+    # The window's end: housekeeping deletes the rows of windows that are over.
+    expires_at_ms: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+async def hit(
+    db: Database, keys: Sequence[str], limit: int, now_ms: int, window_ms: int = WINDOW_MS
+) -> None:
+    """Count one request against each key; 429 when any key is over ``limit`` per window.
+
+    A ``limit`` of 0 or less turns the limit off (nothing is counted)."""
+    if limit <= 0 or not keys:
+        return
+    start = now_ms - now_ms % window_ms
+    end = start + window_ms
+    counter = _counter(db)
+    counts = await asyncio.gather(
+        *(counter.submit((key[:MAX_KEY_LENGTH], start, end)) for key in keys)
+    )
+    _refuse_over(max(counts), limit, window_ms, end - now_ms)
+
+
+async def hit_deferred(
+    db: Database, keys: Sequence[str], limit: int, now_ms: int, window_ms: int = WINDOW_MS
+) -> None:
+    """Like ``hit``, deciding on this process's view and writing the count in the background
+    (see the module docstring)."""
+    if limit <= 0 or not keys:
+        return
+    start = now_ms - now_ms % window_ms
+    end = start + window_ms
+    counts = _deferred(db)
+    worst = max(counts.add(key[:MAX_KEY_LENGTH], start, end, now_ms) for key in keys)
+    _refuse_over(worst, limit, window_ms, end - now_ms)
+
+
+def _refuse_over(count: int, limit: int, window_ms: int, left_ms: int) -> None:
+    """429 ``rate_limited`` when ``count`` is over ``limit``: retry once the window is over."""
+    if count > limit:
+        retry_after_s = max(1, -(-left_ms // 1000))
+        raise RateLimited(
+            f"too many requests; at most {limit} per {_window_text(window_ms)}", retry_after_s
+        )
+
+
+FLUSH_INTERVAL_S = 0.05
+_Window = tuple[str, int]  # key, window start
+
+
+class _DeferredCounts:
+    """This process's hits not yet written, and each window's total as last written."""
+
+    MAX_WINDOWS = 50_000
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._pending: Counter[_Window] = Counter()
+        self._in_flight: Counter[_Window] = Counter()
+        self._stored: dict[_Window, int] = {}
+        self._ends: dict[_Window, int] = {}
+        self._now_ms = 0
+        self._flusher: asyncio.Task[None] | None = None
+
+    def add(self, key: str, start: int, end: int, now_ms: int) -> int:
+        """Count one hit; returns its place in the window as this process sees it."""
+        window = (key, start)
+        self._pending[window] += 1
+        self._ends[window] = end
+        self._now_ms = max(self._now_ms, now_ms)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_soon())
+        return self._stored.get(window, 0) + self._in_flight[window] + self._pending[window]
+
+    async def flush(self) -> None:
+        """Write the pending hits now (and wait for a write under way)."""
+        flusher = self._flusher
+        if flusher is not None and not flusher.done():
+            await asyncio.shield(flusher)
+        await self._write_pending()
+
+    async def aclose(self) -> None:
+        """Write what is pending before the database goes (``Database.dispose``)."""
+        try:
+            await self.flush()
+        except Exception:  # noqa: BLE001 - shutting down: the counts are only lost
+            log.warning("rate-limit counts lost at shutdown", exc_info=True)
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(FLUSH_INTERVAL_S)
+        await self._write_pending()
+
+    async def _write_pending(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, Counter()
+            self._in_flight = batch
+            rows = [
+                {"key": k, "window_start_ms": s, "count": n, "expires_at_ms": self._ends[(k, s)]}
+                for (k, s), n in sorted(batch.items())
+            ]
+            try:
+                self._stored.update(
+                    await self._db.run_batch(functools.partial(_add_counts, rows=rows))
+                )
+            except Exception:  # noqa: BLE001 - kept for the next flush, never lost silently
+                log.warning("rate-limit counts not written; retrying", exc_info=True)
+                self._pending.update(batch)
+                return
+            finally:
+                self._in_flight = Counter()
+            self._forget_windows_that_are_over()
+
+    def _forget_windows_that_are_over(self) -> None:
+        if len(self._ends) < self.MAX_WINDOWS:
+            return
+        over = [
+            w for w, end in self._ends.items() if end <= self._now_ms and w not in self._pending
+        ]
+        for window in over:
+            self._ends.pop(window, None)
+            self._stored.pop(window, None)
+
+
+async def flush_deferred(db: Database) -> None:
+    """Write this process's deferred hits now (tests, and before a process exits)."""
+    await _deferred(db).flush()
+
+
+def _deferred(db: Database) -> _DeferredCounts:
+    return db.shared("ratelimit.deferred", lambda: _DeferredCounts(db))
+
+
+def _window_text(window_ms: int) -> str:
+    names = {WINDOW_MS: "minute", HOUR_MS: "hour", 24 * HOUR_MS: "day"}
+    return names.get(window_ms, f"{window_ms // 1000} s")
+
+
+async def purge_windows(db: Database, now_ms: int) -> int:
+    """Delete the counters of windows that are over (housekeeping); returns how many."""
+    async with db.transaction() as session:
+        result = await session.execute(
+            delete(RateLimitWindow).where(RateLimitWindow.expires_at_ms <= now_ms)
+        )
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.cache
+def trusted_networks(setting: str) -> tuple[IPNetwork, ...]:
+    """The CIDRs of ``INVOICING_TRUSTED_PROXIES`` (comma-separated); ValueError if one is bad."""
+    networks = []
+    for part in setting.split(","):
+        if part.strip():
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                raise ValueError(
+                    f"INVOICING_TRUSTED_PROXIES: {part.strip()!r} is not a CIDR"
+                ) from None
+    return tuple(networks)
+
+
+def _trusted(address: str, networks: tuple[IPNetwork, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.strip().split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip in network for network in networks)
+
+
+def client_address(connection: HTTPConnection, trusted_proxies: str) -> str:
+    """The address a public route counts its client by (see the module docstring)."""
+    peer = connection.client.host if connection.client else "unknown"
+    networks = trusted_networks(trusted_proxies)
+    if not networks or not _trusted(peer, networks):
+        return peer
+    forwarded = ",".join(connection.headers.getlist("x-forwarded-for"))
+    client = peer
+    for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
+        if not _is_address(hop):
+            break  # written by someone left of the proxies: keep the last trusted hop
+        client = hop
+        if not _trusted(hop, networks):
+            break
+    return client
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+_Hit = tuple[str, int, int]  # key, window start, window end
+
+
+def _counter(db: Database) -> Coalescer[_Hit, int]:
+    return db.shared("ratelimit.counter", lambda: Coalescer(functools.partial(_count_hits, db)))
+
+
+async def _count_hits(db: Database, hits: Sequence[_Hit]) -> list[int | Exception]:
+    """Each hit's place in its window's count: the batch adds every key's hits at once."""
+    added = Counter((key, start) for key, start, _end in hits)
+    ends = {(key, start): end for key, start, end in hits}
+    rows = [
+        {"key": key, "window_start_ms": start, "count": n, "expires_at_ms": ends[(key, start)]}
+        for (key, start), n in sorted(added.items())  # one lock order for every process
+    ]
+    totals = await db.run_batch(functools.partial(_add_counts, rows=rows))
+    seen: Counter[tuple[str, int]] = Counter()
+    places: list[int | Exception] = []
+    for key, start, _end in hits:
+        seen[(key, start)] += 1
+        places.append(totals[(key, start)] - added[(key, start)] + seen[(key, start)])
+    return places
+
+
+def _add_counts(connection: Connection, rows: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    statement = _add_statement(connection.dialect.name)
+    return {
+        (row["key"], row["window_start_ms"]): int(connection.execute(statement, row).scalar_one())
+        for row in rows
+    }
+
+
+@functools.cache
+def _add_statement(dialect: str) -> Any:
+    """The counting upsert, built once."""
+    table = cast(Table, RateLimitWindow.__table__)
+    statement = upsert(dialect, table).values(
+        key=bindparam("key"),
+        window_start_ms=bindparam("window_start_ms"),
+        count=bindparam("count", type_=Integer),
+        expires_at_ms=bindparam("expires_at_ms"),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[table.c.key, table.c.window_start_ms],
+        set_={"count": table.c.count + statement.excluded.count},
+    ).returning(table.c.count)
