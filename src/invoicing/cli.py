@@ -1,4 +1,4 @@
-"""The ``invoicing`` command: dev, serve, worker, migrate, api-keys."""
+"""The ``invoicing`` command: dev, serve, worker, migrate, withdraw, parked, api-keys."""
 
 from __future__ import annotations
 
@@ -218,6 +218,27 @@ def withdraw(
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(1) from None
     raise typer.Exit(0 if confirmed else 1)
+
+
+@app.command()
+def parked(
+    chain_id: Annotated[int | None, typer.Option(help="only this chain")] = None,
+) -> None:
+    """List the escrows withdrawals have parked (reason, next try), one JSON object a line."""
+    from invoicing.db import Database
+    from invoicing.settlement.parking import parked_escrows, parked_to_dict
+
+    settings = _settings()
+
+    async def main() -> list[dict[str, object]]:
+        db = Database(settings.database_url)
+        try:
+            return [parked_to_dict(row) for row in await parked_escrows(db, chain_id)]
+        finally:
+            await db.dispose()
+
+    for entry in asyncio.run(main()):
+        typer.echo(json.dumps(entry))
 
 
 @api_keys_app.command("create")

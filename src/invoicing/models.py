@@ -6,6 +6,7 @@ from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.settlement.models import (
     MetaTransaction,
+    ParkedEscrow,
     RelayerAccount,
     RelayerTransaction,
     Withdrawal,
@@ -19,6 +20,7 @@ __all__ = [
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",
+    "ParkedEscrow",
     "RateLimitWindow",
     "RelayerAccount",
     "RelayerTransaction",

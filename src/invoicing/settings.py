@@ -121,6 +121,14 @@ class Settings(BaseSettings):
     relayer_resend_after_s: float = 60.0
     # How often the settlement worker follows relayer transactions and looks for full batches.
     settlement_poll_interval_s: float = 1.0
+    # A parked escrow (its withdraw does not simulate, or its sweep moved nothing) is tried
+    # again after this delay, doubled at each further failure up to the maximum; sooner when
+    # its balance changes.
+    withdrawal_park_retry_s: float = Field(default=3600.0, gt=0)
+    withdrawal_park_retry_max_s: float = Field(default=86400.0, gt=0)
+    # A settlement step that failed on an RPC error (one chain, or one batch) is retried
+    # after settlement_poll_interval_s, doubled at each failure up to this.
+    settlement_backoff_max_s: float = Field(default=300.0, gt=0)
     fee_rate_limit_per_minute: int = 30
     # Rate limits kept in the database (every process counts together); 0 turns one off.
     # Public payment-page routes, per client address:

@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 from invoicing.auth.guard import Caller
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -23,9 +24,11 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.settings import TokenConfig
 from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
+from tests.conftest import dev_tokens
 from tests.support.chain import read_view
 
 PAYER_KEY = DEV_PRIVATE_KEYS[3]
@@ -156,6 +159,33 @@ async def set_owner_fee(
 def sign_typed(account: LocalAccount, typed: dict[str, Any]) -> bytes:
     signed = Account.sign_message(encode_typed_data(full_message=typed), account.key)
     return bytes(signed.signature)
+
+
+BLOCKING_TOKEN = "BlockingToken"
+
+
+async def deploy_blocking_token(evm: EvmClient) -> str:
+    return await deploy_contract(evm, DEV_PRIVATE_KEYS[0], load_artifact(BLOCKING_TOKEN).bytecode)
+
+
+def with_token(dev: DevDeployment, token: str) -> dict[str, Any]:
+    """Chain overrides for ``make_services``: the dev allow-list plus a BlockingToken."""
+    return {"tokens": (*dev_tokens(dev), TokenConfig(token, "BLOCK", 18))}
+
+
+async def token_call(evm: EvmClient, token: str, name: str, *args: object) -> None:
+    receipt = await evm.transact(PAYER_KEY, token, encode_call(BLOCKING_TOKEN, name, *args))
+    assert receipt["status"] == 1
+
+
+async def paid_in(
+    services: Services, evm: EvmClient, owner: str, amount: str, token: str
+) -> Invoice:
+    """A paid invoice in a BlockingToken, its escrow funded by minting."""
+    invoice = await new_invoice(services, owner, amount, token)
+    await token_call(evm, token, "mint", invoice.payment_address, int(invoice.required_raw))
+    assert (await recheck_invoice(services, invoice)).status == "paid"
+    return await reload(services, invoice.id)
 
 
 def raw_units(amount: str, decimals: int) -> int:

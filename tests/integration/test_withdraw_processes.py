@@ -1,4 +1,5 @@
-"""Two operator processes (`invoicing withdraw --now`) racing never sweep an escrow twice."""
+"""Two operator processes (`invoicing withdraw --now`) racing never sweep an escrow twice,
+nor park a failing one twice."""
 
 from __future__ import annotations
 
@@ -14,8 +15,18 @@ from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
+from invoicing.settlement.parking import parked_escrows
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import balance_of, paid_invoice, reload
+from tests.integration.test_withdraw_helpers import (
+    balance_of,
+    deploy_blocking_token,
+    paid_in,
+    paid_invoice,
+    reload,
+    token_call,
+    with_token,
+    withdrawals_of,
+)
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -118,3 +129,50 @@ async def test_withdraw_command_refuses_bad_options(database_url: str) -> None:
     assert without_now[0] == 2 and "--now" in without_now[2]
     assert bad_owner[0] == 2 and "--owner" in bad_owner[2]
     assert unknown_chain[0] == 1 and "999999" in unknown_chain[2]
+
+
+async def test_two_processes_park_each_failing_escrow_once_and_sweep_the_rest_once(
+    make_services: MakeServices,
+    evm: EvmClient,
+    anvil: AnvilProcess,
+    dev: DevDeployment,
+    database_url: str,
+    tmp_path: Path,
+) -> None:
+    token = await deploy_blocking_token(evm)
+    services = await make_services(chain=with_token(dev, token))
+    owner = new_owner().address
+    failing = [await paid_in(services, evm, owner, "1", token) for _ in range(4)]
+    swept = [await paid_invoice(services, evm, owner, "0.0003") for _ in range(2)]
+    await token_call(evm, token, "setBlocked", dev.factory, True)  # every withdraw reverts
+    env = {
+        **os.environ,
+        "INVOICING_DATABASE_URL": database_url,
+        "INVOICING_ENVIRONMENT": "development",
+        "INVOICING_CHAINS_FILE": str(chains_file(tmp_path, anvil, dev)),
+        "TEST_RELAYER_KEY": services.chains.all()[0].config.relayer_private_key() or "",
+    }
+
+    results = await asyncio.gather(
+        *(
+            run_withdraw(env, "--now", "--owner", owner, "--chain-id", str(dev.chain_id))
+            for _ in range(2)
+        )
+    )
+
+    assert [code for code, _, _ in results] == [0, 0], results
+    parked = {
+        p.invoice_id: p
+        for p in await parked_escrows(services.db, dev.chain_id)
+        if p.owner_address == owner
+    }
+    assert sorted(parked) == sorted(i.id for i in failing)
+    assert {(p.kind, p.attempts) for p in parked.values()} == {("failing", 1)}
+    assert await balance_of(evm, owner) == 2 * 3 * 10**14
+    assert await balance_of(evm, owner, token) == 0
+    for invoice in swept:
+        assert (await reload(services, invoice.id)).status == "completed"
+        assert len(await withdrawals_of(services, invoice.id)) == 1
+    for invoice in failing:
+        assert (await reload(services, invoice.id)).status == "paid"
+        assert await withdrawals_of(services, invoice.id) == []

@@ -3,6 +3,9 @@
 Balances, token metadata and factory state are set by hand. Sending is recorded: raw
 transactions the relayer broadcasts land in ``sent`` (their hashes in ``known``), and a test
 sets what the node answers next (receipts, mined counts, fee caps, a simulation revert).
+``simulation_errors`` makes a simulation fail only when its calldata holds a given 32-byte
+word (an escrow's salt): a revert or a JSON-RPC error raised for one escrow of a batch.
+``errors`` makes every call of one method raise (a JSON-RPC error, a timeout…).
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ class FakeChain:
         self.account_balances: dict[str, int] = {}  # native balance of accounts, lower case
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
+        # A simulation whose calldata holds one of these words raises its exception.
+        self.simulation_errors: dict[bytes, Exception] = {}
+        # Method name → the exception every call of it raises.
+        self.errors: dict[str, Exception] = {}
 
     def add_token(
         self, token: str, decimals: int, symbol: str = "TKN", *, allow: bool = True
@@ -79,22 +86,25 @@ class FakeChain:
         book = self.native if token is None else self.tokens[token.lower()]
         book[address.lower()] = book.get(address.lower(), 0) + amount
 
-    def _check(self) -> None:
+    def _check(self, method: str) -> None:
         if not self.available:
             raise ChainUnavailable("fake chain is down")
+        error = self.errors.get(method)
+        if error is not None:
+            raise error
 
     async def block_number(self) -> int:
-        self._check()
+        self._check("block_number")
         return self.block
 
     async def chain_id(self) -> int:
-        self._check()
+        self._check("chain_id")
         return self.node_chain_id
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
     ) -> list[int | None]:
-        self._check()
+        self._check("balances")
         self.balance_calls += 1
         if token is not None and token.lower() in self.unreadable_tokens:
             return [None] * len(addresses)
@@ -108,27 +118,30 @@ class FakeChain:
         return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)
 
     async def factory_nonce(self, owner: str) -> int:
-        self._check()
+        self._check("factory_nonce")
         return self.nonces.get(owner.lower(), 0)
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        self._check()
+        self._check("fee_settings")
         return self.fees.get(owner.lower(), (0, None))
 
     async def has_code(self, address: str) -> bool:
-        self._check()
+        self._check("has_code")
         return address.lower() in self.contracts
 
     async def fee_caps(self) -> tuple[int, int]:
-        self._check()
+        self._check("fee_caps")
         return self.max_fee_per_gas, self.max_priority_fee_per_gas
 
     async def estimate_gas(
         self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
     ) -> int:
-        self._check()
+        self._check("estimate_gas")
         self.simulated.append((to, data))
         self.gas_caps.append(gas_cap)
+        for word, error in self.simulation_errors.items():
+            if word in data:
+                raise error
         if self.revert_data is not None:
             raise ContractRevert(3, "execution reverted", self.revert_data)
         if gas_cap is not None and self.gas_estimate > gas_cap:
@@ -137,16 +150,16 @@ class FakeChain:
         return self.gas_estimate
 
     async def native_balance(self, address: str) -> int:
-        self._check()
+        self._check("native_balance")
         return self.account_balances.get(address.lower(), 0)
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
-        self._check()
+        self._check("transaction_count")
         mined = self.mined_counts.get(address.lower(), 0)
         return self.pending_counts.get(address.lower(), mined) if block == "pending" else mined
 
     async def send_raw_transaction(self, raw: bytes) -> str:
-        self._check()
+        self._check("send_raw_transaction")
         if self.send_error is not None:
             raise self.send_error
         self.sent.append(raw)
@@ -155,11 +168,11 @@ class FakeChain:
         return tx_hash
 
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        self._check()
+        self._check("receipt")
         return self.receipts.get(tx_hash)
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
-        self._check()
+        self._check("is_known_transaction")
         return tx_hash in self.known
 
 

@@ -35,8 +35,8 @@ pending,     DELETE /integration/invoices                         cancelled    d
 expired                                                                        watching
 paid,        DELETE /integration/invoices                         (same)       deletedAt, stop
 completed                                                                      watching
-paid         the sweeping withdrawal transaction is confirmed     completed    withdrawn,
-                                                                               withdrawnAt
+paid         a confirmed withdrawal moved the escrow's funds      completed    withdrawn,
+             (one that moved nothing leaves it paid, parked)                   withdrawnAt
 others       a withdrawal sweeping late funds is confirmed        (same)       nothing
 ===========  ==================================================  ===========  ================
 
@@ -152,8 +152,9 @@ def on_delete(invoice: InvoiceState) -> Step:
 
 
 def on_withdrawal_confirmed(invoice: InvoiceState) -> Step:
-    """A confirmed withdrawal that swept the escrow completes a paid invoice; other invoices
-    (late funds of a settled one) keep their status."""
+    """A confirmed withdrawal that moved the escrow's funds completes a paid invoice; other
+    invoices (late funds of a settled one) keep their status. The caller asks only when funds
+    moved (``settlement.withdrawals.settle_withdrawal``)."""
     if invoice.status == _PAID:
         return Step(InvoiceStatus.COMPLETED, Effect.MARK_WITHDRAWN | Effect.TOUCH)
     return _STAYS[invoice.status]

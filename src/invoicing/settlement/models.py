@@ -1,4 +1,4 @@
-"""Relayer accounts and transactions, and the withdrawals they carry."""
+"""Relayer accounts and transactions, the withdrawals they carry, and parked escrows."""
 
 from __future__ import annotations
 
@@ -151,4 +151,38 @@ class WithdrawalItem(Base):
 
     withdrawal_id: Mapped[str] = mapped_column(ForeignKey("withdrawals.id"), primary_key=True)
     invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
+    # The escrow's balance read when the batch was planned.
     amount_raw: Mapped[str] = mapped_column(RAW)
+    # What the confirmed sweep moved out of this escrow ("0": nothing, e.g. a token that
+    # blocks it); None while pending, or when the balance after the sweep was unreadable.
+    moved_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
+
+
+class ParkKind:
+    FAILING = "failing"  # a withdraw of this escrow alone does not simulate
+    # Nothing to move: its confirmed sweep moved nothing, or a paid invoice's escrow is
+    # empty (swept outside this service) or its balance unreadable.
+    NO_EFFECT = "no_effect"
+
+
+class ParkedEscrow(Base):
+    """An escrow the withdrawals leave alone until ``next_retry_at`` (exponential backoff),
+    or sooner once its balance differs from ``balance_raw``. ``reason`` is for operators
+    (``invoicing parked``). The row goes when a sweep of the escrow moves funds."""
+
+    __tablename__ = "parked_escrows"
+    __table_args__ = (Index("ix_parked_escrows_retry", "chain_id", "next_retry_at"),)
+
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    owner_address: Mapped[str] = mapped_column(String(42))
+    token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    payment_address: Mapped[str] = mapped_column(String(42))
+    kind: Mapped[str] = mapped_column(String(16))  # a ParkKind value
+    reason: Mapped[str] = mapped_column(Text)
+    # The escrow's balance when it was parked.
+    balance_raw: Mapped[str] = mapped_column(RAW)
+    attempts: Mapped[int] = mapped_column(Integer)
+    next_retry_at: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)

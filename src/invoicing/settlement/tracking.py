@@ -15,9 +15,10 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
 from invoicing.services import Services
+from invoicing.settlement.backoff import REQUEST_ERRORS
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.withdrawals import settle_withdrawal
+from invoicing.settlement.withdrawals import balances_after_sweep, settle_withdrawal
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,8 @@ async def track_pending(
     services: Services, chain: ChainGateway, relayer: Relayer
 ) -> list[RelayerTransaction]:
     """One pass over the relayer's pending transactions on ``chain``; returns those that
-    became final."""
+    became final. A JSON-RPC error about one transaction leaves it for the next pass and goes
+    on with the others; an unreachable node (ChainUnavailable) ends the pass."""
     rows = await pending_transactions(services.db, chain.config.chain_id, relayer.address)
     if not rows:
         return []
@@ -50,23 +52,45 @@ async def track_pending(
     # Read before the receipts: a nonce below this count whose hashes have no receipt was
     # taken by a transaction that is not ours.
     mined_count = await chain.transaction_count(relayer.address, "latest")
-    depth = chain.config.confirmations
     finished = []
     for row in rows:
-        receipt = await find_receipt(chain, row.hashes)
-        if receipt is not None:
-            if head - receipt["blockNumber"] + 1 >= depth:
-                done = await finalize(services, chain.factory, row.id, receipt)
-                if done is not None:
-                    finished.append(done)
+        try:
+            done = await track_one(services, chain, relayer, row, head, mined_count)
+        except REQUEST_ERRORS as exc:
+            log.warning(
+                "relayer chain %s: following %s failed (%s); retrying next pass",
+                row.chain_id,
+                row.tx_hash,
+                exc,
+            )
             continue
-        if row.nonce < mined_count:
-            done = await finalize(services, chain.factory, row.id, None)
-            if done is not None:
-                finished.append(done)
-            continue
-        await keep_alive(services, chain, relayer, row)
+        if done is not None:
+            finished.append(done)
     return finished
+
+
+async def track_one(
+    services: Services,
+    chain: ChainGateway,
+    relayer: Relayer,
+    row: RelayerTransaction,
+    head: int,
+    mined_count: int,
+) -> RelayerTransaction | None:
+    receipt = await find_receipt(chain, row.hashes)
+    if receipt is not None:
+        if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
+            return None
+        after: dict[str, int | None] = {}
+        if row.purpose == TxPurpose.WITHDRAW and receipt["status"] == 1:
+            after = await balances_after_sweep(
+                services.db, chain, row.id, int(receipt["blockNumber"])
+            )
+        return await finalize(services, chain.factory, row.id, receipt, after)
+    if row.nonce < mined_count:
+        return await finalize(services, chain.factory, row.id, None)
+    await keep_alive(services, chain, relayer, row)
+    return None
 
 
 async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
@@ -96,10 +120,15 @@ async def keep_alive(
 
 
 async def finalize(
-    services: Services, factory: str, row_id: str, receipt: dict[str, Any] | None
+    services: Services,
+    factory: str,
+    row_id: str,
+    receipt: dict[str, Any] | None,
+    after: dict[str, int | None] | None = None,
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
-    what it means in the same database transaction. None if another process got there first."""
+    what it means in the same database transaction (``after``: a confirmed withdrawal's
+    escrow balances at its block). None if another process got there first."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         row = await session.scalar(
@@ -119,7 +148,7 @@ async def finalize(
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
         if row.purpose == TxPurpose.WITHDRAW:
-            await settle_withdrawal(session, factory, row, receipt, now_ms)
+            await settle_withdrawal(session, services, factory, row, receipt, after or {}, now_ms)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
         row.chain_id,
