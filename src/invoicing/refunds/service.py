@@ -92,6 +92,11 @@ async def submit_refund(services: Services, request: RefundRequest) -> dict[str,
     """Check and relay a Refund; returns the 202 body. Nothing is sent when a check fails."""
     chain = services.chains.get(request.chain_id)
     invoice = await _owners_invoice(services.db, request)
+    factory = normalize_address(chain.config.factory)
+    if request.to_address in (ZERO_ADDRESS, factory, invoice.payment_address):
+        raise InvalidRequest(
+            "to must not be the zero address, the factory or the escrow", {"field": "to"}
+        )
     token = request.token_address if request.token_given else invoice.token_address
     if token is not None and chain.config.token(token) is None:
         raise UnsupportedToken(
@@ -155,10 +160,6 @@ async def _signed_call(
         # A contract wallet signs by EIP-1271: the capped simulation asks the wallet itself.
         if len(signature) == 65 or not await chain.has_code(owner):
             raise InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
-    if request.to_address in (ZERO_ADDRESS, factory, invoice.payment_address):
-        raise InvalidRequest(
-            "to must not be the zero address, the factory or the escrow", {"field": "to"}
-        )
     data = encode_refund_meta(
         owner, salt, token or ZERO_ADDRESS, request.to_address,
         request.amount_raw, request.nonce, deadline, signature,
