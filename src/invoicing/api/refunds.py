@@ -7,7 +7,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
 
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.api.deps import authorized_body
@@ -32,7 +39,8 @@ def _decimal_string(value: Any) -> Any:
 DecimalString = Annotated[
     int,
     BeforeValidator(_decimal_string),
-    Field(ge=0, le=UINT256_MAX, json_schema_extra={"type": "string", "pattern": "^[0-9]+$"}),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
 ]
 
 
