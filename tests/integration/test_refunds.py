@@ -25,6 +25,7 @@ from invoicing.services import Services
 from invoicing.settlement.withdrawals import Batch, plan_withdrawals, read_planning, sweep_batch
 from tests.conftest import RunningApp
 from tests.integration.test_fees import relayer_tx_count
+from tests.integration.test_no_500 import ODD_VALUES
 from tests.integration.test_withdraw_helpers import (
     balance_of,
     gateway,
@@ -472,3 +473,28 @@ async def test_a_withdrawal_claim_skips_an_escrow_whose_refund_is_pending(
     await settle_all(services)
     assert await balance_of(evm, payer) == 10**15
     assert await balance_of(evm, owner.address) == 9 * 10**15
+
+
+async def test_odd_refund_bodies_get_4xx_and_send_nothing(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    services = app.services
+    owner = new_owner()
+    api_key = await issue_api_key(services, owner)
+    invoice = await new_invoice(services, owner.address, "0.01")
+    await pay(evm, invoice, 10**15)
+    valid = await refund_body(evm, dev, owner, invoice, new_owner().address, 10**15)
+    before = await relayer_tx_count(services)
+
+    statuses = set()
+    for field in [key for key in valid if key != "ownerAddress"]:
+        for value in [*ODD_VALUES, "0x" + "ab" * 65, "0x" + "ab" * 3000]:
+            body = {**valid, field: value}
+            answer = await app.http.post(REFUND, json=body, headers=key_headers(api_key))
+            assert 400 <= answer.status_code < 500, (field, value, answer.text)
+            assert set(answer.json()) == {"error"}
+            statuses.add(answer.status_code)
+
+    assert statuses <= {400, 404, 409, 413}
+    assert await relayer_tx_count(services) == before
+    assert await refund_rows(services, invoice.id) == []
