@@ -9,7 +9,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── UnsupportedToken      400 unsupported_token
     │   ├── FeeTooHigh            400 fee_too_high
     │   ├── DeadlineExpired       400 deadline_expired
-    │   └── InvalidOwnerSignature 400 invalid_owner_signature
+    │   ├── InvalidOwnerSignature 400 invalid_owner_signature
+    │   └── InsufficientBalance   400 insufficient_balance
     ├── Unauthorized              401 unauthorized
     │   ├── TimestampOutOfWindow  401 timestamp_out_of_window
     │   └── ReplayedRequest       401 replayed_request
@@ -17,7 +18,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     ├── NotFound                  404 not_found
     ├── Conflict                  409
     │   ├── InvoiceExists         409 invoice_exists
-    │   └── NonceMismatch         409 nonce_mismatch
+    │   ├── NonceMismatch         409 nonce_mismatch
+    │   └── SweepInProgress       409 sweep_in_progress
     ├── PayloadTooLarge           413 payload_too_large
     ├── RateLimited               429 rate_limited
     └── ChainUnavailable          503 chain_unavailable
@@ -73,6 +75,12 @@ class InvalidOwnerSignature(InvalidRequest):
     code = "invalid_owner_signature"
 
 
+class InsufficientBalance(InvalidRequest):
+    """A refund asks for more than the escrow holds of that asset."""
+
+    code = "insufficient_balance"
+
+
 class Unauthorized(ServiceError):
     status = 401
     code = "unauthorized"
@@ -107,6 +115,12 @@ class InvoiceExists(Conflict):
 
 class NonceMismatch(Conflict):
     code = "nonce_mismatch"
+
+
+class SweepInProgress(Conflict):
+    """A refund of an escrow whose sweep is pending (they never race)."""
+
+    code = "sweep_in_progress"
 
 
 class PayloadTooLarge(ServiceError):

@@ -4,6 +4,7 @@ from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
+from invoicing.refunds.models import Refund
 from invoicing.settlement.models import (
     MetaTransaction,
     ParkedEscrow,
@@ -22,6 +23,7 @@ __all__ = [
     "OwnerSequence",
     "ParkedEscrow",
     "RateLimitWindow",
+    "Refund",
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",

@@ -22,6 +22,7 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
+from invoicing.refunds.service import refunds_of
 from invoicing.services import services_of
 from invoicing.settings import Settings
 
@@ -143,8 +144,9 @@ async def create(request: Request) -> JSONResponse:
         services.settings.default_expiry_s,
         create_rules(services.settings),
     )
+    refunds = await refunds_of(services.db, [] if created else [invoice.id])
     return JSONResponse(
-        invoice_to_dict(invoice, services.settings.payment_page_url),
+        invoice_to_dict(invoice, services.settings.payment_page_url, refunds.get(invoice.id)),
         status_code=201 if created else 200,
     )
 
@@ -159,7 +161,9 @@ async def status(request: Request) -> JSONResponse:
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
-    return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
+    refunds = (await refunds_of(services.db, [invoice.id])).get(invoice.id)
+    page_url = services.settings.payment_page_url
+    return JSONResponse({"invoice": invoice_to_dict(invoice, page_url, refunds)})
 
 
 @router.get("", openapi_extra=query_schema(ListQuery), summary="List an owner's invoices")
@@ -183,9 +187,10 @@ async def list_(request: Request) -> JSONResponse:
         ),
     )
     page_url = services.settings.payment_page_url
+    refunds = await refunds_of(services.db, [invoice.id for invoice in invoices])
     return JSONResponse(
         {
-            "items": [invoice_to_dict(invoice, page_url) for invoice in invoices],
+            "items": [invoice_to_dict(i, page_url, refunds.get(i.id)) for i in invoices],
             "total": total,
             "page": query.page,
             "limit": limit_,

@@ -13,8 +13,14 @@ def payment_url(payment_page_url: str, payment_address: str) -> str:
     return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
 
 
-def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dict[str, Any]:
-    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked)."""
+def invoice_to_dict(
+    invoice: Invoice | InvoiceRow,
+    payment_page_url: str,
+    refunds: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked).
+    Owner routes pass the invoice's ``refunds`` (``refunds.service.refunds_of``); the key is
+    present only when there are some."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -45,6 +51,8 @@ def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dic
             "url": payment_url(payment_page_url, invoice.payment_address),
         }
     )
+    if refunds:
+        body["refunds"] = refunds
     return body
 
 

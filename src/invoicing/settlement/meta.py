@@ -1,4 +1,4 @@
-"""Relaying owner-signed meta-transactions (SetFee and SetPayout now, refunds later).
+"""Relaying owner-signed meta-transactions (SetFee, SetPayout and Refund).
 
 The relayer pays their gas, so what one owner can make it spend is bounded (DESIGN 11):
 
@@ -30,7 +30,7 @@ from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
-from invoicing.settlement.relayer import Call, GasCapExceeded, relayer_for
+from invoicing.settlement.relayer import Call, GasCapExceeded, OnRecord, relayer_for
 
 DAY_MS = 86_400_000
 
@@ -62,10 +62,15 @@ class _AlreadySent(Exception):
         self.row = row
 
 
-async def relay_meta(services: Services, meta: MetaCall) -> RelayerTransaction:
+async def relay_meta(
+    services: Services, meta: MetaCall, on_hold: OnRecord | None = None
+) -> RelayerTransaction:
     """Send ``meta`` from the chain's relayer within the spend limits above; returns its
     transaction, or the pending one of an identical earlier request. Nothing is sent when it
-    is refused."""
+    is refused.
+
+    ``on_hold`` runs under the relayer account lock once the nonce is held, only for a new
+    send (it may add rows, or raise to abandon the send)."""
     settings = services.settings
     relayer = relayer_for(services, meta.chain_id)
     async with services.db.sessions() as session:
@@ -110,6 +115,8 @@ async def relay_meta(services: Services, meta: MetaCall) -> RelayerTransaction:
                 created_at=now_ms,
             )
         )
+        if on_hold is not None:
+            await on_hold(session, row)
 
     try:
         return await relayer.send(meta.call, gas, hold_nonce)

@@ -33,6 +33,7 @@ class TxPurpose:
     WITHDRAW = "withdraw"
     SET_FEE = "set_fee"
     SET_PAYOUT = "set_payout"
+    REFUND = "refund"
 
 
 class RelayerAccount(Base):

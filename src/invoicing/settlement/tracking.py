@@ -14,6 +14,7 @@ from sqlalchemy import select
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
+from invoicing.refunds.service import settle_refund
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
@@ -149,6 +150,8 @@ async def finalize(
         row.updated_at = now_ms
         if row.purpose == TxPurpose.WITHDRAW:
             await settle_withdrawal(session, services, factory, row, receipt, after or {}, now_ms)
+        elif row.purpose == TxPurpose.REFUND:
+            await settle_refund(session, factory, row, receipt, now_ms)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
         row.chain_id,

@@ -43,6 +43,7 @@ from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
+from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
 from invoicing.settlement.models import (
@@ -90,6 +91,12 @@ def _claimed_ids() -> Any:
     )
 
 
+def _not_refunding() -> ColumnElement[bool]:
+    """An escrow with a refund in flight is not swept (a refund and a sweep never race);
+    the refund's own check refuses while a sweep is pending (``refunds.service``)."""
+    return Invoice.id.not_in(pending_refund_ids())
+
+
 def _waiting_ids(now_ms: int) -> Any:
     """Invoice ids of parked escrows whose retry time has not come."""
     return select(ParkedEscrow.invoice_id).where(ParkedEscrow.next_retry_at > now_ms)
@@ -117,7 +124,12 @@ async def candidates(
     db: Database, chain_id: int, condition: ColumnElement[bool], owner_key: str | None = None
 ) -> list[Invoice]:
     """Invoices of ``chain_id`` meeting ``condition`` that no pending withdrawal holds."""
-    conditions = [Invoice.chain_id == chain_id, condition, Invoice.id.not_in(_claimed_ids())]
+    conditions = [
+        Invoice.chain_id == chain_id,
+        condition,
+        Invoice.id.not_in(_claimed_ids()),
+        _not_refunding(),
+    ]
     if owner_key is not None:
         conditions.append(Invoice.owner_key == owner_key)
     async with db.sessions() as session:
@@ -425,6 +437,11 @@ async def claim_invoices(
     ids = [invoice.id for invoice in batch.invoices]
     held = await session.scalar(_claimed_ids().where(WithdrawalItem.invoice_id.in_(ids)).limit(1))
     if held is not None or await sweep_counts(session, ids) != planning.seen_of(ids):
+        raise AlreadyClaimed(ids)
+    refunding = await session.scalar(
+        select(Invoice.id).where(Invoice.id.in_(ids), Invoice.id.in_(pending_refund_ids())).limit(1)
+    )
+    if refunding is not None:
         raise AlreadyClaimed(ids)
     paid_ids = [i.id for i in batch.invoices if i.status == InvoiceStatus.PAID]
     still_paid = await session.scalar(

@@ -1,0 +1,98 @@
+"""Gasless refunds: ``POST /integration/invoices/refund-meta`` relays an owner-signed
+EIP-712 ``Refund`` from an invoice's escrow (``refunds.service``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
+
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.api.deps import authorized_body
+from invoicing.api.inputs import Address, body_schema
+from invoicing.refunds.service import RefundRequest, submit_refund
+from invoicing.services import services_of
+
+router = APIRouter(tags=["refunds"])
+
+UINT256_MAX = 2**256 - 1
+
+
+def _decimal_string(value: Any) -> Any:
+    """A decimal string of ASCII digits (amountRaw, nonce and deadline are sent as such)."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        raise ValueError("must be a decimal string of digits")
+    if len(value) > 78:
+        raise ValueError("must be at most 2^256 - 1")
+    return int(value)
+
+
+DecimalString = Annotated[
+    int,
+    BeforeValidator(_decimal_string),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
+]
+
+
+class RefundBody(BaseModel):
+    """Body of POST /integration/invoices/refund-meta. ``tokenAddress`` left out: the
+    invoice's token; ``null``: native coin."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    paymentAddress: Address
+    to: Address
+    amountRaw: DecimalString
+    tokenAddress: Address | None = None
+    nonce: DecimalString
+    deadline: DecimalString
+    signature: str = Field(max_length=4098)
+
+    @field_validator("to")
+    @classmethod
+    def _not_zero(cls, value: str) -> str:
+        if value == ZERO_ADDRESS:
+            raise ValueError("must not be the zero address")
+        return value
+
+    @field_validator("amountRaw")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be positive")
+        return value
+
+
+@router.post(
+    "/integration/invoices/refund-meta",
+    status_code=202,
+    openapi_extra=body_schema(RefundBody),
+    summary="Relay an owner-signed Refund from an invoice's escrow",
+)
+async def refund_meta(request: Request) -> JSONResponse:
+    body, _caller = await authorized_body(request, "invoice.refund", RefundBody)
+    refund = RefundRequest(
+        owner_address=body.ownerAddress,
+        chain_id=body.chainId,
+        payment_address=body.paymentAddress,
+        to_address=body.to,
+        amount_raw=body.amountRaw,
+        token_address=body.tokenAddress,
+        token_given="tokenAddress" in body.model_fields_set,
+        nonce=body.nonce,
+        deadline=body.deadline,
+        signature=body.signature,
+    )
+    return JSONResponse(await submit_refund(services_of(request), refund), status_code=202)

@@ -1,0 +1,1 @@
+"""Gasless refunds: an owner-signed EIP-712 Refund relayed from an invoice's escrow."""

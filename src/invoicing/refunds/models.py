@@ -1,0 +1,45 @@
+"""Refunds the relayer sent from invoice escrows, one row per relayed ``refundMeta``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, select
+from sqlalchemy.orm import Mapped, mapped_column
+
+from invoicing.db import Base
+from invoicing.invoices.models import RAW
+
+
+class RefundStatus:
+    SUBMITTED = "submitted"  # its relayer transaction is pending
+    CONFIRMED = "confirmed"  # mined with status 1 at the chain's confirmation depth
+    FAILED = "failed"  # reverted, or dropped (its relayer nonce went to another transaction)
+
+
+class Refund(Base):
+    """A refund from an invoice's escrow. While ``submitted`` it holds the escrow: the
+    withdrawals leave it alone (``pending_refund_ids``)."""
+
+    __tablename__ = "refunds"
+    __table_args__ = (
+        Index("ix_refunds_invoice", "invoice_id", "created_at"),
+        Index("ix_refunds_status", "status"),
+    )
+
+    relayer_tx_id: Mapped[str] = mapped_column(
+        ForeignKey("relayer_transactions.id"), primary_key=True
+    )
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"))
+    tx_hash: Mapped[str] = mapped_column(String(66))  # as first sent (the 202 answer's)
+    to_address: Mapped[str] = mapped_column(String(42))
+    token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    amount_raw: Mapped[str] = mapped_column(RAW)
+    status: Mapped[str] = mapped_column(String(16))  # a RefundStatus value
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+def pending_refund_ids() -> Any:
+    """Invoice ids whose escrow has a refund in flight: no sweep may take it meanwhile."""
+    return select(Refund.invoice_id).where(Refund.status == RefundStatus.SUBMITTED)
