@@ -5,6 +5,7 @@ from invoicing.db import Base
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.settlement.models import (
+    EscrowAsset,
     MetaTransaction,
     ParkedEscrow,
     RelayerAccount,
@@ -17,6 +18,7 @@ from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEv
 __all__ = [
     "ApiKey",
     "Base",
+    "EscrowAsset",
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",

@@ -24,6 +24,7 @@ from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import services_of
 from invoicing.settings import Settings
+from invoicing.settlement.assets import other_balances
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -114,6 +115,7 @@ def create_rules(settings: Settings) -> CreateRules:
         require_https_webhook=settings.environment != "development"
         and not settings.webhook_allow_http,
         allow_private_webhook=settings.webhook_allow_private,
+        late_payment_window_s=settings.late_payment_window_s,
     )
 
 
@@ -143,8 +145,10 @@ async def create(request: Request) -> JSONResponse:
         services.settings.default_expiry_s,
         create_rules(services.settings),
     )
+    # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
+    others = {} if created else await other_balances(services.db, [invoice.id])
     return JSONResponse(
-        invoice_to_dict(invoice, services.settings.payment_page_url),
+        invoice_to_dict(invoice, services.settings.payment_page_url, others.get(invoice.id)),
         status_code=201 if created else 200,
     )
 
@@ -159,7 +163,9 @@ async def status(request: Request) -> JSONResponse:
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
-    return JSONResponse({"invoice": invoice_to_dict(invoice, services.settings.payment_page_url)})
+    others = (await other_balances(services.db, [invoice.id])).get(invoice.id)
+    page_url = services.settings.payment_page_url
+    return JSONResponse({"invoice": invoice_to_dict(invoice, page_url, others)})
 
 
 @router.get("", openapi_extra=query_schema(ListQuery), summary="List an owner's invoices")
@@ -183,9 +189,10 @@ async def list_(request: Request) -> JSONResponse:
         ),
     )
     page_url = services.settings.payment_page_url
+    others = await other_balances(services.db, [invoice.id for invoice in invoices])
     return JSONResponse(
         {
-            "items": [invoice_to_dict(invoice, page_url) for invoice in invoices],
+            "items": [invoice_to_dict(i, page_url, others.get(i.id)) for i in invoices],
             "total": total,
             "page": query.page,
             "limit": limit_,

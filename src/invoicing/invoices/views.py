@@ -13,8 +13,14 @@ def payment_url(payment_page_url: str, payment_address: str) -> str:
     return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
 
 
-def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dict[str, Any]:
-    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked)."""
+def invoice_to_dict(
+    invoice: Invoice | InvoiceRow,
+    payment_page_url: str,
+    other_balances: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked).
+    ``other_balances``: other assets found in the escrow and not swept yet
+    (``settlement.assets.other_balances``), shown to the owner only, when there are any."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -45,6 +51,8 @@ def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dic
             "url": payment_url(payment_page_url, invoice.payment_address),
         }
     )
+    if other_balances:
+        body["otherBalances"] = other_balances
     return body
 
 
