@@ -21,15 +21,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("invoices", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("lifetime_check_at", sa.BigInteger(), nullable=False, server_default="0")
-        )
-    with op.batch_alter_table("invoices", schema=None) as batch_op:
-        batch_op.alter_column("lifetime_check_at", server_default=None)
-        batch_op.create_index(
-            "ix_invoices_lifetime_check", ["chain_id", "lifetime_check_at"], unique=False
-        )
+    # A plain ADD COLUMN (no table rebuild on SQLite, whose rebuild of a table that others
+    # reference would fail); the server default stays, and new rows get theirs from create.
+    op.add_column(
+        "invoices",
+        sa.Column("lifetime_check_at", sa.BigInteger(), nullable=False, server_default="0"),
+    )
+    op.create_index("ix_invoices_lifetime_check", "invoices", ["chain_id", "lifetime_check_at"])
     op.create_table(
         "escrow_assets",
         sa.Column("invoice_id", sa.String(length=36), nullable=False),
@@ -52,6 +50,6 @@ def downgrade() -> None:
     with op.batch_alter_table("escrow_assets", schema=None) as batch_op:
         batch_op.drop_index("ix_escrow_assets_chain")
     op.drop_table("escrow_assets")
+    op.drop_index("ix_invoices_lifetime_check", table_name="invoices")
     with op.batch_alter_table("invoices", schema=None) as batch_op:
-        batch_op.drop_index("ix_invoices_lifetime_check")
         batch_op.drop_column("lifetime_check_at")
