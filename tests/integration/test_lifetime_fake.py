@@ -22,7 +22,7 @@ from invoicing.invoices.models import Invoice
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.check import recheck_invoice
-from invoicing.monitor.lifetime import run_lifetime_pass
+from invoicing.monitor.lifetime import PAGES_PER_PASS, run_lifetime_pass
 from invoicing.services import Services
 from invoicing.settlement.assets import other_balances
 from invoicing.settlement.models import EscrowAsset, ParkedEscrow, RelayerTransaction
@@ -329,3 +329,17 @@ async def test_the_monitor_worker_runs_the_lifetime_pass_at_its_own_low_rate(
     for invoice in invoices:
         stored = await reload(world.services, invoice)
         assert stored.lifetime_check_at == world.clock.now_ms() + DAY_MS
+
+
+async def test_a_backlog_is_read_over_several_passes_so_the_monitor_loop_goes_on(
+    make_world: MakeWorld,
+) -> None:
+    world = await make_world(monitor_batch_size=1)
+    invoices = [await new_invoice(world.services, world.fake) for _ in range(PAGES_PER_PASS + 2)]
+    world.after_window(invoices[-1])
+
+    first = await world.lifetime()
+    second = await world.lifetime()
+
+    assert (first.checked, first.more) == (PAGES_PER_PASS, True)
+    assert (second.checked, second.more) == (2, False)

@@ -180,3 +180,32 @@ def queued_event(invoice_pk: str) -> dict[str, object]:
         "claimed_until": 0,
         "created_at": 1,
     }
+
+
+async def test_the_lifetime_migration_first_reads_existing_escrows_at_their_expiry() -> None:
+    url, drop = new_database_url()
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(
+                lambda sync: command.upgrade(alembic_config(url, sync), "0007_parked_escrows")
+            )
+        invoice = {**invoice_values(), "expires_at": 1_800_000_000_000}
+        async with engine.begin() as connection:
+            names = await connection.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("invoices")}
+            )
+            invoices = table("invoices", *(column(name) for name in names))
+            await connection.execute(
+                insert(invoices), [{k: v for k, v in invoice.items() if k in names}]
+            )
+
+        await upgrade(url)
+
+        async with engine.connect() as connection:
+            due = await connection.scalar(text("SELECT lifetime_check_at FROM invoices"))
+    finally:
+        await engine.dispose()
+        drop()
+
+    assert due == 1_800_000_000_000

@@ -42,14 +42,21 @@ _COLUMNS = (
 )
 
 
+# Pages one pass reads at most: the pass runs inside the monitor's loop, so a backlog (the
+# first pass after an upgrade) is read over several ticks, never holding up the block pass.
+PAGES_PER_PASS = 10
+
+
 @dataclass(frozen=True)
 class LifetimePassResult:
     """Escrows read, non-zero assets found among them (own token of settled invoices and
-    other assets), unreadable readings (left as they were)."""
+    other assets), unreadable readings (left as they were), and whether more may be due
+    (the pass stopped at ``PAGES_PER_PASS``)."""
 
     checked: int = 0
     found: int = 0
     unreadable: int = 0
+    more: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,15 +115,16 @@ async def release_lifetime_claims(services: Services, claims: Sequence[_Claim]) 
 async def run_lifetime_pass(
     services: Services, chain: ChainGateway, block: int | None = None
 ) -> LifetimePassResult:
-    """Read every escrow of ``chain`` whose lifetime check is due, page by page (a page is
-    one chunk of ``monitor_batch_size`` escrows), and record what they hold."""
+    """Read the escrows of ``chain`` whose lifetime check is due, page by page (a page is
+    one chunk of ``monitor_batch_size`` escrows, up to ``PAGES_PER_PASS``), and record what
+    they hold."""
     page_size = services.settings.monitor_batch_size
     checked = found = unreadable = 0
-    while True:
+    for _ in range(PAGES_PER_PASS):
         now_ms = services.clock.now_ms()
         claims = await claim_lifetime_due(services, chain.config.chain_id, now_ms, page_size)
         if not claims:
-            break
+            return LifetimePassResult(checked, found, unreadable)
         try:
             if block is None:
                 block = await confirmed_block(chain)
@@ -133,5 +141,5 @@ async def run_lifetime_pass(
         checked += len(claims)
         unreadable += sum(1 for reading in readings if reading.balance is None)
         if len(claims) < page_size:
-            break
-    return LifetimePassResult(checked, found, unreadable)
+            return LifetimePassResult(checked, found, unreadable)
+    return LifetimePassResult(checked, found, unreadable, more=True)

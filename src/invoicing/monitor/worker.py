@@ -49,8 +49,9 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
             result = await run_due_pass(services, chain, block)
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
-                await run_lifetime_pass(services, chain, block)
-                last_lifetime_ms = now_ms
+                lifetime = await run_lifetime_pass(services, chain, block)
+                # A backlog goes on at the next tick; otherwise wait for the next poll.
+                last_lifetime_ms = None if lifetime.more else now_ms
             if result.unreadable:
                 log.info(
                     "monitor pass on chain %s: %d escrow balances unreadable (token balanceOf "

@@ -43,13 +43,22 @@ from invoicing.settlement.withdrawals import (
 
 
 async def waiting_assets(
-    services: Services, chain_id: int, owner_key: str | None = None
+    services: Services, chain_id: int, now_ms: int, owner_key: str | None = None
 ) -> dict[str, list[str]]:
-    """Invoice ids by asset key: other assets waiting to be swept."""
+    """Invoice ids by asset key: other assets waiting to be swept from settled escrows."""
+    window_ms = int(services.settings.late_payment_window_s * 1000)
+    conditions = [
+        EscrowAsset.chain_id == chain_id,
+        waiting_to_sweep(),
+        settled_for_good(now_ms, window_ms),
+    ]
+    if owner_key is not None:
+        conditions.append(Invoice.owner_key == owner_key)
     async with services.db.sessions() as session:
         rows = await session.execute(
             select(EscrowAsset.token_address, EscrowAsset.invoice_id)
-            .where(EscrowAsset.chain_id == chain_id, waiting_to_sweep())
+            .join(Invoice, Invoice.id == EscrowAsset.invoice_id)
+            .where(*conditions)
             .order_by(EscrowAsset.token_address, EscrowAsset.invoice_id)
             .limit(MAX_CANDIDATES_PER_PASS)
         )
@@ -73,9 +82,10 @@ async def sweep_other_assets(
         backoff = Backoff(settings.settlement_poll_interval_s, settings.settlement_backoff_max_s)
     chain_id = chain.config.chain_id
     sent = []
-    for key, ids in (await waiting_assets(services, chain_id, owner_key)).items():
-        now_ms = services.clock.now_ms()
-        window_ms = int(settings.late_payment_window_s * 1000)
+    now_ms = services.clock.now_ms()
+    window_ms = int(settings.late_payment_window_s * 1000)
+    for key, ids in (await waiting_assets(services, chain_id, now_ms, owner_key)).items():
+        # Read again as candidates: none that a pending withdrawal holds.
         condition = Invoice.id.in_(ids) & settled_for_good(now_ms, window_ms)
         invoices = await candidates(services.db, chain_id, condition, owner_key)
         if invoices:

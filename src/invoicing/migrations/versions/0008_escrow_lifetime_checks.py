@@ -1,7 +1,7 @@
 """escrows watched for life: the low-rate check time, and the assets found in escrows
 
 ``invoices.lifetime_check_at`` is when the low-rate pass next reads every allow-listed asset
-of the escrow (existing invoices are due at once, then once per interval);
+of the escrow (existing invoices are first due at their expiry, then once per interval);
 ``escrow_assets`` holds the non-zero balances it (or a sweep) found.
 
 Revision ID: 0008_escrow_lifetime_checks
@@ -27,6 +27,9 @@ def upgrade() -> None:
         "invoices",
         sa.Column("lifetime_check_at", sa.BigInteger(), nullable=False, server_default="0"),
     )
+    # Existing escrows are first read once they expire (the window is a setting, unknown
+    # here): a pending invoice's escrow is not read before its expiry.
+    op.execute("UPDATE invoices SET lifetime_check_at = expires_at")
     op.create_index("ix_invoices_lifetime_check", "invoices", ["chain_id", "lifetime_check_at"])
     op.create_table(
         "escrow_assets",
