@@ -117,7 +117,8 @@ async def record_readings(
 ) -> int:
     """Store readings in the caller's transaction: a non-zero balance upserts its row, a zero
     one deletes it, an unreadable one changes nothing. Returns the non-zero ones stored."""
-    kept = [r for r in readings if _recorded(r)]
+    # In key order, as every writer of these rows goes: concurrent writers do not deadlock.
+    kept = sorted((r for r in readings if _recorded(r)), key=lambda r: (r.escrow.id, r.asset))
     found = [r for r in kept if r.balance]
     # Most escrows hold nothing: only rows that exist are deleted.
     existing = await _existing(session, list({r.escrow.id for r in kept if not r.balance}))
