@@ -6,6 +6,7 @@ from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund
 from invoicing.settlement.models import (
+    EscrowAsset,
     MetaTransaction,
     ParkedEscrow,
     RelayerAccount,
@@ -18,6 +19,7 @@ from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEv
 __all__ = [
     "ApiKey",
     "Base",
+    "EscrowAsset",
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",

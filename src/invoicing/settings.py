@@ -105,6 +105,12 @@ class Settings(BaseSettings):
     # Addresses per balancesOf eth_call: ~3.5k gas each (native), ~4.5k (ERC-20), so a chunk
     # of 6,000 stays under a 30M-gas eth_call cap.
     monitor_batch_size: int = 6000
+    # Every escrow ever created is read for life at this low rate once its late-payment window
+    # is over (its own token, every allow-listed token and the native coin, in batches);
+    # funds found are swept to the owner.
+    lifetime_check_interval_s: float = Field(default=86400.0, gt=0)
+    # How often the monitor looks for escrows whose lifetime check is due (one indexed query).
+    lifetime_poll_interval_s: float = Field(default=60.0, gt=0)
     # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
     monitor_poll_interval_s: float = 0.5
     webhook_retry_delay_s: float = 60.0

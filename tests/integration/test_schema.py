@@ -6,15 +6,15 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import column, insert, table, text
+from sqlalchemy import column, insert, inspect, table, text
 from sqlalchemy.engine import Connection
 
 from invoicing.db import create_engine
+from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.migrate import alembic_config, upgrade
 from invoicing.models import Base
 from invoicing.webhooks.endpoints import endpoint_key
 from tests.conftest import new_database_url
-from tests.support.monitoring import fake_services, new_fake_chain, new_invoice
 
 pytestmark = pytest.mark.integration
 
@@ -93,12 +93,17 @@ async def test_the_endpoint_migration_fills_in_the_queued_events_endpoints() -> 
             await connection.run_sync(
                 lambda sync: command.upgrade(alembic_config(url, sync), "0002_settlement")
             )
-        fake = new_fake_chain()
-        services = fake_services(url, fake)
-        invoice = await new_invoice(services, fake)
-        await services.db.dispose()
+        invoice = invoice_values()
         async with engine.begin() as connection:
-            await connection.execute(insert(EVENTS_0002), [queued_event(invoice.id)])
+            # Only the columns of the schema at 0002 (later migrations add some).
+            names = await connection.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("invoices")}
+            )
+            invoices = table("invoices", *(column(name) for name in names))
+            await connection.execute(
+                insert(invoices), [{k: v for k, v in invoice.items() if k in names}]
+            )
+            await connection.execute(insert(EVENTS_0002), [queued_event(str(invoice["id"]))])
 
         await upgrade(url)
 
@@ -110,6 +115,48 @@ async def test_the_endpoint_migration_fills_in_the_queued_events_endpoints() -> 
 
     webhook_url = "https://Hooks.example:8443/paid"
     assert tuple(row) == (endpoint_key(webhook_url), "hooks.example:8443")
+
+
+def invoice_values() -> dict[str, object]:
+    """An invoice row's values by column name (every column of the models)."""
+    owner = "0x" + "11" * 20
+    invoice = Invoice(
+        id="00000000-0000-0000-0000-0000000000aa",
+        owner_address=owner,
+        owner_key=owner,
+        chain_id=31337,
+        invoice_id="1",
+        payment_address="0x" + "22" * 20,
+        salt="0x" + "33" * 32,
+        amount="1",
+        token_address=None,
+        decimals=18,
+        required_raw=str(10**18),
+        description=None,
+        metadata_=None,
+        webhook_url="https://Hooks.example:8443/paid",
+        expires_at=1,
+        status="pending",
+        paid=False,
+        paid_at=None,
+        withdrawn=False,
+        withdrawn_at=None,
+        balance_raw="0",
+        last_checked_at=1,
+        created_at=1,
+        updated_at=1,
+        deleted_at=None,
+        auth_mode="signature",
+        api_key_id=None,
+        auth_signature="0xsig",
+        auth_timestamp="1",
+        request_hash="0" * 64,
+        watch=True,
+        next_check_at=1,
+        swept_raw="0",
+        lifetime_check_at=1,
+    )
+    return InvoiceRow.copy_of(invoice).column_values()
 
 
 EVENTS_0002 = table(
@@ -133,3 +180,32 @@ def queued_event(invoice_pk: str) -> dict[str, object]:
         "claimed_until": 0,
         "created_at": 1,
     }
+
+
+async def test_the_lifetime_migration_first_reads_existing_escrows_at_their_expiry() -> None:
+    url, drop = new_database_url()
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(
+                lambda sync: command.upgrade(alembic_config(url, sync), "0008_refunds")
+            )
+        invoice = {**invoice_values(), "expires_at": 1_800_000_000_000}
+        async with engine.begin() as connection:
+            names = await connection.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("invoices")}
+            )
+            invoices = table("invoices", *(column(name) for name in names))
+            await connection.execute(
+                insert(invoices), [{k: v for k, v in invoice.items() if k in names}]
+            )
+
+        await upgrade(url)
+
+        async with engine.connect() as connection:
+            due = await connection.scalar(text("SELECT lifetime_check_at FROM invoices"))
+    finally:
+        await engine.dispose()
+        drop()
+
+    assert due == 1_800_000_000_000

@@ -12,7 +12,7 @@ from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
-from invoicing.invoices.create import NewInvoice, create_invoice
+from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settings import Settings
@@ -82,6 +82,7 @@ async def new_invoice(
         caller or Caller(owner.lower(), "signature", signature="0xsig", timestamp="1"),
         now_ms,
         86400,
+        CreateRules(late_payment_window_s=services.settings.late_payment_window_s),
     )
     return invoice
 

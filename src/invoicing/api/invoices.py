@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import Address, body_schema, query_schema
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -23,8 +25,9 @@ from invoicing.invoices.service import (
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.refunds.service import refunds_of
-from invoicing.services import services_of
+from invoicing.services import Services, services_of
 from invoicing.settings import Settings
+from invoicing.settlement.assets import other_balances
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -115,6 +118,7 @@ def create_rules(settings: Settings) -> CreateRules:
         require_https_webhook=settings.environment != "development"
         and not settings.webhook_allow_http,
         allow_private_webhook=settings.webhook_allow_private,
+        late_payment_window_s=settings.late_payment_window_s,
     )
 
 
@@ -144,9 +148,10 @@ async def create(request: Request) -> JSONResponse:
         services.settings.default_expiry_s,
         create_rules(services.settings),
     )
-    refunds = await refunds_of(services.db, [] if created else [invoice.id])
+    # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
+    (view,) = await owner_views(services, [invoice], fresh=created)
     return JSONResponse(
-        invoice_to_dict(invoice, services.settings.payment_page_url, refunds.get(invoice.id)),
+        view,
         status_code=201 if created else 200,
     )
 
@@ -161,9 +166,8 @@ async def status(request: Request) -> JSONResponse:
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
-    refunds = (await refunds_of(services.db, [invoice.id])).get(invoice.id)
-    page_url = services.settings.payment_page_url
-    return JSONResponse({"invoice": invoice_to_dict(invoice, page_url, refunds)})
+    (view,) = await owner_views(services, [invoice])
+    return JSONResponse({"invoice": view})
 
 
 @router.get("", openapi_extra=query_schema(ListQuery), summary="List an owner's invoices")
@@ -186,11 +190,9 @@ async def list_(request: Request) -> JSONResponse:
             limit=limit_,
         ),
     )
-    page_url = services.settings.payment_page_url
-    refunds = await refunds_of(services.db, [invoice.id for invoice in invoices])
     return JSONResponse(
         {
-            "items": [invoice_to_dict(i, page_url, refunds.get(i.id)) for i in invoices],
+            "items": await owner_views(services, invoices),
             "total": total,
             "page": query.page,
             "limit": limit_,
@@ -208,3 +210,23 @@ async def delete(request: Request) -> JSONResponse:
     return JSONResponse(
         {"deleted": True, "invoiceId": invoice.invoice_id, "chainId": invoice.chain_id}
     )
+
+
+async def owner_views(
+    services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
+) -> list[dict[str, Any]]:
+    """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
+    (never shown on the public /pay routes). ``fresh``: just created, so there are none."""
+    ids = [] if fresh else [invoice.id for invoice in invoices]
+    refunds = await refunds_of(services.db, ids)
+    others = await other_balances(services.db, ids)
+    page_url = services.settings.payment_page_url
+    return [
+        invoice_to_dict(
+            invoice,
+            page_url,
+            refunds=refunds.get(invoice.id),
+            other_balances=others.get(invoice.id),
+        )
+        for invoice in invoices
+    ]

@@ -71,6 +71,8 @@ class CreateRules:
     max_watched_per_owner: int = 0  # 0: no cap
     require_https_webhook: bool = False
     allow_private_webhook: bool = True
+    # The escrow's low-rate lifetime checks start when this window after expiry is over.
+    late_payment_window_s: int = 0
 
 
 # A refused create waits for some of the owner's watched invoices to be paid, expire or be
@@ -141,6 +143,7 @@ async def create_invoice(
         watch=True,
         next_check_at=now_ms,
         swept_raw="0",
+        lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     return await _creator(db).submit(job)

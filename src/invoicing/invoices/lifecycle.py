@@ -46,7 +46,9 @@ a pending invoice past its expiry as expired before the monitor records it
 (:func:`shown_status`). Funds reaching a settled escrow are swept too
 (``settlement.withdrawals.settled_candidates``): completed and cancelled ones within the
 late-payment window since their withdrawal or deletion, expired ones once that window is over
-(until then a late full payment can still make the invoice paid).
+(until then a late full payment can still make the invoice paid). After those windows every
+escrow is still read for life at a low rate (``monitor.lifetime``) and what it holds is swept
+(``settlement.assets``).
 
 The functions below are pure: they take the invoice as it is (``InvoiceState``), the event
 and the time, and return a :class:`Step`. Callers load the row under a lock, ask for the step

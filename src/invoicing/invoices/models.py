@@ -79,6 +79,8 @@ class Invoice(Base):
         UniqueConstraint("owner_key", "chain_id", "invoice_id"),
         Index("ix_invoices_owner_created", "owner_key", "created_at"),
         Index("ix_invoices_watch", "chain_id", "watch", "next_check_at"),
+        # The low-rate pass over every escrow ever created (``monitor.lifetime``).
+        Index("ix_invoices_lifetime_check", "chain_id", "lifetime_check_at"),
         # Withdrawals never look for pending invoices: on PostgreSQL they stay out of this
         # index, so a monitor claim (a non-HOT update of a pending row) skips it.
         Index(
@@ -138,6 +140,9 @@ class Invoice(Base):
     next_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
     # Highest raw balance already swept from this escrow to the owner.
     swept_raw: Mapped[str] = mapped_column(RAW, default="0")
+    # When the low-rate pass next reads every allow-listed asset of this escrow, for life:
+    # first at the end of its late-payment window (``monitor.lifetime``).
+    lifetime_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -185,6 +190,7 @@ class InvoiceRow:
     watch: bool
     next_check_at: int
     swept_raw: str
+    lifetime_check_at: int
 
     @classmethod
     def copy_of(cls, invoice: Invoice | InvoiceRow) -> InvoiceRow:

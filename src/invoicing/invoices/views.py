@@ -16,11 +16,14 @@ def payment_url(payment_page_url: str, payment_address: str) -> str:
 def invoice_to_dict(
     invoice: Invoice | InvoiceRow,
     payment_page_url: str,
+    *,
     refunds: list[dict[str, Any]] | None = None,
+    other_balances: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked).
-    Owner routes pass the invoice's ``refunds`` (``refunds.service.refunds_of``); the key is
-    present only when there are some."""
+    Owner routes pass the invoice's ``refunds`` (``refunds.service.refunds_of``) and
+    ``other_balances``: other assets found in the escrow and not swept yet
+    (``settlement.assets.other_balances``); each key is present only when there are some."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -53,6 +56,8 @@ def invoice_to_dict(
     )
     if refunds:
         body["refunds"] = refunds
+    if other_balances:
+        body["otherBalances"] = other_balances
     return body
 
 

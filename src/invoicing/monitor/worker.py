@@ -2,7 +2,9 @@
 
 Every ``monitor_poll_interval_s`` it reads ``eth_blockNumber`` (one cheap call). When the head
 moved, a block pass reads the pending invoices so that a payment is seen within one block;
-then the due pass checks whatever is due (pending every 20 s, expired at the lower rate).
+then the due pass checks whatever is due (pending every 20 s, expired at the lower rate),
+and every ``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate
+lifetime check is due (``monitor.lifetime``).
 An RPC or database outage is logged and retried with exponential backoff; it never ends
 the loop.
 """
@@ -18,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_at
+from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.monitor.passes import run_block_pass, run_due_pass
 from invoicing.services import Services
 
@@ -33,7 +36,9 @@ async def run(services: Services, stop: asyncio.Event) -> None:
 
 async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Event) -> None:
     poll_s = services.settings.monitor_poll_interval_s
+    lifetime_poll_ms = services.settings.lifetime_poll_interval_s * 1000
     last_block: int | None = None
+    last_lifetime_ms: int | None = None
     failures = 0
     while not stop.is_set():
         try:
@@ -42,6 +47,11 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
                 await run_block_pass(services, chain, block)
                 last_block = block
             result = await run_due_pass(services, chain, block)
+            now_ms = services.clock.now_ms()
+            if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
+                lifetime = await run_lifetime_pass(services, chain, block)
+                # A backlog goes on at the next tick; otherwise wait for the next poll.
+                last_lifetime_ms = None if lifetime.more else now_ms
             if result.unreadable:
                 log.info(
                     "monitor pass on chain %s: %d escrow balances unreadable (token balanceOf "

@@ -187,3 +187,25 @@ class ParkedEscrow(Base):
     next_retry_at: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class EscrowAsset(Base):
+    """A balance found in an escrow by the low-rate lifetime pass or at a sweep of it
+    (``settlement.assets``): the invoice's own token once the invoice is settled (``own``:
+    swept by the invoice's withdrawals, never shown), or any other allow-listed token or the
+    native coin (shown to the owner as ``otherBalances`` and swept in batches of that asset).
+    Only non-zero balances have a row; an unreadable one leaves the row as it was."""
+
+    __tablename__ = "escrow_assets"
+    __table_args__ = (Index("ix_escrow_assets_chain", "chain_id", "own"),)
+
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
+    # Lower case; the zero address for the native coin.
+    token_address: Mapped[str] = mapped_column(String(42), primary_key=True)
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    own: Mapped[bool] = mapped_column(Boolean)
+    balance_raw: Mapped[str] = mapped_column(RAW)
+    seen_at: Mapped[int] = mapped_column(BigInteger)
+    # The last sweep of this asset that did not empty the escrow (a blocking token, a failed
+    # simulation): not tried again until a later read sees it (``seen_at`` after this).
+    attempted_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

@@ -7,6 +7,7 @@ one stopped. A transaction is final only at the chain's confirmation depth.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -16,6 +17,7 @@ from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
 from invoicing.refunds.service import settle_refund
 from invoicing.services import Services
+from invoicing.settlement.assets import Reading, assets_after_sweep
 from invoicing.settlement.backoff import REQUEST_ERRORS
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Relayer
@@ -83,11 +85,13 @@ async def track_one(
         if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
             return None
         after: dict[str, int | None] = {}
+        others: list[Reading] = []
         if row.purpose == TxPurpose.WITHDRAW and receipt["status"] == 1:
-            after = await balances_after_sweep(
-                services.db, chain, row.id, int(receipt["blockNumber"])
-            )
-        return await finalize(services, chain.factory, row.id, receipt, after)
+            block = int(receipt["blockNumber"])
+            after = await balances_after_sweep(services.db, chain, row.id, block)
+            batch_size = services.settings.monitor_batch_size
+            others = await assets_after_sweep(services.db, chain, row.id, block, batch_size)
+        return await finalize(services, chain.factory, row.id, receipt, after, others)
     if row.nonce < mined_count:
         return await finalize(services, chain.factory, row.id, None)
     await keep_alive(services, chain, relayer, row)
@@ -126,10 +130,12 @@ async def finalize(
     row_id: str,
     receipt: dict[str, Any] | None,
     after: dict[str, int | None] | None = None,
+    others: Sequence[Reading] = (),
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
     what it means in the same database transaction (``after``: a confirmed withdrawal's
-    escrow balances at its block). None if another process got there first."""
+    escrow balances at its block; ``others``: their other assets there). None if another
+    process got there first."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         row = await session.scalar(
@@ -149,7 +155,9 @@ async def finalize(
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
         if row.purpose == TxPurpose.WITHDRAW:
-            await settle_withdrawal(session, services, factory, row, receipt, after or {}, now_ms)
+            await settle_withdrawal(
+                session, services, factory, row, receipt, after or {}, now_ms, others
+            )
         elif row.purpose == TxPurpose.REFUND:
             await settle_refund(session, factory, row, receipt, now_ms)
     log.info(

@@ -45,6 +45,14 @@ from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawa
 from invoicing.invoices.models import Invoice
 from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
+from invoicing.settlement.assets import (
+    Reading,
+    after_sweep,
+    asset_key,
+    mark_attempted,
+    own_funds_ids,
+    record_readings,
+)
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
 from invoicing.settlement.models import (
     ParkedEscrow,
@@ -107,7 +115,8 @@ def _paid() -> ColumnElement[bool]:
 
 
 def _settled(now_ms: int, window_ms: int) -> ColumnElement[bool]:
-    """Settled invoices whose escrow may have received funds since: read, then sweep."""
+    """Settled invoices whose escrow may have received funds since: read, then sweep. After
+    these windows, the monitor's lifetime pass finds their funds (``settlement.assets``)."""
     since = now_ms - window_ms
     return or_(
         and_(Invoice.status == InvoiceStatus.COMPLETED, Invoice.withdrawn_at >= since),
@@ -117,6 +126,16 @@ def _settled(now_ms: int, window_ms: int) -> ColumnElement[bool]:
             Invoice.expires_at <= since,
             Invoice.expires_at >= since - window_ms,
         ),
+        and_(settled_for_good(now_ms, window_ms), Invoice.id.in_(own_funds_ids())),
+    )
+
+
+def settled_for_good(now_ms: int, window_ms: int) -> ColumnElement[bool]:
+    """Invoices no payment can change any more: completed, cancelled, or expired with their
+    late-payment window over. Any asset found in their escrows is swept to the owner."""
+    return or_(
+        Invoice.status.in_([InvoiceStatus.COMPLETED, InvoiceStatus.CANCELLED]),
+        and_(Invoice.status == InvoiceStatus.EXPIRED, Invoice.expires_at < now_ms - window_ms),
     )
 
 
@@ -214,6 +233,10 @@ class Planning:
     seen: dict[str, int]
     balances: dict[str, int | None]
     parked: dict[str, ParkedEscrow]
+    # Set when the pass sweeps another asset found in the escrows (``settlement.stranded``):
+    # its asset key. Such an escrow that fails alone is not parked (the invoice's own sweeps
+    # go on) but waits for the asset's next read.
+    other_asset: str | None = None
 
     def is_due(self, invoice_id: str) -> bool:
         return is_due(self.balances[invoice_id], self.parked.get(invoice_id), self.now_ms)
@@ -364,7 +387,10 @@ def failure_reason(exc: RpcError) -> str:
 
 async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[RelayerTransaction]:
     if len(batch.invoices) == 1:
-        await park_escrows(planning, [(batch.invoices[0], ParkKind.FAILING, reason)])
+        if planning.other_asset is not None:
+            await _set_aside(planning, batch.invoices[0], reason)
+        else:
+            await park_escrows(planning, [(batch.invoices[0], ParkKind.FAILING, reason)])
         return []
     log.info(
         "withdrawal of %s escrow(s) of %s on chain %s: %s; splitting it",
@@ -377,6 +403,22 @@ async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[R
     first = Batch(batch.owner_address, batch.token_address, batch.invoices[:half])
     rest = Batch(batch.owner_address, batch.token_address, batch.invoices[half:])
     return [*await sweep_batch(planning, first), *await sweep_batch(planning, rest)]
+
+
+async def _set_aside(planning: Planning, invoice: Invoice, reason: str) -> None:
+    assert planning.other_asset is not None
+    log.warning(
+        "withdrawals on chain %s: asset %s of escrow %s (invoice %s) cannot be swept (%s); "
+        "tried again once the lifetime pass reads it again",
+        invoice.chain_id,
+        planning.other_asset,
+        invoice.payment_address,
+        invoice.id,
+        reason,
+    )
+    async with planning.services.db.transaction() as session:
+        now_ms = planning.services.clock.now_ms()
+        await mark_attempted(session, invoice.id, planning.other_asset, now_ms)
 
 
 async def park_escrows(planning: Planning, parks: Sequence[tuple[Invoice, str, str]]) -> None:
@@ -555,11 +597,14 @@ async def settle_withdrawal(
     receipt: dict[str, Any] | None,
     after: dict[str, int | None],
     now_ms: int,
+    others: Sequence[Reading] = (),
 ) -> None:
     """Apply a final withdrawal transaction. Confirmed: each escrow whose funds moved counts
     as swept (a paid invoice completes); one that moved nothing is parked. Reverted or
     dropped: the invoices are released for the next pass. ``after`` holds the escrows'
-    balances after a confirmed sweep."""
+    balances after a confirmed sweep, ``others`` their other assets at that block (recorded
+    in ``escrow_assets``). A sweep of another asset than the invoice's own token changes
+    only the escrow's asset rows."""
     withdrawal = await session.scalar(
         select(Withdrawal).where(Withdrawal.relayer_tx_id == row.id).with_for_update()
     )
@@ -589,11 +634,14 @@ async def settle_withdrawal(
         .execution_options(populate_existing=True)
     )
     swept = []
+    own_token = asset_key(withdrawal.token_address)
     for invoice in invoices:
         amount = moved[invoice.id]
         items[invoice.id].moved_raw = None if amount is None else str(amount)
         if amount is None:
             continue  # unknown: the escrow is read again by a later pass
+        if asset_key(invoice.token_address) != own_token:
+            continue  # another asset of the escrow: its row holds what is left
         if amount > 0:
             invoice.swept_raw = str(int(invoice.swept_raw) + amount)
             apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
@@ -613,6 +661,8 @@ async def settle_withdrawal(
             now_ms,
         )
     await unpark(session, swept)
+    await after_sweep(session, withdrawal.token_address, after, now_ms)
+    await record_readings(session, services.db.dialect, row.chain_id, others, now_ms)
 
 
 async def withdrawal_summary(db: Database, tx_id: str) -> tuple[Withdrawal, int] | None:

@@ -26,6 +26,7 @@ from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer, RelayerUnavailable
+from invoicing.settlement.stranded import sweep_other_assets
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals, withdrawal_summary
 
@@ -105,11 +106,17 @@ async def settlement_step(
     batches: Backoff | None = None,
     owner_key: str | None = None,
 ) -> list[RelayerTransaction]:
-    """Follow the pending transactions, then send what is due; returns what was sent."""
+    """Follow the pending transactions, then send what is due (on a full pass, the other
+    assets found in settled escrows too); returns what was sent."""
     await track_pending(services, chain, relayer)
-    return await plan_withdrawals(
+    sent = await plan_withdrawals(
         services, chain, relayer, full=full, owner_key=owner_key, backoff=batches
     )
+    if full:
+        sent += await sweep_other_assets(
+            services, chain, relayer, owner_key=owner_key, backoff=batches
+        )
+    return sent
 
 
 async def withdraw_now(
