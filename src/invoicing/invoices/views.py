@@ -21,6 +21,8 @@ def invoice_to_dict(invoice: Invoice | InvoiceRow, payment_page_url: str) -> dic
         "chainId": invoice.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        # The escrow's CREATE2 salt: with it the owner can sweep the escrow without us.
+        "salt": invoice.salt,
         "amount": invoice.amount,
         "tokenAddress": invoice.token_address,
     }
@@ -56,6 +58,7 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         "chainId": invoice.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        "salt": invoice.salt,
         "amount": invoice.amount,
         "tokenAddress": invoice.token_address,
         "status": "paid",
