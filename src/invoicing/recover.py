@@ -409,10 +409,7 @@ async def _send(
         summary.fee_raw[event.token] = summary.fee_raw.get(event.token, 0) + event.fee
     summary.swept.update(e.payment_address for e in escrows)
     parts = ", ".join(f"{_asset(t)} {amount} raw" for t, amount in moved.items()) or "nothing"
-    echo(
-        f"swept {len(escrows)} escrow(s) of {_asset(token)}: {parts}; tx {tx_hash}, "
-        f"gas {receipt['gasUsed']}"
-    )
+    echo(f"swept {len(escrows)} escrow(s): {parts}; tx {tx_hash}, gas {receipt['gasUsed']}")
 
 
 def _fails_in_execution(exc: RpcError) -> bool:
@@ -461,12 +458,14 @@ async def recover(options: RecoveryOptions, echo: Echo) -> Summary:
 
 def summary_lines(summary: Summary, dry_run: bool) -> list[str]:
     """The final report: escrows swept, amounts per asset (raw units), gas, problems."""
-    verb = "would sweep" if dry_run else "swept"
-    gas = "estimated gas" if dry_run else "gas used"
-    lines = [
-        f"{verb} {len(summary.swept)} escrow(s) in "
-        f"{summary.transactions if not dry_run else 'no'} transaction(s); {gas} {summary.gas_used}"
-    ]
+    if dry_run:
+        first = f"would sweep {len(summary.swept)} escrow(s); estimated gas {summary.gas_used}"
+    else:
+        first = (
+            f"swept {len(summary.swept)} escrow(s) in {summary.transactions} transaction(s); "
+            f"gas used {summary.gas_used}"
+        )
+    lines = [first]
     for token, total in sorted(summary.total_raw.items()):
         fee = summary.fee_raw.get(token, 0)
         fee_note = f" ({fee} raw of it to the payout address as fee)" if fee else ""
