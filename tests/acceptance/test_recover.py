@@ -4,6 +4,8 @@ script), on a chain the service no longer watches."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.services import build_services
 from invoicing.settings import Settings
-from tests.conftest import chain_config, new_database_url
+from tests.conftest import RunningApp, chain_config, new_database_url
 from tests.support.api import issue_api_key, key_headers, signed_get
 from tests.support.chain import read_view
 from tests.support.server import serve
@@ -390,3 +392,55 @@ def test_recover_bad_arguments_exit_with_one_line(tmp_path: Path) -> None:
         assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
         assert expected in result.stderr
         assert secret[2:] not in result.stderr and "not a key" not in result.stderr
+
+
+async def test_operator_export_prints_what_the_owner_gets_from_the_api(
+    app: RunningApp, dev: DevDeployment, database_url: str
+) -> None:
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    for invoice_id in ("first", "second"):
+        response = await app.http.post(
+            "/integration/invoices",
+            json={
+                "ownerAddress": owner.address,
+                "chainId": dev.chain_id,
+                "amount": "1",
+                "invoiceId": invoice_id,
+            },
+            headers=key_headers(key),
+        )
+        assert response.status_code == 201
+    params = {"ownerAddress": owner.address, "chainId": str(dev.chain_id)}
+    from_api = await app.http.get(
+        "/integration/escrows/export", params=params, headers=key_headers(key)
+    )
+
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [
+            INVOICING,
+            "escrows",
+            "export",
+            "--owner",
+            owner.address.lower(),
+            "--chain-id",
+            str(dev.chain_id),
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "INVOICING_DATABASE_URL": database_url,
+            "INVOICING_ENVIRONMENT": "development",
+        },
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == from_api.text
+    assert [json.loads(line)["invoiceId"] for line in result.stdout.splitlines()] == [
+        "first",
+        "second",
+    ]
