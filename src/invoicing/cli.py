@@ -330,13 +330,9 @@ def recover(
 
     from invoicing.chain.rpc import RpcError
     from invoicing.errors import ChainUnavailable
-    from invoicing.recover import (
-        BadArgument,
-        RecoveryRefused,
-        parse_options,
-        summary_lines,
-    )
-    from invoicing.recover import recover as run_recovery
+    from invoicing.recovery.inputs import BadArgument, RecoveryRefused, parse_options
+    from invoicing.recovery.sweep import recover as run_recovery
+    from invoicing.recovery.sweep import summary_lines
 
     try:
         options = parse_options(

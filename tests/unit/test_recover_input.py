@@ -10,7 +10,7 @@ from eth_account import Account
 
 from invoicing.addresses import normalize_address
 from invoicing.chain.escrows import escrow_address
-from invoicing.recover import BadArgument, RecoveryRefused, load_sender_key, read_export
+from invoicing.recovery.inputs import BadArgument, RecoveryRefused, load_sender_key, read_export
 
 FACTORY = "0x5FbDB2315678afecb367f032d93F642f64180aa3"
 OWNER = Account.create().address
