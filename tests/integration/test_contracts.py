@@ -15,7 +15,7 @@ from eth_utils.address import to_checksum_address
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.chain.abi import encode_call, event_topic
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
+from invoicing.chain.artifacts import PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import (
     decode_balances_of,
     encode_balances_of,
@@ -28,9 +28,15 @@ from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.events import Withdrawn, decode_withdrawn
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.reverts import RevertReason, decode_revert
-from invoicing.chain.rpc import ContractRevert
+from invoicing.chain.reverts import RevertReason
 from tests.support.chain import read_view
+from tests.support.factory import (
+    deadline_in,
+    expect_revert,
+    send,
+    sign_typed,
+    token_balance,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +45,6 @@ PAYER_KEY = DEV_PRIVATE_KEYS[2]
 CALLER_KEY = DEV_PRIVATE_KEYS[3]
 CALLER = DEV_ADDRESSES[3]
 SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-FAILED_TX_GAS = 500_000
 ETH = 10**18
 
 
@@ -55,39 +60,6 @@ def new_salt() -> bytes:
     return os.urandom(32)
 
 
-def sign(key: bytes | str, typed: dict[str, Any]) -> bytes:
-    signed = Account.sign_message(encode_typed_data(full_message=typed), key)
-    return bytes(signed.signature)
-
-
-async def deadline_in(evm: EvmClient, seconds: int) -> int:
-    block = await evm.get_block("latest")
-    return int(block["timestamp"], 16) + seconds
-
-
-async def token_balance(evm: EvmClient, token: str, account: str) -> int:
-    balance: int = await read_view(evm, token, ERC20, "balanceOf", account)
-    return balance
-
-
-async def send(evm: EvmClient, key: str, to: str, data: bytes, value: int = 0) -> dict[str, Any]:
-    receipt = await evm.transact(key, to, data, value=value)
-    assert receipt["status"] == 1
-    return receipt
-
-
-async def expect_revert(evm: EvmClient, key: str, to: str, data: bytes) -> RevertReason:
-    """The call reverts both simulated and mined; returns the decoded custom error."""
-    sender = Account.from_key(key).address
-    with pytest.raises(ContractRevert) as caught:
-        await evm.eth_call(to, data, from_=sender)
-    reason = decode_revert(caught.value.revert_data)
-    assert reason is not None, caught.value.revert_data.hex()
-    receipt = await evm.transact(key, to, data, gas=FAILED_TX_GAS)
-    assert receipt["status"] == 0
-    return reason
-
-
 async def set_fee(
     evm: EvmClient, factory: str, owner: LocalAccount, fee_bps: int
 ) -> dict[str, Any]:
@@ -95,7 +67,9 @@ async def set_fee(
     nonce = await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address)
     deadline = await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
-    data = encode_set_fee_meta(owner.address, fee_bps, nonce, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(
+        owner.address, fee_bps, nonce, deadline, sign_typed(owner.key, typed)
+    )
     return await send(evm, RELAYER_KEY, factory, data)
 
 
@@ -106,7 +80,9 @@ async def set_payout(
     nonce = await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address)
     deadline = await deadline_in(evm, 3600)
     typed = set_payout_typed_data(chain_id, factory, owner.address, payout, nonce, deadline)
-    data = encode_set_payout_meta(owner.address, payout, nonce, deadline, sign(owner.key, typed))
+    data = encode_set_payout_meta(
+        owner.address, payout, nonce, deadline, sign_typed(owner.key, typed)
+    )
     return await send(evm, RELAYER_KEY, factory, data)
 
 
@@ -186,7 +162,7 @@ async def test_wrong_nonce_is_rejected(evm: EvmClient, factory: str) -> None:
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 100, 1, deadline)
-    data = encode_set_fee_meta(owner.address, 100, 1, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(owner.address, 100, 1, deadline, sign_typed(owner.key, typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
 
@@ -198,7 +174,7 @@ async def test_expired_deadline_is_rejected(evm: EvmClient, factory: str) -> Non
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, -1)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 100, 0, deadline)
-    data = encode_set_fee_meta(owner.address, 100, 0, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(owner.address, 100, 0, deadline, sign_typed(owner.key, typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
 
@@ -210,7 +186,7 @@ async def test_expired_deadline_is_rejected_for_set_payout(evm: EvmClient, facto
     owner, payout = new_owner(), new_owner().address
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, -1)
     typed = set_payout_typed_data(chain_id, factory, owner.address, payout, 0, deadline)
-    data = encode_set_payout_meta(owner.address, payout, 0, deadline, sign(owner.key, typed))
+    data = encode_set_payout_meta(owner.address, payout, 0, deadline, sign_typed(owner.key, typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
 
@@ -222,7 +198,7 @@ async def test_fee_above_500_bps_is_rejected(evm: EvmClient, factory: str) -> No
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 501, 0, deadline)
-    data = encode_set_fee_meta(owner.address, 501, 0, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(owner.address, 501, 0, deadline, sign_typed(owner.key, typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
 
@@ -234,7 +210,7 @@ async def test_signature_by_another_key_is_rejected(evm: EvmClient, factory: str
     owner, intruder = new_owner(), new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_payout_typed_data(chain_id, factory, owner.address, intruder.address, 0, deadline)
-    signature = sign(intruder.key, typed)
+    signature = sign_typed(intruder.key, typed)
     data = encode_set_payout_meta(owner.address, intruder.address, 0, deadline, signature)
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
@@ -247,7 +223,7 @@ async def test_signature_for_other_values_is_rejected(evm: EvmClient, factory: s
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 10, 0, deadline)
-    data = encode_set_fee_meta(owner.address, 500, 0, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(owner.address, 500, 0, deadline, sign_typed(owner.key, typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, data)
 
@@ -261,7 +237,7 @@ async def test_high_s_signature_is_rejected_and_low_s_twin_accepted(
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 42, 0, deadline)
-    low_s = sign(owner.key, typed)
+    low_s = sign_typed(owner.key, typed)
     high_s = flip_to_high_s(low_s)
     assert high_s != low_s
 
@@ -281,7 +257,7 @@ async def test_replayed_signature_is_rejected(evm: EvmClient, factory: str) -> N
     owner = new_owner()
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     typed = set_fee_typed_data(chain_id, factory, owner.address, 300, 0, deadline)
-    data = encode_set_fee_meta(owner.address, 300, 0, deadline, sign(owner.key, typed))
+    data = encode_set_fee_meta(owner.address, 300, 0, deadline, sign_typed(owner.key, typed))
     await send(evm, RELAYER_KEY, factory, data)
     await set_fee(evm, factory, owner, 100)  # the owner changes their mind (nonce 1)
 
@@ -298,7 +274,7 @@ async def test_eip1271_contract_wallet_sets_its_fee_and_payout(
     wallet = await deploy_wallet(evm, signer.address)
     chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
     fee_typed = set_fee_typed_data(chain_id, factory, wallet, 75, 0, deadline)
-    by_stranger = encode_set_fee_meta(wallet, 75, 0, deadline, sign(stranger.key, fee_typed))
+    by_stranger = encode_set_fee_meta(wallet, 75, 0, deadline, sign_typed(stranger.key, fee_typed))
 
     reason = await expect_revert(evm, RELAYER_KEY, factory, by_stranger)
     assert reason == RevertReason("InvalidSignature", ())
@@ -306,14 +282,14 @@ async def test_eip1271_contract_wallet_sets_its_fee_and_payout(
         evm,
         RELAYER_KEY,
         factory,
-        encode_set_fee_meta(wallet, 75, 0, deadline, sign(signer.key, fee_typed)),
+        encode_set_fee_meta(wallet, 75, 0, deadline, sign_typed(signer.key, fee_typed)),
     )
     payout_typed = set_payout_typed_data(chain_id, factory, wallet, payout, 1, deadline)
     await send(
         evm,
         RELAYER_KEY,
         factory,
-        encode_set_payout_meta(wallet, payout, 1, deadline, sign(signer.key, payout_typed)),
+        encode_set_payout_meta(wallet, payout, 1, deadline, sign_typed(signer.key, payout_typed)),
     )
 
     assert await setting_state(evm, factory, wallet) == (2, 75, payout)
