@@ -32,6 +32,7 @@ from invoicing.settings import Settings
 from tests.conftest import RunningApp, chain_config, new_database_url
 from tests.support.api import issue_api_key, key_headers, signed_get
 from tests.support.chain import read_view
+from tests.support.factory import deploy_test_contract
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
@@ -276,6 +277,33 @@ async def test_recover_splits_batches_that_do_not_fit_the_gas_limit(
 
     assert swept.returncode == 0, swept.stdout + swept.stderr
     assert "swept 5 escrow(s) in 3 transaction(s)" in swept.stdout
+    assert await evm.get_balance(lost.owner.address) == lost.native_held
+    assert await token_balance(evm, dev, lost.owner.address) == lost.token_held
+    assert await escrow_holdings(evm, dev, lost.escrows) == [0] * 6
+
+
+async def test_unreadable_balances_are_reported_and_everything_else_swept(
+    lost: Lost, anvil: AnvilProcess, dev: DevDeployment, evm: EvmClient, tmp_path: Path
+) -> None:
+    sender = await new_sender(evm)
+    looping = await deploy_test_contract(evm, "HostileToken", ("uint256", 0))
+    lines = [json.loads(line) for line in lost.export.read_text().splitlines()]
+    lines[5]["tokenAddress"] = looping  # a token whose balanceOf never returns
+    export = tmp_path / "hostile.ndjson"
+    export.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    swept = run_recover(
+        *("--rpc-url", anvil.url, "--factory", dev.factory, "--owner", lost.owner.address),
+        *("--from", str(export), "--sender-key", "env:RECOVER_KEY"),
+        env=clean_env(RECOVER_KEY=sender.key.to_0x_hex()),
+    )
+
+    assert swept.returncode == 1, swept.stdout + swept.stderr
+    assert "swept 5 escrow(s) in 2 transaction(s)" in swept.stdout
+    unreadable = [line for line in swept.stdout.splitlines() if "balance unreadable" in line]
+    assert unreadable == [
+        f"  not swept: {escrow}: token {looping} balance unreadable" for escrow in lost.escrows
+    ]
     assert await evm.get_balance(lost.owner.address) == lost.native_held
     assert await token_balance(evm, dev, lost.owner.address) == lost.token_held
     assert await escrow_holdings(evm, dev, lost.escrows) == [0] * 6
