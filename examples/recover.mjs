@@ -48,9 +48,16 @@ const withdraw = signer ? factory.connect(signer) : factory;
 let gasUsed = 0n;
 for (const token of tokens) {
   const held = [];
-  for (const part of chunks(escrows, 200)) {
+  // balancesOf answers fewer values than asked when its gas runs low: read on from there.
+  for (let start = 0; start < escrows.length; ) {
+    const part = escrows.slice(start, start + 200);
     const balances = await factory.balancesOf(token, part.map((e) => e.paymentAddress));
-    balances.forEach((b, i) => b > 0n && b !== ethers.MaxUint256 && held.push([part[i], b]));
+    if (balances.length === 0) throw new Error(`balancesOf(${token}) read nothing`);
+    balances.forEach((b, i) => {
+      if (b === ethers.MaxUint256) console.log(`${part[i].paymentAddress}: ${token} balance unreadable`);
+      else if (b > 0n) held.push([part[i], b]);
+    });
+    start += balances.length;
   }
   for (const batch of chunks(held, BATCH)) {
     const salts = batch.map(([e]) => e.salt);
