@@ -18,6 +18,7 @@ from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import ExportedEscrow, RecoveryOptions, RecoveryRefused, read_export
 from invoicing.settlement.relayer import TX_GAS_CAP, gas_limit
+from invoicing.settlement.withdrawals import fails_in_execution
 
 Echo = Callable[[str], None]
 
@@ -165,7 +166,7 @@ async def _sweep_batch(
         )
         reason = None if estimate <= sender.gas_cap else f"needs {estimate} gas"
     except RpcError as exc:
-        if not _fails_in_execution(exc):
+        if not fails_in_execution(exc):
             raise
         reason = _failure_reason(exc)
     if reason is not None:
@@ -237,11 +238,6 @@ async def _send(
     summary.swept.update(e.payment_address for e in escrows)
     parts = ", ".join(f"{_asset(t)} {amount} raw" for t, amount in moved.items()) or "nothing"
     echo(f"swept {len(escrows)} escrow(s): {parts}; tx {tx_hash}, gas {receipt['gasUsed']}")
-
-
-def _fails_in_execution(exc: RpcError) -> bool:
-    message = exc.message.lower()
-    return isinstance(exc, ContractRevert) or "out of gas" in message or "gas required" in message
 
 
 def _failure_reason(exc: RpcError) -> str:
