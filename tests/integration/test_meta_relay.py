@@ -8,16 +8,20 @@ import itertools
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
+from eth_abi.abi import encode
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
+from invoicing.chain.abi import selector
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
 from invoicing.chain.gateway import ChainRegistry
+from invoicing.chain.rpc import ContractRevert
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
@@ -134,6 +138,38 @@ async def test_a_repeat_gets_the_pending_transaction_and_another_request_gets_40
     assert again == same_in_ms == first
     assert other.value.details == {"expected": "1"}
     assert await recorded(services, chain) == [(first["txHash"], TxStatus.PENDING)]
+    assert len(chain.sent) == 1
+
+
+async def test_a_repeat_racing_the_first_send_gets_its_transaction_not_a_409(
+    relaying: Relaying,
+) -> None:
+    # Another process sends the identical request between this one's database check and its
+    # gas estimate, which then reverts against the pending state (the nonce is used).
+    services, chain = relaying.services, relaying.chain
+    owner = Account.create()
+    request = set_fee(chain, owner, 100, 0)
+    nonce_used = ContractRevert(
+        3,
+        "execution reverted",
+        selector("InvalidAccountNonce(address,uint256)")
+        + encode(["address", "uint256"], [owner.address, 0]),
+    )
+    racing: dict[str, Any] = {}
+    estimate = chain.estimate_gas
+
+    async def estimate_after_the_other_send(*args: Any, **kwargs: Any) -> int:
+        if racing:  # the other process's own estimate
+            return await estimate(*args, **kwargs)
+        racing["started"] = True
+        racing["first"] = await submit_meta(services, request)
+        raise nonce_used
+
+    chain.estimate_gas = estimate_after_the_other_send  # type: ignore[method-assign]
+    answer = await submit_meta(services, request)
+
+    assert answer == racing["first"]
+    assert await recorded(services, chain) == [(answer["txHash"], TxStatus.PENDING)]
     assert len(chain.sent) == 1
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import address_bytes
+from invoicing.chain.rpc import ContractRevert
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
 from invoicing.hashing import keccak256
 from invoicing.services import Services
@@ -79,6 +80,14 @@ async def relay_meta(services: Services, meta: MetaCall) -> RelayerTransaction:
             "the owner's signature check needs more gas than the relayer gives",
             {"gasLimit": exc.gas_cap},
         ) from exc
+    except ContractRevert:
+        # A request for this nonce sent since the check above (by another process) makes the
+        # estimate revert against the pending state: answer as that request's holder would.
+        async with services.db.sessions() as session:
+            held = await _pending_holder(session, meta)
+        if held is not None:
+            return _same_request(held, meta)
+        raise
     now_ms = services.clock.now_ms()
 
     async def hold_nonce(session: AsyncSession, row: RelayerTransaction) -> None:
