@@ -1,4 +1,5 @@
-"""The ``invoicing`` command: dev, serve, worker, migrate, withdraw, parked, api-keys."""
+"""The ``invoicing`` command: dev, serve, worker, migrate, withdraw, parked, api-keys,
+escrows export and recover."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import json
 import logging
 import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -18,6 +20,8 @@ from invoicing.settings import Settings
 app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
 api_keys_app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
 app.add_typer(api_keys_app, name="api-keys")
+escrows_app = typer.Typer(help="Export owners' escrows as an operator.", no_args_is_help=True)
+app.add_typer(escrows_app, name="escrows")
 
 
 def _logging() -> None:
@@ -276,3 +280,79 @@ def api_keys_create(
             await db.dispose()
 
     typer.echo(json.dumps(asyncio.run(main())))
+
+
+@escrows_app.command("export")
+def escrows_export(
+    owner: Annotated[str, typer.Option(help="owner wallet address")],
+    chain_id: Annotated[int, typer.Option(help="chain id")],
+) -> None:
+    """Print every escrow the owner ever had on the chain with its salt, one JSON object a
+    line, oldest first (the input of `invoicing recover`)."""
+    from invoicing.addresses import normalize_address
+    from invoicing.db import Database
+    from invoicing.invoices.export import export_escrows
+
+    try:
+        owner_key = normalize_address(owner).lower()
+    except ValueError as exc:
+        raise typer.BadParameter(f"--owner {exc}") from None
+    settings = _settings()
+
+    async def main() -> None:
+        db = Database(settings.database_url)
+        try:
+            async for line in export_escrows(db, owner_key, chain_id):
+                sys.stdout.write(line)
+        finally:
+            await db.dispose()
+
+    asyncio.run(main())
+
+
+@app.command()
+def recover(
+    rpc_url: Annotated[str | None, typer.Option(help="the chain's JSON-RPC URL")] = None,
+    factory: Annotated[str | None, typer.Option(help="the PaymentFactory address")] = None,
+    owner: Annotated[str | None, typer.Option(help="the owner wallet")] = None,
+    export_file: Annotated[
+        str | None, typer.Option("--from", help="the escrow export (NDJSON)")
+    ] = None,
+    sender_key: Annotated[
+        str | None, typer.Option(help="who pays the gas: env:VAR or file:PATH")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print, send nothing")] = False,
+    batch_size: Annotated[str | None, typer.Option(help="escrows per transaction")] = None,
+) -> None:
+    """Sweep every escrow of an export to its owner through the factory, without this
+    service's database or configuration."""
+    import os
+
+    from invoicing.chain.rpc import RpcError
+    from invoicing.errors import ChainUnavailable
+    from invoicing.recovery.inputs import BadArgument, RecoveryRefused, parse_options
+    from invoicing.recovery.sweep import recover as run_recovery
+    from invoicing.recovery.sweep import summary_lines
+
+    try:
+        options = parse_options(
+            rpc_url=rpc_url,
+            factory=factory,
+            owner=owner,
+            export_file=export_file,
+            sender_key=sender_key,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            environ=os.environ,
+        )
+    except BadArgument as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        summary = asyncio.run(run_recovery(options, typer.echo))
+    except (RecoveryRefused, ChainUnavailable, RpcError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    for line in summary_lines(summary, options.dry_run):
+        typer.echo(line)
+    raise typer.Exit(1 if summary.problems else 0)

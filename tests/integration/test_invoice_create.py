@@ -58,6 +58,7 @@ async def test_create_native_invoice_returns_the_spec_shape(
         "chainId",
         "invoiceId",
         "paymentAddress",
+        "salt",
         "amount",
         "tokenAddress",
         "description",

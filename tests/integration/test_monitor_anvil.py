@@ -132,6 +132,7 @@ async def test_native_payment_is_detected_and_the_webhook_delivered(
         "chainId": invoice.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        "salt": invoice.salt,
         "amount": "0.25",
         "tokenAddress": None,
         "status": "paid",

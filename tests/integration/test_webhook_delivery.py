@@ -97,6 +97,7 @@ async def test_signature_mode_headers_and_body(services: Services, fake: FakeCha
         "chainId": fake.config.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        "salt": invoice.salt,
         "amount": "1",
         "tokenAddress": None,
         "status": "paid",

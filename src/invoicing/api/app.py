@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from invoicing import __version__
-from invoicing.api import api_keys, fees, health, invoices, refunds, webhooks
+from invoicing.api import api_keys, escrows, fees, health, invoices, refunds, webhooks
 from invoicing.api.errors import install_error_handlers
 from invoicing.page import routes as page
 from invoicing.services import Services
@@ -44,6 +44,6 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     app.state.services = services
     install_error_handlers(app)
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
-    for router in (*routers, fees.router, refunds.router):
+    for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)
     return app

@@ -30,6 +30,8 @@ def invoice_to_dict(
         "chainId": invoice.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        # The escrow's CREATE2 salt: with it the owner can sweep the escrow without us.
+        "salt": invoice.salt,
         "amount": invoice.amount,
         "tokenAddress": invoice.token_address,
     }
@@ -69,6 +71,7 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         "chainId": invoice.chain_id,
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
+        "salt": invoice.salt,
         "amount": invoice.amount,
         "tokenAddress": invoice.token_address,
         "status": "paid",

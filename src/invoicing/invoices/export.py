@@ -1,0 +1,71 @@
+"""The escrow export: every escrow an owner ever had on a chain, with the salt to sweep it.
+
+One JSON object a line (NDJSON), oldest first, cancelled and deleted invoices included::
+
+    {"paymentAddress","salt","tokenAddress","invoiceId","status","chainId"}
+
+The file is what ``invoicing recover`` (``invoicing.recovery``) and the README's ethers.js
+script read to sweep the escrows through the factory without this service. Rows are read in
+keyset-paginated chunks, so an owner with millions of invoices is never held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import select, tuple_
+
+from invoicing.db import Database
+from invoicing.invoices.models import Invoice
+
+EXPORT_CHUNK_ROWS = 1000
+
+_COLUMNS = (
+    Invoice.created_at,
+    Invoice.id,
+    Invoice.payment_address,
+    Invoice.salt,
+    Invoice.token_address,
+    Invoice.invoice_id,
+    Invoice.status,
+    Invoice.chain_id,
+)
+
+
+def escrow_line(row: Any) -> str:
+    """One export line (with its newline) from a row of ``_COLUMNS``."""
+    entry = {
+        "paymentAddress": row.payment_address,
+        "salt": row.salt,
+        "tokenAddress": row.token_address,
+        "invoiceId": row.invoice_id,
+        "status": row.status,
+        "chainId": row.chain_id,
+    }
+    return json.dumps(entry, separators=(",", ":")) + "\n"
+
+
+async def export_escrows(
+    db: Database, owner_key: str, chain_id: int, chunk_rows: int = EXPORT_CHUNK_ROWS
+) -> AsyncIterator[str]:
+    """The owner's escrows on ``chain_id`` as NDJSON lines, oldest first (created_at, id).
+
+    Each chunk is one short read session; the next starts after the last (created_at, id)
+    seen, so rows added meanwhile are included and none is read twice."""
+    after: tuple[int, str] | None = None
+    while True:
+        query = select(*_COLUMNS).where(
+            Invoice.owner_key == owner_key, Invoice.chain_id == chain_id
+        )
+        if after is not None:
+            query = query.where(tuple_(Invoice.created_at, Invoice.id) > tuple_(*after))
+        query = query.order_by(Invoice.created_at, Invoice.id).limit(chunk_rows)
+        async with db.sessions() as session:
+            rows = (await session.execute(query)).all()
+        for row in rows:
+            yield escrow_line(row)
+        if len(rows) < chunk_rows:
+            return
+        after = (rows[-1].created_at, rows[-1].id)
