@@ -175,8 +175,8 @@ class JsonRpc:
         now = time.monotonic()
         if failure.wait_s is not None:
             endpoint.retry_at = now + failure.wait_s
-        if endpoint.failures < self.policy.failures_before_cooldown:
-            return
+        if len(self._endpoints) == 1 or endpoint.failures < self.policy.failures_before_cooldown:
+            return  # (a chain's only URL is never set aside: there is nothing else to use)
         endpoint.resting_until = now + self.policy.cooldown_s
         if endpoint.failures == self.policy.failures_before_cooldown:
             log.warning(
@@ -211,8 +211,8 @@ class JsonRpc:
             return answer
         # The URL may carry a provider's API key: name it by position only.
         raise ChainUnavailable(
-            f"RPC unavailable after {self.policy.max_attempts} attempts over "
-            f"{len(self._endpoints)} URL(s): {last}"
+            f"RPC unreachable ({self.policy.max_attempts} attempts over "
+            f"{len(self._endpoints)} URL(s)): {last}"
         )
 
     async def _attempt(self, url: str, body: Any) -> Any:
