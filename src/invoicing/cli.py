@@ -19,11 +19,9 @@ from invoicing.settings import Settings
 
 MAX_DEV_CHAINS = 8
 app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
-api_keys_MAX_DEV_CHAINS = 8
-app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
+api_keys_app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
 app.add_typer(api_keys_app, name="api-keys")
-escrows_MAX_DEV_CHAINS = 8
-app = typer.Typer(help="Export owners' escrows as an operator.", no_args_is_help=True)
+escrows_app = typer.Typer(help="Export owners' escrows as an operator.", no_args_is_help=True)
 app.add_typer(escrows_app, name="escrows")
 
 
@@ -91,7 +89,7 @@ def dev(
     # (uvicorn re-raises the signal it caught once the server has shut down).
     signal.signal(signal.SIGTERM, _exit_on_signal)
     if rpc_url and chains > 1:
-        raise typer.BadParameter("--rpc-url runs one chain; leave out --chains", param_hint="--chains")
+        raise typer.BadParameter("--rpc-url runs one chain", param_hint="--chains")
     options = DevOptions(
         host=host,
         port=port,
