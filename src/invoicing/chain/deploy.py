@@ -47,7 +47,7 @@ from invoicing.hashing import keccak256
 # it), from a one-time signer that needs gas price x gas limit = 100 gwei x 100,000 = 0.01 of
 # the native coin first.
 DETERMINISTIC_DEPLOYMENT_PROXY = "0x4e59b44847b379578588920cA78FbF26c0B4956C"
-PROXY_DEPLOYMENT_SIGNER = "0x3fab184622dc19b6109349b94811493bf2a45362"
+PROXY_DEPLOYMENT_SIGNER = "0x3fAB184622Dc19b6109349B94811493BF2a45362"
 PROXY_DEPLOYMENT_COST_WEI = 100 * 10**9 * 100_000
 PROXY_DEPLOYMENT_TX = (
     "0xf8a58085174876e800830186a08080b853604580600e600039806000f350fe7fffffffffffffffffffffffff"
@@ -130,10 +130,17 @@ async def deploy_contract(client: EvmClient, deployer_key: str, bytecode: bytes)
     return normalize_address(receipt["contractAddress"])
 
 
+def create2_deployment_address(deployer: str, salt: bytes, init_code: bytes) -> str:
+    """EIP-1014: keccak256(0xff ++ deployer ++ salt ++ keccak256(init_code))[12:]."""
+    if len(salt) != 32:
+        raise ValueError(f"CREATE2 salt must be 32 bytes, got {len(salt)}")
+    digest = keccak256(b"\xff" + address_bytes(deployer) + salt + keccak256(init_code))
+    return checksum_encode(digest[12:])
+
+
 def deterministic_address(init_code: bytes, salt: bytes = DEPLOYMENT_SALT) -> str:
     """The address the proxy CREATE2s ``init_code`` to with ``salt``, on any chain."""
-    proxy = address_bytes(DETERMINISTIC_DEPLOYMENT_PROXY)
-    return checksum_encode(keccak256(b"\xff" + proxy + salt + keccak256(init_code))[12:])
+    return create2_deployment_address(DETERMINISTIC_DEPLOYMENT_PROXY, salt, init_code)
 
 
 def factory_address() -> str:
