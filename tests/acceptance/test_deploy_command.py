@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 
+from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import PAYMENT_FACTORY, load_artifact
 from invoicing.chain.checks import same_runtime_code
@@ -22,6 +23,8 @@ from invoicing.chain.deploy import (
     PROXY_DEPLOYMENT_SIGNER,
     PROXY_DEPLOYMENT_TX,
     PROXY_RUNTIME_CODE,
+    deploy_dev_contracts,
+    deterministic_address,
     factory_address,
 )
 from invoicing.chain.evm import EvmClient
@@ -196,3 +199,18 @@ def test_unreachable_node_exits_1_with_one_line() -> None:
 
     assert result.returncode == 1 and result.stdout == ""
     assert one_line(result.stderr) == "error: the RPC node does not answer"
+
+
+async def test_dev_deployment_installs_a_missing_proxy_and_lands_at_the_same_address() -> None:
+    with AnvilProcess(extra_args=["--disable-default-create2-deployer"]) as node:
+        evm = EvmClient.connect(node.url)
+        try:
+            assert await evm.get_code(DETERMINISTIC_DEPLOYMENT_PROXY) == b""
+
+            deployment = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+
+            assert await evm.get_code(DETERMINISTIC_DEPLOYMENT_PROXY) == PROXY_RUNTIME_CODE
+            assert deployment.factory == factory_address()
+            assert deployment.token == deterministic_address(artifacts.test_token_bytecode())
+        finally:
+            await evm.aclose()

@@ -35,6 +35,7 @@ from invoicing.chain.artifacts import (
 )
 from invoicing.chain.checks import same_runtime_code
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.rpc import RpcError
 from invoicing.hashing import keccak256
 
 # The deterministic deployment proxy, from its official repository
@@ -187,11 +188,17 @@ async def deploy_factory(client: EvmClient, deployer_key: str) -> Deployed:
 
 
 async def install_proxy_on_dev_chain(client: EvmClient) -> None:
-    """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode."""
-    if not await client.get_code(DETERMINISTIC_DEPLOYMENT_PROXY):
+    """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode (the
+    pinned anvil has it unless started with ``--disable-default-create2-deployer``); a node
+    without anvil_setCode → ProxyMissing."""
+    if await client.get_code(DETERMINISTIC_DEPLOYMENT_PROXY):
+        return
+    try:
         await client.call_rpc(
             "anvil_setCode", [DETERMINISTIC_DEPLOYMENT_PROXY, "0x" + PROXY_RUNTIME_CODE.hex()]
         )
+    except RpcError:
+        raise ProxyMissing(await client.chain_id()) from None
 
 
 async def mint_test_tokens(
