@@ -59,6 +59,11 @@ class ChainConfig:
     # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
     max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
     relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
+    # Every JSON-RPC URL of the chain, in order of preference (empty: just ``rpc_url``).
+    rpc_urls: tuple[str, ...] = ()
+    # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
+    # the latest block's baseFeePerGas.
+    eip1559: bool | None = None
     _by_address: dict[str, TokenConfig] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -68,6 +73,7 @@ class ChainConfig:
         if isinstance(key, str):  # callers that skipped the type: never keep it in clear
             object.__setattr__(self, "relayer_key", SecretStr(key))
         object.__setattr__(self, "tokens", tuple(self.tokens))
+        object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
         self._by_address.update({token.address.lower(): token for token in self.tokens})
 
     def token(self, address: str) -> TokenConfig | None:
@@ -245,12 +251,13 @@ def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[Cha
         [[chain]]
         chain_id = 1
         name = "Ethereum"
-        rpc_url = "https://rpc.example"
+        rpc_urls = ["https://rpc.example", "https://backup.example"]  # in order of preference
         factory = "0x…"
         confirmations = 12
         relayer_key = "env:RELAYER_KEY_MAINNET"
         max_fee_per_gas = 300_000_000_000     # optional, wei
         relayer_min_balance = 50_000_000_000_000_000  # optional, wei
+        eip1559 = false                       # optional: legacy gasPrice (default: detected)
 
         [[chain.token]]
         address = "0x…"
@@ -286,6 +293,7 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
                 '"file:PATH"'
             )
         relayer_key = SecretStr(resolve_secret(str(reference)))
+    urls = _rpc_urls(entry)
     tokens = tuple(
         TokenConfig(
             address=str(token["address"]),
@@ -297,7 +305,8 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
     return ChainConfig(
         chain_id=int(entry["chain_id"]),
         name=str(entry.get("name", f"chain {entry['chain_id']}")),
-        rpc_url=str(entry["rpc_url"]),
+        rpc_url=urls[0],
+        rpc_urls=urls,
         factory=str(entry["factory"]),
         confirmations=int(entry.get("confirmations", 1)),
         relayer_key=relayer_key,
@@ -306,7 +315,27 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         tokens=tokens,
         max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
+        eip1559=_optional_bool(entry, "eip1559"),
     )
+
+
+def _rpc_urls(entry: dict[str, Any]) -> tuple[str, ...]:
+    """``rpc_urls`` (a list, in order of preference) and/or ``rpc_url`` (first)."""
+    urls = entry.get("rpc_urls", [])
+    if isinstance(urls, str) or not isinstance(urls, list):
+        raise ValueError("rpc_urls must be a list of URLs")
+    single = [str(entry["rpc_url"])] if entry.get("rpc_url") else []
+    found = tuple(dict.fromkeys([*single, *map(str, urls)]))
+    if not found:
+        raise KeyError("rpc_urls")
+    return found
+
+
+def _optional_bool(entry: dict[str, Any], name: str) -> bool | None:
+    value = entry.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false")
+    return value
 
 
 def _optional_int(entry: dict[str, Any], name: str) -> int | None:
