@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from invoicing.addresses import normalize_address
+from invoicing.registry import merged_entry
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
 DEVELOPMENT = "development"
@@ -64,6 +65,9 @@ class ChainConfig:
     # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
     # the latest block's baseFeePerGas.
     eip1559: bool | None = None
+    # Base URL of the chain's block explorer (EIP-3091 paths: ``{explorer}/address/{addr}``),
+    # or None; the payment page links the payment address there.
+    explorer: str | None = None
     _by_address: dict[str, TokenConfig] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -74,7 +78,13 @@ class ChainConfig:
             object.__setattr__(self, "relayer_key", SecretStr(key))
         object.__setattr__(self, "tokens", tuple(self.tokens))
         object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
+        if self.explorer is not None:
+            object.__setattr__(self, "explorer", _explorer_url(self.explorer))
         self._by_address.update({token.address.lower(): token for token in self.tokens})
+
+    def explorer_address_url(self, address: str) -> str | None:
+        """The explorer's page of ``address``, or None without an explorer."""
+        return None if self.explorer is None else f"{self.explorer}/address/{address}"
 
     def token(self, address: str) -> TokenConfig | None:
         """The allow-listed token at ``address`` (any case), or None: no chain call."""
@@ -83,6 +93,14 @@ class ChainConfig:
     def relayer_private_key(self) -> str | None:
         """The relayer key in clear, for signing only."""
         return None if self.relayer_key is None else self.relayer_key.get_secret_value()
+
+
+def _explorer_url(url: str) -> str:
+    """An explorer base URL: http(s) only (it becomes a link on the payment page), no
+    whitespace or quotes; a trailing slash is dropped."""
+    if not url.startswith(("https://", "http://")) or any(c in url for c in " \t\n\"'<>"):
+        raise ValueError("explorer must be an http(s) URL")
+    return url.rstrip("/")
 
 
 class Settings(BaseSettings):
@@ -96,6 +114,9 @@ class Settings(BaseSettings):
     environment: str = "production"
     database_url: str = "sqlite+aiosqlite:///./invoicing.db"
     chains_file: Path | None = None
+    # The chain and token registry a chains file's entries are merged over (None: the one
+    # shipped in the package, invoicing/registry/chains.toml).
+    registry_file: Path | None = None
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
     secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
@@ -197,7 +218,7 @@ class Settings(BaseSettings):
                 )
         if self.chains_file is not None:
             self._chains_from_file = load_chains_file(
-                self.chains_file, allow_inline_keys=development
+                self.chains_file, allow_inline_keys=development, registry_file=self.registry_file
             )
         return self
 
@@ -242,7 +263,9 @@ class Settings(BaseSettings):
         )
 
 
-def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[ChainConfig]:
+def load_chains_file(
+    path: Path, *, allow_inline_keys: bool = False, registry_file: Path | None = None
+) -> list[ChainConfig]:
     """Parse a chains TOML file of ``[[chain]]`` tables, each with its ``[[chain.token]]``
     allow-list.
 
@@ -266,6 +289,13 @@ def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[Cha
 
     A relayer key given inline (not ``env:`` / ``file:``) is refused unless
     ``allow_inline_keys`` (development). Errors never show a key.
+
+    Each entry is merged over its chain's entry in the registry (:mod:`invoicing.registry`;
+    ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
+    ``chain_id``, ``rpc_urls``, ``factory`` and ``relayer_key``: the name, native coin,
+    confirmations, explorer, fee type and token allow-list come from the registry. Any key the
+    entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
+    the registry's allow-list as a whole.
     """
     try:
         data = tomllib.loads(path.read_text())
@@ -274,7 +304,7 @@ def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[Cha
     chains = []
     for entry in data.get("chain", []):
         try:
-            chains.append(_chain_entry(entry, allow_inline_keys))
+            chains.append(_chain_entry(merged_entry(entry, registry_file), allow_inline_keys))
         except (KeyError, TypeError, ValueError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ValueError(
@@ -316,6 +346,7 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
+        explorer=None if entry.get("explorer") is None else str(entry["explorer"]),
     )
 
 
