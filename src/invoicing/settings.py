@@ -57,6 +57,9 @@ class ChainConfig:
     native_symbol: str = "ETH"
     native_decimals: int = 18
     tokens: tuple[TokenConfig, ...] = ()
+    # Base URL of the chain's block explorer (EIP-3091 paths: ``{explorer}/address/{addr}``),
+    # or None; the payment page links the payment address there.
+    explorer: str | None = None
     # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
     max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
     relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
@@ -65,9 +68,6 @@ class ChainConfig:
     # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
     # the latest block's baseFeePerGas.
     eip1559: bool | None = None
-    # Base URL of the chain's block explorer (EIP-3091 paths: ``{explorer}/address/{addr}``),
-    # or None; the payment page links the payment address there.
-    explorer: str | None = None
     _by_address: dict[str, TokenConfig] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -76,10 +76,10 @@ class ChainConfig:
         key: Any = self.relayer_key
         if isinstance(key, str):  # callers that skipped the type: never keep it in clear
             object.__setattr__(self, "relayer_key", SecretStr(key))
-        object.__setattr__(self, "tokens", tuple(self.tokens))
-        object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
         if self.explorer is not None:
             object.__setattr__(self, "explorer", _explorer_url(self.explorer))
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+        object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
         self._by_address.update({token.address.lower(): token for token in self.tokens})
 
     def explorer_address_url(self, address: str) -> str | None:
@@ -343,10 +343,10 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         native_symbol=str(entry.get("native_symbol", "ETH")),
         native_decimals=int(entry.get("native_decimals", 18)),
         tokens=tokens,
+        explorer=None if entry.get("explorer") is None else str(entry["explorer"]),
         max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
-        explorer=None if entry.get("explorer") is None else str(entry["explorer"]),
     )
 
 
