@@ -17,7 +17,6 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from invoicing.addresses import normalize_address
-from invoicing.registry import merged_entry
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
 DEVELOPMENT = "development"
@@ -297,6 +296,8 @@ def load_chains_file(
     entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
     the registry's allow-list as a whole.
     """
+    from invoicing.registry import merged_entry
+
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
