@@ -291,7 +291,8 @@ def load_chains_file(
 
     Each entry is merged over its chain's entry in the registry (:mod:`invoicing.registry`;
     ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
-    ``chain_id``, ``rpc_urls``, ``factory`` and ``relayer_key``: the name, native coin,
+    ``chain_id``, ``rpc_urls`` and ``relayer_key`` (``factory`` defaults to the address
+    ``invoicing deploy`` gives the shipped factory on every chain): the name, native coin,
     confirmations, explorer, fee type and token allow-list come from the registry. Any key the
     entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
     the registry's allow-list as a whole.
@@ -338,7 +339,7 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         name=str(entry.get("name", f"chain {entry['chain_id']}")),
         rpc_url=urls[0],
         rpc_urls=urls,
-        factory=str(entry["factory"]),
+        factory=str(entry["factory"]) if "factory" in entry else _deterministic_factory(),
         confirmations=int(entry.get("confirmations", 1)),
         relayer_key=relayer_key,
         native_symbol=str(entry.get("native_symbol", "ETH")),
@@ -393,3 +394,10 @@ def resolve_secret(reference: str) -> str:
         except OSError as exc:
             raise ValueError(f"cannot read {reference[5:]}: {exc.strerror}") from None
     return reference
+
+
+def _deterministic_factory() -> str:
+    """The factory ``invoicing deploy`` puts at one address on every chain (the default)."""
+    from invoicing.chain.deploy import factory_address  # the contracts load only when needed
+
+    return factory_address()

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from invoicing.addresses import address_bytes, checksum_encode
+from invoicing.chain.artifacts import factory_bytecode
+from invoicing.chain.deploy import deterministic_address, factory_address
 from invoicing.registry import registry, registry_text
 from invoicing.settings import Settings, load_chains_file
 
@@ -99,6 +101,15 @@ def test_a_minimal_chains_file_takes_everything_else_from_the_registry(tmp_path:
     assert base.rpc_url == "https://a.example"
     assert [(t.address, t.symbol, t.decimals) for t in base.tokens] == [(USDC_BASE, "USDC", 6)]
     assert base.explorer_address_url(USDC_BASE) == f"https://basescan.org/address/{USDC_BASE}"
+
+
+def test_without_a_factory_the_chain_uses_the_deterministic_deployment(tmp_path: Path) -> None:
+    path = chains_file(tmp_path, '[[chain]]\nchain_id = 8453\nrpc_urls = ["https://a.example"]\n')
+
+    (base,) = load_chains_file(path)
+
+    assert base.factory == factory_address()
+    assert base.factory == deterministic_address(factory_bytecode())
 
 
 def test_the_chains_file_overrides_the_registry(tmp_path: Path) -> None:
