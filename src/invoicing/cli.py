@@ -1,4 +1,4 @@
-"""The ``invoicing`` command: dev, serve, worker, migrate, withdraw, parked, api-keys,
+"""The ``invoicing`` command: dev, deploy, serve, worker, migrate, withdraw, parked, api-keys,
 escrows export and recover."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import typer
 from invoicing.runtime import freeze_startup_objects
 from invoicing.settings import Settings
 
+MAX_DEV_CHAINS = 8
 app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
 api_keys_app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
 app.add_typer(api_keys_app, name="api-keys")
@@ -69,15 +70,26 @@ def dev(
     database_url: Annotated[str | None, typer.Option(help="default: a fresh SQLite file")] = None,
     ready_file: Annotated[Path | None, typer.Option(help="also write the ready line here")] = None,
     host: Annotated[str, typer.Option(help="API bind address")] = "127.0.0.1",
+    chains: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            max=MAX_DEV_CHAINS,
+            help="how many anvil chains (ids 31337, 31338, …; ports chain-port, chain-port+1, …)",
+        ),
+    ] = 1,
 ) -> None:
     """Everything in one process: anvil, contracts, SQLite, the API and all workers."""
     from invoicing.chain.checks import ChainCheckFailed
+    from invoicing.chain.deploy import DeploymentFailed
     from invoicing.dev import DevOptions, run_dev
 
     _logging()
     # SIGTERM unwinds like Ctrl-C, so the anvil node this command started is stopped too
     # (uvicorn re-raises the signal it caught once the server has shut down).
     signal.signal(signal.SIGTERM, _exit_on_signal)
+    if rpc_url and chains > 1:
+        raise typer.BadParameter("--rpc-url runs one chain", param_hint="--chains")
     options = DevOptions(
         host=host,
         port=port,
@@ -86,11 +98,60 @@ def dev(
         database_url=database_url
         or f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='invoicing-dev-')}/dev.db",
         ready_file=ready_file,
+        chains=chains,
     )
     try:
         asyncio.run(run_dev(options))
-    except ChainCheckFailed as exc:
+    except (ChainCheckFailed, DeploymentFailed) as exc:
         _refuse(exc)
+
+
+@app.command()
+def deploy(
+    rpc_url: Annotated[str | None, typer.Option(help="the chain's JSON-RPC URL")] = None,
+    deployer_key: Annotated[
+        str | None, typer.Option(help="who pays the gas: env:VAR or file:PATH")
+    ] = None,
+) -> None:
+    """Deploy PaymentFactory through the deterministic deployment proxy (the same address on
+    every chain); prints {"chainId", "factory", "txHash"} (txHash null if it was there)."""
+    import os
+
+    from invoicing.chain.deploy import DeploymentFailed, deploy_factory
+    from invoicing.chain.evm import EvmClient
+    from invoicing.chain.rpc import RpcError
+    from invoicing.errors import ChainUnavailable
+    from invoicing.recovery.inputs import BadArgument, load_sender_key
+
+    try:
+        if not rpc_url or not rpc_url.startswith(("http://", "https://")):
+            raise BadArgument("--rpc-url is required and must be an http(s) URL")
+        if not deployer_key:
+            raise BadArgument("--deployer-key is required (env:VAR or file:PATH)")
+        key = load_sender_key(deployer_key, os.environ, flag="--deployer-key")
+    except BadArgument as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    async def main() -> dict[str, object]:
+        evm = EvmClient.connect(rpc_url)
+        try:
+            return (await deploy_factory(evm, key)).as_json()
+        finally:
+            await evm.aclose()
+
+    try:
+        typer.echo(json.dumps(asyncio.run(main())))
+    except DeploymentFailed as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except ChainUnavailable:
+        typer.echo("error: the RPC node does not answer", err=True)
+        raise typer.Exit(1) from None
+    except RpcError as exc:
+        reason = " ".join(f"{exc.code}: {exc.message}".split())
+        typer.echo(f"error: the RPC node refused a request (error {reason})", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.command()

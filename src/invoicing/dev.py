@@ -1,10 +1,18 @@
-"""``invoicing dev``: a local chain, deployed contracts, SQLite, the API and every worker."""
+"""``invoicing dev``: local chains, deployed contracts, SQLite, the API and every worker.
+
+``--chains N`` starts N anvil nodes (chain ids 31337, 31338, …; ports ``chain_port``,
+``chain_port + 1``, …). Each gets PaymentFactory at the same deterministic address (the one
+``invoicing deploy`` prints) and its own TestToken (TUSD, also deterministic, so the same
+address on each chain). The ready line keeps the first chain's keys and lists all chains
+under ``"chains"``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +23,7 @@ from pydantic import SecretStr
 from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.checks import verify_chains
-from invoicing.chain.deploy import deploy_dev_contracts
+from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
@@ -33,28 +41,60 @@ class DevOptions:
     rpc_url: str | None
     database_url: str
     ready_file: Path | None
+    chains: int = 1
 
 
 async def run_dev(options: DevOptions) -> None:
-    """Run until Ctrl-C / SIGTERM; stops anvil (if it started one) on the way out."""
-    anvil = None if options.rpc_url else AnvilProcess(options.chain_port, block_time_s=None)
+    """Run until Ctrl-C / SIGTERM; stops the anvil nodes it started on the way out."""
+    anvils = (
+        []
+        if options.rpc_url
+        else [
+            AnvilProcess(options.chain_port + i, chain_id=DEV_CHAIN_ID + i, block_time_s=None)
+            for i in range(options.chains)
+        ]
+    )
     try:
-        if anvil is not None:
+        for anvil in anvils:
             anvil.start()
-        rpc_url = options.rpc_url or (anvil.url if anvil else "")
-        await _serve(options, rpc_url)
+        rpc_urls = [options.rpc_url] if options.rpc_url else [anvil.url for anvil in anvils]
+        await _serve(options, rpc_urls)
     finally:
-        if anvil is not None:
+        for anvil in anvils:
             anvil.stop()
 
 
-async def _serve(options: DevOptions, rpc_url: str) -> None:
-    relayer_key = DEV_PRIVATE_KEYS[0]
+def _chain_name(chain_id: int) -> str:
+    if chain_id == DEV_CHAIN_ID:
+        return "Anvil (local)"
+    if DEV_CHAIN_ID < chain_id < DEV_CHAIN_ID + 100:
+        return f"Anvil (local {chain_id})"
+    return "Dev chain"
+
+
+def _chain_config(rpc_url: str, deployment: DevDeployment, relayer_key: str) -> ChainConfig:
+    return ChainConfig(
+        chain_id=deployment.chain_id,
+        name=_chain_name(deployment.chain_id),
+        rpc_url=rpc_url,
+        factory=deployment.factory,
+        confirmations=1,
+        relayer_key=SecretStr(relayer_key),
+        tokens=(TokenConfig(deployment.token, deployment.token_symbol, deployment.token_decimals),),
+    )
+
+
+async def _deploy(rpc_url: str, relayer_key: str) -> DevDeployment:
     evm = EvmClient.connect(rpc_url)
     try:
-        deployment = await deploy_dev_contracts(evm, relayer_key)
+        return await deploy_dev_contracts(evm, relayer_key)
     finally:
         await evm.aclose()
+
+
+async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
+    relayer_key = DEV_PRIVATE_KEYS[0]
+    deployments = [await _deploy(url, relayer_key) for url in rpc_urls]
     base_url = f"http://{options.host}:{options.port}"
     settings = Settings(
         environment="development",
@@ -63,22 +103,11 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
         payment_page_url=base_url,
         webhook_allow_private=True,
         chains=[
-            ChainConfig(
-                chain_id=deployment.chain_id,
-                name="Anvil (local)" if deployment.chain_id == DEV_CHAIN_ID else "Dev chain",
-                rpc_url=rpc_url,
-                factory=deployment.factory,
-                confirmations=1,
-                relayer_key=SecretStr(relayer_key),
-                tokens=(
-                    TokenConfig(
-                        deployment.token, deployment.token_symbol, deployment.token_decimals
-                    ),
-                ),
-            )
+            _chain_config(url, deployment, relayer_key)
+            for url, deployment in zip(rpc_urls, deployments, strict=True)
         ],
     )
-    chains = settings.chain_configs().values()
+    chains = list(settings.chain_configs().values())
     await verify_chains(chains)
     await upgrade(settings.database_url)
     services = build_services(settings)
@@ -92,13 +121,23 @@ async def _serve(options: DevOptions, rpc_url: str) -> None:
         )
     )
     freeze_startup_objects()
+    first = chains[0]
     ready = {
         "base_url": base_url,
-        "rpc_url": rpc_url,
-        "chain_id": deployment.chain_id,
-        "factory": deployment.factory,
-        "tokens": {token.symbol: token.address for chain in chains for token in chain.tokens},
+        "rpc_url": rpc_urls[0],
+        "chain_id": first.chain_id,
+        "factory": first.factory,
+        "tokens": {token.symbol: token.address for token in first.tokens},
         "relayer": Account.from_key(relayer_key).address,
+        "chains": [
+            {
+                "chain_id": chain.chain_id,
+                "rpc_url": url,
+                "factory": chain.factory,
+                "tokens": {token.symbol: token.address for token in chain.tokens},
+            }
+            for url, chain in zip(rpc_urls, chains, strict=True)
+        ],
     }
     try:
         serving = _announce_when_started(server, ready, options.ready_file)

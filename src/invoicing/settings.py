@@ -57,6 +57,9 @@ class ChainConfig:
     native_symbol: str = "ETH"
     native_decimals: int = 18
     tokens: tuple[TokenConfig, ...] = ()
+    # Base URL of the chain's block explorer (EIP-3091 paths: ``{explorer}/address/{addr}``),
+    # or None; the payment page links the payment address there.
+    explorer: str | None = None
     # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
     max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
     relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
@@ -73,9 +76,15 @@ class ChainConfig:
         key: Any = self.relayer_key
         if isinstance(key, str):  # callers that skipped the type: never keep it in clear
             object.__setattr__(self, "relayer_key", SecretStr(key))
+        if self.explorer is not None:
+            object.__setattr__(self, "explorer", _explorer_url(self.explorer))
         object.__setattr__(self, "tokens", tuple(self.tokens))
         object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
         self._by_address.update({token.address.lower(): token for token in self.tokens})
+
+    def explorer_address_url(self, address: str) -> str | None:
+        """The explorer's page of ``address``, or None without an explorer."""
+        return None if self.explorer is None else f"{self.explorer}/address/{address}"
 
     def token(self, address: str) -> TokenConfig | None:
         """The allow-listed token at ``address`` (any case), or None: no chain call."""
@@ -84,6 +93,14 @@ class ChainConfig:
     def relayer_private_key(self) -> str | None:
         """The relayer key in clear, for signing only."""
         return None if self.relayer_key is None else self.relayer_key.get_secret_value()
+
+
+def _explorer_url(url: str) -> str:
+    """An explorer base URL: http(s) only (it becomes a link on the payment page), no
+    whitespace or quotes; a trailing slash is dropped."""
+    if not url.startswith(("https://", "http://")) or any(c in url for c in " \t\n\"'<>"):
+        raise ValueError("explorer must be an http(s) URL")
+    return url.rstrip("/")
 
 
 class Settings(BaseSettings):
@@ -97,6 +114,9 @@ class Settings(BaseSettings):
     environment: str = "production"
     database_url: str = "sqlite+aiosqlite:///./invoicing.db"
     chains_file: Path | None = None
+    # The chain and token registry a chains file's entries are merged over (None: the one
+    # shipped in the package, invoicing/registry/chains.toml).
+    registry_file: Path | None = None
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
     secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
@@ -211,7 +231,7 @@ class Settings(BaseSettings):
                 )
         if self.chains_file is not None:
             self._chains_from_file = load_chains_file(
-                self.chains_file, allow_inline_keys=development
+                self.chains_file, allow_inline_keys=development, registry_file=self.registry_file
             )
         return self
 
@@ -268,7 +288,9 @@ class Settings(BaseSettings):
         )
 
 
-def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[ChainConfig]:
+def load_chains_file(
+    path: Path, *, allow_inline_keys: bool = False, registry_file: Path | None = None
+) -> list[ChainConfig]:
     """Parse a chains TOML file of ``[[chain]]`` tables, each with its ``[[chain.token]]``
     allow-list.
 
@@ -292,7 +314,17 @@ def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[Cha
 
     A relayer key given inline (not ``env:`` / ``file:``) is refused unless
     ``allow_inline_keys`` (development). Errors never show a key.
+
+    Each entry is merged over its chain's entry in the registry (:mod:`invoicing.registry`;
+    ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
+    ``chain_id``, ``rpc_urls`` and ``relayer_key`` (``factory`` defaults to the address
+    ``invoicing deploy`` gives the shipped factory on every chain): the name, native coin,
+    confirmations, explorer, fee type and token allow-list come from the registry. Any key the
+    entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
+    the registry's allow-list as a whole.
     """
+    from invoicing.registry import merged_entry
+
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -300,7 +332,7 @@ def load_chains_file(path: Path, *, allow_inline_keys: bool = False) -> list[Cha
     chains = []
     for entry in data.get("chain", []):
         try:
-            chains.append(_chain_entry(entry, allow_inline_keys))
+            chains.append(_chain_entry(merged_entry(entry, registry_file), allow_inline_keys))
         except (KeyError, TypeError, ValueError) as exc:
             reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ValueError(
@@ -333,12 +365,13 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         name=str(entry.get("name", f"chain {entry['chain_id']}")),
         rpc_url=urls[0],
         rpc_urls=urls,
-        factory=str(entry["factory"]),
+        factory=str(entry["factory"]) if "factory" in entry else _deterministic_factory(),
         confirmations=int(entry.get("confirmations", 1)),
         relayer_key=relayer_key,
         native_symbol=str(entry.get("native_symbol", "ETH")),
         native_decimals=int(entry.get("native_decimals", 18)),
         tokens=tokens,
+        explorer=None if entry.get("explorer") is None else str(entry["explorer"]),
         max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
@@ -387,3 +420,10 @@ def resolve_secret(reference: str) -> str:
         except OSError as exc:
             raise ValueError(f"cannot read {reference[5:]}: {exc.strerror}") from None
     return reference
+
+
+def _deterministic_factory() -> str:
+    """The factory ``invoicing deploy`` puts at one address on every chain (the default)."""
+    from invoicing.chain.deploy import factory_address  # the contracts load only when needed
+
+    return factory_address()

@@ -13,6 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from invoicing.chain import artifacts
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.deploy import deterministic_address
 from tests.support.server import free_port
 
 pytestmark = pytest.mark.acceptance
@@ -28,6 +31,21 @@ def wait_for_file(path: Path, process: subprocess.Popen[bytes], timeout_s: float
         assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
         time.sleep(0.1)
     raise AssertionError("invoicing dev did not become ready")
+
+
+def factory_deploy_prints() -> str:
+    """What `invoicing deploy` prints as the factory against a fresh anvil."""
+    with AnvilProcess() as node:
+        result = subprocess.run(
+            [INVOICING, "deploy", "--rpc-url", node.url, "--deployer-key", "env:KEY"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KEY": DEV_PRIVATE_KEYS[3]},
+            timeout=60,
+            check=True,
+        )
+    factory: str = json.loads(result.stdout)["factory"]
+    return factory
 
 
 def port_is_open(port: int) -> bool:
@@ -69,8 +87,18 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         assert ready["base_url"] == f"http://127.0.0.1:{api_port}"
         assert ready["rpc_url"] == f"http://127.0.0.1:{chain_port}"
         assert ready["chain_id"] == 31337
-        assert ready["factory"] == "0x5FbDB2315678afecb367f032d93F642f64180aa3"
-        assert ready["tokens"] == {"TUSD": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"}
+        # The factory `invoicing deploy` puts on any chain; TUSD deterministic too.
+        assert ready["factory"] == factory_deploy_prints()
+        tusd = deterministic_address(artifacts.test_token_bytecode())
+        assert ready["tokens"] == {"TUSD": tusd}
+        assert ready["chains"] == [
+            {
+                "chain_id": 31337,
+                "rpc_url": f"http://127.0.0.1:{chain_port}",
+                "factory": ready["factory"],
+                "tokens": {"TUSD": tusd},
+            }
+        ]
         assert ready["relayer"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
         assert httpx.get(f"{ready['base_url']}/healthz").json() == {"status": "ok"}
         readyz = httpx.get(f"{ready['base_url']}/readyz")

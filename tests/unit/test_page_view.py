@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 import zxingcpp
 from PIL import Image, ImageDraw
 
+from invoicing.chain.fake import FakeChain
+from invoicing.chain.gateway import ChainRegistry
 from invoicing.errors import InvalidRequest
 from invoicing.invoices.lifecycle import shown_status
 from invoicing.invoices.models import Invoice
 from invoicing.page.qr import qr_svg
 from invoicing.page.render import asset, asset_url, payment_page
 from invoicing.page.routes import RecheckThrottle
-from invoicing.page.view import PaymentView, parse_payment_address, payment_uri
+from invoicing.page.view import PaymentView, parse_payment_address, payment_uri, payment_view
 
 ESCROW = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 TOKEN = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
@@ -163,3 +166,50 @@ def test_recheck_throttle_allows_one_per_interval_per_invoice() -> None:
 
     assert answers == [True, False, True]
     assert throttle.allow("a", 0) is True
+
+
+# The chain's explorer.
+
+
+def test_page_links_the_payment_address_to_the_chains_explorer() -> None:
+    link = f"https://basescan.org/address/{ESCROW}"
+
+    html = payment_page(view(explorer_url=link))
+
+    assert (
+        f'<code class="mono address" id="address">{ESCROW}</code> '
+        '<button type="button" id="copy" class="secondary" hidden>Copy address</button> '
+        f'<a class="explorer" id="explorer" href="{link}" rel="noopener noreferrer" '
+        'target="_blank">View on the Base explorer</a></dd>'
+    ) in html
+
+
+def test_page_without_an_explorer_has_no_link() -> None:
+    html = payment_page(view())
+
+    assert 'id="explorer"' not in html
+    assert "/address/" not in html
+
+
+async def test_view_takes_the_network_name_and_explorer_from_the_chain_config() -> None:
+    chain = FakeChain(chain_id=8453)
+    chain.config = replace(chain.config, name="Base", explorer="https://basescan.org/")
+    invoice = Invoice(
+        payment_address=ESCROW,
+        chain_id=8453,
+        token_address=None,
+        decimals=18,
+        required_raw="1",
+        balance_raw="0",
+        status="pending",
+        expires_at=1_900_000_000_000,
+        paid_at=None,
+        description=None,
+    )
+
+    shown = await payment_view(ChainRegistry({8453: chain}), invoice, now_ms=0)
+
+    assert shown.network == "Base"
+    assert shown.explorer_url == f"https://basescan.org/address/{ESCROW}"
+    unknown = await payment_view(ChainRegistry({}), invoice, now_ms=0)
+    assert (unknown.network, unknown.explorer_url) == ("Chain 8453", None)

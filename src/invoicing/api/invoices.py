@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import Address, body_schema, query_schema
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -24,10 +27,10 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.service import refunds_of
+from invoicing.refunds.service import refunds_in
 from invoicing.services import Services, services_of
 from invoicing.settings import Settings
-from invoicing.settlement.assets import other_balances
+from invoicing.settlement.assets import other_balances_in
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -212,21 +215,40 @@ async def delete(request: Request) -> JSONResponse:
     )
 
 
+Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
+
+
 async def owner_views(
     services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
 ) -> list[dict[str, Any]]:
     """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
-    (never shown on the public /pay routes). ``fresh``: just created, so there are none."""
-    ids = [] if fresh else [invoice.id for invoice in invoices]
-    refunds = await refunds_of(services.db, ids)
-    others = await other_balances(services.db, ids)
+    (never shown on the public /pay routes). ``fresh``: just created, so there are none.
+
+    One invoice (create, status: the hot paths) shares its reads with the other requests
+    in flight in this process, as the lookup before it does; a page reads its own."""
     page_url = services.settings.payment_page_url
+    if fresh:
+        extras: list[Extras] = [(None, None)] * len(invoices)
+    elif len(invoices) == 1:
+        extras = [await _extras(services.db).submit(invoices[0].id)]
+    else:
+        extras = await _extras_batch(services.db, [invoice.id for invoice in invoices])
     return [
-        invoice_to_dict(
-            invoice,
-            page_url,
-            refunds=refunds.get(invoice.id),
-            other_balances=others.get(invoice.id),
-        )
-        for invoice in invoices
+        invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+        for invoice, (refunds, others) in zip(invoices, extras, strict=True)
     ]
+
+
+def _extras(db: Database) -> Coalescer[str, Extras]:
+    return db.shared(
+        "invoices.owner_extras",
+        lambda: Coalescer(functools.partial(_extras_batch, db), max_batch=500),
+    )
+
+
+async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:
+    unique = list(dict.fromkeys(invoice_ids))
+    async with db.sessions() as session:
+        refunds = await refunds_in(session, unique)
+        others = await other_balances_in(session, unique)
+    return [(refunds.get(i), others.get(i)) for i in invoice_ids]

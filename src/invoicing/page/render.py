@@ -87,6 +87,12 @@ def payment_page(view: PaymentView) -> str:
         if view.token_address
         else ""
     )
+    explorer_html = (
+        f'<a class="explorer" id="explorer" href="{escape(view.explorer_url, quote=True)}" '
+        f'rel="noopener noreferrer" target="_blank">View on the {escape(view.network)} explorer</a>'
+        if view.explorer_url
+        else ""
+    )
     pending = view.status == "pending"
     return render(
         "pay.html",
@@ -108,6 +114,7 @@ def payment_page(view: PaymentView) -> str:
         qr_base_url=f"{base}/qr.svg",
         description_html=description_html,
         token_html=token_html,
+        explorer_html=explorer_html,
         pay_hidden_html=_hidden(pending),
         done_hidden_html=_hidden(not pending),
         done_text=DONE_TEXT.get(view.status, ""),

@@ -68,6 +68,8 @@ class PaymentView:
     expires_at: int
     paid_at: int | None
     description: str | None
+    # The payment address on the chain's block explorer (None: the chain has none).
+    explorer_url: str | None = None
 
     @property
     def remaining_raw(self) -> int:
@@ -113,9 +115,11 @@ async def payment_view(
 ) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
+    explorer_url = None
     try:
         chain = chains.get(invoice.chain_id)
         network = chain.config.name
+        explorer_url = chain.config.explorer_address_url(invoice.payment_address)
         symbol = await chain.token_symbol(invoice.token_address)
     except (UnsupportedChain, ChainUnavailable):
         symbol = symbol or "tokens"
@@ -132,4 +136,5 @@ async def payment_view(
         expires_at=invoice.expires_at,
         paid_at=invoice.paid_at,
         description=invoice.description,
+        explorer_url=explorer_url,
     )

@@ -103,24 +103,24 @@ def _batch_size(value: str | None) -> int:
     return int(value)
 
 
-def load_sender_key(spec: str, environ: Mapping[str, str]) -> str:
+def load_sender_key(spec: str, environ: Mapping[str, str], flag: str = "--sender-key") -> str:
     """The private key named by ``env:VAR`` or ``file:PATH``; messages never show it."""
     kind, _, where = spec.partition(":")
     if kind == "env" and where:
         key = environ.get(where, "").strip()
         if not key:
-            raise BadArgument(f"--sender-key: environment variable {where} is not set")
+            raise BadArgument(f"{flag}: environment variable {where} is not set")
     elif kind == "file" and where:
         try:
             key = Path(where).read_text().strip()
         except OSError as exc:
-            raise BadArgument(f"--sender-key: cannot read {where}: {exc.strerror}") from None
+            raise BadArgument(f"{flag}: cannot read {where}: {exc.strerror}") from None
     else:
-        raise BadArgument("--sender-key must be env:VAR or file:PATH")
+        raise BadArgument(f"{flag} must be env:VAR or file:PATH")
     try:
         Account.from_key(key)
     except Exception:  # noqa: BLE001 - eth-account raises several types; none may echo the key
-        raise BadArgument(f"--sender-key {spec} is not a valid private key") from None
+        raise BadArgument(f"{flag} {spec} is not a valid private key") from None
     return key
 
 

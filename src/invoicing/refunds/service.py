@@ -241,26 +241,33 @@ def _accepted(request: RefundRequest, row: RelayerTransaction) -> dict[str, Any]
 async def refunds_of(db: Database, invoice_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """The ``refunds`` of owner representations, oldest first, by invoice id (invoices
     without refunds are absent)."""
-    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     if not invoice_ids:
-        return found
+        return {}
     async with db.sessions() as session:
-        rows = await session.scalars(
-            select(Refund)
-            .where(Refund.invoice_id.in_(list(invoice_ids)))
-            .order_by(Refund.created_at, Refund.relayer_tx_id)
+        return await refunds_in(session, invoice_ids)
+
+
+async def refunds_in(
+    session: AsyncSession, invoice_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """``refunds_of`` within an open session."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    rows = await session.scalars(
+        select(Refund)
+        .where(Refund.invoice_id.in_(list(invoice_ids)))
+        .order_by(Refund.created_at, Refund.relayer_tx_id)
+    )
+    for refund in rows:
+        found[refund.invoice_id].append(
+            {
+                "txHash": refund.tx_hash,
+                "to": refund.to_address,
+                "tokenAddress": refund.token_address,
+                "amountRaw": refund.amount_raw,
+                "status": refund.status,
+                "createdAt": refund.created_at,
+            }
         )
-        for refund in rows:
-            found[refund.invoice_id].append(
-                {
-                    "txHash": refund.tx_hash,
-                    "to": refund.to_address,
-                    "tokenAddress": refund.token_address,
-                    "amountRaw": refund.amount_raw,
-                    "status": refund.status,
-                    "createdAt": refund.created_at,
-                }
-            )
     return found
 
 

@@ -241,20 +241,27 @@ async def other_balances(
     other allow-listed tokens and native coin found in its escrow and not swept yet."""
     if not invoice_ids:
         return {}
-    found: dict[str, list[dict[str, Any]]] = {}
     async with db.sessions() as session:
-        for start in range(0, len(invoice_ids), _CHUNK):
-            rows = await session.execute(
-                select(EscrowAsset.invoice_id, EscrowAsset.token_address, EscrowAsset.balance_raw)
-                .where(
-                    EscrowAsset.invoice_id.in_(list(invoice_ids[start : start + _CHUNK])),
-                    EscrowAsset.own.is_(False),
-                )
-                .order_by(EscrowAsset.invoice_id, EscrowAsset.token_address)
+        return await other_balances_in(session, invoice_ids)
+
+
+async def other_balances_in(
+    session: AsyncSession, invoice_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """``other_balances`` within an open session."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for start in range(0, len(invoice_ids), _CHUNK):
+        rows = await session.execute(
+            select(EscrowAsset.invoice_id, EscrowAsset.token_address, EscrowAsset.balance_raw)
+            .where(
+                EscrowAsset.invoice_id.in_(list(invoice_ids[start : start + _CHUNK])),
+                EscrowAsset.own.is_(False),
             )
-            for invoice_id, key, balance_raw in rows:
-                entry = {"tokenAddress": _shown_token(key), "balanceRaw": balance_raw}
-                found.setdefault(invoice_id, []).append(entry)
+            .order_by(EscrowAsset.invoice_id, EscrowAsset.token_address)
+        )
+        for invoice_id, key, balance_raw in rows:
+            entry = {"tokenAddress": _shown_token(key), "balanceRaw": balance_raw}
+            found.setdefault(invoice_id, []).append(entry)
     return found
 
 

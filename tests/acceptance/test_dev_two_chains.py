@@ -1,0 +1,180 @@
+"""`invoicing dev --chains 2`: two anvil chains in one service. Invoices, payments, webhooks
+and withdrawals stay on their own chain, a payment on the wrong chain pays nothing, and a
+dead node on one chain does not stall the other chain's work."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from invoicing.chain import artifacts
+from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import ERC20, TEST_TOKEN
+from invoicing.chain.deploy import deterministic_address, factory_address
+from invoicing.chain.evm import EvmClient
+from tests.acceptance.test_user_journey import INVOICING, poll_status, wait_ready
+from tests.conftest import new_database_url
+from tests.support.receiver import receiver
+from tests.support.server import free_port
+from tests.support.signing import new_owner, signed_headers
+
+pytestmark = pytest.mark.acceptance
+
+PAYER = DEV_PRIVATE_KEYS[8]
+ETH = 10**18
+TUSD = 10**6
+
+
+def kill_child_anvil(parent_pid: int, port: int) -> None:
+    """SIGKILL the anvil that `invoicing dev` (parent_pid) started on ``port``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent_pid and b"--port" in argv and str(port).encode() in argv:
+            os.kill(int(entry.name), signal.SIGKILL)
+            return
+    raise AssertionError(f"no anvil on port {port} under {parent_pid}")
+
+
+async def create_invoice(
+    http: httpx.AsyncClient, key: str, owner: str, chain_id: int, hook: str, **fields: Any
+) -> dict[str, Any]:
+    response = await http.post(
+        "/integration/invoices",
+        json={"ownerAddress": owner, "chainId": chain_id, "webhookUrl": hook, **fields},
+        headers={"x-service-api-key": key},
+    )
+    assert response.status_code == 201, response.text
+    invoice: dict[str, Any] = response.json()
+    return invoice
+
+
+async def token_balance(evm: EvmClient, token: str, holder: str) -> int:
+    raw = await evm.eth_call(token, encode_call(ERC20, "balanceOf", holder))
+    balance = decode_result(ERC20, "balanceOf", raw)
+    assert isinstance(balance, int)
+    return balance
+
+
+async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: Path) -> None:
+    database_url, drop_database = new_database_url()
+    ready_file = tmp_path / "ready.json"
+    chain_port = free_port()
+    env = {
+        **os.environ,
+        "INVOICING_MONITOR_INTERVAL_S": "1",
+        "INVOICING_WITHDRAWAL_INTERVAL_S": "1",
+        "INVOICING_WEBHOOK_RETRY_DELAY_S": "1",
+        "INVOICING_SECRET": "two-chains-secret-" + "t" * 32,
+    }
+    log = (tmp_path / "dev.log").open("w")
+    process = await asyncio.create_subprocess_exec(
+        *[INVOICING, "dev", "--chains", "2", "--port", str(free_port())],
+        *["--chain-port", str(chain_port), "--ready-file", str(ready_file)],
+        *["--database-url", database_url],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    owner = new_owner()
+    tusd = deterministic_address(artifacts.test_token_bytecode())
+    try:
+        ready = await wait_ready(ready_file, process)
+        first, second = ready["chains"]  # type: ignore[misc]
+        assert ready["chain_id"] == 31337 and ready["factory"] == factory_address()
+        assert first == {
+            "chain_id": 31337,
+            "rpc_url": f"http://127.0.0.1:{chain_port}",
+            "factory": factory_address(),
+            "tokens": {"TUSD": tusd},
+        }
+        assert second == {
+            "chain_id": 31338,
+            "rpc_url": f"http://127.0.0.1:{chain_port + 1}",
+            "factory": factory_address(),
+            "tokens": {"TUSD": tusd},
+        }
+        one, two = EvmClient.connect(first["rpc_url"]), EvmClient.connect(second["rpc_url"])
+        assert (await one.chain_id(), await two.chain_id()) == (31337, 31338)
+        async with receiver() as hooks, httpx.AsyncClient(base_url=str(ready["base_url"])) as http:
+            issued = await http.post(
+                "/integration/api-keys",
+                json={"ownerAddress": owner.address, "label": "shop"},
+                headers=signed_headers(owner, "apikey.create", {"label": "shop"}),
+            )
+            assert issued.status_code == 201, issued.text
+            key = issued.json()["apiKey"]
+            on_one = await create_invoice(
+                http, key, owner.address, 31337, hooks.url("/one"), amount="0.5"
+            )
+            on_two = await create_invoice(
+                http, key, owner.address, 31338, hooks.url("/two"), amount="25", tokenAddress=tusd
+            )
+            assert on_one["chainId"] == 31337 and on_two["chainId"] == 31338
+
+            # The first invoice's address paid in full, but on the other chain: pays nothing.
+            await two.transact(PAYER, on_one["paymentAddress"], value=ETH // 2)
+            await two.transact(
+                PAYER,
+                tusd,
+                encode_call(TEST_TOKEN, "transfer", on_two["paymentAddress"], 25 * TUSD),
+            )
+            (paid_two,) = await hooks.wait_for("/two", timeout_s=30)
+            assert paid_two.body["chainId"] == 31338 and paid_two.body["status"] == "paid"
+            assert paid_two.body["requiredRaw"] == str(25 * TUSD)
+            status = await http.get(
+                "/integration/invoices/status",
+                params={"ownerAddress": owner.address, "paymentAddress": on_one["paymentAddress"]},
+                headers={"x-service-api-key": key},
+            )
+            assert status.json()["invoice"]["status"] == "pending"
+            assert hooks.at("/one") == []
+
+            await one.transact(PAYER, on_one["paymentAddress"], value=ETH // 2)
+            (paid_one,) = await hooks.wait_for("/one", timeout_s=30)
+            assert paid_one.body["chainId"] == 31337 and paid_one.body["status"] == "paid"
+            assert paid_one.body["requiredRaw"] == str(ETH // 2)
+            for invoice in (on_one, on_two):
+                done = await poll_status(
+                    http, key, owner.address, invoice["paymentAddress"], "completed"
+                )
+                assert done["withdrawn"] is True
+            # Each chain's withdrawal paid the owner on that chain, exactly.
+            assert await one.get_balance(owner.address) == ETH // 2
+            assert await token_balance(one, tusd, owner.address) == 0
+            assert await token_balance(two, tusd, owner.address) == 25 * TUSD
+            assert await two.get_balance(owner.address) == 0
+            # The wrong-chain coins stay where they were sent (nothing swept them).
+            assert await two.get_balance(on_one["paymentAddress"]) == ETH // 2
+
+            # The second chain's node dies; the first chain keeps detecting and withdrawing.
+            kill_child_anvil(process.pid, chain_port + 1)
+            late = await create_invoice(
+                http, key, owner.address, 31337, hooks.url("/late"), amount="0.25"
+            )
+            await one.transact(PAYER, late["paymentAddress"], value=ETH // 4)
+            (paid_late,) = await hooks.wait_for("/late", timeout_s=30)
+            assert paid_late.body["chainId"] == 31337 and paid_late.body["status"] == "paid"
+            await poll_status(http, key, owner.address, late["paymentAddress"], "completed")
+            assert await one.get_balance(owner.address) == ETH // 2 + ETH // 4
+        await one.aclose()
+        await two.aclose()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), timeout=30)
+        log.close()
+        drop_database()

@@ -1,0 +1,192 @@
+"""The chain and token registry shipped in the package, and chains files merged over it."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from invoicing.addresses import address_bytes, checksum_encode
+from invoicing.chain.artifacts import factory_bytecode
+from invoicing.chain.deploy import deterministic_address, factory_address
+from invoicing.registry import registry, registry_text
+from invoicing.settings import Settings, load_chains_file
+
+FACTORY = "0x" + "fa" * 20
+USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+CHAIN_KEYS = {"chain_id", "name", "native_symbol", "native_decimals", "confirmations", "explorer"}
+# The chains issue #14 asks for, by chain id.
+EXPECTED_CHAINS = {1, 8453, 42161, 10, 137, 56, 43114, 11155111, 84532}
+
+
+def chains_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "chains.toml"
+    path.write_text(text)
+    return path
+
+
+# The shipped registry.
+
+
+def test_the_registry_has_every_chain_once() -> None:
+    raw = tomllib.loads(registry_text())["chain"]
+    ids = [entry["chain_id"] for entry in raw]
+
+    assert len(ids) == len(set(ids))
+    assert set(ids) == EXPECTED_CHAINS
+    assert set(registry()) == EXPECTED_CHAINS
+
+
+@pytest.mark.parametrize("chain_id", sorted(EXPECTED_CHAINS))
+def test_every_entry_has_all_fields(chain_id: int) -> None:
+    entry = registry()[chain_id]
+
+    assert CHAIN_KEYS <= set(entry)
+    assert entry["name"] and entry["native_symbol"]
+    assert entry["native_decimals"] == 18
+    assert entry["confirmations"] >= 1
+    assert re.fullmatch(r"https://[a-z0-9.-]+[a-z]", entry["explorer"])
+    assert entry.get("eip1559") in (None, True, False)
+    for token in entry["token"]:
+        assert set(token) == {"address", "symbol", "decimals"}
+        assert token["symbol"] in {"USDC", "USDT", "DAI"}
+        assert 0 <= token["decimals"] <= 18
+
+
+def test_every_token_address_is_written_in_its_eip55_form() -> None:
+    addresses = [token["address"] for entry in registry().values() for token in entry["token"]]
+
+    assert addresses
+    for address in addresses:
+        assert address == checksum_encode(address_bytes(address))
+
+
+def test_every_chain_and_token_table_is_preceded_by_its_source() -> None:
+    lines = registry_text().splitlines()
+    tables = [i for i, line in enumerate(lines) if line in ("[[chain]]", "[[chain.token]]")]
+
+    assert len(tables) > len(EXPECTED_CHAINS)
+    for i in tables:
+        comment = i - 1
+        while lines[comment].startswith("# ") and not lines[comment].startswith("# source:"):
+            comment -= 1
+        assert lines[comment].startswith("# source: "), f"no source before line {i + 1}"
+
+
+def test_every_confirmations_value_says_why() -> None:
+    lines = registry_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("confirmations ="):
+            assert lines[i - 1].startswith("# "), f"line {i + 1}: no reason given"
+
+
+# Chains files merged over the registry.
+
+
+def test_a_minimal_chains_file_takes_everything_else_from_the_registry(tmp_path: Path) -> None:
+    path = chains_file(
+        tmp_path,
+        f'[[chain]]\nchain_id = 8453\nrpc_urls = ["https://a.example", "https://b.example"]\n'
+        f'factory = "{FACTORY}"\n',
+    )
+
+    (base,) = load_chains_file(path)
+
+    assert (base.name, base.native_symbol, base.native_decimals) == ("Base", "ETH", 18)
+    assert base.confirmations == 10
+    assert base.explorer == "https://basescan.org"
+    assert base.rpc_urls == ("https://a.example", "https://b.example")
+    assert base.rpc_url == "https://a.example"
+    assert [(t.address, t.symbol, t.decimals) for t in base.tokens] == [(USDC_BASE, "USDC", 6)]
+    assert base.explorer_address_url(USDC_BASE) == f"https://basescan.org/address/{USDC_BASE}"
+
+
+def test_without_a_factory_the_chain_uses_the_deterministic_deployment(tmp_path: Path) -> None:
+    path = chains_file(tmp_path, '[[chain]]\nchain_id = 8453\nrpc_urls = ["https://a.example"]\n')
+
+    (base,) = load_chains_file(path)
+
+    assert base.factory == factory_address()
+    assert base.factory == deterministic_address(factory_bytecode())
+
+
+def test_the_chains_file_overrides_the_registry(tmp_path: Path) -> None:
+    token = "0x" + "7e" * 20
+    path = chains_file(
+        tmp_path,
+        "[[chain]]\nchain_id = 137\n"
+        'rpc_url = "https://a.example"\n'
+        f'factory = "{FACTORY}"\n'
+        'name = "Polygon (ours)"\nconfirmations = 200\nexplorer = "https://x.example/"\n'
+        "eip1559 = false\n"
+        f'[[chain.token]]\naddress = "{token}"\nsymbol = "XUSD"\ndecimals = 18\n',
+    )
+
+    (polygon,) = load_chains_file(path)
+
+    assert (polygon.name, polygon.confirmations) == ("Polygon (ours)", 200)
+    assert polygon.native_symbol == "POL"  # not overridden: still the registry's
+    assert polygon.explorer == "https://x.example"
+    assert polygon.eip1559 is False
+    assert [(t.symbol, t.decimals) for t in polygon.tokens] == [("XUSD", 18)]  # replaced
+
+
+def test_a_chain_the_registry_does_not_know_needs_its_own_values(tmp_path: Path) -> None:
+    path = chains_file(
+        tmp_path, f'[[chain]]\nchain_id = 999999\nrpc_url = "http://a"\nfactory = "{FACTORY}"\n'
+    )
+
+    (chain,) = load_chains_file(path)
+
+    assert (chain.name, chain.confirmations, chain.tokens, chain.explorer) == (
+        "chain 999999",
+        1,
+        (),
+        None,
+    )
+
+
+def test_another_registry_file_replaces_the_shipped_one(tmp_path: Path) -> None:
+    other = tmp_path / "registry.toml"
+    other.write_text('[[chain]]\nchain_id = 8453\nname = "Base (reviewed)"\nconfirmations = 30\n')
+    path = chains_file(
+        tmp_path, f'[[chain]]\nchain_id = 8453\nrpc_url = "http://a"\nfactory = "{FACTORY}"\n'
+    )
+
+    settings = Settings(environment="development", chains_file=path, registry_file=other)
+
+    base = settings.chain_configs()[8453]
+    assert (base.name, base.confirmations, base.tokens, base.explorer) == (
+        "Base (reviewed)",
+        30,
+        (),
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    "explorer",
+    ["javascript:alert(1)", "ftp://x.example", 'https://x.example/"onmouseover="x', ""],
+)
+def test_an_explorer_that_is_not_a_plain_http_url_is_refused(tmp_path: Path, explorer: str) -> None:
+    path = chains_file(
+        tmp_path,
+        f'[[chain]]\nchain_id = 8453\nrpc_url = "http://a"\nfactory = "{FACTORY}"\n'
+        f"explorer = '{explorer}'\n",
+    )
+
+    with pytest.raises(ValueError, match="chain 8453: explorer must be an http"):
+        load_chains_file(path)
+
+
+def test_a_registry_listing_a_chain_twice_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "registry.toml"
+    other.write_text("[[chain]]\nchain_id = 5\n[[chain]]\nchain_id = 5\n")
+    path = chains_file(
+        tmp_path, f'[[chain]]\nchain_id = 5\nrpc_url = "http://a"\nfactory = "{FACTORY}"\n'
+    )
+
+    with pytest.raises(ValueError, match="chain 5 twice"):
+        load_chains_file(path, registry_file=other)
