@@ -8,17 +8,22 @@ import asyncio
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from eth_account import Account
+from eth_account.messages import encode_typed_data
+from eth_account.signers.local import LocalAccount
 
 from invoicing.chain import artifacts
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, TEST_TOKEN
 from invoicing.chain.deploy import deterministic_address, factory_address
+from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from tests.acceptance.test_user_journey import INVOICING, poll_status, wait_ready
 from tests.conftest import new_database_url
@@ -68,6 +73,30 @@ async def token_balance(evm: EvmClient, token: str, holder: str) -> int:
     balance = decode_result(ERC20, "balanceOf", raw)
     assert isinstance(balance, int)
     return balance
+
+
+def set_fee_body(owner: LocalAccount, chain_id: int, factory: str, fee_bps: int) -> dict[str, Any]:
+    deadline = int(time.time()) + 3600
+    typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, 0, deadline)
+    signed = Account.sign_message(encode_typed_data(full_message=typed), owner.key)
+    return {
+        "ownerAddress": owner.address,
+        "chainId": chain_id,
+        "feeBps": fee_bps,
+        "nonce": "0",
+        "deadline": str(deadline),
+        "signature": "0x" + bytes(signed.signature).hex(),
+    }
+
+
+async def fees_of(http: httpx.AsyncClient, key: str, owner: str, chain_id: int) -> Any:
+    answer = await http.get(
+        "/integration/fees",
+        params={"ownerAddress": owner, "chainId": chain_id},
+        headers={"x-service-api-key": key},
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
 
 
 async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: Path) -> None:
@@ -160,6 +189,28 @@ async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: 
             assert await two.get_balance(owner.address) == 0
             # The wrong-chain coins stay where they were sent (nothing swept them).
             assert await two.get_balance(on_one["paymentAddress"]) == ETH // 2
+
+            # Fee settings are per chain: a SetFee signed for chain 2 changes chain 2 only,
+            # and the same signature offered for chain 1 (another EIP-712 domain) is refused.
+            on_chain_two = set_fee_body(owner, 31338, factory_address(), 100)
+            sent = await http.post("/fees/set-meta", json=on_chain_two)
+            assert sent.status_code == 202, sent.text
+            replayed = await http.post("/fees/set-meta", json={**on_chain_two, "chainId": 31337})
+            assert replayed.json()["error"]["code"] == "invalid_owner_signature"
+            for _ in range(100):  # mined at once (anvil automines); read until it shows
+                if (await fees_of(http, key, owner.address, 31338))["nonce"] == "1":
+                    break
+                await asyncio.sleep(0.1)
+            assert await fees_of(http, key, owner.address, 31338) == {
+                "feeBps": 100,
+                "payoutAddress": None,
+                "nonce": "1",
+            }
+            assert await fees_of(http, key, owner.address, 31337) == {
+                "feeBps": 0,
+                "payoutAddress": None,
+                "nonce": "0",
+            }
 
             # The second chain's node dies; the first chain keeps detecting and withdrawing.
             kill_child_anvil(process.pid, chain_port + 1)
