@@ -48,7 +48,7 @@ async def _verify_chains(settings: Settings) -> None:
     from invoicing.chain.checks import ChainCheckFailed, verify_chains
 
     try:
-        await verify_chains(settings.chain_configs().values())
+        await verify_chains(settings.chain_configs().values(), policy=settings.rpc_policy())
     except ChainCheckFailed as exc:
         _refuse(exc)
 

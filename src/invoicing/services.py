@@ -29,8 +29,13 @@ class Services:
 def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     """Connect the database and every configured chain (no network traffic yet)."""
     init_hash = escrow_init_code_hash()
+    policy = settings.rpc_policy()
     gateways: dict[int, ChainGateway] = {
-        chain_id: EvmGateway(config, EvmClient.connect(config.rpc_url), init_hash)
+        chain_id: EvmGateway(
+            config,
+            EvmClient.connect(config.rpc_urls, policy=policy, eip1559=config.eip1559),
+            init_hash,
+        )
         for chain_id, config in settings.chain_configs().items()
     }
     return Services(

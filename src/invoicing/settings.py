@@ -17,6 +17,7 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from invoicing.addresses import normalize_address
+from invoicing.chain.rpc import RpcPolicy
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
 DEVELOPMENT = "development"
@@ -188,6 +189,19 @@ class Settings(BaseSettings):
     # The public payment-page status route re-checks the chain at most this often per invoice.
     page_recheck_interval_s: float = 5.0
 
+    # JSON-RPC (each chain's rpc_urls, see chain.rpc): a timeout per request; timeouts,
+    # dropped connections, 429 and 5xx are retried on the next URL with jittered backoff
+    # from rpc_backoff_s (doubling up to rpc_backoff_max_s), at most rpc_max_attempts tries
+    # per request; a 429's Retry-After is honoured up to rpc_retry_after_max_s; a URL that
+    # failed rpc_failures_before_cooldown times in a row is set aside for rpc_cooldown_s.
+    rpc_timeout_s: float = Field(default=10.0, gt=0)
+    rpc_max_attempts: int = Field(default=4, ge=1)
+    rpc_backoff_s: float = Field(default=0.25, ge=0)
+    rpc_backoff_max_s: float = Field(default=5.0, ge=0)
+    rpc_retry_after_max_s: float = Field(default=30.0, ge=0)
+    rpc_failures_before_cooldown: int = Field(default=3, ge=1)
+    rpc_cooldown_s: float = Field(default=60.0, ge=0)
+
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True
 
@@ -241,6 +255,18 @@ class Settings(BaseSettings):
         elif self.owners is not None:
             parse_owner_list(self.owners, ",")  # raises ValueError naming a bad address
         return self
+
+    def rpc_policy(self) -> RpcPolicy:
+        """Timeouts and failover of every chain's JSON-RPC client."""
+        return RpcPolicy(
+            timeout_s=self.rpc_timeout_s,
+            max_attempts=self.rpc_max_attempts,
+            backoff_s=self.rpc_backoff_s,
+            backoff_max_s=self.rpc_backoff_max_s,
+            retry_after_max_s=self.rpc_retry_after_max_s,
+            failures_before_cooldown=self.rpc_failures_before_cooldown,
+            cooldown_s=self.rpc_cooldown_s,
+        )
 
     def chain_configs(self) -> dict[int, ChainConfig]:
         """Chains by id, from the inline list and the chains TOML file (read at start-up)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
+import rlp
 from eth_account import Account
 from eth_account.typed_transactions import TypedTransaction
 from hexbytes import HexBytes
@@ -282,3 +283,33 @@ async def test_a_transaction_at_the_ceiling_waits_there_logged_and_counted_once(
     }  # fmt: skip
     finished = await track_pending(services, chain, relayer)
     assert [(r.id, r.status) for r in finished] == [(row.id, TxStatus.CONFIRMED)]
+
+
+def legacy_fields(raw: bytes) -> tuple[int, int]:
+    """(type byte or 0, gasPrice) of a signed transaction: a legacy one is an RLP list."""
+    assert raw[0] >= 0xC0, "not a type-0 transaction"
+    nonce, gas_price, *_ = rlp.decode(raw)
+    return int.from_bytes(nonce, "big"), int.from_bytes(gas_price, "big")
+
+
+async def test_a_legacy_fee_chain_gets_type_0_bumped_under_the_ceiling(sending: Sending) -> None:
+    chain, relayer = sending.chain, sending.relayer
+    chain.eip1559_fees = False
+    chain.max_fee_per_gas = chain.max_priority_fee_per_gas = 10**9  # eth_gasPrice
+    with_ceiling(chain, 1_200_000_000)
+
+    row = await relayer.send(CALL, GAS)
+    sending.clock.advance(1_000)
+    replaced = await relayer.replace(row.id, row.sent_at)
+    assert replaced is not None
+    sending.clock.advance(1_000)
+    held = await relayer.replace(row.id, replaced.sent_at)
+
+    assert legacy_fields(raw_of(row)) == (row.nonce, 10**9)
+    assert (row.max_fee_per_gas, row.max_priority_fee_per_gas) == ("1000000000",) * 2
+    assert legacy_fields(raw_of(replaced)) == (row.nonce, bump(10**9))
+    assert replaced.max_fee_per_gas == replaced.max_priority_fee_per_gas == str(bump(10**9))
+    assert Account.recover_transaction(raw_of(replaced)) == relayer.address
+    # The next bump (10% at least) would pass 1.2 gwei: it waits at the price it has.
+    assert held is None
+    assert chain.sent == [raw_of(row), raw_of(replaced)]

@@ -38,7 +38,7 @@ async def recording_proxy(
     node_url: str, rewrite: Rewrite | None = None
 ) -> AsyncIterator[tuple[str, RpcLog]]:
     """Serve a proxy to ``node_url``; yields its URL and the log of calls through it.
-    ``rewrite`` may change the answer to each single (not batched) request."""
+    ``rewrite`` may change the answer to each request, batched ones included."""
     log = RpcLog()
     async with httpx.AsyncClient(timeout=30) as client:
 
@@ -53,6 +53,11 @@ async def recording_proxy(
             content = answer.content
             if rewrite is not None and isinstance(sent, dict):
                 content = json.dumps(rewrite(sent, answer.json())).encode()
+            elif rewrite is not None and isinstance(sent, list):
+                by_id = {item.get("id"): item for item in sent}
+                content = json.dumps(
+                    [rewrite(by_id[item.get("id")], item) for item in answer.json()]
+                ).encode()
             return Response(content, answer.status_code, media_type="application/json")
 
         app = Starlette(routes=[Route("/", forward, methods=["POST"])])

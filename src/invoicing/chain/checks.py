@@ -27,7 +27,7 @@ from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_art
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError
+from invoicing.chain.rpc import RpcError, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 from invoicing.settings import ChainConfig
@@ -67,29 +67,46 @@ async def verify_chain(config: ChainConfig, evm: EvmClient) -> None:
 
 
 async def _verify(config: ChainConfig, evm: EvmClient) -> None:
-    node_chain_id = await evm.chain_id()
+    factory = config.factory
+    probe = encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)
+    # Every read in one JSON-RPC batch: one round trip however many tokens are listed.
+    answers = await evm.rpc.batch(
+        [
+            ("eth_chainId", []),
+            ("eth_getCode", [factory, "latest"]),
+            ("eth_call", [{"to": factory, "data": "0x" + probe.hex()}, "latest"]),
+            *(
+                ("eth_call", [{"to": t.address, "data": _DECIMALS}, "latest"])
+                for t in config.tokens
+            ),
+        ],
+        return_errors=True,
+    )
+    node_chain_id, code, predicted_raw, *decimals_raw = answers
+    for answer in (node_chain_id, code):
+        if isinstance(answer, RpcError):
+            raise answer
+    node_chain_id = int(node_chain_id, 16)
     if node_chain_id != config.chain_id:
         raise ChainCheckFailed(
             config, f"the RPC node reports chain id {node_chain_id}, configured {config.chain_id}"
         )
-    factory = config.factory
-    code = await evm.get_code(factory)
-    if not code:
+    if not bytes.fromhex(str(code)[2:]):
         raise ChainCheckFailed(config, f"no contract at the factory address {factory}")
-    if not same_runtime_code(code, load_artifact(PAYMENT_FACTORY)):
+    if not same_runtime_code(bytes.fromhex(str(code)[2:]), load_artifact(PAYMENT_FACTORY)):
         raise ChainCheckFailed(
             config, f"the code at factory {factory} is not the shipped PaymentFactory"
         )
-    predicted = await _call(evm, factory, PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)
+    predicted = _decoded(predicted_raw, PAYMENT_FACTORY, "predictEscrow")
     derived = escrow_address(factory, PROBE_OWNER, PROBE_SALT)
     if predicted != derived:
         raise ChainCheckFailed(
             config,
             f"factory {factory} predictEscrow gives {predicted}, the service derives {derived}",
         )
-    for token in config.tokens:
+    for token, raw in zip(config.tokens, decimals_raw, strict=True):
         label = f"token {token.symbol} {token.address}"
-        decimals = await _call(evm, token.address, ERC20, "decimals")
+        decimals = _decoded(raw, ERC20, "decimals")
         if decimals is None:
             raise ChainCheckFailed(config, f"{label}: decimals() cannot be read")
         if decimals != token.decimals:
@@ -98,19 +115,27 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
             )
 
 
-async def _call(evm: EvmClient, to: str, contract: str, name: str, *args: object) -> object:
-    """The decoded answer of a view call, or None when it reverts or answers garbage."""
+_DECIMALS = "0x" + encode_call(ERC20, "decimals").hex()
+
+
+def _decoded(raw: object, contract: str, name: str) -> object:
+    """The decoded answer of a view call, or None when it reverted or answered garbage."""
+    if isinstance(raw, RpcError) or not isinstance(raw, str):
+        return None
     try:
-        raw = await evm.eth_call(to, encode_call(contract, name, *args))
-        return decode_result(contract, name, raw)
-    except (RpcError, DecodingError, ValueError, OverflowError):
+        return decode_result(contract, name, bytes.fromhex(raw[2:]))
+    except (DecodingError, ValueError, OverflowError):
         return None
 
 
-async def verify_chains(configs: Iterable[ChainConfig], timeout_s: float = 10.0) -> None:
+async def verify_chains(
+    configs: Iterable[ChainConfig],
+    timeout_s: float | None = None,
+    policy: RpcPolicy | None = None,
+) -> None:
     """Check every chain over its own short-lived connection (the caller's event loop)."""
     for config in configs:
-        evm = EvmClient.connect(config.rpc_url, timeout_s=timeout_s)
+        evm = EvmClient.connect(config.rpc_urls, timeout_s=timeout_s, policy=policy)
         try:
             await verify_chain(config, evm)
         finally:

@@ -1,14 +1,16 @@
-"""Typed EVM calls on top of :class:`JsonRpc`: reads, eth_call and signed EIP-1559 sends."""
+"""Typed EVM calls on top of :class:`JsonRpc`: reads, eth_call and signed sends (EIP-1559
+type 2, or type 0 with ``gasPrice`` on a chain without EIP-1559)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from eth_account import Account
 
-from invoicing.chain.rpc import JsonRpc
+from invoicing.chain.rpc import JsonRpc, RpcError, RpcPolicy
 from invoicing.errors import ChainUnavailable
 
 BlockRef = int | str
@@ -31,15 +33,33 @@ def normalize_receipt(raw: dict[str, Any]) -> dict[str, Any]:
     return receipt
 
 
+def fee_fields(eip1559: bool, max_fee: int, tip: int) -> dict[str, Any]:
+    """The type and fee fields of a transaction: EIP-1559 caps, or a legacy (type 0)
+    ``gasPrice`` of ``max_fee`` on a chain without EIP-1559 (eth_account signs a dict with
+    no ``type`` as type 0, with the EIP-155 chain id)."""
+    if not eip1559:
+        return {"gasPrice": max_fee}
+    return {"type": 2, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": min(tip, max_fee)}
+
+
 class EvmClient:
     """The service's view of one chain's JSON-RPC endpoint."""
 
-    def __init__(self, rpc: JsonRpc) -> None:
+    def __init__(self, rpc: JsonRpc, eip1559: bool | None = None) -> None:
         self.rpc = rpc
+        self._eip1559 = eip1559  # None: not known yet (read from the latest block once)
 
     @classmethod
-    def connect(cls, url: str, *, timeout_s: float = 10.0) -> EvmClient:
-        return cls(JsonRpc(url, timeout_s=timeout_s))
+    def connect(
+        cls,
+        urls: str | Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        policy: RpcPolicy | None = None,
+        eip1559: bool | None = None,
+    ) -> EvmClient:
+        """A client of one chain over its URLs (failover in that order, see ``chain.rpc``)."""
+        return cls(JsonRpc(urls, timeout_s=timeout_s, policy=policy), eip1559)
 
     async def aclose(self) -> None:
         await self.rpc.aclose()
@@ -52,7 +72,8 @@ class EvmClient:
         return _int(await self.rpc.call("eth_chainId"))
 
     async def block_number(self) -> int:
-        return _int(await self.rpc.call("eth_blockNumber"))
+        """The head: the highest any URL reports (see ``JsonRpc.head``)."""
+        return await self.rpc.head()
 
     async def get_block(self, block: BlockRef = "latest") -> dict[str, Any]:
         result = await self.rpc.call("eth_getBlockByNumber", [_block(block), False])
@@ -99,15 +120,30 @@ class EvmClient:
             tx["gas"] = hex(gas)
         return _int(await self.rpc.call("eth_estimateGas", [tx]))
 
+    async def eip1559(self) -> bool:
+        """Whether the chain takes EIP-1559 (type-2) transactions: as configured, else
+        whether its latest block has a ``baseFeePerGas`` (read once)."""
+        if self._eip1559 is None:
+            block = await self.get_block("latest")
+            self._eip1559 = block.get("baseFeePerGas") is not None
+        return self._eip1559
+
     async def fee_caps(self) -> tuple[int, int]:
-        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
-        block = await self.get_block("latest")
-        base_fee = _int(block.get("baseFeePerGas", "0x0"))
-        try:
-            tip = _int(await self.rpc.call("eth_maxPriorityFeePerGas"))
-        except Exception:  # noqa: BLE001 - nodes without the method get a fixed 1 gwei tip
-            tip = 10**9
-        return 2 * base_fee + tip, tip
+        """(maxFeePerGas, maxPriorityFeePerGas) for a transaction now. On a legacy-fee chain
+        both are the node's ``eth_gasPrice`` (the price a type-0 transaction offers)."""
+        if not await self.eip1559():
+            price = _int(await self.rpc.call("eth_gasPrice"))
+            return price, price
+        block, tip = await self.rpc.batch(
+            [("eth_getBlockByNumber", ["latest", False]), ("eth_maxPriorityFeePerGas", [])],
+            return_errors=True,
+        )
+        if not isinstance(block, dict):
+            raise ChainUnavailable("latest block not available")
+        base_fee = _int(block.get("baseFeePerGas") or "0x0")
+        # Nodes without eth_maxPriorityFeePerGas get a fixed 1 gwei tip.
+        tip_wei = 10**9 if isinstance(tip, RpcError) or tip is None else _int(tip)
+        return 2 * base_fee + tip_wei, tip_wei
 
     async def send_raw_transaction(self, raw: bytes) -> str:
         return str(await self.rpc.call("eth_sendRawTransaction", ["0x" + raw.hex()]))
@@ -129,7 +165,7 @@ class EvmClient:
             await asyncio.sleep(poll_s)
 
     def sign_transaction(self, private_key: str, tx: dict[str, Any]) -> tuple[str, bytes]:
-        """Sign an EIP-1559 transaction dict; returns (hash, raw bytes)."""
+        """Sign a transaction dict (type 2 or type 0); returns (hash, raw bytes)."""
         signed = Account.sign_transaction(tx, private_key)
         return "0x" + bytes(signed.hash).hex(), bytes(signed.raw_transaction)
 
@@ -152,15 +188,12 @@ class EvmClient:
         if gas is None:
             gas = int(await self.estimate_gas(sender, to, data, value) * 1.2) + 10_000
         max_fee, tip = await self.fee_caps()
-        tx: dict[str, Any] = {
-            "type": 2,
+        tx = fee_fields(await self.eip1559(), max_fee, tip) | {
             "chainId": chain_id,
             "nonce": nonce,
             "value": value,
             "data": data,
             "gas": gas,
-            "maxFeePerGas": max_fee,
-            "maxPriorityFeePerGas": tip,
         }
         if to is not None:
             tx["to"] = to

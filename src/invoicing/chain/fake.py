@@ -60,6 +60,7 @@ class FakeChain:
         self.pending_counts: dict[str, int] = {}  # "pending" count; the mined one if unset
         self.max_fee_per_gas = 2 * 10**9
         self.max_priority_fee_per_gas = 10**9
+        self.eip1559_fees = True  # False: a legacy-fee chain (type-0 transactions)
         self.gas_estimate = 50_000
         self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
         self.gas_caps: list[int | None] = []  # the gas cap of each estimate
@@ -128,6 +129,9 @@ class FakeChain:
     async def has_code(self, address: str) -> bool:
         self._check("has_code")
         return address.lower() in self.contracts
+
+    async def eip1559(self) -> bool:
+        return self.eip1559_fees
 
     async def fee_caps(self) -> tuple[int, int]:
         self._check("fee_caps")

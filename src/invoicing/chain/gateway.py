@@ -27,7 +27,10 @@ class ChainGateway(Protocol):
     config: ChainConfig
     factory: str  # the PaymentFactory's checksummed address
 
-    async def block_number(self) -> int: ...
+    async def block_number(self) -> int:
+        """The head, never lower than one this gateway answered before (a lagging RPC URL
+        cannot take reads back to an older block)."""
+        ...
 
     async def chain_id(self) -> int:
         """The id the node reports (``eth_chainId``)."""
@@ -60,8 +63,13 @@ class ChainGateway(Protocol):
     # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
     # an unreachable node is ChainUnavailable.
 
+    async def eip1559(self) -> bool:
+        """Whether transactions are EIP-1559 (type 2); False: legacy type 0 with gasPrice."""
+        ...
+
     async def fee_caps(self) -> tuple[int, int]:
-        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now."""
+        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now; on a
+        legacy-fee chain both are the gas price."""
         ...
 
     async def estimate_gas(
@@ -102,12 +110,19 @@ class EvmGateway:
         self.factory = normalize_address(config.factory)
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
+        self.highest_block = 0  # the highest head any URL reported to this gateway
 
     async def aclose(self) -> None:
         await self.evm.aclose()
 
     async def block_number(self) -> int:
-        return await self.evm.block_number()
+        # Answers never go backwards: a lagging provider's lower head is replaced by the
+        # highest one seen, so reads are pinned there (a URL that lacks that block answers
+        # "header not found", which chain.rpc retries on the next URL, or the pass fails and
+        # is retried later). A stale URL can thus never show an older balance.
+        head = await self.evm.block_number()
+        self.highest_block = max(self.highest_block, head)
+        return self.highest_block
 
     async def chain_id(self) -> int:
         return await self.evm.chain_id()
@@ -155,13 +170,27 @@ class EvmGateway:
         return nonce
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        fee = await self._factory_view("feeBpsOf", owner)
-        payout = await self._factory_view("payoutOf", owner)  # checksummed
-        assert isinstance(fee, int) and isinstance(payout, str)
+        # Both reads in one JSON-RPC batch, at the same block.
+        calls = [
+            {"to": self.factory, "data": "0x" + encode_call(PAYMENT_FACTORY, n, owner).hex()}
+            for n in ("feeBpsOf", "payoutOf")
+        ]
+        try:
+            raw_fee, raw_payout = await self.evm.rpc.batch(
+                [("eth_call", [call, "latest"]) for call in calls]
+            )
+        except RpcError as exc:
+            raise ChainUnavailable(f"factory read failed on chain {self.config.chain_id}") from exc
+        fee = decode_result(PAYMENT_FACTORY, "feeBpsOf", bytes.fromhex(str(raw_fee)[2:]))
+        payout = decode_result(PAYMENT_FACTORY, "payoutOf", bytes.fromhex(str(raw_payout)[2:]))
+        assert isinstance(fee, int) and isinstance(payout, str)  # payout checksummed
         return fee, None if payout == ZERO_ADDRESS else payout
 
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))
+
+    async def eip1559(self) -> bool:
+        return await self.evm.eip1559()
 
     async def fee_caps(self) -> tuple[int, int]:
         return await self.evm.fee_caps()

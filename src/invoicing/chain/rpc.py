@@ -1,18 +1,37 @@
-"""A small async JSON-RPC client for EVM nodes.
+"""A small async JSON-RPC client for EVM nodes, over one or several URLs of one chain.
 
-Transport failures become :class:`ChainUnavailable`; a JSON-RPC error object becomes
-:class:`RpcError`, and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
+Failover: every request has a timeout; a timeout, a dropped connection, HTTP 429 (its
+``Retry-After`` honoured up to a cap), 5xx or another non-JSON-RPC answer, and the JSON-RPC
+errors that say the provider (not the call) failed (rate limits, a block it does not have
+yet) are retried, with jittered backoff, on the next URL. A URL that failed
+``failures_before_cooldown`` times in a row is set aside for ``cooldown_s`` and then used
+again. At most ``max_attempts`` attempts per request; then :class:`ChainUnavailable`.
+
+A JSON-RPC error that is the call's own answer becomes :class:`RpcError` at once (never
+retried), and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
 :class:`ContractRevert` carrying the revert data.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from invoicing.errors import ChainUnavailable
+
+log = logging.getLogger(__name__)
+
+# JSON-RPC errors about the provider, not the call: another URL may answer.
+PROVIDER_ERROR_CODES = {-32005, 429}
+PROVIDER_ERROR_WORDS = ("header not found", "unknown block", "rate limit", "too many requests")
 
 
 class RpcError(Exception):
@@ -54,26 +73,213 @@ def _raise_for_error(error: dict[str, Any]) -> None:
     raise RpcError(code, message, error.get("data"))
 
 
-class JsonRpc:
-    """JSON-RPC over HTTP with a call counter (benchmarks report RPC calls per pass)."""
+@dataclass(frozen=True)
+class RpcPolicy:
+    """Timeouts and failover of a :class:`JsonRpc` (``INVOICING_RPC_*`` settings)."""
 
-    def __init__(self, url: str, *, timeout_s: float = 10.0) -> None:
-        self.url = url
+    timeout_s: float = 10.0
+    max_attempts: int = 4
+    backoff_s: float = 0.25  # first retry after about this (jittered), doubled each retry
+    backoff_max_s: float = 5.0
+    retry_after_max_s: float = 30.0  # a longer Retry-After is cut to this
+    failures_before_cooldown: int = 3
+    cooldown_s: float = 60.0
+
+
+class _Retry(Exception):
+    """An attempt failed in a way another attempt (on another URL) may not."""
+
+    def __init__(self, reason: str, wait_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.wait_s = wait_s  # how long this URL asked us to stay away (Retry-After)
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    failures: int = 0  # in a row
+    resting_until: float = 0.0  # monotonic time; set aside (used only if all are) until then
+    retry_at: float = 0.0  # monotonic time; its Retry-After asked for no request before then
+    head: int | None = None  # the block number it last reported
+
+
+def _provider_error(error: Any) -> bool:
+    if not isinstance(error, dict):
+        return False
+    message = str(error.get("message", "")).lower()
+    return error.get("code") in PROVIDER_ERROR_CODES or any(
+        word in message for word in PROVIDER_ERROR_WORDS
+    )
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:  # an HTTP date: not worth parsing, the default backoff applies
+        return None
+
+
+class JsonRpc:
+    """JSON-RPC over HTTP with failover between URLs, and a call counter (benchmarks report
+    RPC calls per pass). ``url`` is the first (preferred) URL."""
+
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        policy: RpcPolicy | None = None,
+    ) -> None:
+        urls = [urls] if isinstance(urls, str) else list(urls)
+        if not urls:
+            raise ValueError("no RPC URL")
+        policy = policy or RpcPolicy()
+        if timeout_s is not None:
+            policy = replace(policy, timeout_s=timeout_s)
+        self.policy = policy
+        self.url = urls[0]
         self.calls = 0
+        self._endpoints = [_Endpoint(url) for url in urls]
+        self.best_head = 0  # the highest block number any URL reported
         self._ids = itertools.count(1)
-        self._http = httpx.AsyncClient(timeout=timeout_s)
+        self._http = httpx.AsyncClient(timeout=policy.timeout_s)
+
+    @property
+    def urls(self) -> list[str]:
+        return [endpoint.url for endpoint in self._endpoints]
 
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    def _pick(self, tried: set[int]) -> tuple[int, float]:
+        """The URL for the next attempt and how long to wait first: by preference one not set
+        aside, not yet tried for this request, not waiting out a Retry-After, first listed."""
+        now = time.monotonic()
+
+        def rank(i: int) -> tuple[bool, bool, bool, float, int]:
+            endpoint = self._endpoints[i]
+            lagging = endpoint.head is not None and endpoint.head < self.best_head
+            return (
+                endpoint.resting_until > now,
+                i in tried,
+                lagging,
+                max(endpoint.retry_at, now),
+                i,
+            )
+
+        best = min(range(len(self._endpoints)), key=rank)
+        return best, max(0.0, self._endpoints[best].retry_at - now)
+
+    def _failed(self, endpoint: _Endpoint, failure: _Retry) -> None:
+        endpoint.failures += 1
+        now = time.monotonic()
+        if failure.wait_s is not None:
+            endpoint.retry_at = now + failure.wait_s
+        if len(self._endpoints) == 1 or endpoint.failures < self.policy.failures_before_cooldown:
+            return  # (a chain's only URL is never set aside: there is nothing else to use)
+        endpoint.resting_until = now + self.policy.cooldown_s
+        if endpoint.failures == self.policy.failures_before_cooldown:
+            log.warning(
+                "RPC URL #%d set aside for %.1f s after %d failures in a row (%s)",
+                self._endpoints.index(endpoint) + 1,
+                self.policy.cooldown_s,
+                endpoint.failures,
+                failure,
+            )
+
     async def _post(self, body: Any) -> Any:
+        """The answer of the first attempt that succeeds (failover as the module says)."""
+        tried: set[int] = set()
+        last: _Retry | None = None
+        for attempt in range(max(1, self.policy.max_attempts)):
+            index, wait_s = self._pick(tried)
+            if attempt:
+                backoff = min(self.policy.backoff_max_s, self.policy.backoff_s * 2 ** (attempt - 1))
+                wait_s = max(wait_s, backoff * random.uniform(0.5, 1.5))
+            if wait_s:
+                await asyncio.sleep(wait_s)
+            endpoint = self._endpoints[index]
+            tried.add(index)
+            try:
+                answer = await self._attempt(endpoint.url, body)
+            except _Retry as failure:
+                self._failed(endpoint, failure)
+                last = failure
+                continue
+            endpoint.failures = 0
+            endpoint.resting_until = endpoint.retry_at = 0.0
+            return answer
+        # The URL may carry a provider's API key: name it by position only.
+        raise ChainUnavailable(
+            f"RPC unreachable ({self.policy.max_attempts} attempts over "
+            f"{len(self._endpoints)} URL(s)): {last}"
+        )
+
+    async def _attempt(self, url: str, body: Any) -> Any:
         self.calls += 1
         try:
-            response = await self._http.post(self.url, json=body)
-            response.raise_for_status()
-            return response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            raise ChainUnavailable(f"RPC {self.url} unreachable: {exc}") from exc
+            response = await self._http.post(url, json=body)
+        except httpx.TimeoutException as exc:
+            raise _Retry(f"timed out ({type(exc).__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise _Retry(f"connection failed ({type(exc).__name__})") from exc
+        if response.status_code == 429:
+            cap = self.policy.retry_after_max_s
+            asked = _retry_after_s(response.headers.get("retry-after"))
+            raise _Retry("HTTP 429", None if asked is None else min(asked, cap))
+        try:
+            answer = response.json()
+        except ValueError:
+            raise _Retry(f"HTTP {response.status_code}, not JSON") from None
+        items = answer if isinstance(answer, list) else [answer]
+        if not all(isinstance(item, dict) for item in items) or not items:
+            raise _Retry(f"HTTP {response.status_code}, not a JSON-RPC answer")
+        if response.status_code >= 500 and not all("error" in item for item in items):
+            raise _Retry(f"HTTP {response.status_code}")
+        if any(_provider_error(item.get("error")) for item in items):
+            raise _Retry("the provider refused (rate limit or a block it lacks)")
+        if response.status_code >= 400 and not all(
+            "error" in item or "result" in item for item in items
+        ):
+            raise _Retry(f"HTTP {response.status_code}")
+        return answer
+
+    async def head(self) -> int:
+        """The highest ``eth_blockNumber`` of the URLs, asked all at once. Each URL's answer is
+        kept: one behind the highest is lagging and serves requests only after the others
+        until it catches up. URLs set aside are asked too when the others answer nothing
+        newer than a head seen before (they lag, or fail). When none answers, the request
+        goes through the usual failover (or raises ChainUnavailable)."""
+        if len(self._endpoints) > 1:
+            now = time.monotonic()
+            live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
+            answered = await self._heads(live)
+            if not answered or max(answered) <= self.best_head:
+                answered += await self._heads([e for e in self._endpoints if e not in live])
+            if answered:
+                self.best_head = max(self.best_head, *answered)
+                return max(answered)
+        head = int(await self.call("eth_blockNumber"), 16)
+        self.best_head = max(self.best_head, head)
+        return head
+
+    async def _heads(self, endpoints: list[_Endpoint]) -> list[int]:
+        heads = await asyncio.gather(*(self._head_of(endpoint) for endpoint in endpoints))
+        return [head for head in heads if head is not None]
+
+    async def _head_of(self, endpoint: _Endpoint) -> int | None:
+        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "eth_blockNumber", "params": []}
+        try:
+            answer = await self._attempt(endpoint.url, body)
+            head = int(answer["result"], 16)
+        except _Retry as failure:
+            self._failed(endpoint, failure)
+            return None
+        except (KeyError, TypeError, ValueError):
+            return None
+        endpoint.head = head
+        endpoint.failures = 0
+        return head
 
     async def call(self, method: str, params: list[Any] | None = None) -> Any:
         """Send one request and return its ``result``."""
@@ -81,13 +287,17 @@ class JsonRpc:
             {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or []}
         )
         if not isinstance(answer, dict):
-            raise ChainUnavailable(f"RPC {self.url} sent a malformed answer")
+            raise ChainUnavailable("RPC sent a malformed answer")
         if "error" in answer:
             _raise_for_error(answer["error"])
         return answer.get("result")
 
-    async def batch(self, requests: list[tuple[str, list[Any]]]) -> list[Any]:
-        """Send several requests in one HTTP round trip; results come back in order."""
+    async def batch(
+        self, requests: Sequence[tuple[str, list[Any]]], *, return_errors: bool = False
+    ) -> list[Any]:
+        """Send several requests in one HTTP round trip (one JSON-RPC batch); results come
+        back in order. An item's JSON-RPC error is raised, or with ``return_errors`` put in
+        its place as the RpcError."""
         if not requests:
             return []
         first = next(self._ids)
@@ -99,14 +309,20 @@ class JsonRpc:
         ]
         answers = await self._post(body)
         if not isinstance(answers, list):
-            raise ChainUnavailable(f"RPC {self.url} sent a malformed batch answer")
+            raise ChainUnavailable("RPC sent a malformed batch answer")
         by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
-        results = []
+        results: list[Any] = []
         for i in range(len(requests)):
             answer = by_id.get(first + i)
             if answer is None:
-                raise ChainUnavailable(f"RPC {self.url} dropped a batch item")
+                raise ChainUnavailable("RPC dropped a batch item")
             if "error" in answer:
-                _raise_for_error(answer["error"])
+                try:
+                    _raise_for_error(answer["error"])
+                except RpcError as exc:
+                    if not return_errors:
+                        raise
+                    results.append(exc)
+                    continue
             results.append(answer.get("result"))
         return results

@@ -9,6 +9,10 @@ What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first s
 every bump; only a transaction the node holds is bumped), and a chain whose relayer balance
 is under ``relayer_min_balance`` is reported short (``balance_shortfall``) so that
 withdrawals wait and ``/readyz`` shows the chain degraded.
+
+On a chain without EIP-1559 (``ChainConfig.eip1559`` false, or no ``baseFeePerGas`` in its
+latest block) transactions are type 0: the gas price is recorded as both max fee and tip,
+and a replacement bumps it under the same ceiling.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import normalize_address
+from invoicing.chain.evm import fee_fields
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.clock import Clock
@@ -164,6 +169,7 @@ class Relayer:
         self, call: Call, gas: int, on_record: OnRecord | None = None
     ) -> RelayerTransaction:
         max_fee, tip = capped_fees(*await self.chain.fee_caps(), self.chain.config.max_fee_per_gas)
+        eip1559 = await self.chain.eip1559()
         # Transactions sent from this account by anything else move the chain's count on.
         chain_count = await self.chain.transaction_count(self.address, "pending")
         now_ms = self.clock.now_ms()
@@ -172,7 +178,7 @@ class Relayer:
             nonce = max(account.next_nonce, chain_count)
             account.next_nonce = nonce + 1
             account.updated_at = now_ms
-            tx_hash, raw = self._sign(call, gas, nonce, max_fee, tip)
+            tx_hash, raw = self._sign(call, gas, nonce, fee_fields(eip1559, max_fee, tip))
             row = RelayerTransaction(
                 id=str(uuid.uuid4()),
                 chain_id=self.chain_id,
@@ -226,17 +232,16 @@ class Relayer:
             account.next_nonce = 0
         return account
 
-    def _sign(self, call: Call, gas: int, nonce: int, max_fee: int, tip: int) -> tuple[str, bytes]:
-        tx: dict[str, Any] = {
-            "type": 2,
+    def _sign(self, call: Call, gas: int, nonce: int, fees: dict[str, Any]) -> tuple[str, bytes]:
+        """Sign with ``fees`` (``evm.fee_fields``: type 2, or type 0 with gasPrice, which is
+        then what the row records as its max fee and tip)."""
+        tx: dict[str, Any] = fees | {
             "chainId": self.chain_id,
             "nonce": nonce,
             "to": normalize_address(call.to),
             "value": call.value,
             "data": call.data,
             "gas": gas,
-            "maxFeePerGas": max_fee,
-            "maxPriorityFeePerGas": min(tip, max_fee),
         }
         signed = Account.sign_transaction(tx, self._key)
         return "0x" + bytes(signed.hash).hex(), bytes(signed.raw_transaction)
@@ -272,6 +277,7 @@ class Relayer:
             await self.broadcast(current)
             return None
         market = await self.chain.fee_caps()
+        eip1559 = await self.chain.eip1559()
         now_ms = self.clock.now_ms()
         async with self.db.transaction() as session:
             row = await session.scalar(
@@ -287,7 +293,7 @@ class Relayer:
             if fees is None:
                 self._hold_at_ceiling(row, market[0], now_ms)
                 return None
-            tx_hash = self._resign(row, *fees, now_ms)
+            tx_hash = self._resign(row, fee_fields(eip1559, *fees), fees, now_ms)
         log.info(
             "relayer chain %s: replaced nonce %s with %s (maxFee %s, tip %s)",
             self.chain_id,
@@ -298,9 +304,12 @@ class Relayer:
         await self.broadcast(row)
         return row
 
-    def _resign(self, row: RelayerTransaction, max_fee: int, tip: int, now_ms: int) -> str:
+    def _resign(
+        self, row: RelayerTransaction, signed: dict[str, Any], fees: tuple[int, int], now_ms: int
+    ) -> str:
+        max_fee, tip = fees
         call = Call(row.purpose, row.to_address, bytes.fromhex(row.data[2:]), int(row.value))
-        tx_hash, raw = self._sign(call, row.gas, row.nonce, max_fee, tip)
+        tx_hash, raw = self._sign(call, row.gas, row.nonce, signed)
         row.max_fee_per_gas = str(max_fee)
         row.max_priority_fee_per_gas = str(tip)
         row.tx_hash = tx_hash
