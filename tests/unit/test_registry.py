@@ -19,6 +19,18 @@ USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 CHAIN_KEYS = {"chain_id", "name", "native_symbol", "native_decimals", "confirmations", "explorer"}
 # The chains issue #14 asks for, by chain id.
 EXPECTED_CHAINS = {1, 8453, 42161, 10, 137, 56, 43114, 11155111, 84532}
+# The allow-listed tokens shipped per chain (symbol, decimals), in file order; each one is
+# cited in chains.toml. A chain missing here ships no token.
+EXPECTED_TOKENS = {
+    1: [("USDC", 6), ("USDT", 6), ("DAI", 18)],
+    8453: [("USDC", 6)],
+    42161: [("USDC", 6)],
+    10: [("USDC", 6)],
+    137: [("USDC", 6)],
+    43114: [("USDC", 6)],
+    11155111: [("USDC", 6)],
+    84532: [("USDC", 6)],
+}
 
 
 def chains_file(tmp_path: Path, text: str) -> Path:
@@ -53,6 +65,24 @@ def test_every_entry_has_all_fields(chain_id: int) -> None:
         assert set(token) == {"address", "symbol", "decimals"}
         assert token["symbol"] in {"USDC", "USDT", "DAI"}
         assert 0 <= token["decimals"] <= 18
+
+
+@pytest.mark.parametrize("chain_id", sorted(EXPECTED_CHAINS))
+def test_each_chain_ships_exactly_its_expected_tokens(chain_id: int) -> None:
+    tokens = registry()[chain_id]["token"]
+
+    assert [(t["symbol"], t["decimals"]) for t in tokens] == EXPECTED_TOKENS.get(chain_id, [])
+    assert len({t["address"].lower() for t in tokens}) == len(tokens)
+
+
+def test_the_ethereum_stablecoins_are_the_issuers_contracts() -> None:
+    ethereum = {t["symbol"]: t["address"] for t in registry()[1]["token"]}
+
+    assert ethereum == {
+        "USDC": "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48",
+        "USDT": "0xdAC17F958D2ee523a2206206994597C13D831ec7",
+        "DAI": "0x6B175474E89094C44Da98b954EedeAC495271d0F",
+    }
 
 
 def test_every_token_address_is_written_in_its_eip55_form() -> None:
