@@ -209,3 +209,59 @@ async def test_the_lifetime_migration_first_reads_existing_escrows_at_their_expi
         drop()
 
     assert due == 1_800_000_000_000
+
+
+async def test_the_extras_migration_flags_invoices_that_have_other_assets() -> None:
+    url, drop = new_database_url()
+    engine = create_engine(url)
+    plain = {**invoice_values(), "id": "00000000-0000-0000-0000-0000000000b1"}
+    plain["payment_address"], plain["invoice_id"] = "0x" + "b1" * 20, "plain"
+    holding = {**invoice_values(), "id": "00000000-0000-0000-0000-0000000000b2"}
+    holding["payment_address"], holding["invoice_id"] = "0x" + "b2" * 20, "holding"
+    own_only = {**invoice_values(), "id": "00000000-0000-0000-0000-0000000000b3"}
+    own_only["payment_address"], own_only["invoice_id"] = "0x" + "b3" * 20, "own"
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(
+                lambda sync: command.upgrade(
+                    alembic_config(url, sync), "0009_escrow_lifetime_checks"
+                )
+            )
+        async with engine.begin() as connection:
+            names = await connection.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("invoices")}
+            )
+            invoices = table("invoices", *(column(name) for name in names))
+            await connection.execute(
+                insert(invoices),
+                [
+                    {k: v for k, v in row.items() if k in names}
+                    for row in (plain, holding, own_only)
+                ],
+            )
+            for invoice_id, own in ((holding["id"], False), (own_only["id"], True)):
+                await connection.execute(
+                    text(
+                        "INSERT INTO escrow_assets (invoice_id, token_address, chain_id, own, "
+                        "balance_raw, seen_at) VALUES (:id, :token, 31337, :own, '5', 1)"
+                    ),
+                    {"id": invoice_id, "token": "0x" + "00" * 20, "own": own},
+                )
+
+        await upgrade(url)
+
+        async with engine.connect() as connection:
+            flags = dict(
+                (
+                    await connection.execute(text("SELECT invoice_id, has_extras FROM invoices"))
+                ).all()
+            )
+    finally:
+        await engine.dispose()
+        drop()
+
+    assert {key: bool(value) for key, value in flags.items()} == {
+        "plain": False,
+        "holding": True,
+        "own": False,
+    }

@@ -227,12 +227,15 @@ async def owner_views(
     One invoice (create, status: the hot paths) shares its reads with the other requests
     in flight in this process, as the lookup before it does; a page reads its own."""
     page_url = services.settings.payment_page_url
-    if fresh:
+    with_extras = [] if fresh else [invoice for invoice in invoices if invoice.has_extras]
+    if not with_extras:
         extras: list[Extras] = [(None, None)] * len(invoices)
     elif len(invoices) == 1:
         extras = [await _extras(services.db).submit(invoices[0].id)]
     else:
-        extras = await _extras_batch(services.db, [invoice.id for invoice in invoices])
+        found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
+        by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
+        extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
     return [
         invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)

@@ -144,6 +144,7 @@ async def create_invoice(
         next_check_at=now_ms,
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
+        has_extras=False,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     return await _creator(db).submit(job)

@@ -143,6 +143,9 @@ class Invoice(Base):
     # When the low-rate pass next reads every allow-listed asset of this escrow, for life:
     # first at the end of its late-payment window (``monitor.lifetime``).
     lifetime_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Set once the escrow has refunds or other assets (``refunds``, ``escrow_assets``), so
+    # owner views of every other invoice read neither table.
+    has_extras: Mapped[bool] = mapped_column(Boolean, default=False)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -191,6 +194,7 @@ class InvoiceRow:
     next_check_at: int
     swept_raw: str
     lifetime_check_at: int
+    has_extras: bool
 
     @classmethod
     def copy_of(cls, invoice: Invoice | InvoiceRow) -> InvoiceRow:

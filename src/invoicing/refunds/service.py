@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
@@ -121,6 +121,9 @@ async def submit_refund(services: Services, request: RefundRequest) -> dict[str,
     async def record(session: AsyncSession, row: RelayerTransaction) -> None:
         await _refuse_during_sweep(session, invoice.id)  # final: under the relayer lock
         session.add(_refund_row(checked, request, row, services.clock.now_ms()))
+        await session.execute(
+            update(Invoice).where(Invoice.id == invoice.id).values(has_extras=True)
+        )
 
     try:
         row = await relay_meta(services, checked.meta, on_hold=record)

@@ -176,6 +176,13 @@ async def _upsert(
         for r in found
     ]
     await session.execute(statement, values)
+    shown = sorted({r.escrow.id for r in found if not r.own})
+    for start in range(0, len(shown), _CHUNK):
+        await session.execute(
+            update(Invoice)
+            .where(Invoice.id.in_(shown[start : start + _CHUNK]))
+            .values(has_extras=True)
+        )
 
 
 async def after_sweep(
