@@ -15,8 +15,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import (
+    UINT256_MAX,
     Address,
     body_schema,
+    decimal_digits,
     json_body,
     owner_address_of,
     query_schema,
@@ -29,17 +31,13 @@ from invoicing.services import services_of
 
 router = APIRouter(tags=["fees"])
 
-UINT256_MAX = 2**256 - 1
-
 
 def _decimal_uint(value: Any) -> Any:
     """A decimal string (as the spec sends nonce and deadline) or a non-negative integer."""
     if isinstance(value, bool):
         raise ValueError("must be a decimal string")
     if isinstance(value, str):
-        if not value.isascii() or not value.isdigit() or len(value) > 78:
-            raise ValueError("must be a decimal string of digits")
-        return int(value)
+        return decimal_digits(value)
     return value
 
 

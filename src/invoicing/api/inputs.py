@@ -12,6 +12,17 @@ from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
 
 MAX_BODY_BYTES = 64 * 1024
+UINT256_MAX = 2**256 - 1
+
+
+def decimal_digits(value: str) -> int:
+    """A uint256 sent as a decimal string (nonces, deadlines, raw amounts): ASCII digits only
+    (``str.isdigit`` also takes other scripts' digits), at most 78 of them."""
+    if not value.isascii() or not value.isdigit() or len(value) > 78:
+        raise ValueError("must be a decimal string of digits (a uint256)")
+    return int(value)
+
+
 Model = TypeVar("Model", bound=BaseModel)
 
 

@@ -18,22 +18,18 @@ from pydantic import (
 
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.api.deps import authorized_body
-from invoicing.api.inputs import Address, body_schema
+from invoicing.api.inputs import UINT256_MAX, Address, body_schema, decimal_digits
 from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.services import services_of
 
 router = APIRouter(tags=["refunds"])
 
-UINT256_MAX = 2**256 - 1
-
 
 def _decimal_string(value: Any) -> Any:
-    """A decimal string of ASCII digits (amountRaw, nonce and deadline are sent as such)."""
-    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
-        raise ValueError("must be a decimal string of digits")
-    if len(value) > 78:
-        raise ValueError("must be at most 2^256 - 1")
-    return int(value)
+    """amountRaw, nonce and deadline are sent as decimal strings, never as JSON numbers."""
+    if not isinstance(value, str):
+        raise ValueError("must be a decimal string of digits (a uint256)")
+    return decimal_digits(value)
 
 
 DecimalString = Annotated[
