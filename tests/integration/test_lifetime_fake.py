@@ -5,32 +5,24 @@ settlement worker sweeps what it found (own token of a settled invoice, other as
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from eth_account import Account
 from sqlalchemy import select, update
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
-from invoicing.chain.fake import FakeChain
 from invoicing.chain.rpc import ContractRevert
-from invoicing.clock import FakeClock
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor import worker as monitor_worker
-from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.lifetime import PAGES_PER_PASS, run_lifetime_pass
-from invoicing.services import Services
 from invoicing.settlement.assets import other_balances
 from invoicing.settlement.models import EscrowAsset, ParkedEscrow, RelayerTransaction
-from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.worker import settlement_step
-from tests.support.monitoring import TOKEN, fake_services, new_invoice, reload
-from tests.support.settlement import mine_withdraws, sent_withdraws
+from tests.support.monitoring import TOKEN, new_invoice, reload
+from tests.support.settlement import SettlementWorld, sent_withdraws, worlds
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -43,20 +35,7 @@ OTHER_TOKEN = "0x" + "5d" * 20
 
 
 @dataclass
-class World:
-    services: Services
-    fake: FakeChain
-    clock: FakeClock
-    relayer: Relayer
-
-    async def paid(self, owner: str, amount: str, token: str | None = None) -> Invoice:
-        invoice = await new_invoice(
-            self.services, self.fake, amount=amount, token=token, owner_address=owner
-        )
-        self.fake.pay(invoice.payment_address, int(invoice.required_raw), token)
-        assert (await recheck_invoice(self.services, invoice)).status == "paid"
-        return await reload(self.services, invoice)
-
+class World(SettlementWorld):
     async def completed(self, owner: str, amount: str, token: str | None = None) -> Invoice:
         invoice = await self.paid(owner, amount, token)
         await self.step()
@@ -68,10 +47,6 @@ class World:
     async def step(self) -> list[RelayerTransaction]:
         """A full settlement pass (the worker's step: follow, sweep, sweep other assets)."""
         return await settlement_step(self.services, self.fake, self.relayer, True)
-
-    async def settle(self, blocked: tuple[str, ...] = ()) -> list[RelayerTransaction]:
-        mine_withdraws(self.fake, blocked)
-        return await track_pending(self.services, self.fake, self.relayer)
 
     async def lifetime(self) -> Any:
         return await run_lifetime_pass(self.services, self.fake)
@@ -96,22 +71,8 @@ MakeWorld = Callable[..., Awaitable[World]]
 
 @pytest.fixture
 async def make_world(database_url: str) -> AsyncIterator[MakeWorld]:
-    built: list[Services] = []
-
-    async def make(**settings: Any) -> World:
-        key = "0x" + bytes(Account.create().key).hex()
-        fake = FakeChain(chain_id=random.randrange(10**6, 10**9), relayer_key=key)
-        fake.add_token(TOKEN, 6, "TUSD")
-        settings.setdefault("late_payment_window_s", WINDOW_S)
-        services = fake_services(database_url, fake, **settings)
-        built.append(services)
-        clock = services.clock
-        assert isinstance(clock, FakeClock)
-        return World(services, fake, clock, Relayer(fake, services.db, clock))
-
-    yield make
-    for services in built:
-        await services.db.dispose()
+    async with worlds(database_url, World, late_payment_window_s=WINDOW_S) as make:
+        yield make
 
 
 async def test_an_escrow_is_first_read_when_its_late_window_closes_then_once_per_interval(
@@ -303,7 +264,8 @@ async def test_an_asset_that_cannot_be_swept_waits_for_its_next_read_and_parks_n
 
     assert len(world.fake.simulated) == simulated + 1
     async with world.services.db.sessions() as session:
-        assert list(await session.scalars(select(ParkedEscrow))) == []
+        parked = select(ParkedEscrow).where(ParkedEscrow.chain_id == world.chain_id)
+        assert list(await session.scalars(parked)) == []
     world.fake.simulation_errors.clear()
     world.clock.advance(DAY_MS)
     await world.lifetime()

@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 from sqlalchemy import select
 
 from invoicing.chain.abi import selector
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.invoices.models import Invoice
@@ -34,7 +32,6 @@ from invoicing.settlement import worker as settlement_worker
 from invoicing.settlement.backoff import Backoff
 from invoicing.settlement.models import (
     ParkedEscrow,
-    RelayerTransaction,
     TxStatus,
     Withdrawal,
     WithdrawalItem,
@@ -44,7 +41,13 @@ from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.support.monitoring import TOKEN, fake_services, new_invoice, reload
-from tests.support.settlement import mine_withdraws, sent_withdraws
+from tests.support.settlement import (
+    SettlementWorld,
+    mine_withdraws,
+    new_chain,
+    sent_withdraws,
+    worlds,
+)
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -59,42 +62,12 @@ def revert(owner: str) -> ContractRevert:
     return ContractRevert(3, "execution reverted", data)
 
 
-def new_chain() -> FakeChain:
-    key = "0x" + bytes(Account.create().key).hex()
-    chain = FakeChain(chain_id=random.randrange(10**6, 10**9), relayer_key=key)
-    chain.add_token(TOKEN, 6, "TUSD")
-    return chain
-
-
 @dataclass
-class World:
-    services: Services
-    fake: FakeChain
-    clock: FakeClock
-    relayer: Relayer
-
-    @property
-    def chain_id(self) -> int:
-        return self.fake.config.chain_id
-
+class World(SettlementWorld):
     async def plan(self, full: bool = True, backoff: Backoff | None = None) -> list[Any]:
         return await plan_withdrawals(
             self.services, self.fake, self.relayer, full=full, backoff=backoff
         )
-
-    async def settle(self, blocked: tuple[str, ...] = ()) -> list[RelayerTransaction]:
-        """Mine what was sent and follow it to the end."""
-        mine_withdraws(self.fake, blocked)
-        return await track_pending(self.services, self.fake, self.relayer)
-
-    async def paid(self, owner: str, amount: str, token: str | None = None) -> Invoice:
-        invoice = await new_invoice(
-            self.services, self.fake, amount=amount, token=token, owner_address=owner
-        )
-        self.fake.pay(invoice.payment_address, int(invoice.required_raw), token)
-        checked = await recheck_invoice(self.services, invoice)
-        assert checked.status == "paid"
-        return await reload(self.services, invoice)
 
     async def parked(self) -> list[ParkedEscrow]:
         return await parked_escrows(self.services.db, self.chain_id)
@@ -105,19 +78,8 @@ MakeWorld = Callable[..., Awaitable[World]]
 
 @pytest.fixture
 async def make_world(database_url: str) -> AsyncIterator[MakeWorld]:
-    built: list[Services] = []
-
-    async def make(**settings: Any) -> World:
-        fake = new_chain()
-        services = fake_services(database_url, fake, **settings)
-        built.append(services)
-        clock = services.clock
-        assert isinstance(clock, FakeClock)
-        return World(services, fake, clock, Relayer(fake, services.db, clock))
-
-    yield make
-    for services in built:
-        await services.db.dispose()
+    async with worlds(database_url, World) as make:
+        yield make
 
 
 def salt_of(invoice: Invoice) -> bytes:

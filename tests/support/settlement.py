@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from eth_abi.abi import decode, encode
 from eth_account import Account
@@ -15,7 +18,15 @@ from invoicing.chain.abi import abi_function
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.events import WITHDRAWN_TOPIC
 from invoicing.chain.fake import FakeChain
+from invoicing.clock import FakeClock
 from invoicing.hashing import keccak256
+from invoicing.invoices.models import Invoice
+from invoicing.monitor.check import recheck_invoice
+from invoicing.services import Services
+from invoicing.settlement.models import RelayerTransaction
+from invoicing.settlement.relayer import Relayer
+from invoicing.settlement.tracking import track_pending
+from tests.support.monitoring import TOKEN, fake_services, new_invoice, reload
 
 _WITHDRAW = abi_function(PAYMENT_FACTORY, "withdraw")
 
@@ -91,3 +102,62 @@ def withdrawn_log(
         ],
         "data": "0x" + encode(["uint256", "uint256", "uint256"], [count, total, 0]).hex(),
     }
+
+
+def new_chain() -> FakeChain:
+    """A FakeChain with its own relayer key and chain id, accepting the test token."""
+    key = "0x" + bytes(Account.create().key).hex()
+    chain = FakeChain(chain_id=random.randrange(10**6, 10**9), relayer_key=key)
+    chain.add_token(TOKEN, 6, "TUSD")
+    return chain
+
+
+@dataclass
+class SettlementWorld:
+    """Services on a FakeChain with a real database, its fake clock and its relayer."""
+
+    services: Services
+    fake: FakeChain
+    clock: FakeClock
+    relayer: Relayer
+
+    @property
+    def chain_id(self) -> int:
+        return self.fake.config.chain_id
+
+    async def paid(self, owner: str, amount: str, token: str | None = None) -> Invoice:
+        invoice = await new_invoice(
+            self.services, self.fake, amount=amount, token=token, owner_address=owner
+        )
+        self.fake.pay(invoice.payment_address, int(invoice.required_raw), token)
+        assert (await recheck_invoice(self.services, invoice)).status == "paid"
+        return await reload(self.services, invoice)
+
+    async def settle(self, blocked: tuple[str, ...] = ()) -> list[RelayerTransaction]:
+        """Mine what was sent and follow it to the end."""
+        mine_withdraws(self.fake, blocked)
+        return await track_pending(self.services, self.fake, self.relayer)
+
+
+World = TypeVar("World", bound=SettlementWorld)
+
+
+@asynccontextmanager
+async def worlds(
+    database_url: str, kind: type[World], **defaults: Any
+) -> AsyncIterator[Callable[..., Awaitable[World]]]:
+    """Makes worlds of ``kind`` (settings: ``defaults`` then the call's); disposes them."""
+    built: list[Services] = []
+
+    async def make(**settings: Any) -> World:
+        services = fake_services(database_url, fake := new_chain(), **{**defaults, **settings})
+        built.append(services)
+        clock = services.clock
+        assert isinstance(clock, FakeClock)
+        return kind(services, fake, clock, Relayer(fake, services.db, clock))
+
+    try:
+        yield make
+    finally:
+        for services in built:
+            await services.db.dispose()
