@@ -170,6 +170,9 @@ class Settings(BaseSettings):
     owner_rate_limit_per_minute: int = 1200
     # API keys issued per owner:
     api_key_issuance_per_hour: int = 10
+    # Webhook signing secrets issued per owner (at most 5 are active at once, see
+    # webhooks/signing.py; this bounds a create-and-revoke loop):
+    webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
     # Who may be an owner: unset = anyone with a wallet; comma-separated addresses, or
