@@ -11,7 +11,14 @@ from typing import Any, cast
 
 from pydantic import SecretStr
 
-from invoicing.webhooks.signing import decrypt_secret, encrypt_secret, signature_header
+from invoicing.webhooks.client import Delivery
+from invoicing.webhooks.delivery import ClaimedEvent
+from invoicing.webhooks.signing import (
+    WebhookOptions,
+    decrypt_secret,
+    encrypt_secret,
+    signature_header,
+)
 
 BODY = b'{"invoiceId":"1","status":"paid","balance":1.5}'
 
@@ -79,3 +86,11 @@ def test_the_readme_example_accepts_our_header_and_nothing_else() -> None:
     assert verify(BODY + b" ", header, "whsec_new") is False
     stale = signature_header(["whsec_new"], now_s - 301, BODY)
     assert stale is not None and verify(BODY, stale, "whsec_new") is False
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    options = WebhookOptions(api_key_header=False, secrets=("whsec_hidden",))
+    event = ClaimedEvent("e", 1, "h:443", Delivery("https://h/", b"{}", {}), ("whsec_hidden",))
+
+    assert "whsec_hidden" not in repr(options)
+    assert "whsec_hidden" not in repr(event)

@@ -25,7 +25,7 @@ import logging
 import secrets as token_source
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import SecretStr
@@ -227,7 +227,7 @@ class WebhookOptions:
     """What a delivery to one owner needs: whether to send the API key, and the secrets."""
 
     api_key_header: bool = True
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # in clear: never in a repr
 
 
 async def webhook_options_by_owner(
