@@ -149,14 +149,17 @@ class Settings(BaseSettings):
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
+    # once older than this; pending ones are kept.
+    webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
     # Events to owners' endpoints (issue 17): a failed delivery is tried again after
     # event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
     # event_retry_window_s old (then once more); an endpoint that failed every attempt for
-    # event_retry_window_s is disabled. Events are listed for event_retention_s.
+    # event_retry_window_s is disabled. Events are listed (and kept) for
+    # webhook_event_retention_s.
     event_retry_base_s: float = Field(default=60.0, gt=0)
     event_retry_max_delay_s: float = Field(default=12 * 3600.0, gt=0)
     event_retry_window_s: float = Field(default=3 * 86400.0, gt=0)
-    event_retention_s: int = Field(default=30 * 86400, gt=0)
     max_event_endpoints_per_owner: int = Field(default=16, ge=1)
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100

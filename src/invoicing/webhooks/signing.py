@@ -23,7 +23,7 @@ import hashlib
 import hmac
 import secrets as token_source
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -48,7 +48,7 @@ from invoicing.auth.api_keys import hkdf_sha256
 from invoicing.db import Base, upsert
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 
-SIGNATURE_HEADER = "x-service-webhook-signature"
+WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
 SECRET_PREFIX = "whsec_"
 ENCRYPTION_INFO = b"invoicing webhook-secret encryption v1"
 # Active secrets an owner may hold at once (two are enough to rotate; a few spare).
@@ -82,7 +82,7 @@ class OwnerSettings(Base):
 # ---- the header -------------------------------------------------------------------------
 
 
-def signature_header(secrets: list[str], timestamp: int, body: bytes) -> str | None:
+def signature_header(secrets: Sequence[str], timestamp: int, body: bytes) -> str | None:
     """The ``x-service-webhook-signature`` value for ``body`` sent at ``timestamp`` (unix
     seconds), one ``v1`` per secret; None without secrets (then no header is sent)."""
     if not secrets:
