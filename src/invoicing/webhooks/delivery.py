@@ -30,8 +30,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.auth.api_keys import decrypt_key
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
-from invoicing.invoices.models import Invoice
 from invoicing.events.retries import EndpointResult, next_attempt, record_endpoint_results
+from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.webhooks.client import Delivery, Outcome
