@@ -36,7 +36,7 @@ class EndpointResult:
     endpoint_id: str
     attempted_at: int
     delivered: bool
-    last: bool  # the delivery gives up after it
+    window_over: bool  # it was the delivery's last attempt: its retry_until has come
 
 
 def retry_delay_ms(settings: Settings, attempt: int) -> int:
@@ -73,7 +73,8 @@ async def record_endpoint_results(
         )
     )
     window_ms = int(settings.event_retry_window_s * 1000)
-    exhausted = await _exhausted_since(session, [r for r in results if r.last and not r.delivered])
+    gave_up = [r for r in results if r.window_over and not r.delivered]
+    exhausted = await _exhausted_since(session, gave_up, window_ms)
     disabled = []
     for endpoint in endpoints:
         if endpoint.id in succeeded:
@@ -109,16 +110,20 @@ def _tally(results: Sequence[EndpointResult]) -> tuple[set[str], dict[str, int]]
 
 
 async def _exhausted_since(
-    session: AsyncSession, gave_up: Sequence[EndpointResult]
+    session: AsyncSession, gave_up: Sequence[EndpointResult], window_ms: int
 ) -> dict[str, list[int]]:
-    """For deliveries that just failed their last attempt: their first attempt's time, by
-    endpoint."""
+    """For deliveries that just failed the last attempt of a whole window's schedule (not a
+    ping's single one): their first attempt's time, by endpoint."""
     if not gave_up:
         return {}
     endpoint_of = {r.delivery_id: r.endpoint_id for r in gave_up}
     rows = await session.execute(
         select(WebhookAttempt.event_id, func.min(WebhookAttempt.attempted_at))
-        .where(WebhookAttempt.event_id.in_(sorted(endpoint_of)))
+        .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
+        .where(
+            WebhookAttempt.event_id.in_(sorted(endpoint_of)),
+            WebhookEvent.retry_until - WebhookEvent.created_at >= window_ms,
+        )
         .group_by(WebhookAttempt.event_id)
     )
     found: dict[str, list[int]] = {}

@@ -255,7 +255,7 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
                     result.endpoint_id,
                     result.attempted_at,
                     outcome.delivered,
-                    last=give_up,
+                    window_over=next_at is None,
                 )
             )
     async with services.db.transaction() as session:
