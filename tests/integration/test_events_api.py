@@ -12,6 +12,7 @@ import hmac
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ from invoicing.events.service import prune_events
 from invoicing.services import Services
 from invoicing.webhooks.models import EventStatus, WebhookEvent
 from invoicing.webhooks.worker import Dispatcher, client_for
+from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain
 from tests.support.receiver import Received, Receiver, receiver
@@ -747,3 +749,51 @@ async def cancelled_invoice(api: Api, owner: LocalAccount, headers: dict[str, st
     )
     assert deleted.status_code == 200
     return str(invoice_id)
+
+
+async def test_odd_values_in_every_field_are_4xx_never_500(api: Api) -> None:
+    owner, headers = await api.owner()
+    endpoint = await create_endpoint(api, headers, owner, "https://hooks.example/o", ["*"])
+    event_id = (await send_ping(api, owner, headers, endpoint["id"]))["eventId"]
+    valid = {"url": "https://hooks.example/o", "events": ["*"], "description": "d"}
+    owner_only = {"ownerAddress": owner.address}
+    statuses = set()
+
+    for value in ODD_VALUES:
+        for field in ("url", "events", "description"):
+            answer = await api.http.post(
+                ENDPOINTS, json={**owner_only, **valid, field: value}, headers=headers
+            )
+            statuses.add(answer.status_code)
+        for field in ("url", "events", "description", "enabled"):
+            answer = await api.http.patch(
+                ENDPOINTS,
+                params={"id": endpoint["id"]},
+                json={**owner_only, field: value},
+                headers=headers,
+            )
+            statuses.add(answer.status_code)
+        for field in ("endpointId", "webhookUrl"):
+            answer = await api.http.post(
+                f"{EVENTS}/{event_id}/redeliver", json={**owner_only, field: value}, headers=headers
+            )
+            statuses.add(answer.status_code)
+        if isinstance(value, str):
+            for params in ({"type": value}, {"after": value}, {"limit": value}):
+                statuses.add((await page(api, owner, headers, **params)).status_code)
+            quoted = quote(value, safe="")
+            shown_event = await api.http.get(
+                f"{EVENTS}/{quoted}", params=owner_only, headers=headers
+            )
+            redelivered = await api.http.post(
+                f"{EVENTS}/{quoted}/redeliver",
+                json={**owner_only, "endpointId": endpoint["id"]},
+                headers=headers,
+            )
+            statuses |= {shown_event.status_code, redelivered.status_code}
+
+    # 307: "" makes /integration/events/, redirected to the list (slash).
+    assert statuses <= {200, 201, 307, 400, 404, 405}, statuses
+    assert 500 not in statuses
+    (shown,) = [e for e in await listed(api, owner, headers) if e["id"] == endpoint["id"]]
+    assert (shown["url"], shown["events"]) == ("https://hooks.example/o", ["*"])
