@@ -240,6 +240,15 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
     assert second.raw == first.raw
     assert second.headers["x-service-api-key"] == shop.api_key
     assert second.headers["x-service-event-id"] == again.json()["deliveryId"]
+    # The invoice's webhook listing stays the paid webhook's: both deliveries, no event's.
+    listing = await shop.http.get(
+        "/integration/invoices/webhooks",
+        params={"ownerAddress": shop.owner.address, "paymentAddress": invoice.payment_address},
+        headers=shop.headers,
+    )
+    assert sorted(e["eventId"] for e in listing.json()["events"]) == sorted(
+        [first.headers["x-service-event-id"], second.headers["x-service-event-id"]]
+    )
     assert not_paid.status_code == 400
     assert not_paid.json()["error"]["code"] == "invalid_request"
     assert len(hooks.at(shop.owner.address)) == 3  # nothing more to the endpoint

@@ -125,7 +125,9 @@ async def owned_endpoint(
     query = select(EventEndpoint).where(
         EventEndpoint.id == endpoint_id, EventEndpoint.owner_key == owner_key
     )
-    endpoint = await session.scalar(query.with_for_update() if lock else query)
+    if lock:
+        query = query.with_for_update().execution_options(populate_existing=True)
+    endpoint = await session.scalar(query)
     if endpoint is None:
         raise NotFound("no such webhook endpoint for this owner")
     return endpoint
@@ -143,10 +145,15 @@ async def update_endpoint(
     them; enabling clears the disabled reason and the failure streak."""
     url = None if change.url is None else checked_url(change.url, rules)
     events = None if change.events is None else checked_events(change.events)
-    endpoint = await owned_endpoint(session, owner_key, endpoint_id, lock=True)
+    endpoint = await owned_endpoint(session, owner_key, endpoint_id)
+    # Deliveries first, then the endpoint: the order the worker locks them in.
     if url is not None and url != endpoint.url:
-        endpoint.url = url
         await _move_pending(session, endpoint.id, url)
+    if change.enabled is False and endpoint.enabled:
+        await drop_pending(session, [endpoint.id], now_ms)
+    endpoint = await owned_endpoint(session, owner_key, endpoint_id, lock=True)
+    if url is not None:
+        endpoint.url = url
     if events is not None:
         endpoint.events = events
     if change.description is not None:
@@ -159,7 +166,6 @@ async def update_endpoint(
         endpoint.disabled_at = now_ms
         endpoint.disabled_reason = "disabled by the owner"
         endpoint.failing_since = None
-        await drop_pending(session, [endpoint.id], now_ms)
     endpoint.updated_at = now_ms
     return endpoint
 
@@ -169,8 +175,8 @@ async def delete_endpoint(
 ) -> None:
     """Remove the endpoint; its pending deliveries are dropped (their history stays with
     the events)."""
-    endpoint = await owned_endpoint(session, owner_key, endpoint_id, lock=True)
-    await drop_pending(session, [endpoint.id], now_ms)
+    endpoint = await owned_endpoint(session, owner_key, endpoint_id)
+    await drop_pending(session, [endpoint.id], now_ms)  # deliveries first, as the worker
     await session.execute(delete(EventEndpoint).where(EventEndpoint.id == endpoint.id))
 
 
