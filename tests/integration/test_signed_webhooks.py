@@ -13,13 +13,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_due_pass
 from invoicing.services import Services
+from invoicing.webhooks.client import Outcome
+from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
 from invoicing.webhooks.models import WebhookAttempt, WebhookEvent
 from invoicing.webhooks.signing import create_secret, revoke_secret, update_settings
 from invoicing.webhooks.worker import Dispatcher, client_for
@@ -193,3 +195,40 @@ def test_verification_refuses_a_changed_body() -> None:
     received = Received("/", {HEADER: f"t=5,v1={good}"}, {}, 0.0, raw.replace(b"paid", b"PAID"))
 
     assert verified_secrets(received, [secret]) == (5, ["?"])
+
+
+async def test_a_claimed_batch_reads_its_owners_secrets_in_one_query(
+    services: Services, fake: FakeChain
+) -> None:
+    owners = [new_owner().address for _ in range(3)]
+    secrets: dict[str, list[str]] = {owner: [] for owner in owners}
+    for owner in owners[:2]:
+        secrets[owner].append((await add_secret(services, owner))[1])
+    for owner in owners:
+        for _ in range(3):
+            await pay(services, fake, owner, "https://hooks.example/batch")
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    engine = services.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        claimed = await claim_events(services, services.clock.now_ms(), 100)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    # Finish them, so no later test's worker finds them due.
+    done = Outcome(status_code=204)
+    now_ms = services.clock.now_ms()
+    await record_results(
+        services,
+        [AttemptResult(c.event_id, c.attempt, now_ms, done, c.delivery.url) for c in claimed],
+    )
+
+    assert len(claimed) == 9
+    assert sum("webhook_secrets" in statement for statement in statements) == 1
+    by_owner = {c.delivery.body: c.signing_secrets for c in claimed}
+    for body, signing in by_owner.items():
+        owner = next(o for o in owners if o.encode() in body)
+        assert list(signing) == secrets[owner]

@@ -130,3 +130,19 @@ async def test_options_of_a_batch_of_owners_in_one_read(db: Database) -> None:
         quiet.lower(): WebhookOptions(api_key_header=True, secrets=()),
         keyless.lower(): WebhookOptions(api_key_header=False, secrets=(secret_c,)),
     }
+
+
+async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    owner = new_owner().address
+    _old_id, _unreadable = await create(db, owner, now_ms=1)
+    async with db.transaction() as session:
+        _row, readable = await create_secret(session, owner, SecretStr("another-" * 5), 2)
+
+    with caplog.at_level("WARNING", logger="invoicing.webhooks.signing"):
+        async with db.sessions() as session:
+            options = await webhook_options_by_owner(session, [owner], SecretStr("another-" * 5))
+
+    assert options == {owner.lower(): WebhookOptions(secrets=(readable,))}
+    assert f"webhook secret of {owner.lower()} cannot be decrypted" in caplog.text

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
 
 from pydantic import SecretStr
 
-from invoicing.webhooks.signing import decrypt_secret, encrypt_secret, signature_header
+from invoicing.webhooks.client import Delivery
+from invoicing.webhooks.delivery import ClaimedEvent
+from invoicing.webhooks.signing import (
+    WebhookOptions,
+    decrypt_secret,
+    encrypt_secret,
+    signature_header,
+)
 
 BODY = b'{"invoiceId":"1","status":"paid","balance":1.5}'
 
@@ -51,3 +62,35 @@ def test_secrets_decrypt_only_under_the_server_secret_that_stored_them() -> None
     assert "whsec_abc" not in stored
     assert decrypt_secret(stored, SecretStr("server-secret-one-" * 2)) == "whsec_abc"
     assert decrypt_secret(stored, SecretStr("server-secret-two-" * 2)) is None
+
+
+def readme_verifier() -> Callable[..., bool]:
+    """``verify_webhook`` exactly as the README's "Signed webhooks" section shows it."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Signed webhooks", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # our own README, not input
+    return cast(Callable[..., bool], namespace["verify_webhook"])
+
+
+def test_the_readme_example_accepts_our_header_and_nothing_else() -> None:
+    verify = readme_verifier()
+    now_s = int(time.time())
+    header = signature_header(["whsec_old", "whsec_new"], now_s, BODY)
+    assert header is not None
+
+    assert verify(BODY, header, "whsec_old") is True
+    assert verify(BODY, header, "whsec_new") is True
+    assert verify(BODY, header, "whsec_other") is False
+    assert verify(BODY + b" ", header, "whsec_new") is False
+    stale = signature_header(["whsec_new"], now_s - 301, BODY)
+    assert stale is not None and verify(BODY, stale, "whsec_new") is False
+
+
+def test_secrets_stay_out_of_reprs() -> None:
+    options = WebhookOptions(api_key_header=False, secrets=("whsec_hidden",))
+    event = ClaimedEvent("e", 1, "h:443", Delivery("https://h/", b"{}", {}), ("whsec_hidden",))
+
+    assert "whsec_hidden" not in repr(options)
+    assert "whsec_hidden" not in repr(event)

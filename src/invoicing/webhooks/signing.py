@@ -21,10 +21,11 @@ import base64
 import functools
 import hashlib
 import hmac
+import logging
 import secrets as token_source
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography.fernet import Fernet, InvalidToken
 from pydantic import SecretStr
@@ -47,6 +48,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 from invoicing.auth.api_keys import hkdf_sha256
 from invoicing.db import Base, upsert
 from invoicing.errors import NotFound, TooManyWebhookSecrets
+
+log = logging.getLogger(__name__)
 
 WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
 SECRET_PREFIX = "whsec_"
@@ -135,10 +138,20 @@ async def active_secrets_by_owner(
     )
     found: dict[str, list[str]] = {}
     for owner_key, encrypted in rows:
-        secret = decrypt_secret(encrypted, server_secret)
+        secret = _readable(owner_key, encrypted, server_secret)
         if secret is not None:
             found.setdefault(owner_key, []).append(secret)
     return found
+
+
+def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> str | None:
+    secret = decrypt_secret(encrypted, server_secret)
+    if secret is None:
+        # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
+        log.warning(
+            "a webhook secret of %s cannot be decrypted (INVOICING_SECRET changed?)", owner_key
+        )
+    return secret
 
 
 async def create_secret(
@@ -214,7 +227,7 @@ class WebhookOptions:
     """What a delivery to one owner needs: whether to send the API key, and the secrets."""
 
     api_key_header: bool = True
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # in clear: never in a repr
 
 
 async def webhook_options_by_owner(
@@ -249,7 +262,7 @@ async def webhook_options_by_owner(
         header, secrets = found.setdefault(owner_key, (True, []))
         if api_key_header is not None:
             found[owner_key] = (bool(api_key_header), secrets)
-        elif (secret := decrypt_secret(encrypted, server_secret)) is not None:
+        elif (secret := _readable(owner_key, encrypted, server_secret)) is not None:
             secrets.append(secret)
     return {
         owner_key: WebhookOptions(api_key_header=header, secrets=tuple(secrets))
