@@ -165,8 +165,9 @@ async def authorized_body_with_id(
 
 
 def _checked_path_id(value: str) -> str:
-    if not 1 <= len(value) <= 36:
-        raise InvalidRequest("id: must be 1 to 36 characters", {"field": "id"})
+    """An id from the path, held to the query's rules (NUL is refused everywhere)."""
+    if not 1 <= len(value) <= 36 or "\x00" in value:
+        raise InvalidRequest("id: must be 1 to 36 characters, without NUL", {"field": "id"})
     return value
 
 
