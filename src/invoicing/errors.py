@@ -20,7 +20,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── InvoiceExists         409 invoice_exists
     │   ├── NonceMismatch         409 nonce_mismatch
     │   ├── SweepInProgress       409 sweep_in_progress
-    │   └── TooManyWebhookSecrets 409 too_many_webhook_secrets
+    │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
+    │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
     ├── PayloadTooLarge           413 payload_too_large
     ├── RateLimited               429 rate_limited
     └── ChainUnavailable          503 chain_unavailable
@@ -128,6 +129,12 @@ class TooManyWebhookSecrets(Conflict):
     """An owner already holds the most active webhook signing secrets allowed."""
 
     code = "too_many_webhook_secrets"
+
+
+class TooManyWebhookEndpoints(Conflict):
+    """An owner already holds the most webhook endpoints allowed."""
+
+    code = "too_many_webhook_endpoints"
 
 
 class PayloadTooLarge(ServiceError):

@@ -4,7 +4,8 @@
   (``auth.guard.purge_used_timestamps``);
 - rate-limit counters of windows that are over (``ratelimit.purge_windows``);
 - finished webhook events and their attempts past ``webhook_event_retention_s``
-  (``webhooks.retention.prune_finished_events``).
+  (``webhooks.retention.prune_finished_events``);
+- events past the same retention (``events.service.prune_events``).
 
 The request paths never delete: each table stays as small as its window because of this
 loop. Each step fails alone (logged, tried again next round), never the loop.
@@ -20,6 +21,7 @@ from collections.abc import Awaitable, Callable
 
 from invoicing.auth.guard import purge_used_timestamps
 from invoicing.db import Database
+from invoicing.events.service import prune_events
 from invoicing.ratelimit import purge_windows
 from invoicing.services import Services
 from invoicing.settings import Settings
@@ -37,7 +39,12 @@ def steps(settings: Settings) -> tuple[Step, ...]:
     """Every step, the configured ones bound to their settings."""
     retention_ms = int(settings.webhook_event_retention_s * 1000)
     prune = functools.partial(prune_finished_events, retention_ms=retention_ms)
-    return (*STEPS, functools.update_wrapper(prune, prune_finished_events))
+    prune_old_events = functools.partial(prune_events, retention_ms=retention_ms)
+    return (
+        *STEPS,
+        functools.update_wrapper(prune, prune_finished_events),
+        functools.update_wrapper(prune_old_events, prune_events),
+    )
 
 
 async def run(services: Services, stop: asyncio.Event) -> None:

@@ -2,6 +2,7 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
+from invoicing.events.models import Event, EventEndpoint
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund
@@ -21,6 +22,8 @@ __all__ = [
     "ApiKey",
     "Base",
     "EscrowAsset",
+    "Event",
+    "EventEndpoint",
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",

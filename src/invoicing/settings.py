@@ -152,6 +152,15 @@ class Settings(BaseSettings):
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
+    # Events to owners' endpoints (issue 17): a failed delivery is tried again after
+    # event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
+    # event_retry_window_s old (then once more); an endpoint that failed every attempt for
+    # event_retry_window_s is disabled. Events are listed (and kept) for
+    # webhook_event_retention_s.
+    event_retry_base_s: float = Field(default=60.0, gt=0)
+    event_retry_max_delay_s: float = Field(default=12 * 3600.0, gt=0)
+    event_retry_window_s: float = Field(default=3 * 86400.0, gt=0)
+    max_event_endpoints_per_owner: int = Field(default=16, ge=1)
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0

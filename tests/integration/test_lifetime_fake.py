@@ -215,7 +215,12 @@ async def test_other_assets_wait_while_a_payment_could_still_change_the_invoice(
     assert await world.step() == []  # pending: a sweep would take the payer's native coin too
     now = world.clock.now_ms()
     await delete_invoice(
-        world.services.db, owner.lower(), invoice.chain_id, invoice.invoice_id, now
+        world.services.db,
+        owner.lower(),
+        invoice.chain_id,
+        invoice.invoice_id,
+        now,
+        world.services.settings,
     )
     assert len(await world.step()) == 1  # cancelled: nothing can change it any more
 

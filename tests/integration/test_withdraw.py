@@ -128,8 +128,10 @@ async def test_deleted_paid_and_cancelled_escrows_are_swept_pending_ones_are_not
     await pay(evm, pending, 4_000)
     await recheck_invoice(services, pending)
     now = services.clock.now_ms()
-    await delete_invoice(services.db, owner.lower(), paid.chain_id, paid.invoice_id, now)
-    await delete_invoice(services.db, owner.lower(), cancelled.chain_id, cancelled.invoice_id, now)
+    for gone in (paid, cancelled):
+        await delete_invoice(
+            services.db, owner.lower(), gone.chain_id, gone.invoice_id, now, services.settings
+        )
     chain, relayer = gateway(services), relayer_of(services)
 
     await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())

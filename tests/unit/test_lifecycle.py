@@ -9,6 +9,7 @@ import pytest
 
 from invoicing.invoices.lifecycle import (
     Effect,
+    InvoiceEvent,
     InvoiceStatus,
     Step,
     apply_step,
@@ -18,6 +19,7 @@ from invoicing.invoices.lifecycle import (
     on_reading,
     on_withdrawal_confirmed,
     reading_changes,
+    step_events,
 )
 from invoicing.invoices.models import Invoice
 
@@ -170,6 +172,7 @@ def row(**fields: object) -> Invoice:
     values: dict[str, object] = {
         "status": "pending",
         "balance_raw": "0",
+        "required_raw": str(REQUIRED),
         "paid": False,
         "paid_at": None,
         "withdrawn": False,
@@ -214,3 +217,63 @@ def test_apply_step_without_effects_changes_nothing() -> None:
     apply_step(invoice, on_reading(invoice, 999, 900), 900, 999)
 
     assert (invoice.status, invoice.balance_raw, invoice.updated_at) == ("paid", "150", 1)
+
+
+PAID_E, PARTIAL_E, OVER_E = InvoiceEvent.PAID, InvoiceEvent.PARTIALLY_PAID, InvoiceEvent.OVERPAID
+LATE_E, EXPIRED_E = InvoiceEvent.LATE_PAID, InvoiceEvent.EXPIRED
+
+
+@pytest.mark.parametrize(
+    ("status", "balance", "reading", "now", "events"),
+    [
+        ("pending", "0", 100, 500, (PAID_E,)),
+        ("pending", "40", 150, 500, (PAID_E, OVER_E)),
+        ("expired", "0", 100, 20_000, (PAID_E, LATE_E)),
+        ("expired", "30", 101, 20_000, (PAID_E, LATE_E, OVER_E)),
+        ("pending", "0", 40, 500, (PARTIAL_E,)),
+        ("pending", "40", 60, 500, (PARTIAL_E,)),
+        ("expired", "40", 60, 20_000, (PARTIAL_E,)),
+        ("pending", "60", 40, 500, ()),  # a reorg took some back: recorded, no event
+        ("pending", "40", 40, 500, ()),
+        ("pending", "0", 0, EXPIRES_AT, (EXPIRED_E,)),
+        ("pending", "10", 40, EXPIRES_AT, (EXPIRED_E, PARTIAL_E)),
+        ("expired", "10", 10, 20_000, ()),
+        ("cancelled", "0", 500, 500, ()),
+        ("paid", "100", 500, 500, ()),
+        ("completed", "100", 500, 500, ()),
+    ],
+)
+def test_each_reading_names_its_events(
+    status: str, balance: str, reading: int, now: int, events: tuple[InvoiceEvent, ...]
+) -> None:
+    invoice = State(status, balance_raw=balance)
+
+    assert step_events(invoice, on_reading(invoice, reading, now), reading) == events
+
+
+def test_delete_and_withdrawal_name_their_events() -> None:
+    for status, events in [
+        ("pending", (InvoiceEvent.CANCELLED,)),
+        ("expired", (InvoiceEvent.CANCELLED,)),
+        ("paid", ()),  # keeps its status: nothing to tell
+        ("completed", ()),
+    ]:
+        invoice = State(status)
+        assert step_events(invoice, on_delete(invoice)) == events
+    for status, events in [("paid", (InvoiceEvent.COMPLETED,)), ("cancelled", ())]:
+        invoice = State(status)
+        assert step_events(invoice, on_withdrawal_confirmed(invoice)) == events
+
+
+def test_apply_step_returns_the_events_of_the_row_before_the_step() -> None:
+    invoice = row(status="expired", balance_raw="20")
+
+    events = apply_step(invoice, on_reading(invoice, 130, 20_000), 20_000, 130)
+
+    assert events == (PAID_E, LATE_E, OVER_E)
+    assert [str(event) for event in events] == [
+        "invoice.paid",
+        "invoice.late_paid",
+        "invoice.overpaid",
+    ]
+    assert (invoice.status, invoice.balance_raw) == ("paid", "130")

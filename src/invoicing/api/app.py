@@ -12,6 +12,7 @@ from invoicing import __version__
 from invoicing.api import (
     api_keys,
     escrows,
+    events,
     fees,
     health,
     invoices,
@@ -56,4 +57,5 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)
     app.include_router(webhook_signing.router)
+    app.include_router(events.router)
     return app

@@ -208,7 +208,12 @@ async def delete(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)
     invoice = await delete_invoice(
-        services.db, caller.owner_key, query.chainId, query.invoiceId, services.clock.now_ms()
+        services.db,
+        caller.owner_key,
+        query.chainId,
+        query.invoiceId,
+        services.clock.now_ms(),
+        services.settings,
     )
     return JSONResponse(
         {"deleted": True, "invoiceId": invoice.invoice_id, "chainId": invoice.chain_id}

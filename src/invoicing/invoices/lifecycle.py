@@ -40,6 +40,26 @@ paid         a confirmed withdrawal moved the escrow's funds      completed    w
 others       a withdrawal sweeping late funds is confirmed        (same)       nothing
 ===========  ==================================================  ===========  ================
 
+Each move also names the events it writes (issue 17; :func:`apply_step` returns them, the
+caller records them in the same transaction with ``events.record.record_events``):
+
+====================================================  ==========================================
+move                                                  events
+====================================================  ==========================================
+pending → paid                                        ``invoice.paid``
+expired → paid (a late full payment)                  ``invoice.paid``, ``invoice.late_paid``
+→ paid with more than requiredRaw                     also ``invoice.overpaid``
+pending/expired: a higher balance below requiredRaw   ``invoice.partially_paid``
+pending → expired                                     ``invoice.expired`` (and ``partially_paid``
+                                                      if the same reading raised the balance)
+pending/expired → cancelled (DELETE)                  ``invoice.cancelled``
+paid → completed (a confirmed sweep)                  ``invoice.completed``
+a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no status move)
+====================================================  ==========================================
+
+``invoice.paid`` goes with every move to paid, like the spec's paid webhook; ``late_paid``
+and ``overpaid`` tell the same move's circumstances, for receivers that treat them apart.
+
 Every move that changes something also moves ``updatedAt``; every reading moves
 ``lastCheckedAt`` (the monitor's bookkeeping, in ``monitor.check``). The payment page shows
 a pending invoice past its expiry as expired before the monitor records it
@@ -71,6 +91,19 @@ class InvoiceStatus(enum.StrEnum):
     COMPLETED = "completed"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+
+
+class InvoiceEvent(enum.StrEnum):
+    """The event types of issue 17, stored and sent as these exact strings."""
+
+    PAID = "invoice.paid"
+    PARTIALLY_PAID = "invoice.partially_paid"
+    OVERPAID = "invoice.overpaid"
+    LATE_PAID = "invoice.late_paid"
+    EXPIRED = "invoice.expired"
+    CANCELLED = "invoice.cancelled"
+    COMPLETED = "invoice.completed"
+    REFUNDED = "invoice.refunded"
 
 
 class Effect(enum.Flag):
@@ -170,9 +203,44 @@ def shown_status(invoice: InvoiceState, now_ms: int) -> InvoiceStatus:
     return InvoiceStatus(invoice.status)
 
 
-def apply_step(invoice: Invoice, step: Step, now_ms: int, balance_raw: int = 0) -> None:
-    """Write ``step`` onto a row loaded for update; the caller's transaction commits it (and
-    queues the paid webhook, which needs the session)."""
+def step_events(
+    invoice: InvoiceState, step: Step, balance_raw: int = 0
+) -> tuple[InvoiceEvent, ...]:
+    """The events of ``step`` taken from ``invoice`` as it is before the step (see the table
+    in the module docstring); empty for steps that only record or change nothing."""
+    effects = step.effects
+    if effects is _NO_EFFECT:
+        return ()
+    before = invoice.status
+    if Effect.MARK_PAID in effects:
+        events = [InvoiceEvent.PAID]
+        if before == _EXPIRED:
+            events.append(InvoiceEvent.LATE_PAID)
+        if balance_raw > int(invoice.required_raw):
+            events.append(InvoiceEvent.OVERPAID)
+        return tuple(events)
+    if Effect.MARK_WITHDRAWN in effects:
+        return (InvoiceEvent.COMPLETED,) if step.status == InvoiceStatus.COMPLETED else ()
+    if Effect.MARK_DELETED in effects:
+        return (InvoiceEvent.CANCELLED,) if step.status == _CANCELLED else ()
+    events = []
+    if (
+        Effect.RECORD_BALANCE in effects
+        and (before == _PENDING or before == _EXPIRED)
+        and balance_raw > int(invoice.balance_raw)
+    ):
+        events.append(InvoiceEvent.PARTIALLY_PAID)
+    if step.status == _EXPIRED and before == _PENDING:
+        events.insert(0, InvoiceEvent.EXPIRED)
+    return tuple(events)
+
+
+def apply_step(
+    invoice: Invoice, step: Step, now_ms: int, balance_raw: int = 0
+) -> tuple[InvoiceEvent, ...]:
+    """Write ``step`` onto a row loaded for update and return its events; the caller's
+    transaction commits both (the paid webhook and the events need the session)."""
+    events = step_events(invoice, step, balance_raw)
     if invoice.status != step.status:
         invoice.status = step.status
     effects = step.effects
@@ -190,3 +258,4 @@ def apply_step(invoice: Invoice, step: Step, now_ms: int, balance_raw: int = 0) 
     if Effect.MARK_WITHDRAWN in effects:
         invoice.withdrawn = True
         invoice.withdrawn_at = now_ms
+    return events

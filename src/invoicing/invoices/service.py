@@ -15,6 +15,7 @@ from invoicing.db import Database
 from invoicing.errors import NotFound
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
 from invoicing.invoices.models import Invoice
+from invoicing.settings import Settings
 
 
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
@@ -102,11 +103,13 @@ async def list_invoices(db: Database, query: InvoiceFilter) -> tuple[list[Invoic
 
 
 async def delete_invoice(
-    db: Database, owner_key: str, chain_id: int, invoice_id: str, now_ms: int
+    db: Database, owner_key: str, chain_id: int, invoice_id: str, now_ms: int, settings: Settings
 ) -> Invoice:
-    """Soft delete (``lifecycle.on_delete``): pending/expired → cancelled; paid/completed keep
-    their status and are still withdrawn to the owner. The monitor stops reading the escrow;
-    funds reaching it are still swept."""
+    """Soft delete (``lifecycle.on_delete``): pending/expired → cancelled (with its
+    ``invoice.cancelled`` event); paid/completed keep their status and are still withdrawn to
+    the owner. The monitor stops reading the escrow; funds reaching it are still swept."""
+    from invoicing.events.record import Occurrence, record_events
+
     async with db.transaction() as session:
         invoice = await session.scalar(
             select(Invoice)
@@ -120,5 +123,6 @@ async def delete_invoice(
         )
         if invoice is None:
             raise NotFound("no such invoice for this owner and chain")
-        apply_step(invoice, on_delete(invoice), now_ms)
+        events = apply_step(invoice, on_delete(invoice), now_ms)
+        await record_events(session, settings, now_ms, [Occurrence(invoice, events)])
         return invoice

@@ -109,9 +109,10 @@ async def store_balances(
     services: Services, invoice_ids: list[str], balances: Mapping[str, int | None]
 ) -> list[Invoice]:
     """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
-    the lifecycle decides on each row as locked, and the paid events join the transaction.
+    the lifecycle decides on each row as locked, and the moves' events and paid webhooks
+    join the transaction.
     An invoice whose reading is unreadable (None) is left as it is and not returned."""
-    from invoicing.webhooks.outbox import enqueue_paid_event
+    from invoicing.events.record import Occurrence, record_events
 
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
@@ -122,6 +123,7 @@ async def store_balances(
             .with_for_update()
         )
         stored = []
+        occurred = []
         for invoice in rows:
             balance_raw = balances[invoice.id]
             if balance_raw is None:
@@ -129,10 +131,12 @@ async def store_balances(
             deleted = invoice.deleted_at is not None
             step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
             invoice.last_checked_at = now_ms
-            apply_step(invoice, step, now_ms, balance_raw)
-            if Effect.NOTIFY_PAID in step.effects:
-                await enqueue_paid_event(session, services, invoice)
+            events = apply_step(invoice, step, now_ms, balance_raw)
+            notify = Effect.NOTIFY_PAID in step.effects
+            if events or notify:
+                occurred.append(Occurrence(invoice, events, notify_paid=notify))
             stored.append(invoice)
+        await record_events(session, services.settings, now_ms, occurred)
     return stored
 
 

@@ -44,12 +44,14 @@ from invoicing.errors import (
     SweepInProgress,
     UnsupportedToken,
 )
+from invoicing.events.record import Occurrence, record_events
 from invoicing.fees.service import normalize_deadline, parse_signature, recover_signer
-from invoicing.invoices.lifecycle import apply_step, on_withdrawal_confirmed
+from invoicing.invoices.lifecycle import InvoiceEvent, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.service import find_by_payment_address
 from invoicing.refunds.models import Refund, RefundStatus
 from invoicing.services import Services
+from invoicing.settings import Settings
 from invoicing.settlement.meta import MetaCall, pending_duplicate, relay_meta
 from invoicing.settlement.models import (
     RelayerTransaction,
@@ -261,29 +263,33 @@ async def refunds_in(
         .order_by(Refund.created_at, Refund.relayer_tx_id)
     )
     for refund in rows:
-        found[refund.invoice_id].append(
-            {
-                "txHash": refund.tx_hash,
-                "to": refund.to_address,
-                "tokenAddress": refund.token_address,
-                "amountRaw": refund.amount_raw,
-                "status": refund.status,
-                "createdAt": refund.created_at,
-            }
-        )
+        found[refund.invoice_id].append(_refund_view(refund))
     return found
+
+
+def _refund_view(refund: Refund) -> dict[str, Any]:
+    return {
+        "txHash": refund.tx_hash,
+        "to": refund.to_address,
+        "tokenAddress": refund.token_address,
+        "amountRaw": refund.amount_raw,
+        "status": refund.status,
+        "createdAt": refund.created_at,
+    }
 
 
 async def settle_refund(
     session: AsyncSession,
+    settings: Settings,
     factory: str,
     row: RelayerTransaction,
     receipt: dict[str, Any] | None,
     now_ms: int,
 ) -> None:
-    """Apply a final refund transaction (``settlement.tracking``): confirmed, or failed
-    (reverted or dropped). The rest of a native refund that the factory paid to the owner
-    counts as swept from the escrow, and completes a paid native invoice."""
+    """Apply a final refund transaction (``settlement.tracking``): confirmed (with its
+    ``invoice.refunded`` event), or failed (reverted or dropped). The rest of a native refund
+    that the factory paid to the owner counts as swept from the escrow, and completes a paid
+    native invoice."""
     refund = await session.scalar(
         select(Refund).where(Refund.relayer_tx_id == row.id).with_for_update()
     )
@@ -302,10 +308,12 @@ async def settle_refund(
         .execution_options(populate_existing=True)
     )
     assert invoice is not None
-    if invoice.token_address is not None:
-        return  # the rest of a token stays in the escrow, swept as usual
-    paid_out, _fee = swept_by_event(receipt, factory, None)
+    events: list[str] = [InvoiceEvent.REFUNDED]
+    # The rest of a token stays in the escrow, swept as usual.
+    paid_out = 0 if invoice.token_address is not None else swept_by_event(receipt, factory, None)[0]
     if paid_out > 0:
         invoice.swept_raw = str(int(invoice.swept_raw) + paid_out)
-        apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
+        events += apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
         await unpark(session, [invoice.id])
+    refund_view = {"refund": _refund_view(refund)}
+    await record_events(session, settings, now_ms, [Occurrence(invoice, events, extra=refund_view)])

@@ -159,7 +159,7 @@ async def finalize(
                 session, services, factory, row, receipt, after or {}, now_ms, others
             )
         elif row.purpose == TxPurpose.REFUND:
-            await settle_refund(session, factory, row, receipt, now_ms)
+            await settle_refund(session, services.settings, factory, row, receipt, now_ms)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
         row.chain_id,

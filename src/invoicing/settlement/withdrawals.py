@@ -41,6 +41,7 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
+from invoicing.events.record import Occurrence, record_events
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
 from invoicing.refunds.models import pending_refund_ids
@@ -600,11 +601,11 @@ async def settle_withdrawal(
     others: Sequence[Reading] = (),
 ) -> None:
     """Apply a final withdrawal transaction. Confirmed: each escrow whose funds moved counts
-    as swept (a paid invoice completes); one that moved nothing is parked. Reverted or
-    dropped: the invoices are released for the next pass. ``after`` holds the escrows'
-    balances after a confirmed sweep, ``others`` their other assets at that block (recorded
-    in ``escrow_assets``). A sweep of another asset than the invoice's own token changes
-    only the escrow's asset rows."""
+    as swept (a paid invoice completes, with its ``invoice.completed`` event); one that
+    moved nothing is parked. Reverted or dropped: the invoices are released for the next
+    pass. ``after`` holds the escrows' balances after a confirmed sweep, ``others`` their
+    other assets at that block (recorded in ``escrow_assets``). A sweep of another asset
+    than the invoice's own token changes only the escrow's asset rows."""
     withdrawal = await session.scalar(
         select(Withdrawal).where(Withdrawal.relayer_tx_id == row.id).with_for_update()
     )
@@ -634,6 +635,7 @@ async def settle_withdrawal(
         .execution_options(populate_existing=True)
     )
     swept = []
+    completed = []
     own_token = asset_key(withdrawal.token_address)
     for invoice in invoices:
         amount = moved[invoice.id]
@@ -644,7 +646,9 @@ async def settle_withdrawal(
             continue  # another asset of the escrow: its row holds what is left
         if amount > 0:
             invoice.swept_raw = str(int(invoice.swept_raw) + amount)
-            apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
+            events = apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
+            if events:
+                completed.append(Occurrence(invoice, events))
             swept.append(invoice.id)
             continue
         left = after.get(invoice.id)
@@ -661,6 +665,7 @@ async def settle_withdrawal(
             now_ms,
         )
     await unpark(session, swept)
+    await record_events(session, services.settings, now_ms, completed)
     await after_sweep(session, withdrawal.token_address, after, now_ms)
     await record_readings(session, services.db.dialect, row.chain_id, others, now_ms)
 

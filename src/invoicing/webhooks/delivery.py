@@ -9,6 +9,11 @@ holds (same attempt number), so a late writer cannot undo a newer attempt.
 Each claimed batch also reads its owners' webhook options (signing secrets and whether to
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
 is computed when the attempt is sent (``signed_delivery``), over the exact body bytes.
+
+Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
+creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
+apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
+the event's id, signed, retried with backoff until ``retry_until``: ``events.retries``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.auth.api_keys import decrypt_key
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
+from invoicing.events.retries import EndpointResult, next_attempt, record_endpoint_results
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
+from invoicing.settings import Settings
 from invoicing.webhooks.client import Delivery, Outcome
 from invoicing.webhooks.endpoints import endpoint_is_failing, record_health
 from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
@@ -54,6 +61,9 @@ class ClaimedEvent:
     delivery: Delivery
     # The owner's active signing secrets, oldest first (empty: sent unsigned).
     signing_secrets: tuple[str, ...] = field(default=(), repr=False)
+    # An event to an owner's endpoint (None: the spec's paid webhook), and its last try.
+    endpoint_id: str | None = None
+    retry_until: int | None = None
 
 
 def signed_delivery(event: ClaimedEvent, now_ms: int) -> Delivery:
@@ -74,6 +84,8 @@ class AttemptResult:
     attempted_at: int
     outcome: Outcome
     url: str
+    endpoint_id: str | None = None
+    retry_until: int | None = None
 
 
 def event_headers(
@@ -89,6 +101,16 @@ def event_headers(
     headers[EVENT_ID_HEADER] = event_id
     headers[ATTEMPT_HEADER] = str(attempt)
     return headers
+
+
+def endpoint_headers(event_id: str, attempt: int) -> dict[str, str]:
+    """Headers of an event to an owner's endpoint: the event's id (stable across attempts
+    and redeliveries, for deduplication) and the attempt number; never a credential."""
+    return {
+        "content-type": "application/json",
+        EVENT_ID_HEADER: event_id,
+        ATTEMPT_HEADER: str(attempt),
+    }
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:
@@ -169,7 +191,7 @@ async def _load_claimed(
 ) -> list[ClaimedEvent]:
     rows = await session.execute(
         select(WebhookEvent, Invoice, ApiKey.key_encrypted)
-        .join(Invoice, Invoice.id == WebhookEvent.invoice_pk)
+        .outerjoin(Invoice, Invoice.id == WebhookEvent.invoice_pk)
         .outerjoin(ApiKey, ApiKey.id == Invoice.api_key_id)
         .where(WebhookEvent.id.in_(ids))
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
@@ -183,17 +205,19 @@ async def _load_claimed(
         owner = options.get(event.owner_key, DEFAULT_OPTIONS)
         send_key = key_encrypted and owner.api_key_header
         api_key = decrypt_key(key_encrypted, secret) if send_key else None
+        if event.endpoint_id is None:
+            headers = event_headers(event.id, event.attempts, invoice, api_key)
+        else:
+            headers = endpoint_headers(event.payload["id"], event.attempts)
         claimed.append(
             ClaimedEvent(
                 event_id=event.id,
                 attempt=event.attempts,
                 endpoint_host=event.endpoint_host,
-                delivery=Delivery(
-                    url=event.url,
-                    body=encode_body(event.payload),
-                    headers=event_headers(event.id, event.attempts, invoice, api_key),
-                ),
+                delivery=Delivery(url=event.url, body=encode_body(event.payload), headers=headers),
                 signing_secrets=owner.secrets,
+                endpoint_id=event.endpoint_id,
+                retry_until=event.retry_until,
             )
         )
     return claimed
@@ -205,11 +229,12 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
         return
     settings = services.settings
     now_ms = services.clock.now_ms()
-    retry_ms = int(settings.webhook_retry_delay_s * 1000)
     changes = []
+    endpoint_results = []
     for result in results:
         outcome = result.outcome
-        give_up = outcome.terminal or result.attempt >= settings.webhook_max_attempts
+        next_at = _next_attempt(settings, result, now_ms)
+        give_up = outcome.terminal or next_at is None
         if outcome.delivered:
             status, delivered_at = EventStatus.DELIVERED, now_ms
         else:
@@ -219,10 +244,20 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
                 "b_id": result.event_id,
                 "b_attempt": result.attempt,
                 "b_status": status,
-                "b_next": now_ms + retry_ms,
+                "b_next": next_at or now_ms,
                 "b_delivered_at": delivered_at,
             }
         )
+        if result.endpoint_id is not None:
+            endpoint_results.append(
+                EndpointResult(
+                    result.event_id,
+                    result.endpoint_id,
+                    result.attempted_at,
+                    outcome.delivered,
+                    window_over=next_at is None,
+                )
+            )
     async with services.db.transaction() as session:
         await session.execute(insert(WebhookAttempt), [_attempt_row(r) for r in results])
         events = cast(Table, WebhookEvent.__table__)
@@ -232,6 +267,8 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
             .where(
                 events.c.id == bindparam("b_id"),
                 events.c.attempts == bindparam("b_attempt"),
+                # Given up meanwhile (its endpoint was disabled or removed): it stays so.
+                events.c.status == EventStatus.PENDING,
             )
             .values(
                 status=bindparam("b_status"),
@@ -242,6 +279,16 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
             changes,
         )
         await record_health(session, [(r.url, r.outcome.delivered) for r in results], now_ms)
+        await record_endpoint_results(session, settings, endpoint_results, now_ms)
+
+
+def _next_attempt(settings: Settings, result: AttemptResult, now_ms: int) -> int | None:
+    """When a failed attempt is tried again (None: it was the last one)."""
+    if result.endpoint_id is not None and result.retry_until is not None:
+        return next_attempt(settings, result.attempt, now_ms, result.retry_until)
+    if result.attempt >= settings.webhook_max_attempts:
+        return None
+    return now_ms + int(settings.webhook_retry_delay_s * 1000)
 
 
 def _attempt_row(result: AttemptResult) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""The webhook outbox: one event per paid transition, and every delivery attempt."""
+"""The webhook outbox: one row per delivery to make, and every delivery attempt.
+
+A row is the spec's paid webhook to an invoice's ``webhookUrl`` (``endpoint_id`` null; 20
+attempts 60 s apart), or an event (``events.models.Event``) to one of the owner's endpoints
+(``endpoint_id`` set; retried with backoff until ``retry_until``). ``event_id`` links both
+kinds to their event (the paid webhook to its ``invoice.paid`` event)."""
 
 from __future__ import annotations
 
@@ -26,7 +31,10 @@ class WebhookEvent(Base):
 
     # Sent as x-service-event-id; stable across retries.
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    invoice_pk: Mapped[str] = mapped_column(ForeignKey("invoices.id"), index=True)
+    # Null for an endpoint's test ping.
+    invoice_pk: Mapped[str | None] = mapped_column(
+        ForeignKey("invoices.id"), index=True, nullable=True
+    )
     owner_key: Mapped[str] = mapped_column(String(42))
     url: Mapped[str] = mapped_column(String(2048))
     # The endpoint (SHA-256 of url, see endpoints.py) and its host:port.
@@ -40,6 +48,11 @@ class WebhookEvent(Base):
     claimed_until: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[int] = mapped_column(BigInteger)
     delivered_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The event (``events.id``) this delivers, the endpoint it goes to (null: the invoice's
+    # webhookUrl) and, for endpoints, the time after which a failed attempt is the last.
+    event_id: Mapped[str | None] = mapped_column(String(36), index=True, nullable=True)
+    endpoint_id: Mapped[str | None] = mapped_column(String(36), index=True, nullable=True)
+    retry_until: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class WebhookAttempt(Base):

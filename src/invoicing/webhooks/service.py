@@ -18,7 +18,11 @@ async def list_deliveries(db: Database, owner_key: str, payment_address: str) ->
         events = list(
             await session.scalars(
                 select(WebhookEvent)
-                .where(WebhookEvent.invoice_pk == invoice.id)
+                .where(
+                    WebhookEvent.invoice_pk == invoice.id,
+                    # The paid webhook only: events to endpoints are read per event.
+                    WebhookEvent.endpoint_id.is_(None),
+                )
                 .order_by(WebhookEvent.created_at, WebhookEvent.id)
             )
         )

@@ -163,7 +163,7 @@ async def create_secret(
     :data:`MAX_ACTIVE_SECRETS` active ones. The owner's settings row is locked first, so
     concurrent creates on several processes count one after the other."""
     owner_key = owner.lower()
-    await _lock_owner(session, owner_key, now_ms)
+    await lock_owner(session, owner_key, now_ms)
     active = await session.scalar(
         select(func.count())
         .select_from(WebhookSecret)
@@ -281,7 +281,7 @@ async def update_settings(
 ) -> dict[str, object]:
     """Store the owner's choice; returns the settings as they now are."""
     owner_key = owner.lower()
-    await _lock_owner(session, owner_key, now_ms)
+    await lock_owner(session, owner_key, now_ms)
     row = await session.get(OwnerSettings, owner_key, populate_existing=True)
     assert row is not None  # locked (so created) just above
     row.webhook_api_key_header = webhook_api_key_header
@@ -289,7 +289,7 @@ async def update_settings(
     return {"webhookApiKeyHeader": webhook_api_key_header}
 
 
-async def _lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:
+async def lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:
     """Create the owner's settings row if missing (defaults), then hold its row lock until
     the transaction ends (SQLite: the write transaction already excludes every other)."""
     dialect = (await session.connection()).dialect.name

@@ -116,7 +116,13 @@ class Dispatcher:
             if not self.in_flight_per_host[event.endpoint_host]:
                 del self.in_flight_per_host[event.endpoint_host]
         result = AttemptResult(
-            event.event_id, event.attempt, attempted_at, outcome, event.delivery.url
+            event.event_id,
+            event.attempt,
+            attempted_at,
+            outcome,
+            event.delivery.url,
+            event.endpoint_id,
+            event.retry_until,
         )
         self.results.append(result)
 

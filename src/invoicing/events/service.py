@@ -1,0 +1,224 @@
+"""Reading an owner's events, redelivering one, pinging an endpoint.
+
+Events are listed newest first for ``webhook_event_retention_s`` (housekeeping deletes them
+after it). Every lookup is scoped to the owner: another owner's event or endpoint id is 404,
+exactly like an id that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from invoicing.db import Database
+from invoicing.errors import InvalidRequest, NotFound
+from invoicing.events.endpoints import owned_endpoint
+from invoicing.events.models import PING, Event
+from invoicing.events.record import endpoint_delivery_row, new_event
+from invoicing.invoices.lifecycle import InvoiceEvent
+from invoicing.invoices.models import Invoice
+from invoicing.settings import Settings
+from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.webhooks.outbox import paid_webhook_row
+
+# Events a page holds at most (a larger limit is capped, as for invoices).
+MAX_PAGE = 100
+
+
+@dataclass(frozen=True)
+class EventPage:
+    items: list[dict[str, Any]]
+    has_more: bool
+
+
+def _retained(settings: Settings, now_ms: int) -> int:
+    """The oldest event time still listed."""
+    return now_ms - int(settings.webhook_event_retention_s * 1000)
+
+
+async def list_events(
+    db: Database,
+    settings: Settings,
+    owner_key: str,
+    now_ms: int,
+    *,
+    event_type: str | None = None,
+    after: str | None = None,
+    limit: int = 20,
+) -> EventPage:
+    """The owner's events, newest first; ``after``: only those older than that event (the
+    last id of the previous page). An ``after`` that is not the owner's event is 404."""
+    limit = min(limit, MAX_PAGE)
+    conditions: list[Any] = [
+        Event.owner_key == owner_key,
+        Event.created_at >= _retained(settings, now_ms),
+    ]
+    if event_type is not None:
+        conditions.append(Event.type == event_type)
+    async with db.sessions() as session:
+        if after is not None:
+            cursor = await _owned_event(session, settings, owner_key, after, now_ms)
+            conditions.append(Event.seq < cursor.seq)
+        rows = list(
+            await session.scalars(
+                select(Event).where(*conditions).order_by(Event.seq.desc()).limit(limit + 1)
+            )
+        )
+    return EventPage([event.envelope() for event in rows[:limit]], len(rows) > limit)
+
+
+async def get_event(
+    db: Database, settings: Settings, owner_key: str, event_id: str, now_ms: int
+) -> dict[str, Any]:
+    """The event's envelope and every delivery of it (endpoints and the invoice's
+    webhookUrl), oldest first, each with its attempts."""
+    async with db.sessions() as session:
+        event = await _owned_event(session, settings, owner_key, event_id, now_ms)
+        deliveries = list(
+            await session.scalars(
+                select(WebhookEvent)
+                .where(WebhookEvent.event_id == event.id)
+                .order_by(WebhookEvent.created_at, WebhookEvent.id)
+            )
+        )
+        attempts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for attempt in await session.scalars(
+            select(WebhookAttempt)
+            .where(WebhookAttempt.event_id.in_([d.id for d in deliveries]))
+            .order_by(WebhookAttempt.attempt, WebhookAttempt.id)
+        ):
+            attempts[attempt.event_id].append(_attempt_view(attempt))
+    return {
+        "event": event.envelope(),
+        "deliveries": [_delivery_view(d, attempts.get(d.id, [])) for d in deliveries],
+    }
+
+
+async def redeliver(
+    db: Database,
+    settings: Settings,
+    owner_key: str,
+    event_id: str,
+    now_ms: int,
+    *,
+    endpoint_id: str | None = None,
+) -> dict[str, Any]:
+    """Send the event again, as a new delivery: to one of the owner's endpoints (the
+    envelope, retried as usual), or with ``endpoint_id`` None to the invoice's webhookUrl
+    (the spec's paid webhook as first sent: ``invoice.paid`` events only)."""
+    async with db.transaction() as session:
+        event = await _owned_event(session, settings, owner_key, event_id, now_ms)
+        if endpoint_id is not None:
+            endpoint = await owned_endpoint(session, owner_key, endpoint_id)
+            retry_until = now_ms + int(settings.event_retry_window_s * 1000)
+            row = endpoint_delivery_row(event, endpoint, now_ms, retry_until)
+        else:
+            row = await _paid_webhook_again(session, event, now_ms)
+        await session.execute(insert(WebhookEvent), [row])
+    return _accepted(event.id, row)
+
+
+async def ping(
+    db: Database, settings: Settings, owner_key: str, endpoint_id: str, now_ms: int
+) -> dict[str, Any]:
+    """A ``ping`` event sent to one endpoint (enabled or not), once: its outcome shows in
+    ``get_event``. It does not go to other endpoints."""
+    async with db.transaction() as session:
+        endpoint = await owned_endpoint(session, owner_key, endpoint_id)
+        event = new_event(owner_key, PING, now_ms, {"endpointId": endpoint.id})
+        session.add(event)
+        await session.flush()
+        row = endpoint_delivery_row(event, endpoint, now_ms, retry_until=now_ms)
+        await session.execute(insert(WebhookEvent), [row])
+    return _accepted(event.id, row)
+
+
+async def prune_events(db: Database, now_ms: int, retention_ms: int, chunk: int = 1000) -> int:
+    """Delete events created before ``now_ms - retention_ms``, a chunk per transaction;
+    returns how many went (their deliveries go with ``webhooks.retention``)."""
+    pruned = 0
+    while True:
+        async with db.transaction() as session:
+            seqs = list(
+                await session.scalars(
+                    select(Event.seq).where(Event.created_at < now_ms - retention_ms).limit(chunk)
+                )
+            )
+            if seqs:
+                await session.execute(delete(Event).where(Event.seq.in_(seqs)))
+        pruned += len(seqs)
+        if len(seqs) < chunk:
+            return pruned
+
+
+async def _owned_event(
+    session: AsyncSession, settings: Settings, owner_key: str, event_id: str, now_ms: int
+) -> Event:
+    event = await session.scalar(
+        select(Event).where(
+            Event.id == event_id,
+            Event.owner_key == owner_key,
+            Event.created_at >= _retained(settings, now_ms),
+        )
+    )
+    if event is None:
+        raise NotFound("no such event for this owner")
+    return event
+
+
+async def _paid_webhook_again(session: AsyncSession, event: Event, now_ms: int) -> dict[str, Any]:
+    invoice = None if event.invoice_pk is None else await session.get(Invoice, event.invoice_pk)
+    if event.type != InvoiceEvent.PAID or invoice is None or not invoice.webhook_url:
+        raise InvalidRequest(
+            "only an invoice.paid event of an invoice created with a webhookUrl goes to it",
+            {"field": "webhookUrl"},
+        )
+    row = paid_webhook_row(invoice, now_ms, event.id)
+    first = await session.scalar(
+        select(WebhookEvent.payload)
+        .where(WebhookEvent.event_id == event.id, WebhookEvent.endpoint_id.is_(None))
+        .order_by(WebhookEvent.created_at)
+        .limit(1)
+    )
+    if first is not None:
+        row["payload"] = first  # the body first sent, not the invoice as it is now
+    return row
+
+
+def _accepted(event_id: str, row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "eventId": event_id,
+        "deliveryId": row["id"],
+        "endpointId": row["endpoint_id"],
+        "status": EventStatus.PENDING,
+    }
+
+
+def _delivery_view(delivery: WebhookEvent, attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": delivery.id,
+        "endpointId": delivery.endpoint_id,
+        "target": "endpoint" if delivery.endpoint_id is not None else "webhookUrl",
+        "url": delivery.url,
+        "status": delivery.status,
+        "nextAttemptAt": (
+            delivery.next_attempt_at if delivery.status == EventStatus.PENDING else None
+        ),
+        "createdAt": delivery.created_at,
+        "deliveredAt": delivery.delivered_at,
+        "attempts": attempts,
+    }
+
+
+def _attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
+    return {
+        "attempt": attempt.attempt,
+        "attemptedAt": attempt.attempted_at,
+        "statusCode": attempt.status_code,
+        "error": attempt.error,
+        "durationMs": attempt.duration_ms,
+    }
