@@ -41,8 +41,8 @@ else
 endif
 
 lint: setup
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench clients/python examples
+	$(VENV)/bin/ruff format --check src tests bench clients/python examples
 	$(VENV)/bin/mypy
 
 compile: $(NPM_STAMP)

@@ -4,7 +4,8 @@ Checkout creates an invoice with the Python SDK and redirects the buyer to the s
 hosted payment page; the service's paid webhook, once verified with the SDK, marks the order
 paid. Run it against ``invoicing dev`` (see README.md beside this file)::
 
-    SHOP_OWNER_ADDRESS=0x… SHOP_API_KEY=sk_… uvicorn --factory examples.shop.app:from_env --port 8100
+    SHOP_OWNER_ADDRESS=0x… SHOP_API_KEY=sk_… \\
+        uvicorn --factory examples.shop.app:from_env --port 8100
 """
 
 from __future__ import annotations

@@ -68,7 +68,8 @@ class Orders:
         """Paid once; a repeated webhook changes nothing. True when this call marked it."""
         with self._lock, self._db:
             changed = self._db.execute(
-                "UPDATE orders SET status = 'paid', paid_at = ? WHERE id = ? AND status = 'pending'",
+                "UPDATE orders SET status = 'paid', paid_at = ?"
+                " WHERE id = ? AND status = 'pending'",
                 (int(time.time() * 1000), order_id),
             ).rowcount
         return changed == 1

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from eth_utils import to_checksum_address
+from eth_utils.address import to_checksum_address
 
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (

@@ -39,7 +39,7 @@ def _signer_key(signer: Signer | None, transport: Transport, owner_address: str)
         if transport.signer is None:
             raise ValueError("give signer= (the owner's private key) in API-key mode")
         return transport.signer._private_key
-    key = signer if isinstance(signer, str) else signer.key.to_0x_hex()
+    key = signer if isinstance(signer, str) else "0x" + bytes(signer.key).hex()
     if Account.from_key(key).address.lower() != owner_address.lower():
         raise ValueError("signer is not the owner_address wallet")
     return key

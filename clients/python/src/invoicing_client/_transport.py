@@ -133,5 +133,5 @@ class Transport:
             return None
         elif isinstance(error, ApiError) and error.status not in RETRYABLE_STATUSES:
             return None
-        delay = min(self.backoff_s * 2 ** (attempt - 1), 8.0)
-        return delay * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not a secret
+        delay = min(self.backoff_s * 2.0 ** (attempt - 1), 8.0)
+        return float(delay * random.uniform(0.5, 1.5))  # noqa: S311 - jitter, not a secret

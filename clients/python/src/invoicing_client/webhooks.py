@@ -33,6 +33,14 @@ from invoicing_client.errors import InvoicingError
 from invoicing_client.models import WebhookEvent
 from invoicing_client.signing import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
+__all__ = [
+    "EventEnvelope",
+    "WebhookEvent",
+    "WebhookVerificationError",
+    "signature_header",
+    "verify",
+]
+
 WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
 EVENT_ID_HEADER = "x-service-event-id"
 DEFAULT_TOLERANCE_S = 300
