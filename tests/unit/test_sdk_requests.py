@@ -255,3 +255,30 @@ def test_a_private_key_of_another_wallet_is_refused() -> None:
         Client("http://svc.test", Account.create().address, private_key=KEY)
     with pytest.raises(ValueError, match="give api_key= or private_key="):
         Client("http://svc.test", OWNER)
+
+
+def test_the_sdk_stands_alone() -> None:
+    # Integrators install the client without the server: it never imports `invoicing`, and
+    # it depends on exactly httpx, pydantic, eth-account and coincurve.
+    import ast
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "clients" / "python"
+    imported = set()
+    for path in (root / "src" / "invoicing_client").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+
+    assert "invoicing" not in imported
+    assert imported - {"invoicing_client"} <= {
+        "__future__", "asyncio", "collections", "contextlib", "dataclasses", "decimal",
+        "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing",
+        "httpx", "pydantic", "eth_account", "eth_utils",
+    }  # fmt: skip
+    names = [dependency.split(">")[0] for dependency in project["dependencies"]]
+    assert names == ["httpx", "pydantic", "eth-account", "coincurve"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from decimal import Decimal
@@ -32,17 +33,18 @@ Signer = str | LocalAccount
 DEFAULT_TIMEOUT_S = 30.0
 
 
-def _signer_key(signer: Signer | None, transport: Transport, owner_address: str) -> str:
-    """The private key that signs the owner's EIP-712 messages: ``signer``, else the
-    client's own private_key."""
+def _typed_signer(
+    signer: Signer | None, transport: Transport, owner_address: str
+) -> Callable[[dict[str, Any]], str]:
+    """What signs the owner's EIP-712 messages: ``signer``, else the client's private_key."""
     if signer is None:
         if transport.signer is None:
             raise ValueError("give signer= (the owner's private key) in API-key mode")
-        return transport.signer._private_key
+        return transport.signer.sign_typed_data
     key = signer if isinstance(signer, str) else "0x" + bytes(signer.key).hex()
     if Account.from_key(key).address.lower() != owner_address.lower():
         raise ValueError("signer is not the owner_address wallet")
-    return key
+    return functools.partial(sign_typed_data, key)
 
 
 def _http_request(prepared: Prepared) -> dict[str, Any]:
@@ -154,7 +156,7 @@ class Invoices:
         seen: set[str] = set()
         page = 1
         while True:
-            result = self.page(page=page, limit=page_size, _query=query)
+            result = self._client._send(calls.list_page(query, page, page_size), calls.read_page)
             for invoice in result.items:
                 # An invoice created while paging shifts the pages by one: never twice.
                 if invoice.id not in seen:
@@ -164,16 +166,10 @@ class Invoices:
                 return
             page += 1
 
-    def page(
-        self,
-        page: int = 1,
-        limit: int = 20,
-        _query: Mapping[str, Any] | None = None,
-        **filters: Any,
-    ) -> calls.InvoicePage:
+    def page(self, page: int = 1, limit: int = 20, **filters: Any) -> calls.InvoicePage:
         """One page of the list (spec 4.3), with its ``total``."""
-        query = _query if _query is not None else calls.list_query(filters)
-        return self._client._send(calls.list_page(query, page, limit), calls.read_page)
+        call = calls.list_page(calls.list_query(filters), page, limit)
+        return self._client._send(call, calls.read_page)
 
     def delete(self, chain_id: int, invoice_id: str) -> DeletedInvoice:
         """Soft-delete an invoice (spec 4.4): a pending one is cancelled."""
@@ -200,7 +196,7 @@ class Fees:
         """Sign SetFee (EIP-712) with the owner's key (``signer``, else the client's
         private_key) and have the service relay it. ``deadline``: unix seconds (default in
         10 minutes); ``factory``: the factory the service names, unless given."""
-        key = _signer_key(signer, self._client._transport, self._client.owner_address)
+        sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
         owner = self._client.owner_address
 
         def build(settings: FeeSettings) -> Call:
@@ -213,7 +209,7 @@ class Fees:
                 calls.deadline_s(deadline),
             )
             deadline_ = typed["message"]["deadline"]
-            signature = sign_typed_data(key, typed)
+            signature = sign(typed)
             return calls.submit_fee(chain_id, fee_bps, settings.nonce, deadline_, signature)
 
         return self._submit(chain_id, build)
@@ -228,7 +224,7 @@ class Fees:
         factory: str | None = None,
     ) -> FeeSubmission:
         """Sign SetPayout (EIP-712) with the owner's key and have the service relay it."""
-        key = _signer_key(signer, self._client._transport, self._client.owner_address)
+        sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
         owner = self._client.owner_address
 
         def build(settings: FeeSettings) -> Call:
@@ -241,7 +237,7 @@ class Fees:
                 calls.deadline_s(deadline),
             )
             deadline_ = typed["message"]["deadline"]
-            signature = sign_typed_data(key, typed)
+            signature = sign(typed)
             return calls.submit_payout(
                 chain_id, payout_address, settings.nonce, deadline_, signature
             )
@@ -370,7 +366,8 @@ class AsyncInvoices:
         seen: set[str] = set()
         page = 1
         while True:
-            result = await self.page(page=page, limit=page_size, _query=query)
+            call = calls.list_page(query, page, page_size)
+            result = await self._client._send(call, calls.read_page)
             for invoice in result.items:
                 if invoice.id not in seen:
                     seen.add(invoice.id)
@@ -379,15 +376,9 @@ class AsyncInvoices:
                 return
             page += 1
 
-    async def page(
-        self,
-        page: int = 1,
-        limit: int = 20,
-        _query: Mapping[str, Any] | None = None,
-        **filters: Any,
-    ) -> calls.InvoicePage:
-        query = _query if _query is not None else calls.list_query(filters)
-        return await self._client._send(calls.list_page(query, page, limit), calls.read_page)
+    async def page(self, page: int = 1, limit: int = 20, **filters: Any) -> calls.InvoicePage:
+        call = calls.list_page(calls.list_query(filters), page, limit)
+        return await self._client._send(call, calls.read_page)
 
     async def delete(self, chain_id: int, invoice_id: str) -> DeletedInvoice:
         call = calls.delete_invoice(chain_id, invoice_id)
@@ -410,7 +401,7 @@ class AsyncFees:
         deadline: int | None = None,
         factory: str | None = None,
     ) -> FeeSubmission:
-        key = _signer_key(signer, self._client._transport, self._client.owner_address)
+        sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
         owner = self._client.owner_address
 
         def build(settings: FeeSettings) -> Call:
@@ -423,7 +414,7 @@ class AsyncFees:
                 calls.deadline_s(deadline),
             )
             deadline_ = typed["message"]["deadline"]
-            signature = sign_typed_data(key, typed)
+            signature = sign(typed)
             return calls.submit_fee(chain_id, fee_bps, settings.nonce, deadline_, signature)
 
         return await self._submit(chain_id, build)
@@ -437,7 +428,7 @@ class AsyncFees:
         deadline: int | None = None,
         factory: str | None = None,
     ) -> FeeSubmission:
-        key = _signer_key(signer, self._client._transport, self._client.owner_address)
+        sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
         owner = self._client.owner_address
 
         def build(settings: FeeSettings) -> Call:
@@ -450,7 +441,7 @@ class AsyncFees:
                 calls.deadline_s(deadline),
             )
             deadline_ = typed["message"]["deadline"]
-            signature = sign_typed_data(key, typed)
+            signature = sign(typed)
             return calls.submit_payout(
                 chain_id, payout_address, settings.nonce, deadline_, signature
             )
