@@ -277,3 +277,27 @@ def test_fees_in_api_key_mode_sign_with_the_given_signer(dev_service: DevService
 
     assert sent.nonce == 0
     assert (settings.fee_bps, settings.nonce) == (10, 1)
+
+
+async def test_async_client_keys_fees_and_delete(dev_service: DevService) -> None:
+    owner, payout = new_owner(), new_owner().address
+    async with AsyncClient(
+        dev_service.base_url, owner.address, private_key=owner.key.to_0x_hex()
+    ) as client:
+        issued = await client.api_keys.create()
+        listed = await client.api_keys.list()
+        revoked = await client.api_keys.revoke(issued.id)
+        sent = await client.fees.set_payout(dev_service.chain_id, payout)
+        settings = await client.fees.get(dev_service.chain_id)
+        await client.invoices.create(dev_service.chain_id, "3", invoice_id="gone")
+        deleted = await client.invoices.delete(dev_service.chain_id, "gone")
+        first = await client.invoices.page(status="cancelled")
+        with pytest.raises(e.NotFound):
+            await client.invoices.delete(dev_service.chain_id, "never-made")
+
+    assert [key.id for key in listed] == [issued.id] and issued.label is None
+    assert revoked.id == issued.id
+    assert (sent.nonce, settings.payout_address, settings.nonce) == (0, payout, 1)
+    assert (deleted.deleted, deleted.invoice_id) == (True, "gone")
+    assert [(i.invoice_id, i.status) for i in first.items] == [("gone", "cancelled")]
+    assert first.total == 1
