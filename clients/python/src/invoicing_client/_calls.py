@@ -4,7 +4,7 @@ that ``Client`` and ``AsyncClient`` both send."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -265,6 +265,49 @@ def submit_payout(
         body=body,
         idempotent=True,
     )
+
+
+def _factory(settings: FeeSettings, factory: str | None) -> str:
+    found = factory or settings.factory
+    if found is None:
+        raise ValueError("the service did not name its factory: give factory=")
+    return found
+
+
+def signed_fee(
+    sign: Callable[[dict[str, Any]], str],
+    owner: str,
+    chain_id: int,
+    fee_bps: int,
+    settings: FeeSettings,
+    *,
+    deadline: int | None,
+    factory: str | None,
+) -> Call:
+    """SetFee at the owner's current nonce (``settings``), signed, as a submission."""
+    deadline_ = deadline_s(deadline)
+    typed = set_fee_typed_data(
+        chain_id, _factory(settings, factory), owner, fee_bps, settings.nonce, deadline_
+    )
+    return submit_fee(chain_id, fee_bps, settings.nonce, deadline_, sign(typed))
+
+
+def signed_payout(
+    sign: Callable[[dict[str, Any]], str],
+    owner: str,
+    chain_id: int,
+    payout_address: str,
+    settings: FeeSettings,
+    *,
+    deadline: int | None,
+    factory: str | None,
+) -> Call:
+    """SetPayout at the owner's current nonce (``settings``), signed, as a submission."""
+    deadline_ = deadline_s(deadline)
+    typed = set_payout_typed_data(
+        chain_id, _factory(settings, factory), owner, payout_address, settings.nonce, deadline_
+    )
+    return submit_payout(chain_id, payout_address, settings.nonce, deadline_, sign(typed))
 
 
 def read_submission(reply: Reply) -> FeeSubmission:

@@ -197,20 +197,15 @@ class Fees:
         private_key) and have the service relay it. ``deadline``: unix seconds (default in
         10 minutes); ``factory``: the factory the service names, unless given."""
         sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
-        owner = self._client.owner_address
-
-        def build(settings: FeeSettings) -> Call:
-            typed = calls.set_fee_typed_data(
-                chain_id,
-                _factory(settings, factory),
-                owner,
-                fee_bps,
-                settings.nonce,
-                calls.deadline_s(deadline),
-            )
-            deadline_ = typed["message"]["deadline"]
-            signature = sign(typed)
-            return calls.submit_fee(chain_id, fee_bps, settings.nonce, deadline_, signature)
+        build = functools.partial(
+            calls.signed_fee,
+            sign,
+            self._client.owner_address,
+            chain_id,
+            fee_bps,
+            deadline=deadline,
+            factory=factory,
+        )
 
         return self._submit(chain_id, build)
 
@@ -225,22 +220,15 @@ class Fees:
     ) -> FeeSubmission:
         """Sign SetPayout (EIP-712) with the owner's key and have the service relay it."""
         sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
-        owner = self._client.owner_address
-
-        def build(settings: FeeSettings) -> Call:
-            typed = calls.set_payout_typed_data(
-                chain_id,
-                _factory(settings, factory),
-                owner,
-                payout_address,
-                settings.nonce,
-                calls.deadline_s(deadline),
-            )
-            deadline_ = typed["message"]["deadline"]
-            signature = sign(typed)
-            return calls.submit_payout(
-                chain_id, payout_address, settings.nonce, deadline_, signature
-            )
+        build = functools.partial(
+            calls.signed_payout,
+            sign,
+            self._client.owner_address,
+            chain_id,
+            payout_address,
+            deadline=deadline,
+            factory=factory,
+        )
 
         return self._submit(chain_id, build)
 
@@ -250,13 +238,6 @@ class Fees:
             return self._client._send(build(self.get(chain_id)), calls.read_submission)
         except NonceMismatch:
             return self._client._send(build(self.get(chain_id)), calls.read_submission)
-
-
-def _factory(settings: FeeSettings, factory: str | None) -> str:
-    found = factory or settings.factory
-    if found is None:
-        raise ValueError("the service did not name its factory: give factory=")
-    return found
 
 
 class ApiKeys:
@@ -402,20 +383,15 @@ class AsyncFees:
         factory: str | None = None,
     ) -> FeeSubmission:
         sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
-        owner = self._client.owner_address
-
-        def build(settings: FeeSettings) -> Call:
-            typed = calls.set_fee_typed_data(
-                chain_id,
-                _factory(settings, factory),
-                owner,
-                fee_bps,
-                settings.nonce,
-                calls.deadline_s(deadline),
-            )
-            deadline_ = typed["message"]["deadline"]
-            signature = sign(typed)
-            return calls.submit_fee(chain_id, fee_bps, settings.nonce, deadline_, signature)
+        build = functools.partial(
+            calls.signed_fee,
+            sign,
+            self._client.owner_address,
+            chain_id,
+            fee_bps,
+            deadline=deadline,
+            factory=factory,
+        )
 
         return await self._submit(chain_id, build)
 
@@ -429,22 +405,15 @@ class AsyncFees:
         factory: str | None = None,
     ) -> FeeSubmission:
         sign = _typed_signer(signer, self._client._transport, self._client.owner_address)
-        owner = self._client.owner_address
-
-        def build(settings: FeeSettings) -> Call:
-            typed = calls.set_payout_typed_data(
-                chain_id,
-                _factory(settings, factory),
-                owner,
-                payout_address,
-                settings.nonce,
-                calls.deadline_s(deadline),
-            )
-            deadline_ = typed["message"]["deadline"]
-            signature = sign(typed)
-            return calls.submit_payout(
-                chain_id, payout_address, settings.nonce, deadline_, signature
-            )
+        build = functools.partial(
+            calls.signed_payout,
+            sign,
+            self._client.owner_address,
+            chain_id,
+            payout_address,
+            deadline=deadline,
+            factory=factory,
+        )
 
         return await self._submit(chain_id, build)
 
