@@ -11,10 +11,11 @@ PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
 setup: $(STAMP) $(NPM_STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@# The Python SDK too (its own package; the tests and examples/shop use it).
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]' -e clients/python
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
@@ -40,8 +41,8 @@ else
 endif
 
 lint: setup
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench clients/python examples
+	$(VENV)/bin/ruff format --check src tests bench clients/python examples
 	$(VENV)/bin/mypy
 
 compile: $(NPM_STAMP)

@@ -4,7 +4,8 @@
 ``chain_port + 1``, …). Each gets PaymentFactory at the same deterministic address (the one
 ``invoicing deploy`` prints) and its own TestToken (TUSD, also deterministic, so the same
 address on each chain). The ready line keeps the first chain's keys and lists all chains
-under ``"chains"``.
+under ``"chains"``. It also names an owner, anvil account 0, and a fresh API key of that
+owner (``"owner"``, ``"api_key"``), so a first request needs no signing step.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from eth_account import Account
 from pydantic import SecretStr
 
 from invoicing.api.app import create_app
+from invoicing.auth.api_keys import create_api_key
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.checks import verify_chains
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
-from invoicing.services import build_services
+from invoicing.services import Services, build_services
 from invoicing.settings import ChainConfig, Settings, TokenConfig
 
 log = logging.getLogger(__name__)
@@ -111,6 +113,8 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     await verify_chains(chains)
     await upgrade(settings.database_url)
     services = build_services(settings)
+    owner = Account.from_key(DEV_PRIVATE_KEYS[0]).address
+    api_key = await _issue_dev_key(services, owner)
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(services),
@@ -129,6 +133,9 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         "factory": first.factory,
         "tokens": {token.symbol: token.address for token in first.tokens},
         "relayer": Account.from_key(relayer_key).address,
+        # A first curl needs no signing step: anvil account 0 as owner, with a key of its own.
+        "owner": owner,
+        "api_key": api_key,
         "chains": [
             {
                 "chain_id": chain.chain_id,
@@ -144,6 +151,16 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         await serving
     finally:
         await services.aclose()
+
+
+async def _issue_dev_key(services: Services, owner: str) -> str:
+    """A new API key for ``owner`` on every start (keys are stored hashed, so an earlier
+    one cannot be shown again)."""
+    async with services.db.transaction() as session:
+        _row, api_key = await create_api_key(
+            session, owner, "invoicing dev", services.settings.secret, services.clock.now_ms()
+        )
+    return api_key
 
 
 async def _announce_when_started(

@@ -100,6 +100,24 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
             }
         ]
         assert ready["relayer"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+        # The README's first request works as it stands: anvil account 0 and its own key.
+        assert ready["owner"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+        key = ready["api_key"]
+        assert key.startswith("sk_") and len(key) > 40
+        body = {"ownerAddress": ready["owner"], "chainId": 31337, "amount": "0.01"}
+        created = httpx.post(
+            f"{ready['base_url']}/integration/invoices",
+            json=body,
+            headers={"x-service-api-key": key},
+        )
+        assert created.status_code == 201, created.text
+        assert (created.json()["invoiceId"], created.json()["requiredRaw"]) == ("1", str(10**16))
+        wrong = httpx.post(
+            f"{ready['base_url']}/integration/invoices",
+            json=body,
+            headers={"x-service-api-key": key[:-1] + ("A" if key[-1] != "A" else "B")},
+        )
+        assert wrong.status_code == 401
         assert httpx.get(f"{ready['base_url']}/healthz").json() == {"status": "ok"}
         readyz = httpx.get(f"{ready['base_url']}/readyz")
         assert readyz.status_code == 200 and readyz.json()["ready"] is True

@@ -205,11 +205,13 @@ async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: 
                 "feeBps": 100,
                 "payoutAddress": None,
                 "nonce": "1",
+                "factory": ready["factory"],
             }
             assert await fees_of(http, key, owner.address, 31337) == {
                 "feeBps": 0,
                 "payoutAddress": None,
                 "nonce": "0",
+                "factory": ready["factory"],
             }
 
             # The second chain's node dies; the first chain keeps detecting and withdrawing.

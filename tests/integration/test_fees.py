@@ -94,7 +94,7 @@ async def test_set_fee_then_set_payout_through_the_integration_routes(
     before = await get_fees(app, owner, dev.chain_id)
     assert (before.status_code, before.json()) == (
         200,
-        {"feeBps": 0, "payoutAddress": None, "nonce": "0"},
+        {"feeBps": 0, "payoutAddress": None, "nonce": "0", "factory": dev.factory},
     )
     deadline = deadline_s()
     signed = ethers_sign(owner, dev.chain_id, dev.factory, 250, 0, payout, 1, deadline)
@@ -123,11 +123,21 @@ async def test_set_fee_then_set_payout_through_the_integration_routes(
         "nonce": "0",
         "status": "submitted",
     }
-    assert middle.json() == {"feeBps": 250, "payoutAddress": None, "nonce": "1"}
+    assert middle.json() == {
+        "feeBps": 250,
+        "payoutAddress": None,
+        "nonce": "1",
+        "factory": dev.factory,
+    }
     assert payout_answer.status_code == 202, payout_answer.text
     assert payout_answer.json()["nonce"] == "1"
     after = await get_fees(app, owner, dev.chain_id)
-    assert after.json() == {"feeBps": 250, "payoutAddress": payout, "nonce": "2"}
+    assert after.json() == {
+        "feeBps": 250,
+        "payoutAddress": payout,
+        "nonce": "2",
+        "factory": dev.factory,
+    }
     mine = {row.tx_hash: row for row in finished}
     for answer, purpose in ((fee, "set_fee"), (payout_answer, "set_payout")):
         row = mine.get(answer.json()["txHash"])

@@ -180,8 +180,10 @@ def _accepted(request: MetaRequest, row: RelayerTransaction) -> dict[str, Any]:
 
 
 async def fee_settings(services: Services, chain_id: int, owner_address: str) -> dict[str, Any]:
-    """An owner's settings as the factory holds them: ``{feeBps, payoutAddress, nonce}``."""
+    """An owner's settings as the factory holds them: ``{feeBps, payoutAddress, nonce}``,
+    and the ``factory`` (the EIP-712 verifyingContract a client signs SetFee/SetPayout for)."""
     chain = services.chains.get(chain_id)
     fee_bps, payout = await chain.fee_settings(owner_address)
     nonce = await chain.factory_nonce(owner_address)
-    return {"feeBps": fee_bps, "payoutAddress": payout, "nonce": str(nonce)}
+    factory = normalize_address(chain.config.factory)
+    return {"feeBps": fee_bps, "payoutAddress": payout, "nonce": str(nonce), "factory": factory}

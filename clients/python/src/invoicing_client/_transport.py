@@ -1,0 +1,137 @@
+"""What the sync and async clients share: building a request, reading its answer, and when
+to try again. Only the sending itself differs between them (``_client.py``)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from invoicing_client.errors import ApiError, ReplayedRequest, error_from_response
+from invoicing_client.signing import API_KEY_HEADER, SIGNATURE_HEADER, RequestSigner
+
+USER_AGENT = "invoicing-client-python/0.1.0"
+# Answers worth another try of an idempotent call: the service or a proxy in front of it
+# failed before answering, or the chain's RPC was unreachable for a live read.
+RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API operation. ``query`` and ``body`` leave out ``ownerAddress`` (the client adds
+    it first) and keep their order: signature mode signs them as sent."""
+
+    method: str
+    path: str
+    action: str
+    query: Mapping[str, Any] = field(default_factory=dict)
+    body: Mapping[str, Any] | None = None
+    # Safe to send twice (reads, delete, create with an invoiceId, a signed fee message):
+    # retried after a lost connection or a 5xx.
+    idempotent: bool = False
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    data: Any
+    signature: str | None  # the x-service-signature sent, in signature mode
+
+
+@dataclass(frozen=True)
+class Prepared:
+    method: str
+    url: str
+    params: list[tuple[str, str]]
+    content: bytes | None
+    headers: dict[str, str]
+
+
+def query_value(value: Any) -> str:
+    """A query parameter as sent (and signed): booleans as true/false, integers in decimal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        return str(value)
+    raise TypeError(f"query values must be str, int or bool, not {type(value).__name__}")
+
+
+class Transport:
+    """Credentials, retry policy, and the request/answer rules of the service."""
+
+    def __init__(
+        self,
+        base_url: str,
+        owner_address: str,
+        api_key: str | None,
+        private_key: str | None,
+        max_retries: int,
+        backoff_s: float,
+    ) -> None:
+        if api_key is None and private_key is None:
+            raise ValueError("give api_key= or private_key= (signature mode)")
+        self.base_url = base_url.rstrip("/")
+        self.owner_address = owner_address
+        self._api_key = api_key
+        self.signer = RequestSigner(private_key, owner_address) if private_key else None
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+
+    def __repr__(self) -> str:  # never a credential
+        mode = "api_key" if self._api_key else "signature"
+        return f"Transport({self.base_url!r}, owner_address={self.owner_address!r}, {mode})"
+
+    def prepare(self, call: Call) -> Prepared:
+        """The request of one attempt: a fresh timestamp and signature each time."""
+        params = [(key, query_value(value)) for key, value in call.query.items()]
+        headers = {"accept": "application/json", "user-agent": USER_AGENT}
+        content = None
+        if call.body is not None:
+            content = json.dumps(
+                {"ownerAddress": self.owner_address, **call.body}, separators=(",", ":")
+            ).encode()
+            headers["content-type"] = "application/json"
+            payload: dict[str, Any] = dict(call.body)
+        else:
+            payload = dict(params)
+        if call.method != "POST":
+            params.insert(0, ("ownerAddress", self.owner_address))
+        # API key first: API keys are managed in signature mode only, so a client given
+        # both signs where it must (the service answers 401 otherwise).
+        if self._api_key is not None and not call.action.startswith("apikey."):
+            headers[API_KEY_HEADER] = self._api_key
+        elif self.signer is not None:
+            headers.update(self.signer.headers(call.action, payload))
+        elif self._api_key is not None:
+            headers[API_KEY_HEADER] = self._api_key
+        return Prepared(call.method, self.base_url + call.path, params, content, headers)
+
+    def reply(self, response: httpx.Response, prepared: Prepared) -> Reply:
+        """The answer's JSON, or the exception of its error code."""
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.is_success:
+            return Reply(response.status_code, data, prepared.headers.get(SIGNATURE_HEADER))
+        raise error_from_response(response.status_code, data)
+
+    def retry_delay(self, call: Call, attempt: int, error: Exception) -> float | None:
+        """Seconds to wait before attempt ``attempt + 1``, or None to give up with ``error``."""
+        if attempt > self.max_retries:
+            return None
+        if isinstance(error, ReplayedRequest):
+            # Another client of this owner used the same millisecond: nothing was done.
+            return 0.0 if attempt == 1 else None
+        if isinstance(error, httpx.ConnectError | httpx.ConnectTimeout):
+            pass  # nothing reached the service: safe for any call
+        elif not call.idempotent:
+            return None
+        elif isinstance(error, ApiError) and error.status not in RETRYABLE_STATUSES:
+            return None
+        delay = min(self.backoff_s * 2.0 ** (attempt - 1), 8.0)
+        return float(delay * random.uniform(0.5, 1.5))  # noqa: S311 - jitter, not a secret

@@ -1,0 +1,140 @@
+"""A one-product shop that takes crypto payments through the invoicing service.
+
+Checkout creates an invoice with the Python SDK and redirects the buyer to the service's
+hosted payment page; the service's paid webhook, once verified with the SDK, marks the order
+paid. Run it against ``invoicing dev`` (see README.md beside this file)::
+
+    SHOP_OWNER_ADDRESS=0x… SHOP_API_KEY=sk_… \\
+        uvicorn --factory examples.shop.app:from_env --port 8100
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+
+from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from examples.shop.orders import Order, Orders
+from invoicing_client import Client, webhooks
+from invoicing_client.webhooks import WebhookVerificationError
+
+PRODUCT = "Invoicing mug"
+PRICE = "0.01"  # in the chain's native coin (ETH on anvil)
+NATIVE_DECIMALS = 18
+INVOICE_PREFIX = "order-"
+
+
+@dataclass(frozen=True)
+class ShopConfig:
+    invoicing_url: str  # the service's base URL
+    owner_address: str  # the shop's wallet: invoices are paid out to it
+    api_key: str
+    chain_id: int
+    public_url: str  # where the service can reach this shop (its webhook)
+    database: str  # SQLite file of orders; ":memory:" keeps them in memory
+
+    @classmethod
+    def from_env(cls) -> ShopConfig:
+        return cls(
+            invoicing_url=os.environ.get("SHOP_INVOICING_URL", "http://127.0.0.1:8000"),
+            owner_address=os.environ["SHOP_OWNER_ADDRESS"],
+            api_key=os.environ["SHOP_API_KEY"],
+            chain_id=int(os.environ.get("SHOP_CHAIN_ID", "31337")),
+            public_url=os.environ.get("SHOP_PUBLIC_URL", "http://127.0.0.1:8100"),
+            database=os.environ.get("SHOP_DATABASE", "shop.db"),
+        )
+
+
+def raw_amount(amount: str) -> int:
+    """``amount`` in wei, exactly."""
+    return int(Decimal(amount).scaleb(NATIVE_DECIMALS))
+
+
+def create_app(config: ShopConfig) -> FastAPI:
+    orders = Orders(config.database)
+    invoicing = Client(config.invoicing_url, config.owner_address, api_key=config.api_key)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        invoicing.close()
+        orders.close()
+
+    app = FastAPI(title="Example shop", lifespan=lifespan)
+    app.state.orders = orders
+
+    @app.get("/", response_class=HTMLResponse)
+    def home() -> str:
+        return (
+            f"<h1>{PRODUCT}</h1><p>{PRICE} ETH</p>"
+            '<form method="post" action="/checkout"><button>Buy with crypto</button></form>'
+        )
+
+    @app.post("/checkout")
+    def checkout() -> RedirectResponse:
+        order = orders.new(PRODUCT, PRICE)
+        # The invoice id is the order's: the SDK may safely retry the create.
+        invoice = invoicing.invoices.create(
+            config.chain_id,
+            PRICE,
+            invoice_id=INVOICE_PREFIX + order.id,
+            webhook_url=f"{config.public_url}/webhooks/invoicing",
+            description=PRODUCT,
+            metadata={"orderId": order.id},
+        )
+        orders.attach_invoice(order.id, invoice.payment_address, invoice.url)
+        return RedirectResponse(invoice.url, status_code=303)
+
+    @app.get("/orders/{order_id}", response_class=HTMLResponse)
+    def order_page(order_id: str) -> str:
+        order = _order(orders, order_id)
+        return f"<h1>Order {html.escape(order.id)}</h1><p>{html.escape(order.status)}</p>"
+
+    @app.post("/webhooks/invoicing")
+    async def paid_webhook(request: Request) -> Response:
+        body = await request.body()
+        try:
+            event = webhooks.verify(
+                request.headers, body, api_key=config.api_key, owner_address=config.owner_address
+            )
+        except WebhookVerificationError:
+            return Response(status_code=401)  # not from the service: change nothing
+        if not isinstance(event, webhooks.WebhookEvent) or event.status != "paid":
+            return Response(status_code=204)  # another event type: nothing to do here
+        order = orders.get(event.invoice_id.removeprefix(INVOICE_PREFIX))
+        if order is None or not _pays_for(event, order, config.chain_id):
+            raise HTTPException(404, "no such order")
+        await run_in_threadpool(orders.mark_paid, order.id)
+        return Response(status_code=204)  # repeated deliveries land here too, harmlessly
+
+    return app
+
+
+def _order(orders: Orders, order_id: str) -> Order:
+    order = orders.get(order_id)
+    if order is None:
+        raise HTTPException(404, "no such order")
+    return order
+
+
+def _pays_for(event: webhooks.WebhookEvent, order: Order, chain_id: int) -> bool:
+    """The event is this order's invoice: its chain, its escrow, its full price."""
+    return (
+        event.chain_id == chain_id
+        and event.payment_address == order.payment_address
+        and event.token_address is None
+        and event.required_raw == raw_amount(order.amount)
+        and event.balance_raw >= event.required_raw
+    )
+
+
+def from_env() -> FastAPI:
+    """The shop configured from ``SHOP_*`` environment variables (``uvicorn --factory``)."""
+    return create_app(ShopConfig.from_env())

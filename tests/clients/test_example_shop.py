@@ -1,0 +1,83 @@
+"""examples/shop against ``invoicing dev``: a buyer checks out, lands on the hosted payment
+page, pays on anvil; the service's webhook, verified by the shop, marks the order paid. A
+forged webhook changes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import httpx
+from eth_account import Account
+
+from examples.shop.app import PRICE, ShopConfig, create_app
+from examples.shop.orders import Orders
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing_client import Client
+from tests.clients.conftest import DevService, pay
+from tests.support.server import free_port, serve
+
+PAYER = Account.from_key(DEV_PRIVATE_KEYS[8]).address
+
+
+async def wait_paid(orders: Orders, order_id: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while (order := orders.get(order_id)) is None or order.status != "paid":
+        assert time.monotonic() < deadline, f"order still {order and order.status}"
+        await asyncio.sleep(0.1)
+
+
+async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_paid(
+    dev_service: DevService, tmp_path: Path
+) -> None:
+    owner = Account.create()
+    with Client(dev_service.base_url, owner.address, private_key=owner.key.to_0x_hex()) as admin:
+        api_key = admin.api_keys.create(label="shop").api_key
+    port = free_port()
+    config = ShopConfig(
+        invoicing_url=dev_service.base_url,
+        owner_address=owner.address,
+        api_key=api_key,
+        chain_id=dev_service.chain_id,
+        public_url=f"http://127.0.0.1:{port}",
+        database=str(tmp_path / "shop.db"),
+    )
+    shop = create_app(config)
+    orders: Orders = shop.state.orders
+    async with serve(shop, port) as shop_url, httpx.AsyncClient(base_url=shop_url) as buyer:
+        home = await buyer.get("/")
+        checkout = await buyer.post("/checkout")
+        payment_url = checkout.headers["location"]
+        payment_address = payment_url.rsplit("/", 1)[1]
+        page = await buyer.get(payment_url)
+        ordered = orders.by_payment_address(payment_address)
+        assert ordered is not None
+        order_id = ordered.id
+        # A forged "paid" webhook (no key, then a wrong key) is refused; nothing changes.
+        forged_body = json.dumps({"invoiceId": f"order-{order_id}", "status": "paid"})
+        forged = await buyer.post("/webhooks/invoicing", content=forged_body)
+        wrong_key = await buyer.post(
+            "/webhooks/invoicing", content=forged_body, headers={"x-service-api-key": "sk_x"}
+        )
+        still_pending = orders.get(order_id)
+
+        await asyncio.to_thread(pay, dev_service, PAYER, payment_address, 10**16)
+        await wait_paid(orders, order_id)
+        order_page = await buyer.get(f"/orders/{order_id}")
+        paid = orders.get(order_id)
+
+    assert home.status_code == 200 and PRICE in home.text
+    assert checkout.status_code == 303
+    assert payment_url == f"{dev_service.base_url}/pay/{payment_address}"
+    assert page.status_code == 200 and "0.01" in page.text
+    assert (forged.status_code, wrong_key.status_code) == (401, 401)
+    assert still_pending is not None and still_pending.status == "pending"
+    assert paid is not None and paid.status == "paid" and paid.paid_at is not None
+    assert order_page.status_code == 200 and "paid" in order_page.text
+    with Client(dev_service.base_url, owner.address, api_key=api_key) as client:
+        invoice = client.invoices.status(payment_address)
+    assert (invoice.invoice_id, invoice.status, invoice.metadata) == (
+        f"order-{order_id}", "paid", {"orderId": order_id},
+    )  # fmt: skip
