@@ -149,11 +149,18 @@ def _type(schema: dict[str, Any]) -> str:
 
 def _constraints(schema: dict[str, Any]) -> str:
     found = [
-        template.format(_cell(json.dumps(schema[key]) if key == "default" else str(schema[key])))
+        template.format(_cell(json.dumps(schema[key]) if key == "default" else _value(schema[key])))
         for key, template in CONSTRAINTS.items()
         if key in schema
     ]
     return f" ({', '.join(found)})" if found else ""
+
+
+def _value(value: Any) -> str:
+    """A bound as written: a whole float (``0.0``, ``1e+18``) as an integer while exact."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return str(value)
 
 
 def _anchor(name: str) -> str:
