@@ -84,7 +84,9 @@ def _operation(method: str, path: str, operation: dict[str, Any]) -> list[str]:
         lines += ["", operation["description"].strip()]
     security = operation.get("security")
     if security is not None:
-        options = [" + ".join(f"`{name}`" for name in requirement) or "none" for requirement in security]
+        options = [
+            " + ".join(f"`{name}`" for name in requirement) or "none" for requirement in security
+        ]
         lines += ["", "Authentication: " + (" or ".join(options) if options else "none")]
     parameters = operation.get("parameters", [])
     if parameters:
@@ -104,8 +106,7 @@ def _operation(method: str, path: str, operation: dict[str, Any]) -> list[str]:
         lines += ["", "| status | meaning | body |", "|---|---|---|"]
         for status, response in responses.items():
             schemas = [
-                _type(content.get("schema", {}))
-                for content in response.get("content", {}).values()
+                _type(content.get("schema", {})) for content in response.get("content", {}).values()
             ]
             description = _cell(response.get("description", ""))
             lines.append(f"| {status} | {description} | {', '.join(schemas) or '—'} |")
