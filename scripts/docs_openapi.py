@@ -134,7 +134,8 @@ def _type(schema: dict[str, Any]) -> str:
         return f"[{name}](#{_anchor(name)})"
     for combinator, word in (("anyOf", " or "), ("oneOf", " or "), ("allOf", " and ")):
         if combinator in schema:
-            text = word.join(_type(part) for part in schema[combinator])
+            parts = [part for part in schema[combinator] if part] or [{}]  # {}: anything
+            text = word.join(_type(part) for part in parts)
             return text + _constraints(schema)
     if "const" in schema:
         return f"`{json.dumps(schema['const'])}`"

@@ -207,11 +207,29 @@ export function requestMessage(action: string, ownerAddress: string, timestamp: 
 export class WebhookVerificationError extends InvoicingError {}
 
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
-export type VerifyOptions =
-  | { signingSecret: string; toleranceS?: number; nowS?: number }
-  | { signingSecrets: string[]; toleranceS?: number; nowS?: number }
-  | { apiKey: string }
-  | { ownerAddress: string; requestSignature: string };
+/** The proofs to check; every one given must hold (at least one of the first three). */
+export interface VerifyOptions {
+  /** A "whsec_…" signing secret, or several while rotating. */
+  signingSecret?: string | string[];
+  signingSecrets?: string[];
+  /** The owner's API key (invoices created in API-key mode). */
+  apiKey?: string;
+  /** The signature invoices.create returned (signature mode); needs ownerAddress. */
+  requestSignature?: string | string[];
+  /** Must be the delivery's owner. */
+  ownerAddress?: string;
+  /** Seconds a signed delivery's timestamp may be away from now (default 300). */
+  toleranceS?: number;
+  nowS?: number;
+}
+
+/** A delivery to a registered endpoint. */
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  createdAt: number;
+  data: { invoice?: Invoice; [key: string]: unknown };
+}
 
 /** The spec's paid webhook (2.2); signed events carry their own envelope. */
 export interface PaidWebhook {
@@ -236,7 +254,7 @@ export namespace webhooks {
   export const EVENT_ID_HEADER: "x-service-event-id";
   export const DEFAULT_TOLERANCE_S: 300;
   /** Check a delivery (raw body as received) and return its parsed JSON body. */
-  export function verify<T = PaidWebhook>(headers: WebhookHeaders, body: string | Uint8Array | ArrayBuffer,
+  export function verify<T = PaidWebhook | EventEnvelope>(headers: WebhookHeaders, body: string | Uint8Array | ArrayBuffer,
     options: VerifyOptions): T;
   export { WebhookVerificationError };
 }

@@ -8,7 +8,7 @@
 import { computeHmac, getAddress, toUtf8Bytes } from "ethers";
 
 import { InvoicingError } from "./errors.js";
-import { API_KEY_HEADER, SIGNATURE_HEADER } from "./signing.js";
+import { API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./signing.js";
 
 export const WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature";
 export const EVENT_ID_HEADER = "x-service-event-id";
@@ -18,51 +18,64 @@ export const DEFAULT_TOLERANCE_S = 300;
 export class WebhookVerificationError extends InvoicingError {}
 
 /**
- * Check a delivery and return its parsed JSON body.
+ * Check a delivery and return its parsed JSON body (the paid webhook, or an event envelope
+ * `{id, type, createdAt, data}`).
  *
  * `headers`: a Headers object or a plain object (Node's `req.headers`); `body`: the raw body
  * exactly as received (a string or bytes; a signature covers the bytes, not a re-serialized
- * object). `options`, one of:
- *   { signingSecret } or { signingSecrets: [...] }: the HMAC header, with its timestamp at most
- *       toleranceS (300) seconds from now (`nowS` to override the clock);
- *   { apiKey }: the x-service-api-key header equals the owner's key;
- *   { ownerAddress, requestSignature }: a signature-mode invoice's delivery carries the
+ * object). `options` names the proofs to check; every one given must hold:
+ *   signingSecret (a "whsec_…" string, or several while rotating): the HMAC header, with its
+ *       timestamp at most toleranceS (300) seconds from now (`nowS` to override the clock);
+ *   apiKey: the x-service-api-key header equals the owner's key;
+ *   ownerAddress with requestSignature: a signature-mode invoice's delivery carries the
  *       signature of the request that created it (what invoices.create returned as
- *       requestSignature), for that owner.
+ *       requestSignature; a signature alone proves nothing, anyone who saw one can resend it).
+ * ownerAddress, when given, must also be the delivery's owner.
  * Throws WebhookVerificationError otherwise.
  */
 export function verify(headers, body, options = {}) {
   const raw = rawBytes(body);
   const header = headerReader(headers);
-  const secrets = options.signingSecrets ?? (options.signingSecret ? [options.signingSecret] : null);
-  if (secrets) {
-    verifySigned(header(WEBHOOK_SIGNATURE_HEADER), raw, secrets, options);
-  } else if (options.apiKey) {
-    if (!constantTimeEqual(header(API_KEY_HEADER) ?? "", options.apiKey)) {
-      throw new WebhookVerificationError(`${API_KEY_HEADER} does not match the API key`);
-    }
-  } else if (options.ownerAddress) {
-    if (!options.requestSignature) {
-      throw new TypeError(
-        "give requestSignature (what invoices.create returned) with ownerAddress, or use a " +
-          "signing secret",
-      );
-    }
-    if (!constantTimeEqual(header(SIGNATURE_HEADER) ?? "", options.requestSignature)) {
-      throw new WebhookVerificationError(`${SIGNATURE_HEADER} is not the creation request's`);
-    }
-  } else {
-    throw new TypeError("give signingSecret(s), apiKey, or ownerAddress with requestSignature");
+  const { apiKey, ownerAddress, requestSignature } = options;
+  const secrets = many(options.signingSecret ?? options.signingSecrets);
+  if (!secrets && !apiKey && !requestSignature) {
+    throw new TypeError("give signingSecret, apiKey, or ownerAddress with requestSignature");
+  }
+  if (requestSignature && !ownerAddress) {
+    throw new TypeError("requestSignature needs ownerAddress");
+  }
+  if (secrets) verifySigned(header(WEBHOOK_SIGNATURE_HEADER), raw, secrets, options);
+  if (apiKey) checkEqual(header(API_KEY_HEADER), [apiKey], API_KEY_HEADER);
+  if (requestSignature) {
+    if (!header(TIMESTAMP_HEADER)) throw new WebhookVerificationError(`${TIMESTAMP_HEADER} is missing`);
+    checkEqual(header(SIGNATURE_HEADER), many(requestSignature), SIGNATURE_HEADER);
   }
   const payload = parse(raw);
-  if (options.ownerAddress && !sameAddress(payload?.ownerAddress, options.ownerAddress)) {
-    throw new WebhookVerificationError("the delivery is for another ownerAddress");
+  if (ownerAddress) {
+    // An event envelope carries the owner's invoice under data.invoice.
+    const owner = payload?.type && payload?.data ? payload.data.invoice?.ownerAddress
+      : payload?.ownerAddress;
+    if (!sameAddress(owner, ownerAddress)) {
+      throw new WebhookVerificationError("the delivery is for another ownerAddress");
+    }
   }
   return payload;
 }
 
+function many(value) {
+  if (value === undefined || value === null) return null;
+  return typeof value === "string" ? [value] : [...value];
+}
+
+function checkEqual(sent, expected, name) {
+  if (!sent) throw new WebhookVerificationError(`${name} is missing`);
+  // Every candidate compared, each in constant time.
+  const matches = expected.map((value) => constantTimeEqual(sent, value));
+  if (!matches.includes(true)) throw new WebhookVerificationError(`${name} does not match`);
+}
+
 function verifySigned(value, raw, secrets, { toleranceS = DEFAULT_TOLERANCE_S, nowS }) {
-  if (!value) throw new WebhookVerificationError(`no ${WEBHOOK_SIGNATURE_HEADER} header`);
+  if (!value) throw new WebhookVerificationError(`${WEBHOOK_SIGNATURE_HEADER} is missing`);
   let timestamp = null;
   const signatures = [];
   for (const part of value.split(",")) {

@@ -230,6 +230,37 @@ describe("webhooks.verify", () => {
       { signingSecret: "whsec_a", nowS: now + 600, toleranceS: 600 }).status, "paid");
   });
 
+  test("every proof given must hold, and the owner must be the delivery's", () => {
+    const headers = { "x-service-api-key": "sk_right",
+      "x-service-webhook-signature": `t=${now},v1=${mac("whsec_a", now)}` };
+    assert.equal(webhooks.verify(headers, body,
+      { apiKey: "sk_right", signingSecret: "whsec_a", nowS: now, ownerAddress: OWNER0 }).status, "paid");
+    assert.throws(() => webhooks.verify(headers, body,
+      { apiKey: "sk_right", signingSecret: "whsec_b", nowS: now }), WebhookVerificationError);
+    assert.throws(() => webhooks.verify(headers, body,
+      { apiKey: "sk_wrong", signingSecret: "whsec_a", nowS: now }), WebhookVerificationError);
+    assert.throws(() => webhooks.verify(headers, body, { apiKey: "sk_right",
+      ownerAddress: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" }), WebhookVerificationError);
+
+    const envelope = JSON.stringify({ id: "e1", type: "invoice.expired", createdAt: 1,
+      data: { invoice: { ownerAddress: OWNER0.toLowerCase(), status: "expired" } } });
+    const signed = { "x-service-webhook-signature": `t=${now},v1=${mac("whsec_a", now, envelope)}` };
+    const event = webhooks.verify(signed, envelope,
+      { signingSecret: "whsec_a", nowS: now, ownerAddress: OWNER0 });
+    assert.deepEqual([event.type, event.data.invoice.status], ["invoice.expired", "expired"]);
+  });
+
+  test("a signature-mode delivery: the creation signature and its timestamp", () => {
+    const headers = { "x-service-signature": "0xabc", "x-service-timestamp": "1760000000000" };
+    const options = { ownerAddress: OWNER0, requestSignature: ["0xold", "0xabc"] };
+    assert.equal(webhooks.verify(headers, body, options).status, "paid");
+    assert.throws(() => webhooks.verify({ "x-service-signature": "0xabc" }, body, options),
+      WebhookVerificationError);
+    assert.throws(() => webhooks.verify(headers, body, { ...options, requestSignature: "0xabd" }),
+      WebhookVerificationError);
+    assert.throws(() => webhooks.verify(headers, body, { requestSignature: "0xabc" }), TypeError);
+  });
+
   test("the body must be raw, and a credential must be named", () => {
     assert.throws(() => webhooks.verify({}, JSON.parse(body), { apiKey: "k" }), TypeError);
     assert.throws(() => webhooks.verify({}, body, {}), TypeError);
