@@ -63,6 +63,7 @@ def test_the_quickstart_marks_its_snippets() -> None:
     assert [language for language, _ in snippets] == ["sh", "sh", "sh", "python"]
 
 
+@pytest.mark.timeout(240)  # may start the shared `invoicing dev` (slow on a loaded machine)
 def test_the_quickstart_runs_against_invoicing_dev(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
