@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint setup browser-deps bench compile clean openapi
+.PHONY: run test lint setup browser-deps bench compile clean openapi docs
 
 setup: $(STAMP) $(NPM_STAMP)
 
@@ -44,6 +44,10 @@ lint: setup
 	$(VENV)/bin/ruff check src tests bench clients/python examples
 	$(VENV)/bin/ruff format --check src tests bench clients/python examples
 	$(VENV)/bin/mypy
+
+# The docs site (docs/, mkdocs.yml) into site/; --strict fails on any broken link or anchor.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 compile: $(NPM_STAMP)
 	node scripts/compile.mjs

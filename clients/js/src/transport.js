@@ -1,0 +1,153 @@
+// Building a request, reading its answer, and when to try again.
+import {
+  ApiError,
+  ReplayedRequest,
+  ServiceUnreachable,
+  errorFromResponse,
+} from "./errors.js";
+import { API_KEY_HEADER, RequestSigner, SIGNATURE_HEADER } from "./signing.js";
+
+// Answers worth another try of an idempotent call: the service or a proxy in front of it
+// failed before answering, or the chain's RPC was unreachable for a live read.
+const RETRYABLE_STATUSES = new Set([500, 502, 503, 504]);
+// Node's fetch names the cause; these mean nothing reached the service.
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+const MAX_BACKOFF_S = 8;
+
+/** A query value as sent (and signed): booleans as true/false, integers in decimal. */
+export function queryValue(value) {
+  if (typeof value === "boolean") return value ? "true" : "false";
+  if (typeof value === "string") return value;
+  if (typeof value === "bigint" || Number.isSafeInteger(value)) return String(value);
+  throw new TypeError(`query values must be strings, integers or booleans, not ${value}`);
+}
+
+/** The entries whose value is given (undefined and null mean "not sent", never null). */
+export function given(fields) {
+  return Object.fromEntries(
+    Object.entries(fields).filter(([, value]) => value !== undefined && value !== null),
+  );
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Transport {
+  #apiKey;
+
+  constructor({ baseUrl, ownerAddress, apiKey, signer, maxRetries = 3, backoffS = 0.5,
+    timeoutS = 30, fetch: fetchImpl }) {
+    if (!baseUrl) throw new TypeError("baseUrl is required");
+    if (!ownerAddress) throw new TypeError("ownerAddress is required");
+    if (!apiKey && !signer) {
+      throw new TypeError("give apiKey, or signer / privateKey (signature mode)");
+    }
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.ownerAddress = ownerAddress;
+    this.#apiKey = apiKey;
+    this.signer = signer ? new RequestSigner(signer) : null;
+    this.maxRetries = maxRetries;
+    this.backoffS = backoffS;
+    this.timeoutS = timeoutS;
+    this.fetch = fetchImpl ?? globalThis.fetch.bind(globalThis);
+  }
+
+  toJSON() {
+    return { baseUrl: this.baseUrl, ownerAddress: this.ownerAddress };  // never a credential
+  }
+
+  /**
+   * Send one API operation and return its JSON answer. `query` and `body` leave out
+   * ownerAddress (added first) and keep their order: signature mode signs them as sent.
+   * `idempotent` calls (reads, delete, create with an invoiceId, a signed fee message) are
+   * tried again after a lost connection or a 5xx; any call after a refused connection or a
+   * replayed timestamp (nothing was done either way). `full`: also the answer's status and
+   * the signature sent, as { data, status, headers: { signature } }.
+   */
+  async call({ method, path, action, query = {}, body, idempotent = false, full = false }) {
+    for (let attempt = 1; ; attempt += 1) {
+      // A fresh timestamp and signature for each attempt (the service accepts each once).
+      const request = await this.#prepare({ method, path, action, query, body });
+      try {
+        const { data, status } = await this.#send(request);
+        if (!full) return data;
+        return { data, status, headers: { signature: request.init.headers[SIGNATURE_HEADER] } };
+      } catch (error) {
+        const delayS = this.#retryDelay(idempotent, attempt, error);
+        if (delayS === null) throw error;
+        await sleep(delayS * 1000);
+      }
+    }
+  }
+
+  async #prepare({ method, path, action, query, body }) {
+    const headers = { accept: "application/json" };
+    const params = new URLSearchParams();
+    let content;
+    let payload;
+    if (body !== undefined) {
+      content = JSON.stringify({ ownerAddress: this.ownerAddress, ...body });
+      headers["content-type"] = "application/json";
+      payload = body;
+    } else {
+      params.append("ownerAddress", this.ownerAddress);
+      payload = {};
+      for (const [key, value] of Object.entries(query)) {
+        payload[key] = queryValue(value);
+        params.append(key, payload[key]);
+      }
+    }
+    // API keys are managed in signature mode only: a client given both signs those calls.
+    if (this.#apiKey && !(action.startsWith("apikey.") && this.signer)) {
+      headers[API_KEY_HEADER] = this.#apiKey;
+    } else {
+      Object.assign(headers, await this.signer.headers(action, this.ownerAddress, payload));
+    }
+    const search = body === undefined ? `?${params}` : "";
+    return { url: `${this.baseUrl}${path}${search}`, init: { method, headers, body: content } };
+  }
+
+  async #send({ url, init }) {
+    let response;
+    let text;
+    try {
+      response = await this.fetch(url, { ...init, signal: AbortSignal.timeout(this.timeoutS * 1000) });
+      text = await response.text();
+    } catch (error) {
+      throw new ServiceUnreachable(`no answer from ${this.baseUrl}: ${error.message}`, {
+        cause: error,
+      });
+    }
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;  // a proxy's HTML page, say: the status alone decides
+    }
+    if (response.ok) return { data, status: response.status };
+    throw errorFromResponse(response.status, data);
+  }
+
+  #retryDelay(idempotent, attempt, error) {
+    if (attempt > this.maxRetries) return null;
+    if (error instanceof ReplayedRequest) {
+      // Another client of this owner used the same millisecond: nothing was done.
+      return attempt === 1 ? 0 : null;
+    }
+    if (error instanceof ApiError) {
+      if (!idempotent || !RETRYABLE_STATUSES.has(error.status)) return null;
+    } else if (!idempotent && !NOT_SENT_CODES.has(causeCode(error))) {
+      return null;
+    }
+    const delayS = Math.min(this.backoffS * 2 ** (attempt - 1), MAX_BACKOFF_S);
+    return delayS * (0.5 + Math.random());  // jitter
+  }
+}
+
+function causeCode(error) {
+  // Node's fetch: TypeError("fetch failed") whose cause carries the socket's error code.
+  const cause = error.cause;
+  return cause?.cause?.code ?? cause?.code;
+}
