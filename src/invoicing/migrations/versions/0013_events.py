@@ -5,7 +5,7 @@
 (an endpoint delivery's backoff ends there); ``invoice_pk`` may be null (a test ping).
 
 Revision ID: 0013_events
-Revises: 0010_invoice_has_extras
+Revises: 0012_webhook_signing
 Create Date: 2026-11-23 20:30:00.000000
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013_events"
-down_revision: str | Sequence[str] | None = "0010_invoice_has_extras"
+down_revision: str | Sequence[str] | None = "0012_webhook_signing"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
