@@ -76,16 +76,21 @@ def test_api_key_mode_invoice_paid_and_webhook_verified(
         api_key = client._transport._api_key
 
     assert (paid.status, paid.paid, paid.balance_raw, paid.meta_balance) == (
-        "paid", True, WEI // 4, "0.25",
-    )  # fmt: skip
+        "paid",
+        True,
+        WEI // 4,
+        "0.25",
+    )
     assert paid.paid_at is not None and paid.description == "one mug"
     assert paid.metadata == {"cart": [1, 2]}
     assert api_key is not None
     event = webhooks.verify(delivery.headers, delivery.body, api_key=api_key)
     assert isinstance(event, webhooks.WebhookEvent)
     assert (event.invoice_id, event.payment_address, event.status) == (
-        "order-1", invoice.payment_address, "paid",
-    )  # fmt: skip
+        "order-1",
+        invoice.payment_address,
+        "paid",
+    )
     assert (
         event.required_raw == WEI // 4 and event.event_id == delivery.headers["x-service-event-id"]
     )
@@ -131,25 +136,31 @@ async def test_signature_mode_async_invoice_paid_and_webhook_verified(
     assert isinstance(event, webhooks.WebhookEvent) and event.invoice_id == "123"
     with pytest.raises(WebhookVerificationError, match="x-service-signature does not match"):
         webhooks.verify(
-            delivery.headers, delivery.body, owner_address=owner.address,
+            delivery.headers,
+            delivery.body,
+            owner_address=owner.address,
             request_signature="0x" + "ab" * 65,
-        )  # fmt: skip
+        )
     with pytest.raises(WebhookVerificationError, match="another ownerAddress"):
         webhooks.verify(
-            delivery.headers, delivery.body, owner_address=new_owner().address,
+            delivery.headers,
+            delivery.body,
+            owner_address=new_owner().address,
             request_signature=invoice.request_signature,
-        )  # fmt: skip
+        )
 
 
 @pytest.mark.parametrize("mode", ["api_key", "signature"])
 def test_list_pages_by_itself_and_delete(dev_service: DevService, mode: str) -> None:
     owner = new_owner()
-    client = key_client(dev_service, owner) if mode == "api_key" else signing_client(
-        dev_service, owner
-    )  # fmt: skip
+    client = (
+        key_client(dev_service, owner) if mode == "api_key" else signing_client(dev_service, owner)
+    )
     with client:
-        ids = [client.invoices.create(dev_service.chain_id, "1", invoice_id=f"o-{n}").invoice_id
-               for n in range(5)]  # fmt: skip
+        ids = [
+            client.invoices.create(dev_service.chain_id, "1", invoice_id=f"o-{n}").invoice_id
+            for n in range(5)
+        ]
         everything = [invoice.invoice_id for invoice in client.invoices.list(page_size=2)]
         first_page = client.invoices.page(page=1, limit=2)
         deleted = client.invoices.delete(dev_service.chain_id, "o-3")
@@ -160,8 +171,10 @@ def test_list_pages_by_itself_and_delete(dev_service: DevService, mode: str) -> 
     assert everything == list(reversed(ids))  # newest first, each once, over three pages
     assert (first_page.total, first_page.page, first_page.limit) == (5, 1, 2)
     assert (deleted.deleted, deleted.invoice_id, deleted.chain_id) == (
-        True, "o-3", dev_service.chain_id,
-    )  # fmt: skip
+        True,
+        "o-3",
+        dev_service.chain_id,
+    )
     assert after == ["o-4", "o-2", "o-1", "o-0"]
     assert cancelled == ["o-3"]
     assert chain_only == []
@@ -256,8 +269,10 @@ def test_fees_set_and_payout_relayed_with_nonce_retry(dev_service: DevService) -
     assert before.factory == dev_service.factory
     # The racer's SetFee took nonce 0; the client's went out with nonce 1, once.
     assert (submitted.nonce, submitted.status, submitted.owner_address) == (
-        1, "submitted", owner.address,
-    )  # fmt: skip
+        1,
+        "submitted",
+        owner.address,
+    )
     assert receipt["status"] == "0x1"
     assert (middle.fee_bps, middle.nonce) == (250, 2)
     assert payout_sent.nonce == 2
@@ -301,3 +316,45 @@ async def test_async_client_keys_fees_and_delete(dev_service: DevService) -> Non
     assert (deleted.deleted, deleted.invoice_id) == (True, "gone")
     assert [(i.invoice_id, i.status) for i in first.items] == [("gone", "cancelled")]
     assert first.total == 1
+
+
+def test_signed_webhooks_verify_with_each_active_secret(
+    dev_service: DevService, raw_receiver: RawReceiver
+) -> None:
+    owner = new_owner()
+    with key_client(dev_service, owner) as client:
+        api_key = client._transport._api_key
+        assert api_key is not None
+        secrets = [
+            httpx.post(
+                f"{dev_service.base_url}/integration/webhook-secrets",
+                json={"ownerAddress": owner.address},
+                headers={"x-service-api-key": api_key},
+            ).json()["secret"]
+            for _ in range(2)
+        ]
+        invoice = client.invoices.create(
+            dev_service.chain_id, "0.1", invoice_id="signed", webhook_url=raw_receiver.url("/h")
+        )
+        pay(dev_service, PAYER, invoice.payment_address, WEI // 10)
+        client.invoices.status(invoice.payment_address)
+        (delivery,) = raw_receiver.wait_for("/h")
+
+    # One v1 per active secret: either verifies alone (rotation), with the API key too.
+    for secret in secrets:
+        event = webhooks.verify(
+            delivery.headers,
+            delivery.body,
+            signing_secret=secret,
+            api_key=api_key,
+            owner_address=owner.address,
+        )
+        assert isinstance(event, webhooks.WebhookEvent) and event.invoice_id == "signed"
+    with pytest.raises(WebhookVerificationError, match="v1 matches"):
+        webhooks.verify(delivery.headers, delivery.body, signing_secret="whsec_other")
+    with pytest.raises(WebhookVerificationError, match="v1 matches"):
+        webhooks.verify(delivery.headers, delivery.body + b" ", signing_secret=secrets[0])
+    with pytest.raises(WebhookVerificationError, match="s old"):
+        webhooks.verify(
+            delivery.headers, delivery.body, signing_secret=secrets[0], now_s=time.time() + 301
+        )

@@ -21,7 +21,9 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         ├── Conflict                  409 conflict
         │   ├── InvoiceExists         409 invoice_exists
         │   ├── NonceMismatch         409 nonce_mismatch
-        │   └── SweepInProgress       409 sweep_in_progress
+        │   ├── SweepInProgress       409 sweep_in_progress
+        │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
+        │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
         ├── PayloadTooLarge           413 payload_too_large
         ├── UnsupportedMediaType      415 unsupported_media_type
         ├── RateLimited               429 rate_limited (``retry_after_s``)
@@ -136,6 +138,14 @@ class NonceMismatch(Conflict):
 
 class SweepInProgress(Conflict):
     code = "sweep_in_progress"
+
+
+class TooManyWebhookSecrets(Conflict):
+    code = "too_many_webhook_secrets"
+
+
+class TooManyWebhookEndpoints(Conflict):
+    code = "too_many_webhook_endpoints"
 
 
 class PayloadTooLarge(ApiError):
