@@ -60,6 +60,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from invoicing import metrics
 from invoicing.invoices.models import Invoice, InvoiceState
 
 
@@ -175,6 +176,7 @@ def apply_step(invoice: Invoice, step: Step, now_ms: int, balance_raw: int = 0) 
     queues the paid webhook, which needs the session)."""
     if invoice.status != step.status:
         invoice.status = step.status
+        metrics.invoice_moved(invoice, step.status)
     effects = step.effects
     if Effect.RECORD_BALANCE in effects:
         invoice.balance_raw = str(balance_raw)
