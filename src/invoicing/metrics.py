@@ -215,23 +215,23 @@ async def refresh_database_gauges(services: Services) -> None:
                 )
             )
         ).one()
-        watched = dict(
+        watched: dict[int, int] = dict(
             (
                 await session.execute(
                     select(Invoice.chain_id, func.count())
                     .where(Invoice.watch.is_(True))
                     .group_by(Invoice.chain_id)
                 )
-            ).tuples()
+            ).all()
         )
-        relayer_pending = dict(
+        relayer_pending: dict[int, int] = dict(
             (
                 await session.execute(
                     select(RelayerTransaction.chain_id, func.count())
                     .where(RelayerTransaction.status == TxStatus.PENDING)
                     .group_by(RelayerTransaction.chain_id)
                 )
-            ).tuples()
+            ).all()
         )
     now_ms = services.clock.now_ms()
     WEBHOOK_PENDING.set(pending)
