@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -112,10 +112,11 @@ class TextFormatter(logging.Formatter):
         return f"{head} [{context}]{newline}{rest}"
 
 
-def configure(options: LogSettings | None = None) -> None:
-    """Send every logger (uvicorn's too) to stderr in the chosen format and level."""
+def configure(options: LogSettings | None = None, stream: TextIO | None = None) -> None:
+    """Send every logger (uvicorn's too) to ``stream`` (stderr) in the chosen format and
+    level."""
     options = options or LogSettings()
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if options.log_format == "json" else TextFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):
