@@ -18,6 +18,7 @@ only once it commits (:func:`after_commit`): a rolled-back attempt is not counte
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -199,9 +200,25 @@ def http_request(route: str, method: str, status: int, seconds: float) -> None:
     HTTP_SECONDS.labels(route).observe(seconds)
 
 
+class _GaugeReads:
+    """The reading of the database gauges in flight in this process, if any."""
+
+    def __init__(self) -> None:
+        self.running: asyncio.Future[None] | None = None
+
+
 async def refresh_database_gauges(services: Services) -> None:
-    """Read the shared-state gauges from the database (called on every scrape, so every
-    process answers the same): three indexed aggregate queries."""
+    """Read the shared-state gauges from the database (on every scrape, so every process
+    answers the same). Scrapes that arrive during a reading share it: however many requests
+    /metrics gets at once, one reading at a time runs per process."""
+    reads = services.db.shared("metrics.gauges", _GaugeReads)
+    if reads.running is None or reads.running.done():
+        reads.running = asyncio.ensure_future(_read_database_gauges(services))
+    await asyncio.shield(reads.running)
+
+
+async def _read_database_gauges(services: Services) -> None:
+    """Three indexed aggregate queries."""
     from invoicing.invoices.models import Invoice
     from invoicing.settlement.models import RelayerTransaction, TxStatus
     from invoicing.webhooks.models import EventStatus, WebhookEvent

@@ -163,10 +163,17 @@ async def test_requests_are_labelled_by_route_template(app: RunningApp) -> None:
 
     page = await app.http.get(f"/pay/{address}/status")
     nowhere = await app.http.get(f"/no/such/{address}")
+    odd = await app.http.request("PROPFIND", "/healthz")
     response = await app.http.get("/metrics")
     after = await scrape(app.http)
 
-    assert (page.status_code, nowhere.status_code) == (404, 404)
+    assert (page.status_code, nowhere.status_code, odd.status_code) == (404, 404, 405)
+    # A method the client makes up is not a label value of its own.
+    odd_labels = {"route": "/healthz", "method": "other", "status": "405"}
+    assert value(after, "invoicing_http_requests_total", **odd_labels) == (
+        value(before, "invoicing_http_requests_total", **odd_labels) + 1
+    )
+    assert "PROPFIND" not in response.text
     requests = "invoicing_http_requests_total"
     page_route = {"route": "/pay/{payment_address}/status", "method": "GET", "status": "404"}
     unmatched = {"route": "unmatched", "method": "GET", "status": "404"}

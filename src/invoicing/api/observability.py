@@ -4,7 +4,8 @@ Every response carries ``x-request-id``: the request's own when it sent a sane o
 128 characters of ``A-Z a-z 0-9 . _ : -``), else a new random one. The id is bound to the
 log context for the whole request (``invoicing.logs``). Requests are counted by route
 template (``/pay/{payment_address}``, never the raw path; no route matched:
-``metrics.UNMATCHED_ROUTE``), method and status.
+``metrics.UNMATCHED_ROUTE``), method (an unusual one: ``other``) and status, so that no
+client can make the label sets grow without bound.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from invoicing.api.errors import internal_error_response
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "x-request-id"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 _HEADER_BYTES = REQUEST_ID_HEADER.encode()
 
@@ -36,6 +38,13 @@ def request_id_of(scope: Scope) -> str:
                 return sent
             break
     return uuid.uuid4().hex
+
+
+def method_label(scope: Scope) -> str:
+    """The request method, or ``other``: a client picks the method, and every label value
+    is a series kept for the life of the process."""
+    method = str(scope.get("method", ""))
+    return method if method in METHODS else "other"
 
 
 def route_template(scope: Scope) -> str:
@@ -78,4 +87,4 @@ class Observability:
                 await internal_error_response()(scope, receive, send_with_id)
             finally:
                 elapsed = time.perf_counter() - started
-                metrics.http_request(route_template(scope), scope["method"], status, elapsed)
+                metrics.http_request(route_template(scope), method_label(scope), status, elapsed)
