@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
+from pydantic import ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # The fields a line may carry about what it concerns, in the order they are shown.
@@ -43,6 +44,13 @@ class LogSettings(BaseSettings):
 
     log_format: Literal["text", "json"] = "text"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("log_format", "log_level", mode="before")
+    @classmethod
+    def _any_case(cls, value: object, info: ValidationInfo) -> object:
+        if not isinstance(value, str):
+            return value
+        return value.lower() if info.field_name == "log_format" else value.upper()
 
 
 def current() -> dict[str, Any]:

@@ -73,8 +73,12 @@ def test_log_settings_refuse_an_unknown_format(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("INVOICING_LOG_FORMAT", "xml")
     with pytest.raises(ValidationError):
         logs.LogSettings()
-    monkeypatch.setenv("INVOICING_LOG_FORMAT", "json")
-    monkeypatch.setenv("INVOICING_LOG_LEVEL", "DEBUG")
+    monkeypatch.setenv("INVOICING_LOG_FORMAT", "text")
+    monkeypatch.setenv("INVOICING_LOG_LEVEL", "chatty")
+    with pytest.raises(ValidationError):
+        logs.LogSettings()
+    monkeypatch.setenv("INVOICING_LOG_FORMAT", "JSON")
+    monkeypatch.setenv("INVOICING_LOG_LEVEL", "debug")
     assert (logs.LogSettings().log_format, logs.LogSettings().log_level) == ("json", "DEBUG")
 
 
