@@ -4,18 +4,22 @@ escrows export and recover."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import logging
 import signal
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from invoicing.runtime import freeze_startup_objects
 from invoicing.settings import Settings
+
+if TYPE_CHECKING:
+    from invoicing.services import Services
 
 MAX_DEV_CHAINS = 8
 app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
@@ -26,8 +30,18 @@ app.add_typer(escrows_app, name="escrows")
 
 
 def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    """Logging as INVOICING_LOG_FORMAT / INVOICING_LOG_LEVEL say (invoicing.logs)."""
+    from pydantic import ValidationError
+
+    from invoicing import logs
+
+    try:
+        options = logs.LogSettings()
+    except ValidationError as exc:
+        problems = "; ".join(str(error["msg"]) for error in exc.errors())
+        typer.echo(f"invalid configuration: INVOICING_LOG_*: {problems}", err=True)
+        raise typer.Exit(2) from None
+    logs.configure(options)
 
 
 def _settings() -> Settings:
@@ -179,13 +193,20 @@ def serve(
         host=host,
         port=port,
         log_level="info",
+        log_config=None,  # uvicorn's lines go through invoicing.logs like every other
         access_log=access_log,
         proxy_headers=False,
     )
 
 
 @app.command()
-def worker() -> None:
+def worker(
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="serve /metrics, /healthz and /readyz on this port", min=1, max=65535),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="bind address of --metrics-port")] = "127.0.0.1",
+) -> None:
     """Run the background workers (monitor, webhooks, withdrawals, relayer)."""
     from invoicing.services import build_services
     from invoicing.workers import run_workers
@@ -201,12 +222,55 @@ def worker() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        stop_health = None
+        if metrics_port is not None:
+            stop_health = await _serve_health(services, metrics_host, metrics_port)
         try:
             await run_workers(services, stop)
         finally:
+            if stop_health is not None:
+                await stop_health()
             await services.aclose()
 
     asyncio.run(main())
+
+
+async def _serve_health(services: Services, host: str, port: int) -> Callable[[], Awaitable[None]]:
+    """Start serving the health app (``/metrics``, ``/healthz``, ``/readyz``) of a worker
+    process; its signals stay with the worker (SIGTERM stops the workers, then this).
+    Returns what stops it."""
+    import uvicorn
+
+    from invoicing.api.app import create_health_app
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    config = uvicorn.Config(
+        create_health_app(services),
+        host=host,
+        port=port,
+        log_level="warning",
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        proxy_headers=False,
+    )
+    server = _Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task  # it could not bind: the error says why
+            _refuse(RuntimeError(f"cannot serve metrics on {host}:{port}"))
+        await asyncio.sleep(0.02)
+
+    async def stop() -> None:
+        server.should_exit = True
+        await task
+
+    return stop
 
 
 @app.command()

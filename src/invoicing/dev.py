@@ -121,6 +121,7 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
             host=options.host,
             port=options.port,
             log_level="warning",
+            log_config=None,  # uvicorn's lines go through invoicing.logs like every other
             proxy_headers=False,
         )
     )

@@ -33,7 +33,9 @@ def build_services(settings: Settings, clock: Clock | None = None) -> Services:
     gateways: dict[int, ChainGateway] = {
         chain_id: EvmGateway(
             config,
-            EvmClient.connect(config.rpc_urls, policy=policy, eip1559=config.eip1559),
+            EvmClient.connect(
+                config.rpc_urls, policy=policy, eip1559=config.eip1559, chain_id=chain_id
+            ),
             init_hash,
         )
         for chain_id, config in settings.chain_configs().items()

@@ -21,6 +21,7 @@ from invoicing.api import (
     webhooks,
 )
 from invoicing.api.errors import install_error_handlers
+from invoicing.api.observability import Observability
 from invoicing.page import routes as page
 from invoicing.services import Services
 from invoicing.workers import run_workers
@@ -53,9 +54,21 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     )
     app.state.services = services
     install_error_handlers(app)
+    app.add_middleware(Observability)
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
     for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)
     app.include_router(webhook_signing.router)
     app.include_router(events.router)
+    return app
+
+
+def create_health_app(services: Services) -> FastAPI:
+    """Only ``/healthz``, ``/readyz`` and ``/metrics``: what ``invoicing worker
+    --metrics-port`` serves, so that worker processes are scraped and probed like the API."""
+    app = FastAPI(title="Invoicing worker", version=__version__, openapi_url=None)
+    app.state.services = services
+    install_error_handlers(app)
+    app.add_middleware(Observability)
+    app.include_router(health.router)
     return app

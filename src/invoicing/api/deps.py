@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel
 
+from invoicing import logs
 from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
@@ -30,6 +31,7 @@ async def authorize(
     the request counts against the owner's rate limit (only once authenticated, so nobody
     else can spend an owner's limit)."""
     services = services_of(request)
+    logs.annotate(owner=owner_address, chain_id=_chain_id_of(payload))
     check_admitted(services.db, services.settings.owners, owner_address)
     caller = await authenticate(
         services.db,
@@ -78,3 +80,11 @@ async def authorized_query(
         allow_api_key=allow_api_key,
     )
     return validate(model, items), caller
+
+
+def _chain_id_of(payload: dict[str, Any]) -> int | None:
+    """The request's chainId for the log context, when it is one (else left out)."""
+    value = payload.get("chainId")
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -66,4 +66,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        return error_response(500, "internal_error", "internal error")
+        return internal_error_response()
+
+
+def internal_error_response() -> JSONResponse:
+    """The answer to a failure nothing else handled (logged by the caller)."""
+    return error_response(500, "internal_error", "internal error")

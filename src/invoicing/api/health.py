@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import hmac
+import logging
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.api.errors import error_response
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
+from invoicing.metrics import refresh_database_gauges
 from invoicing.services import services_of
 from invoicing.settlement.relayer import relayer_shortfall
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
 
 
@@ -71,6 +75,13 @@ async def metrics(request: Request) -> Response:
         response = error_response(refused.status, refused.code, refused.message)
         response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
+    services = services_of(request)
+    try:
+        await refresh_database_gauges(services)
+    except (SQLAlchemyError, OSError) as exc:
+        # The process's own figures still answer; the shared-state gauges keep their last
+        # reading (the database's outage shows in the logs and in /readyz).
+        log.warning("metrics: database gauges not read (%s)", type(exc).__name__)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
 

@@ -57,9 +57,12 @@ class EvmClient:
         timeout_s: float | None = None,
         policy: RpcPolicy | None = None,
         eip1559: bool | None = None,
+        chain_id: int | None = None,
     ) -> EvmClient:
-        """A client of one chain over its URLs (failover in that order, see ``chain.rpc``)."""
-        return cls(JsonRpc(urls, timeout_s=timeout_s, policy=policy), eip1559)
+        """A client of one chain over its URLs (failover in that order, see ``chain.rpc``);
+        with ``chain_id`` its requests are counted in the service's metrics."""
+        rpc = JsonRpc(urls, timeout_s=timeout_s, policy=policy, chain_id=chain_id)
+        return cls(rpc, eip1559)
 
     async def aclose(self) -> None:
         await self.rpc.aclose()

@@ -71,6 +71,7 @@ class FakeChain:
         self.simulation_errors: dict[bytes, Exception] = {}
         # Method name → the exception every call of it raises.
         self.errors: dict[str, Exception] = {}
+        self.block_times: dict[int, int] = {}  # block → its timestamp (unix s)
 
     def add_token(
         self, token: str, decimals: int, symbol: str = "TKN", *, allow: bool = True
@@ -97,6 +98,12 @@ class FakeChain:
     async def block_number(self) -> int:
         self._check("block_number")
         return self.block
+
+    async def block_timestamp(self, block: int) -> int:
+        self._check("block_timestamp")
+        if block not in self.block_times:
+            raise ChainUnavailable(f"fake chain has no timestamp for block {block}")
+        return self.block_times[block]
 
     async def chain_id(self) -> int:
         self._check("chain_id")

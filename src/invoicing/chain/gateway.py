@@ -32,6 +32,10 @@ class ChainGateway(Protocol):
         cannot take reads back to an older block)."""
         ...
 
+    async def block_timestamp(self, block: int) -> int:
+        """The timestamp (unix seconds) of a block at or below the head."""
+        ...
+
     async def chain_id(self) -> int:
         """The id the node reports (``eth_chainId``)."""
         ...
@@ -123,6 +127,10 @@ class EvmGateway:
         head = await self.evm.block_number()
         self.highest_block = max(self.highest_block, head)
         return self.highest_block
+
+    async def block_timestamp(self, block: int) -> int:
+        timestamp = (await self.evm.get_block(block))["timestamp"]
+        return int(timestamp, 16) if isinstance(timestamp, str) else int(timestamp)
 
     async def chain_id(self) -> int:
         return await self.evm.chain_id()

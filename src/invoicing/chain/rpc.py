@@ -7,6 +7,10 @@ yet) are retried, with jittered backoff, on the next URL. A URL that failed
 ``failures_before_cooldown`` times in a row is set aside for ``cooldown_s`` and then used
 again. At most ``max_attempts`` attempts per request; then :class:`ChainUnavailable`.
 
+Every HTTP attempt of a client that knows its chain is counted in
+``invoicing_rpc_requests_total`` (outcome ok, rpc_error, timeout, connect_error,
+http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
+
 A JSON-RPC error that is the call's own answer becomes :class:`RpcError` at once (never
 retried), and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
 :class:`ContractRevert` carrying the revert data.
@@ -25,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from invoicing import metrics
 from invoicing.errors import ChainUnavailable
 
 log = logging.getLogger(__name__)
@@ -89,9 +94,10 @@ class RpcPolicy:
 class _Retry(Exception):
     """An attempt failed in a way another attempt (on another URL) may not."""
 
-    def __init__(self, reason: str, wait_s: float | None = None) -> None:
+    def __init__(self, reason: str, wait_s: float | None = None, kind: str = "http_error") -> None:
         super().__init__(reason)
         self.wait_s = wait_s  # how long this URL asked us to stay away (Retry-After)
+        self.kind = kind  # the outcome label of invoicing_rpc_requests_total
 
 
 @dataclass
@@ -129,8 +135,12 @@ class JsonRpc:
         *,
         timeout_s: float | None = None,
         policy: RpcPolicy | None = None,
+        chain_id: int | None = None,
     ) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
+        # The chain the service's metrics count this client's requests under (None: a
+        # command's own client, not counted).
+        self.chain_id = chain_id
         if not urls:
             raise ValueError("no RPC URL")
         policy = policy or RpcPolicy()
@@ -217,12 +227,29 @@ class JsonRpc:
 
     async def _attempt(self, url: str, body: Any) -> Any:
         self.calls += 1
+        if self.chain_id is None:
+            return await self._exchange(url, body)
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            answer = await self._exchange(url, body)
+            if isinstance(answer, dict) and "error" in answer:
+                outcome = "rpc_error"
+            return answer
+        except _Retry as failure:
+            outcome = failure.kind
+            raise
+        finally:
+            method = body.get("method", "?") if isinstance(body, dict) else "batch"
+            metrics.rpc_request(self.chain_id, method, outcome, time.perf_counter() - started)
+
+    async def _exchange(self, url: str, body: Any) -> Any:
         try:
             response = await self._http.post(url, json=body)
         except httpx.TimeoutException as exc:
-            raise _Retry(f"timed out ({type(exc).__name__})") from exc
+            raise _Retry(f"timed out ({type(exc).__name__})", kind="timeout") from exc
         except httpx.HTTPError as exc:
-            raise _Retry(f"connection failed ({type(exc).__name__})") from exc
+            raise _Retry(f"connection failed ({type(exc).__name__})", kind="connect_error") from exc
         if response.status_code == 429:
             cap = self.policy.retry_after_max_s
             asked = _retry_after_s(response.headers.get("retry-after"))
@@ -237,7 +264,9 @@ class JsonRpc:
         if response.status_code >= 500 and not all("error" in item for item in items):
             raise _Retry(f"HTTP {response.status_code}")
         if any(_provider_error(item.get("error")) for item in items):
-            raise _Retry("the provider refused (rate limit or a block it lacks)")
+            raise _Retry(
+                "the provider refused (rate limit or a block it lacks)", kind="provider_error"
+            )
         if response.status_code >= 400 and not all(
             "error" in item or "result" in item for item in items
         ):

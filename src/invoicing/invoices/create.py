@@ -24,6 +24,7 @@ from typing import Any, cast
 from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
+from invoicing import metrics
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
@@ -147,7 +148,10 @@ async def create_invoice(
         has_extras=False,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
-    return await _creator(db).submit(job)
+    invoice, created = await _creator(db).submit(job)
+    if created:
+        metrics.invoice_created(invoice.chain_id)
+    return invoice, created
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:

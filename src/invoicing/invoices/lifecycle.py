@@ -80,6 +80,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from invoicing import metrics
 from invoicing.invoices.models import Invoice, InvoiceState
 
 
@@ -243,6 +244,7 @@ def apply_step(
     events = step_events(invoice, step, balance_raw)
     if invoice.status != step.status:
         invoice.status = step.status
+        metrics.invoice_moved(invoice, step.status)
     effects = step.effects
     if Effect.RECORD_BALANCE in effects:
         invoice.balance_raw = str(balance_raw)

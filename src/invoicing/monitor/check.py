@@ -9,16 +9,19 @@ unknown for that invoice alone: it changes nothing (no status, no balance, no we
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
+from invoicing import metrics
 from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.rpc import RpcError
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
-from invoicing.errors import NotFound
+from invoicing.errors import ChainUnavailable, NotFound
 from invoicing.invoices.lifecycle import (
     Effect,
     apply_step,
@@ -28,6 +31,8 @@ from invoicing.invoices.lifecycle import (
 )
 from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 from invoicing.services import Services
+
+log = logging.getLogger(__name__)
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
 PARALLEL_READS = 4
@@ -106,15 +111,21 @@ async def read_balances(
 
 
 async def store_balances(
-    services: Services, invoice_ids: list[str], balances: Mapping[str, int | None]
+    services: Services,
+    invoice_ids: list[str],
+    balances: Mapping[str, int | None],
+    paid_from_block: int | None = None,
 ) -> list[Invoice]:
     """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
     the lifecycle decides on each row as locked, and the moves' events and paid webhooks
     join the transaction.
-    An invoice whose reading is unreadable (None) is left as it is and not returned."""
+    An invoice whose reading is unreadable (None) is left as it is and not returned.
+    ``paid_from_block``: the first block a payment found now can be in (the detection lag
+    of each invoice marked paid is measured from its timestamp)."""
     from invoicing.events.record import Occurrence, record_events
 
     now_ms = services.clock.now_ms()
+    newly_paid: list[Invoice] = []
     async with services.db.transaction() as session:
         rows = await session.scalars(
             select(Invoice)
@@ -135,9 +146,28 @@ async def store_balances(
             notify = Effect.NOTIFY_PAID in step.effects
             if events or notify:
                 occurred.append(Occurrence(invoice, events, notify_paid=notify))
+            if Effect.MARK_PAID in step.effects:
+                newly_paid.append(invoice)
             stored.append(invoice)
         await record_events(session, services.settings, now_ms, occurred)
+    if newly_paid and paid_from_block is not None:
+        await _observe_detection(
+            services, newly_paid[0].chain_id, paid_from_block, now_ms, newly_paid
+        )
     return stored
+
+
+async def _observe_detection(
+    services: Services, chain_id: int, block: int, paid_at_ms: int, paid: list[Invoice]
+) -> None:
+    """Detection lag of invoices just marked paid: from ``block``'s timestamp to ``paid_at``.
+    One header read; when it fails the lag goes unmeasured (the payment is recorded)."""
+    try:
+        timestamp_s = await services.chains.get(chain_id).block_timestamp(block)
+    except (ChainUnavailable, RpcError) as exc:
+        log.info("detection lag of %d payment(s) not measured: %s", len(paid), exc)
+        return
+    metrics.payment_detected(paid_at_ms / 1000 - timestamp_s, len(paid))
 
 
 async def recheck_invoice(
@@ -182,7 +212,8 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]
     one transaction, under row locks, with the paid events."""
     services, chain = batch[0].services, batch[0].chain
     invoices = list({item.invoice.id: item.invoice for item in batch}.values())
-    balances = await read_balances(chain, invoices, await confirmed_block(chain))
+    block = await confirmed_block(chain)
+    balances = await read_balances(chain, invoices, block)
     now_ms = services.clock.now_ms()
     changed = {
         item.invoice.id
@@ -193,7 +224,7 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]
     unreadable = {invoice.id for invoice in invoices if balances[invoice.id] is None}
     stored: dict[str, Invoice] = {}
     if changed:
-        rows = await store_balances(services, sorted(changed), balances)
+        rows = await store_balances(services, sorted(changed), balances, block)
         stored = {row.id: row for row in rows}
     return [_answer(item.invoice, changed, unreadable, stored, now_ms) for item in batch]
 

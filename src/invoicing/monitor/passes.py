@@ -188,7 +188,8 @@ async def run_due_pass(
                 raise outcome
         if not rows:
             return PassResult(block=block)
-        return await _store(services, rows, await reader.result(), block, claimed=True)
+        balances = await reader.result()
+        return await _store(services, rows, balances, block, block, claimed=True)
     except (ChainUnavailable, SQLAlchemyError, OSError):
         if rows:
             with contextlib.suppress(SQLAlchemyError, OSError):
@@ -198,8 +199,12 @@ async def run_due_pass(
         await reader.close()
 
 
-async def run_block_pass(services: Services, chain: ChainGateway, block: int) -> PassResult:
-    """Read every pending watched invoice of ``chain`` at ``block``; store what changed."""
+async def run_block_pass(
+    services: Services, chain: ChainGateway, block: int, first_unread: int | None = None
+) -> PassResult:
+    """Read every pending watched invoice of ``chain`` at ``block``; store what changed.
+    ``first_unread``: the first block the previous block pass did not read (a payment found
+    now is in it or after it; default ``block``)."""
     async with services.db.sessions() as session:
         rows = list(
             await session.execute(
@@ -213,13 +218,15 @@ async def run_block_pass(services: Services, chain: ChainGateway, block: int) ->
     if not rows:
         return PassResult(block=block)
     balances = await read_balances(chain, rows, block, services.settings.monitor_batch_size)
-    return await _store(services, rows, balances, block, claimed=False)
+    paid_from = block if first_unread is None else min(first_unread, block)
+    return await _store(services, rows, balances, paid_from, block, claimed=False)
 
 
 async def _store(
     services: Services,
     rows: Sequence[InvoiceState],
     balances: Mapping[str, int | None],
+    paid_from_block: int,
     block: int,
     *,
     claimed: bool,
@@ -236,7 +243,7 @@ async def _store(
     paid = 0
     for start in range(0, len(changed), 500):
         ids = changed[start : start + 500]
-        stored = await store_balances(services, ids, balances)
+        stored = await store_balances(services, ids, balances, paid_from_block)
         paid += sum(1 for invoice in stored if invoice.paid)
     if claimed:
         if unreadable:

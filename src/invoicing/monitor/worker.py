@@ -17,6 +17,7 @@ import logging
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from invoicing import logs, metrics
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_at
@@ -37,6 +38,8 @@ async def run(services: Services, stop: asyncio.Event) -> None:
 async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Event) -> None:
     poll_s = services.settings.monitor_poll_interval_s
     lifetime_poll_ms = services.settings.lifetime_poll_interval_s * 1000
+    chain_id = chain.config.chain_id
+    logs.annotate(chain_id=chain_id)  # this loop runs in a task of its own
     last_block: int | None = None
     last_lifetime_ms: int | None = None
     failures = 0
@@ -44,12 +47,16 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
         try:
             block = confirmed_at(chain, await chain.block_number())
             if block != last_block:
-                await run_block_pass(services, chain, block)
+                first_unread = block if last_block is None else last_block + 1
+                with metrics.monitor_pass(chain_id, "block"):
+                    await run_block_pass(services, chain, block, first_unread)
                 last_block = block
-            result = await run_due_pass(services, chain, block)
+            with metrics.monitor_pass(chain_id, "due"):
+                result = await run_due_pass(services, chain, block)
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
-                lifetime = await run_lifetime_pass(services, chain, block)
+                with metrics.monitor_pass(chain_id, "lifetime"):
+                    lifetime = await run_lifetime_pass(services, chain, block)
                 # A backlog goes on at the next tick; otherwise wait for the next poll.
                 last_lifetime_ms = None if lifetime.more else now_ms
             if result.unreadable:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from eth_account import Account
-from prometheus_client import Counter
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing import metrics
 from invoicing.addresses import normalize_address
 from invoicing.chain.evm import fee_fields
 from invoicing.chain.gateway import ChainGateway
@@ -48,11 +48,6 @@ GAS_MARGIN_FLAT = 20_000
 
 OnRecord = Callable[[AsyncSession, RelayerTransaction], Awaitable[None]]
 
-FEE_CEILING_REACHED = Counter(
-    "invoicing_relayer_fee_ceiling",
-    "Relayer transactions left unmined at the chain's max fee per gas (counted once each)",
-    ["chain_id"],
-)
 # Chains whose relayer this process last saw under its threshold (warned once per drop).
 _short_chains: set[int] = set()
 
@@ -328,7 +323,7 @@ class Relayer:
             return
         row.fee_ceiling_at = now_ms
         row.updated_at = now_ms
-        FEE_CEILING_REACHED.labels(chain_id=str(self.chain_id)).inc()
+        metrics.relayer_fee_ceiling(self.chain_id)
         log.warning(
             "relayer chain %s: %s nonce %s (%s) waits at maxFee %s: the next bump would pass "
             "the chain's max_fee_per_gas %s (market %s)",
@@ -347,6 +342,12 @@ class Relayer:
         except RpcError:
             return False
 
+    async def read_balance(self) -> int:
+        """The relayer account's native balance now (also exported as a metric)."""
+        balance = await self.chain.native_balance(self.address)
+        metrics.relayer_balance(self.chain_id, balance)
+        return balance
+
     async def balance_shortfall(self) -> str | None:
         """Why this relayer should start no withdrawals now: its balance is under the chain's
         ``relayer_min_balance`` (None when it is not). A warning is logged when the balance
@@ -354,7 +355,7 @@ class Relayer:
         threshold = self.chain.config.relayer_min_balance or 0
         if threshold <= 0:
             return None
-        balance = await self.chain.native_balance(self.address)
+        balance = await self.read_balance()
         if balance >= threshold:
             if self.chain_id in _short_chains:
                 _short_chains.discard(self.chain_id)

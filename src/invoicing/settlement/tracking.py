@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from invoicing import logs
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
@@ -58,7 +59,8 @@ async def track_pending(
     finished = []
     for row in rows:
         try:
-            done = await track_one(services, chain, relayer, row, head, mined_count)
+            with logs.bind(tx_hash=row.tx_hash):
+                done = await track_one(services, chain, relayer, row, head, mined_count)
         except REQUEST_ERRORS as exc:
             log.warning(
                 "relayer chain %s: following %s failed (%s); retrying next pass",

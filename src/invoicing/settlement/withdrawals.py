@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing import metrics
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.chain.calldata import encode_withdraw
 from invoicing.chain.events import decode_withdrawn
@@ -627,6 +628,8 @@ async def settle_withdrawal(
         )
     }
     moved = moved_by_escrow({i: int(item.amount_raw) for i, item in items.items()}, after, total)
+    gas_used = int(receipt.get("gasUsed") or 0)
+    metrics.withdrawal_confirmed(session.sync_session, row.chain_id, gas_used, len(items))
     invoices = await session.scalars(
         select(Invoice)
         .where(Invoice.id.in_(list(items)))

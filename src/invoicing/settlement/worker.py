@@ -19,6 +19,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from invoicing import logs
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
@@ -65,6 +66,7 @@ async def settle_chain(
     """Follow and send withdrawals on one chain until ``stop`` is set. A step that fails is
     logged and retried with exponential backoff; it never ends the loop."""
     settings = services.settings
+    logs.annotate(chain_id=relayer.chain_id)  # this loop runs in a task of its own
     poll_s = settings.settlement_poll_interval_s
     batches = Backoff(poll_s, settings.settlement_backoff_max_s)
     last_full_ms: int | None = None
@@ -79,6 +81,8 @@ async def settle_chain(
             failures, delay_s = 0, poll_s
             if full:
                 last_full_ms = now_ms
+                # The balance metric stays fresh even when nothing needs sending.
+                await relayer.read_balance()
         except STEP_ERRORS as exc:
             failures += 1
             delay_s = retry_delay_s(failures + 1, poll_s, settings.settlement_backoff_max_s)

@@ -66,10 +66,21 @@ class Outcome:
     error: str | None = None
     terminal: bool = False
     duration_ms: int = 0
+    timed_out: bool = False
 
     @property
     def delivered(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def kind(self) -> str:
+        """success, http_error (an answer that is not 2xx), refused (the guard refused the
+        target), timeout, or connect_error (any other network failure)."""
+        if self.status_code is not None:
+            return "success" if self.delivered else "http_error"
+        if self.terminal:
+            return "refused"
+        return "timeout" if self.timed_out else "connect_error"
 
 
 class WebhookClient(Protocol):
@@ -122,7 +133,11 @@ class HttpWebhookClient:
         except TargetRefused as exc:
             return Outcome(error=f"refused: {exc}", terminal=True, duration_ms=_since(started))
         except TimeoutError:
-            return Outcome(error=f"timeout after {self.timeout_s:g} s", duration_ms=_since(started))
+            return Outcome(
+                error=f"timeout after {self.timeout_s:g} s",
+                duration_ms=_since(started),
+                timed_out=True,
+            )
         except (OSError, asyncio.IncompleteReadError, ssl.SSLError, ValueError) as exc:
             message = f"{type(exc).__name__}: {exc or 'connection closed'}"
             return Outcome(error=message[:500], duration_ms=_since(started))

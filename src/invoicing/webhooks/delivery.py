@@ -27,6 +27,7 @@ from typing import Any, cast
 from sqlalchemy import Select, Table, and_, bindparam, insert, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing import metrics
 from invoicing.auth.api_keys import decrypt_key
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
@@ -280,6 +281,8 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
         )
         await record_health(session, [(r.url, r.outcome.delivered) for r in results], now_ms)
         await record_endpoint_results(session, settings, endpoint_results, now_ms)
+    for result in results:
+        metrics.webhook_attempt(result.outcome.kind)
 
 
 def _next_attempt(settings: Settings, result: AttemptResult, now_ms: int) -> int | None:

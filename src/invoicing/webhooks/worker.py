@@ -115,6 +115,14 @@ class Dispatcher:
             self.in_flight_per_host[event.endpoint_host] -= 1
             if not self.in_flight_per_host[event.endpoint_host]:
                 del self.in_flight_per_host[event.endpoint_host]
+        log.debug(
+            "webhook event %s attempt %d to %s: %s in %d ms",
+            event.event_id,
+            event.attempt,
+            event.endpoint_host,
+            outcome.kind,
+            outcome.duration_ms,
+        )
         result = AttemptResult(
             event.event_id,
             event.attempt,
