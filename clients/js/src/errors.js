@@ -20,12 +20,15 @@
 //       ├── Conflict                   409 conflict
 //       │   ├── InvoiceExists          409 invoice_exists
 //       │   ├── NonceMismatch          409 nonce_mismatch
-//       │   └── SweepInProgress        409 sweep_in_progress
+//       │   ├── SweepInProgress        409 sweep_in_progress
+//       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
+//       │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
 //       ├── PayloadTooLarge            413 payload_too_large
 //       ├── UnsupportedMediaType       415 unsupported_media_type
 //       ├── RateLimited                429 rate_limited (retryAfterS)
 //       ├── InternalError              500 internal_error
-//       └── ChainUnavailable           503 chain_unavailable
+//       ├── ChainUnavailable           503 chain_unavailable
+//       └── DatabaseUnavailable        503 database_unavailable
 //
 // An answer whose code this version does not know throws ApiError itself, with that code.
 
@@ -86,10 +89,13 @@ export const Conflict = errorClass(ApiError, "conflict", 409);
 export const InvoiceExists = errorClass(Conflict, "invoice_exists");
 export const NonceMismatch = errorClass(Conflict, "nonce_mismatch");
 export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
+export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
+export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
 export const PayloadTooLarge = errorClass(ApiError, "payload_too_large", 413);
 export const UnsupportedMediaType = errorClass(ApiError, "unsupported_media_type", 415);
 export const InternalError = errorClass(ApiError, "internal_error", 500);
 export const ChainUnavailable = errorClass(ApiError, "chain_unavailable", 503);
+export const DatabaseUnavailable = errorClass(ApiError, "database_unavailable", 503);
 
 export class RateLimited extends ApiError {
   static code = "rate_limited";
@@ -107,8 +113,9 @@ const ERRORS_BY_CODE = new Map(
     InvalidRequest, UnsupportedChain, UnsupportedToken, FeeTooHigh, DeadlineExpired,
     InvalidOwnerSignature, InsufficientBalance, Unauthorized, TimestampOutOfWindow,
     ReplayedRequest, Forbidden, NotFound, MethodNotAllowed, Conflict, InvoiceExists,
-    NonceMismatch, SweepInProgress, PayloadTooLarge, UnsupportedMediaType, RateLimited,
-    InternalError, ChainUnavailable,
+    NonceMismatch, SweepInProgress, TooManyWebhookSecrets, TooManyWebhookEndpoints,
+    PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
+    DatabaseUnavailable,
   ].map((cls) => [cls.code, cls]),
 );
 

@@ -188,6 +188,8 @@ export class Conflict extends ApiError {}
 export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
+export class TooManyWebhookSecrets extends Conflict {}
+export class TooManyWebhookEndpoints extends Conflict {}
 export class PayloadTooLarge extends ApiError {}
 export class UnsupportedMediaType extends ApiError {}
 export class RateLimited extends ApiError {
@@ -195,6 +197,7 @@ export class RateLimited extends ApiError {
 }
 export class InternalError extends ApiError {}
 export class ChainUnavailable extends ApiError {}
+export class DatabaseUnavailable extends ApiError {}
 export function errorFromResponse(status: number, body: unknown): ApiError;
 
 export const MESSAGE_PREFIX: "Service API Request Signature";

@@ -28,7 +28,8 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         ├── UnsupportedMediaType      415 unsupported_media_type
         ├── RateLimited               429 rate_limited (``retry_after_s``)
         ├── InternalError             500 internal_error
-        └── ChainUnavailable          503 chain_unavailable
+        ├── ChainUnavailable          503 chain_unavailable
+        └── DatabaseUnavailable       503 database_unavailable
 
 An answer whose code this version does not know raises ``ApiError`` itself, with that code.
 """
@@ -148,6 +149,14 @@ class TooManyWebhookEndpoints(Conflict):
     code = "too_many_webhook_endpoints"
 
 
+class TooManyWebhookSecrets(Conflict):
+    code = "too_many_webhook_secrets"
+
+
+class TooManyWebhookEndpoints(Conflict):
+    code = "too_many_webhook_endpoints"
+
+
 class PayloadTooLarge(ApiError):
     code, status = "payload_too_large", 413
 
@@ -172,6 +181,10 @@ class InternalError(ApiError):
 
 class ChainUnavailable(ApiError):
     code, status = "chain_unavailable", 503
+
+
+class DatabaseUnavailable(ApiError):
+    code, status = "database_unavailable", 503
 
 
 def _leaf_classes() -> dict[str, type[ApiError]]:
