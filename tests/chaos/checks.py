@@ -3,6 +3,7 @@ afterwards in the database (events delivered, escrows swept once)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Any
 
@@ -85,6 +86,35 @@ async def events_by_status(topology: Topology, owner: str) -> Counter[str]:
             .group_by(WebhookEvent.status)
         )
         return Counter({status: count for status, count in rows.all()})
+
+
+async def invoices_by_status(topology: Topology, owner: str) -> Counter[str]:
+    async with topology.db.sessions() as session:
+        rows = await session.execute(
+            select(Invoice.status, func.count())
+            .where(Invoice.owner_address == owner)
+            .group_by(Invoice.status)
+        )
+        return Counter({status: count for status, count in rows.all()})
+
+
+async def progress(topology: Topology, owner: str) -> str:
+    """Where the owner's invoices and events stand (for a timeout's message)."""
+    invoices = await invoices_by_status(topology, owner)
+    events = await events_by_status(topology, owner)
+    now_ms = int(time.time() * 1000)
+    async with topology.db.sessions() as session:
+        rows = await session.execute(
+            select(WebhookEvent.attempts, WebhookEvent.claimed_until, WebhookEvent.next_attempt_at)
+            .join(Invoice, Invoice.id == WebhookEvent.invoice_pk)
+            .where(Invoice.owner_address == owner, WebhookEvent.status != "delivered")
+            .limit(10)
+        )
+        waiting = [(a, (c - now_ms) // 1000, (n - now_ms) // 1000) for a, c, n in rows.all()]
+    return (
+        f"invoices {dict(invoices)}, events {dict(events)}, "
+        f"(attempts, lease s, next s) of some waiting: {waiting}"
+    )
 
 
 async def sweeps_per_invoice(topology: Topology, owner: str) -> Counter[str]:

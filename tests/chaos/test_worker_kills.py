@@ -18,6 +18,7 @@ from tests.chaos.checks import (
     events_by_status,
     invoice_body,
     list_all,
+    progress,
     sweeps_per_invoice,
     undelivered,
     webhook_duplicates,
@@ -28,7 +29,9 @@ from tests.support.signing import new_owner
 
 # The 500; CHAOS_INVOICES lowers it for a quick local run.
 INVOICES = int(os.environ.get("CHAOS_INVOICES", "500"))
-KILL_EVERY_S = 3.0
+# One of the two workers every 5 s, taking turns: each lives 10 s, of which it spends a few
+# starting up on a loaded 2-core machine (imports, the start-up chain checks).
+KILL_EVERY_S = 5.0
 SENT_TO_BOTH_EVERY = 25  # every 25th invoice is sent to both API processes at once
 CREATE_CONCURRENCY = 16
 
@@ -70,14 +73,24 @@ async def test_every_invoice_settles_once_while_workers_are_killed(topology: Top
 
         async def all_completed() -> bool:
             completed = await count_with_status(topology.apis[0], key, owner, "completed")
-            return completed == INVOICES and not undelivered(topology, failures)
+            return completed == INVOICES
 
-        await wait_until(all_completed, 200, "every invoice completed", topology)
+        await wait_until(
+            all_completed, 180, "every invoice completed", topology, lambda: progress(topology, owner)
+        )
         settled_s = time.monotonic() - paid_at
     finally:
         stop.set()
         kills = await killer
 
+    # The last kills may have taken events in flight with them: their leases (the webhook
+    # timeout + 30 s) end and the running workers send the next attempts.
+    async def all_delivered() -> bool:
+        return not undelivered(topology, failures)
+
+    delivered_s = await wait_until(
+        all_delivered, 60, "every webhook delivered", topology, lambda: progress(topology, owner)
+    )
     items = await list_all(topology.apis[1], key, owner)
     assert len(items) == INVOICES
     assert {item["status"] for item in items} == {"completed"}
@@ -93,7 +106,8 @@ async def test_every_invoice_settles_once_while_workers_are_killed(topology: Top
     SUMMARY.append(
         f"chaos worker-kills: {INVOICES} invoices, {INVOICES} events delivered "
         f"({received} requests), {kills} SIGKILLs, lost 0, duplicates 0, "
-        f"{settled_s:.1f} s from payment to all completed, {time.monotonic() - started:.1f} s total"
+        f"{settled_s:.1f} s from payment to all completed, the last webhook {delivered_s:.1f} s "
+        f"after the kills stopped, {time.monotonic() - started:.1f} s in all"
     )
 
 
@@ -109,7 +123,8 @@ async def create_all(topology: Topology, key: str, owner: str, wei: list[int]) -
             if i % SENT_TO_BOTH_EVERY == 0:
                 answers = await asyncio.gather(create(first, key, body), create(second, key, body))
                 assert sorted(a.status_code for a in answers) == [200, 201], _texts(answers)
-                assert answers[0].json() == answers[1].json()
+                # The same invoice (the monitor may have read it in between: lastCheckedAt).
+                assert _stored(answers[0]) == _stored(answers[1])
                 return str(answers[0].json()["paymentAddress"])
             answer = await create(topology.apis[i % 2], key, body)
             assert answer.status_code == 201, answer.text
@@ -120,3 +135,7 @@ async def create_all(topology: Topology, key: str, owner: str, wei: list[int]) -
 
 def _texts(answers: list[httpx.Response]) -> list[str]:
     return [f"{a.status_code} {a.text}" for a in answers]
+
+
+def _stored(answer: httpx.Response) -> dict[str, object]:
+    return {k: v for k, v in answer.json().items() if k != "lastCheckedAt"}

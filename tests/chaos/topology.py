@@ -87,7 +87,8 @@ class ServiceProcess:
 
     def tail(self, lines: int = 40) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return f"== {self.name}\n" + "\n".join(text.splitlines()[-lines:])
+        kept = [line for line in text.splitlines() if not line.startswith("--- start")]
+        return f"== {self.name} (started {self.starts} times)\n" + "\n".join(kept[-lines:])
 
 
 @dataclass
@@ -228,7 +229,10 @@ def start_api(env: dict[str, str], log_dir: Path, name: str) -> Api:
     args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log"]
     process = ServiceProcess(name, args, env, log_dir).start()
     base_url = f"http://127.0.0.1:{port}"
-    return Api(process, base_url, httpx.AsyncClient(base_url=base_url, timeout=30))
+    # Idle connections are dropped before uvicorn's 5 s keep-alive ends, so a request never
+    # goes out on a connection the server is closing.
+    limits = httpx.Limits(keepalive_expiry=2)
+    return Api(process, base_url, httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits))
 
 
 def start_worker(env: dict[str, str], log_dir: Path, name: str) -> ServiceProcess:
@@ -236,14 +240,21 @@ def start_worker(env: dict[str, str], log_dir: Path, name: str) -> ServiceProces
 
 
 async def wait_until(
-    check: Callable[[], Awaitable[bool]], timeout_s: float, what: str, topology: Topology
+    check: Callable[[], Awaitable[bool]],
+    timeout_s: float,
+    what: str,
+    topology: Topology,
+    progress: Callable[[], Awaitable[object]] | None = None,
 ) -> float:
-    """Poll ``check`` until true; returns the seconds it took. On timeout fails with the
-    processes' last log lines."""
+    """Poll ``check`` until true; returns the seconds it took. On timeout fails with
+    ``progress()`` and the processes' last log lines."""
     started = time.monotonic()
     while not await check():
         if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}\n{topology.tails()}")
+            seen = await progress() if progress is not None else ""
+            raise AssertionError(
+                f"timed out after {timeout_s} s waiting for {what}: {seen}\n{topology.tails()}"
+            )
         await asyncio.sleep(0.25)
     return time.monotonic() - started
 
