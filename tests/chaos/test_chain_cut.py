@@ -39,7 +39,11 @@ async def test_a_chain_cut_keeps_the_api_up_and_loses_no_payment(topology: Topol
     first, second = topology.apis
     settled = await create(first, key, invoice_body(topology, owner, "chain-0", 10**14, "chain/0"))
     waiting = [
-        await create(topology.apis[i % 2], key, invoice_body(topology, owner, f"chain-{i}", 10**14 + i, f"chain/{i}"))
+        await create(
+            topology.apis[i % 2],
+            key,
+            invoice_body(topology, owner, f"chain-{i}", 10**14 + i, f"chain/{i}"),
+        )
         for i in range(1, PAID_DURING_CUT + 1)
     ]
     assert [r.status_code for r in [settled, *waiting]] == [201] * (PAID_DURING_CUT + 1)

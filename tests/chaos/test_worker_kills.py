@@ -76,7 +76,11 @@ async def test_every_invoice_settles_once_while_workers_are_killed(topology: Top
             return completed == INVOICES
 
         await wait_until(
-            all_completed, 180, "every invoice completed", topology, lambda: progress(topology, owner)
+            all_completed,
+            180,
+            "every invoice completed",
+            topology,
+            lambda: progress(topology, owner),
         )
         settled_s = time.monotonic() - paid_at
     finally:
