@@ -11,7 +11,12 @@ import httpx
 from sqlalchemy import func, select
 
 from invoicing.invoices.models import Invoice
-from invoicing.settlement.models import Withdrawal, WithdrawalItem, WithdrawalStatus
+from invoicing.settlement.models import (
+    RelayerTransaction,
+    Withdrawal,
+    WithdrawalItem,
+    WithdrawalStatus,
+)
 from invoicing.webhooks.models import WebhookEvent
 from tests.chaos.topology import Api, Topology
 
@@ -111,9 +116,16 @@ async def progress(topology: Topology, owner: str) -> str:
             .limit(10)
         )
         waiting = [(a, (c - now_ms) // 1000, (n - now_ms) // 1000) for a, c, n in rows.all()]
+        pending = await session.execute(
+            select(RelayerTransaction.nonce, RelayerTransaction.tx_hash, RelayerTransaction.sent_at)
+            .where(RelayerTransaction.status == "pending")
+            .order_by(RelayerTransaction.nonce)
+        )
+        relayer = [(n, h[:10], (s - now_ms) // 1000) for n, h, s in pending.all()]
     return (
         f"invoices {dict(invoices)}, events {dict(events)}, "
-        f"(attempts, lease s, next s) of some waiting: {waiting}"
+        f"(attempts, lease s, next s) of some waiting: {waiting}, "
+        f"pending relayer txs (nonce, hash, sent s): {relayer}"
     )
 
 

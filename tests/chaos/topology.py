@@ -62,6 +62,17 @@ class ServiceProcess:
             )
         return self
 
+    def cpu_s(self) -> float:
+        """CPU seconds the process has used (0 when it is not running)."""
+        if not self.alive:
+            return 0.0
+        assert self.process is not None
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
