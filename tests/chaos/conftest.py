@@ -39,15 +39,8 @@ SKIP_REASON = (
     "PostgreSQL database); run it with `make test DB=postgres`"
 )
 SUMMARY: list[str] = []
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.chaos)
-            if not ON_POSTGRES:
-                item.add_marker(pytest.mark.skip(reason=SKIP_REASON))
+# Every chaos test module starts with this.
+CHAOS = [pytest.mark.chaos, pytest.mark.skipif(not ON_POSTGRES, reason=SKIP_REASON)]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -24,9 +24,11 @@ from tests.chaos.checks import (
     undelivered,
     webhook_duplicates,
 )
-from tests.chaos.conftest import SUMMARY
+from tests.chaos.conftest import CHAOS, SUMMARY
 from tests.chaos.topology import Api, Topology, count_statuses, wait_until
 from tests.support.signing import new_owner
+
+pytestmark = CHAOS
 
 CUT_S = float(os.environ.get("CHAOS_DB_CUT_S", "20"))
 PAID_DURING_CUT = 8

@@ -23,9 +23,11 @@ from tests.chaos.checks import (
     undelivered,
     webhook_duplicates,
 )
-from tests.chaos.conftest import SUMMARY
+from tests.chaos.conftest import CHAOS, SUMMARY
 from tests.chaos.topology import Topology, wait_until
 from tests.support.signing import new_owner
+
+pytestmark = CHAOS
 
 # The 500; CHAOS_INVOICES lowers it for a quick local run.
 INVOICES = int(os.environ.get("CHAOS_INVOICES", "500"))
@@ -58,7 +60,7 @@ async def kill_workers(topology: Topology, stop: asyncio.Event) -> int:
     return kills
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(400)
 async def test_every_invoice_settles_once_while_workers_are_killed(topology: Topology) -> None:
     owner = new_owner().address
     key = await topology.api_key(owner)
