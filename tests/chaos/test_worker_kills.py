@@ -87,7 +87,7 @@ async def test_every_invoice_settles_once_while_workers_are_killed(topology: Top
 
         await wait_until(
             all_completed,
-            180,
+            240,
             "every invoice completed",
             topology,
             lambda: progress(topology, owner),
