@@ -76,7 +76,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if not is_connection_loss(exc):
             log.exception("unhandled error", exc_info=exc)
             return error_response(500, "internal_error", "internal error")
-        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        # The driver's own error, never SQLAlchemy's text (it carries the statement's parameters).
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        log.warning("database unavailable: %s: %s", type(cause).__name__, cause)
         unavailable = DatabaseUnavailable("the database is unavailable; retry later")
         return error_response(unavailable.status, unavailable.code, unavailable.message)
 
