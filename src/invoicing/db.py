@@ -10,10 +10,12 @@ from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
+import asyncpg
 from sqlalchemy import Connection, Engine, MetaData, Table, event
 from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -61,12 +63,49 @@ def create_engine(url: str) -> AsyncEngine:
     else:
         kwargs["pool_size"] = 10
         kwargs["max_overflow"] = 20
-        # No pre-ping (a round trip per checkout); recycle instead so stale connections go.
+        # No pre-ping (a round trip per checkout); recycle instead so stale connections go,
+        # and a checkout never hands out one the server already closed (_drop_closed).
         kwargs["pool_recycle"] = 1800
     engine = create_async_engine(url, **kwargs)
     if engine.dialect.name == "sqlite":
         _tune_sqlite(engine.sync_engine)
+    else:
+        event.listen(engine.sync_engine, "checkout", _drop_closed)
     return engine
+
+
+def _drop_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool checkout: a connection whose socket is gone (the server restarted, a proxy or the
+    network dropped it) is replaced before use instead of failing the first statement.
+
+    The driver notices a closed socket on its own, so this costs no round trip (unlike
+    ``pool_pre_ping``); the pool retries the checkout with a new connection."""
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    is_closed = getattr(driver, "is_closed", None)
+    if is_closed is not None and is_closed():
+        raise DisconnectionError("the database closed this connection")
+
+
+# What a lost database surfaces as: the driver's own connection errors (raised as they are
+# when a new connection fails), the socket's, and SQLAlchemy's wrappers of the rest.
+_CONNECTION_LOSS: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.InterfaceError,
+    DisconnectionError,
+)
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached (down, restarting, refusing
+    connections, or a connection dropped mid-statement) rather than refusing a statement."""
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated or isinstance(exc, OperationalError | InterfaceError):
+            return True
+        return exc.orig is not None and isinstance(exc.orig, _CONNECTION_LOSS)
+    return isinstance(exc, _CONNECTION_LOSS)
 
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

@@ -24,9 +24,12 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
     ├── PayloadTooLarge           413 payload_too_large
     ├── RateLimited               429 rate_limited
-    └── ChainUnavailable          503 chain_unavailable
+    ├── ChainUnavailable          503 chain_unavailable
+    └── DatabaseUnavailable       503 database_unavailable
 
-Library errors are translated at the boundary (``raise ChainUnavailable(...) from exc``).
+Library errors are translated at the boundary (``raise ChainUnavailable(...) from exc``); a
+lost database connection, which can surface in any request, is translated by the API's one
+handler (``db.is_connection_loss``).
 """
 
 from __future__ import annotations
@@ -156,3 +159,11 @@ class ChainUnavailable(ServiceError):
 
     status = 503
     code = "chain_unavailable"
+
+
+class DatabaseUnavailable(ServiceError):
+    """The database could not be reached (down, restarting, or the connection dropped); the
+    request changed nothing and can be retried."""
+
+    status = 503
+    code = "database_unavailable"

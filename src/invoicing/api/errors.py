@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from invoicing.errors import RateLimited, ServiceError
+from invoicing.db import is_connection_loss
+from invoicing.errors import DatabaseUnavailable, RateLimited, ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,22 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = HTTP_CODES.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
+
+    # Handled here rather than by the catch-all below, which Starlette re-raises into the
+    # server's log after answering: a lost database is an outage to retry, not a bug.
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(ConnectionError)
+    @app.exception_handler(asyncpg.PostgresError)
+    @app.exception_handler(asyncpg.InterfaceError)
+    async def _database_error(_request: Request, exc: Exception) -> JSONResponse:
+        if not is_connection_loss(exc):
+            log.exception("unhandled error", exc_info=exc)
+            return error_response(500, "internal_error", "internal error")
+        # The driver's own error, never SQLAlchemy's text (it carries the statement's parameters).
+        cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+        log.warning("database unavailable: %s: %s", type(cause).__name__, cause)
+        unavailable = DatabaseUnavailable("the database is unavailable; retry later")
+        return error_response(unavailable.status, unavailable.code, unavailable.message)
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

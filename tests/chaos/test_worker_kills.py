@@ -1,0 +1,155 @@
+"""Scenario 1: invoices created through both API processes (some of them sent to both at
+once) and all paid while a worker process is SIGKILLed every few seconds and restarted.
+Every invoice ends completed, every webhook is delivered with no attempt number sent twice,
+no escrow is swept twice, and the owner receives exactly what was paid."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import httpx
+import pytest
+
+from tests.chaos.checks import (
+    count_with_status,
+    create,
+    events_by_status,
+    invoice_body,
+    list_all,
+    progress,
+    sweeps_per_invoice,
+    undelivered,
+    webhook_duplicates,
+)
+from tests.chaos.conftest import CHAOS, SUMMARY
+from tests.chaos.topology import Topology, wait_until
+from tests.support.signing import new_owner
+
+pytestmark = CHAOS
+
+# The issue's 500; CHAOS_INVOICES lowers it for a quick local run.
+INVOICES = int(os.environ.get("CHAOS_INVOICES", "500"))
+# A worker is killed every 2 s, the two taking turns, once the one whose turn it is has used
+# WORKING_CPU_S of CPU: start-up (imports, the chain checks) takes about 2.5 CPU s, and on a
+# loaded machine a worker killed on wall-clock time alone might never get past it.
+KILL_EVERY_S = 2.0
+WORKING_CPU_S = 3.0
+SENT_TO_BOTH_EVERY = 25  # every 25th invoice is sent to both API processes at once
+CREATE_CONCURRENCY = 16
+
+
+async def kill_workers(topology: Topology, stop: asyncio.Event) -> int:
+    """SIGKILL a worker every KILL_EVERY_S (taking turns, each once it does work) and start
+    it again at once."""
+    kills = 0
+    wait_s = KILL_EVERY_S
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), wait_s)
+        except TimeoutError:
+            worker = topology.workers[kills % len(topology.workers)]
+            if worker.cpu_s() < WORKING_CPU_S:
+                wait_s = 0.2  # not working yet: look again shortly
+                continue
+            worker.kill()
+            worker.start()
+            kills += 1
+            wait_s = KILL_EVERY_S
+    return kills
+
+
+@pytest.mark.timeout(400)
+async def test_every_invoice_settles_once_while_workers_are_killed(topology: Topology) -> None:
+    owner = new_owner().address
+    key = await topology.api_key(owner)
+    before = await topology.evm.get_balance(owner)
+    wei = [10**14 + i * 10**9 for i in range(INVOICES)]  # each amount its own
+    failures: dict[str, int] = {}
+    for i in range(INVOICES):
+        if i % 3 == 0:  # a third of the endpoints fail at first, some of them twice
+            failures[f"/kills/{i}"] = 2 if i % 9 == 0 else 1
+            topology.hooks.answers[f"/kills/{i}"] = [500] * failures[f"/kills/{i}"]
+        else:
+            failures[f"/kills/{i}"] = 0
+    stop = asyncio.Event()
+    started = time.monotonic()
+    killer = asyncio.create_task(kill_workers(topology, stop))
+    try:
+        addresses = await create_all(topology, key, owner, wei)
+        paid_at = time.monotonic()
+        await topology.pay(list(zip(addresses, wei, strict=True)))
+
+        async def all_completed() -> bool:
+            completed = await count_with_status(topology.apis[0], key, owner, "completed")
+            return completed == INVOICES
+
+        await wait_until(
+            all_completed,
+            240,
+            "every invoice completed",
+            topology,
+            lambda: progress(topology, owner),
+        )
+        settled_s = time.monotonic() - paid_at
+    finally:
+        stop.set()
+        kills = await killer
+
+    # The last kills may have taken events in flight with them: their leases (the webhook
+    # timeout + 30 s) end and the running workers send the next attempts.
+    async def all_delivered() -> bool:
+        return not undelivered(topology, failures)
+
+    delivered_s = await wait_until(
+        all_delivered, 60, "every webhook delivered", topology, lambda: progress(topology, owner)
+    )
+    items = await list_all(topology.apis[1], key, owner)
+    assert len(items) == INVOICES
+    assert {item["status"] for item in items} == {"completed"}
+    assert sorted(item["paymentAddress"] for item in items) == sorted(addresses)
+    events = await events_by_status(topology, owner)
+    assert events == {"delivered": INVOICES}
+    received, duplicates = webhook_duplicates(topology, "kills")
+    assert duplicates == 0
+    sweeps = await sweeps_per_invoice(topology, owner)
+    assert len(sweeps) == INVOICES and set(sweeps.values()) == {1}
+    assert await topology.evm.get_balance(owner) - before == sum(wei)
+    assert topology.exited() == []
+    SUMMARY.append(
+        f"chaos worker-kills: {INVOICES} invoices, {INVOICES} events delivered "
+        f"({received} requests), {kills} SIGKILLs, lost 0, duplicates 0, "
+        f"{settled_s:.1f} s from payment to all completed, the last webhook {delivered_s:.1f} s "
+        f"after the kills stopped, {time.monotonic() - started:.1f} s in all"
+    )
+
+
+async def create_all(topology: Topology, key: str, owner: str, wei: list[int]) -> list[str]:
+    """Create every invoice, alternating API processes; every SENT_TO_BOTH_EVERY-th goes to
+    both at once: one answers 201, the other 200 with the same invoice."""
+    limit = asyncio.Semaphore(CREATE_CONCURRENCY)
+    first, second = topology.apis
+
+    async def one(i: int) -> str:
+        body = invoice_body(topology, owner, f"kills-{i}", wei[i], f"kills/{i}")
+        async with limit:
+            if i % SENT_TO_BOTH_EVERY == 0:
+                answers = await asyncio.gather(create(first, key, body), create(second, key, body))
+                assert sorted(a.status_code for a in answers) == [200, 201], _texts(answers)
+                # The same invoice (the monitor may have read it in between: lastCheckedAt).
+                assert _stored(answers[0]) == _stored(answers[1])
+                return str(answers[0].json()["paymentAddress"])
+            answer = await create(topology.apis[i % 2], key, body)
+            assert answer.status_code == 201, answer.text
+            return str(answer.json()["paymentAddress"])
+
+    return list(await asyncio.gather(*(one(i) for i in range(INVOICES))))
+
+
+def _texts(answers: list[httpx.Response]) -> list[str]:
+    return [f"{a.status_code} {a.text}" for a in answers]
+
+
+def _stored(answer: httpx.Response) -> dict[str, object]:
+    return {k: v for k, v in answer.json().items() if k != "lastCheckedAt"}
