@@ -149,14 +149,6 @@ class TooManyWebhookEndpoints(Conflict):
     code = "too_many_webhook_endpoints"
 
 
-class TooManyWebhookSecrets(Conflict):
-    code = "too_many_webhook_secrets"
-
-
-class TooManyWebhookEndpoints(Conflict):
-    code = "too_many_webhook_endpoints"
-
-
 class PayloadTooLarge(ApiError):
     code, status = "payload_too_large", 413
 
