@@ -104,6 +104,14 @@ async def test_a_whole_flow_logs_no_secret(
         )
         assert issued.status_code == 201, issued.text
         key = issued.json()["apiKey"]
+        # A signing secret, so the paid webhooks below are signed deliveries.
+        signing = await http.post(
+            "/integration/webhook-secrets",
+            json={"ownerAddress": owner.address},
+            headers={"x-service-api-key": key},
+        )
+        assert signing.status_code == 201, signing.text
+        signing_secret = signing.json()["secret"]
         by_key = await http.post(
             "/integration/invoices",
             json=base_body | {"amount": "0.001", "webhookUrl": hooks.url("/key")},
@@ -155,6 +163,7 @@ async def test_a_whole_flow_logs_no_secret(
         "the relayer's private key": RELAYER_KEY.removeprefix("0x"),
         "INVOICING_SECRET": SECRET,
         "the metrics token": METRICS_TOKEN,
+        "the webhook signing secret": signing_secret,
     }
     leaked = [name for name, secret in secrets.items() if secret.lower() in text.lower()]
     assert leaked == []
