@@ -106,7 +106,10 @@ async def delete_invoice(
 ) -> Invoice:
     """Soft delete (``lifecycle.on_delete``): pending/expired → cancelled; paid/completed keep
     their status and are still withdrawn to the owner. The monitor stops reading the escrow;
-    funds reaching it are still swept."""
+    funds reaching it are still swept.
+
+    Idempotent: deleting an invoice that is already deleted changes nothing and returns it,
+    so a client retrying after a timeout gets the same answer, not 404."""
     async with db.transaction() as session:
         invoice = await session.scalar(
             select(Invoice)
@@ -114,11 +117,11 @@ async def delete_invoice(
                 Invoice.owner_key == owner_key,
                 Invoice.chain_id == chain_id,
                 Invoice.invoice_id == invoice_id,
-                Invoice.deleted_at.is_(None),
             )
             .with_for_update()
         )
         if invoice is None:
             raise NotFound("no such invoice for this owner and chain")
-        apply_step(invoice, on_delete(invoice), now_ms)
+        if invoice.deleted_at is None:
+            apply_step(invoice, on_delete(invoice), now_ms)
         return invoice
