@@ -12,6 +12,7 @@ from invoicing import __version__
 from invoicing.api import api_keys, escrows, fees, health, invoices, refunds, webhooks
 from invoicing.api.errors import install_error_handlers
 from invoicing.page import routes as page
+from invoicing.routedocs import install_openapi
 from invoicing.services import Services
 from invoicing.workers import run_workers
 
@@ -43,6 +44,7 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     )
     app.state.services = services
     install_error_handlers(app)
+    install_openapi(app)
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
     for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)

@@ -8,7 +8,7 @@ import math
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError, WithJsonSchema
 
 from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
@@ -35,7 +35,17 @@ def checksum_address(value: str) -> str:
     return normalize_address(value)
 
 
-Address = Annotated[str, AfterValidator(checksum_address)]
+Address = Annotated[
+    str,
+    AfterValidator(checksum_address),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "0x address; mixed case must be a valid EIP-55 checksum.",
+        }
+    ),
+]
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -167,26 +177,3 @@ def query_types(model: type[BaseModel]) -> dict[str, str]:
         types = {option.get("type") for option in options} - {"null"}
         kinds[name] = types.pop() if len(types) == 1 else "string"
     return kinds
-
-
-def query_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAPI ``parameters`` for routes that read their query raw (to verify signatures):
-    the route's query model is the one description of its parameters."""
-    schema = model.model_json_schema()
-    required = set(schema.get("required", ()))
-    return {
-        "parameters": [
-            {"name": name, "in": "query", "required": name in required, "schema": field}
-            for name, field in schema["properties"].items()
-        ]
-    }
-
-
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAPI ``requestBody`` for routes that read their body raw (to verify signatures)."""
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
-        }
-    }
