@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from invoicing import __version__
 from invoicing.api import api_keys, escrows, fees, health, invoices, refunds, webhooks
+from invoicing.api.cors import CorsByPath, cors_rules
 from invoicing.api.errors import install_error_handlers
 from invoicing.page import routes as page
 from invoicing.routedocs import install_openapi
@@ -45,6 +46,10 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     app.state.services = services
     install_error_handlers(app)
     install_openapi(app)
+    settings = services.settings
+    rules = cors_rules(settings.cors_allow_origins, settings.cors_integration_allow_origins)
+    if rules:
+        app.add_middleware(CorsByPath, rules=rules)
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
     for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)
