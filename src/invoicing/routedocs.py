@@ -118,6 +118,30 @@ SECURITY_SCHEMES: dict[str, Any] = {
 }
 
 
+# The document's own description: what a client generated from it cannot read elsewhere.
+API_DESCRIPTION = """\
+Crypto invoices on EVM chains: escrow per invoice, paid webhooks, batched withdrawals and
+gasless owner settings.
+
+**Authentication** (every /integration route; `ownerAddress` is always required): the
+owner's API key in `x-service-api-key`, or a request signature: `x-service-timestamp`
+(unix ms, within 5 minutes, once per owner) and `x-service-signature`, the owner wallet's
+EIP-191 personal_sign of `Service API Request Signature` + newline +
+`JSON.stringify({action, ownerAddress, timestamp, payload})`. `payload` is the body (POST)
+or the query (GET, DELETE) without `ownerAddress`, keys in the order sent (or sorted).
+Query values are signed typed by the parameter's schema (integers as numbers, `paid` as
+true/false, strings as strings even when all digits: `{"chainId":31337,"invoiceId":"1"}`)
+or all as strings. Body numbers are signed as `JSON.stringify` writes them (`1e-7`,
+`1e+21`); Python's `json.dumps` form (`1e-07`) is accepted too.
+
+**Fee deadlines**: a `deadline` over 10^12 is taken as milliseconds; the EIP-712 signature
+covers it in seconds (deadline // 1000, the value relayed on-chain).
+
+**CORS**: `/fees/*` and `/pay/{paymentAddress}/status` allow other origins (configurable);
+`/integration/*` only origins the operator allows; never with credentials.
+"""
+
+
 class ErrorBody(BaseModel):
     model_config = ConfigDict(extra="forbid", title="Error")
 

@@ -13,7 +13,7 @@ from invoicing.api import api_keys, escrows, fees, health, invoices, refunds, we
 from invoicing.api.cors import CorsByPath, cors_rules
 from invoicing.api.errors import install_error_handlers
 from invoicing.page import routes as page
-from invoicing.routedocs import install_openapi
+from invoicing.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.services import Services
 from invoicing.workers import run_workers
 
@@ -39,8 +39,7 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     app = FastAPI(
         title="Invoicing service",
         version=__version__,
-        description="Crypto invoices on EVM chains: escrow per invoice, paid webhooks, "
-        "batched withdrawals and gasless owner settings.",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
     )
     app.state.services = services
