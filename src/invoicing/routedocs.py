@@ -10,10 +10,12 @@ parameters; each route passes ``**documented(...)`` to its decorator instead::
             "Look up one invoice",
             ok=InvoiceStatusResult,           # a named pydantic model of the 2xx body
             query=StatusQuery,                # the model the handler validates with
+            action="invoice.status",          # what a request signature signs
             errors=OWNER_ROUTE_ERRORS + (NotFound, ChainUnavailable),
         ),
     )
 
+``action`` names the signature mode's action (``x-signature-action`` in the document).
 ``errors`` lists exception classes of ``invoicing.errors``: each status they map to is
 documented with the ``ErrorResponse`` schema, its ``code`` restricted to their codes (429
 with ``Retry-After``). ``auth`` is ``OWNER_AUTH`` (API key or request signature, the
@@ -255,13 +257,17 @@ def documented(
     auth: list[dict[str, list[str]]] = OWNER_AUTH,
     ok_response: dict[str, Any] | None = None,
     other_responses: dict[int | str, dict[str, Any]] | None = None,
+    action: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for a route decorator (``@router.get(path, **documented(...))``):
     ``ok`` is the named model of the ``status`` body (or ``ok_response`` a raw OpenAPI
     response for other media types); ``errors`` the exception classes it can answer;
-    ``other_responses`` any other FastAPI ``responses`` entries."""
+    ``other_responses`` any other FastAPI ``responses`` entries; ``action`` the signature
+    mode's action (``x-signature-action``: clients and the schemathesis run sign with it)."""
     success = ok_response or {"model": ok, "description": ok_description}
     extra: dict[str, Any] = {"security": auth}
+    if action is not None:
+        extra["x-signature-action"] = action
     if body is not None:
         extra.update(body_schema(body))
     if query is not None:

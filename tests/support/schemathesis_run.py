@@ -4,10 +4,11 @@
     python -m tests.support.schemathesis_run BASE_URL OWNER_KEY API_KEY CHAIN_ID PAYMENT_ADDRESS \
         SHARD SHARDS
 
-Every operation of openapi.json, valid and invalid cases by the schema; each case on an
-``/integration`` route is sent twice, with the owner's API key and signed by the owner
-wallet. Runs the operations whose index is SHARD modulo SHARDS (several processes share
-the work). Prints one JSON line: statuses, auth modes, failures, seconds.
+Every operation of openapi.json, valid and invalid cases by the schema; each case of an
+operation with security requirements is sent twice, with the owner's API key and signed by
+the owner wallet (over the operation's ``x-signature-action``). Runs the operations whose
+index is SHARD modulo SHARDS (several processes share the work). Prints one JSON line:
+statuses, auth modes, failures, seconds.
 
 The generated ``ownerAddress`` is replaced by the real owner's in most cases, and
 ``chainId``/``paymentAddress`` by real ones in some, so requests get past authentication
@@ -57,22 +58,6 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
 ]
-# Which action signs which route (spec 5.2 and DESIGN section 4).
-ACTIONS = {
-    ("POST", "/integration/invoices"): "invoice.create",
-    ("GET", "/integration/invoices/status"): "invoice.status",
-    ("GET", "/integration/invoices"): "invoice.list",
-    ("DELETE", "/integration/invoices"): "invoice.delete",
-    ("GET", "/integration/invoices/webhooks"): "invoice.webhooks",
-    ("POST", "/integration/invoices/refund-meta"): "invoice.refund",
-    ("POST", "/integration/fees/set-meta"): "fee.set-meta",
-    ("POST", "/integration/fees/set-payout-meta"): "fee.set-payout-meta",
-    ("GET", "/integration/fees"): "fee.get",
-    ("GET", "/integration/escrows/export"): "escrow.export",
-    ("POST", "/integration/api-keys"): "apikey.create",
-    ("GET", "/integration/api-keys"): "apikey.list",
-    ("DELETE", "/integration/api-keys"): "apikey.revoke",
-}
 
 
 class SigningSession(requests.Session):
@@ -82,6 +67,7 @@ class SigningSession(requests.Session):
     def __init__(self, owner: LocalAccount, api_key: str, shard: int, shards: int) -> None:
         super().__init__()
         self.owner, self.api_key, self.mode = owner, api_key, "apiKey"
+        self.action: str | None = None  # the operation's x-signature-action
         self.shard, self.shards, self.last_ms = shard, shards, 0
 
     def timestamp(self) -> int:
@@ -93,14 +79,13 @@ class SigningSession(requests.Session):
         return now
 
     def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
-        parts = urlsplit(request.url or "")
-        action = ACTIONS.get((request.method or "", parts.path))
         for name in (API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER):  # generated ones
             request.headers.pop(name, None)
-        if action is not None and self.mode == "apiKey":
+        if self.mode == "apiKey":
             request.headers.update(key_headers(self.api_key))
-        elif action is not None:
-            request.headers.update(self._signature(action, parts.query, request.body))
+        elif self.mode == "signature" and self.action is not None:
+            query = urlsplit(request.url or "").query
+            request.headers.update(self._signature(self.action, query, request.body))
         return super().send(request, **kwargs)
 
     def _signature(self, action: str, query: str, body: Any) -> dict[str, str]:
@@ -148,7 +133,8 @@ class Run:
 
     def send(self, case: schemathesis.Case) -> None:
         self.aim(case)
-        authenticated = case.path.startswith("/integration/")
+        self.session.action = case.operation.definition.raw.get("x-signature-action")
+        authenticated = bool(case.operation.definition.raw.get("security"))
         for mode in ("apiKey", "signature") if authenticated else ("public",):
             self.session.mode = mode
             self.modes[mode] += 1

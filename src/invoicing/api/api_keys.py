@@ -55,6 +55,7 @@ class OwnerQuery(BaseModel):
         body=CreateKeyBody,
         errors=BODY_ROUTE_ERRORS,
         auth=SIGNATURE_AUTH,
+        action="apikey.create",
     ),
 )
 async def create(request: Request) -> JSONResponse:
@@ -91,6 +92,7 @@ async def create(request: Request) -> JSONResponse:
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
         auth=SIGNATURE_AUTH,
+        action="apikey.list",
     ),
 )
 async def list_(request: Request) -> JSONResponse:
@@ -109,6 +111,7 @@ async def list_(request: Request) -> JSONResponse:
         query=RevokeKeyQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         auth=SIGNATURE_AUTH,
+        action="apikey.revoke",
     ),
 )
 async def revoke(request: Request) -> JSONResponse:

@@ -42,6 +42,7 @@ class ExportQuery(BaseModel):
                 }
             },
         },
+        action="escrow.export",
     ),
 )
 async def export(request: Request) -> StreamingResponse:

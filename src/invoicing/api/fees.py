@@ -158,6 +158,7 @@ async def _client_body(request: Request) -> dict[str, Any]:
         status=202,
         body=SetFeeBody,
         errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
+        action="fee.set-meta",
     ),
 )
 async def integration_set_fee(request: Request) -> JSONResponse:
@@ -173,6 +174,7 @@ async def integration_set_fee(request: Request) -> JSONResponse:
         status=202,
         body=SetPayoutBody,
         errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
+        action="fee.set-payout-meta",
     ),
 )
 async def integration_set_payout(request: Request) -> JSONResponse:
@@ -187,6 +189,7 @@ async def integration_set_payout(request: Request) -> JSONResponse:
         ok=FeeSettings,
         query=FeesQuery,
         errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain, ChainUnavailable),
+        action="fee.get",
     ),
 )
 async def get_fees(request: Request) -> JSONResponse:

@@ -147,6 +147,7 @@ def create_rules(settings: Settings) -> CreateRules:
         other_responses={
             200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
         },
+        action="invoice.create",
     ),
 )
 async def create(request: Request) -> JSONResponse:
@@ -187,6 +188,7 @@ async def create(request: Request) -> JSONResponse:
         ok=InvoiceStatusResult,
         query=StatusQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound, UnsupportedChain, ChainUnavailable),
+        action="invoice.status",
     ),
 )
 async def status(request: Request) -> JSONResponse:
@@ -201,7 +203,11 @@ async def status(request: Request) -> JSONResponse:
 @router.get(
     "",
     **documented(
-        "List an owner's invoices", ok=InvoiceList, query=ListQuery, errors=OWNER_ROUTE_ERRORS
+        "List an owner's invoices",
+        ok=InvoiceList,
+        query=ListQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="invoice.list",
     ),
 )
 async def list_(request: Request) -> JSONResponse:
@@ -240,6 +246,7 @@ async def list_(request: Request) -> JSONResponse:
         ok=DeleteResult,
         query=DeleteQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="invoice.delete",
     ),
 )
 async def delete(request: Request) -> JSONResponse:

@@ -103,6 +103,7 @@ class RefundBody(BaseModel):
             SweepInProgress,
             ChainUnavailable,
         ),
+        action="invoice.refund",
     ),
 )
 async def refund_meta(request: Request) -> JSONResponse:

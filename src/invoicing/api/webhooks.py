@@ -31,6 +31,7 @@ class WebhooksQuery(BaseModel):
         ok=WebhookLog,
         query=WebhooksQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="invoice.webhooks",
     ),
 )
 async def list_webhooks(request: Request) -> JSONResponse:
