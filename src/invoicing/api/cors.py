@@ -69,12 +69,12 @@ class CorsByPath:
             await self.app(scope, receive, send)
             return
         rule = next((r for r in self.rules if r.path.match(scope["path"])), None)
-        origin = Headers(scope=scope).get("origin") if rule is not None else None
-        if rule is None or origin is None or not rule.allows(origin):
+        headers = Headers(scope=scope) if rule is not None else None
+        origin = headers.get("origin") if headers is not None else None
+        if rule is None or headers is None or origin is None or not rule.allows(origin):
             await self.app(scope, receive, send)
             return
-        request_headers = Headers(scope=scope)
-        wanted = request_headers.get("access-control-request-method")
+        wanted = headers.get("access-control-request-method")
         if scope["method"] == "OPTIONS" and wanted is not None:
             if wanted.upper() in rule.methods:
                 await _preflight(send, rule, origin)
@@ -84,10 +84,10 @@ class CorsByPath:
 
         async def with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
+                answer = MutableHeaders(scope=message)
                 for name, value in _allow_origin(rule, origin):
-                    headers.append(name, value)
-                headers.append("Access-Control-Expose-Headers", "Retry-After")
+                    answer.append(name, value)
+                answer.append("Access-Control-Expose-Headers", "Retry-After")
             await send(message)
 
         await self.app(scope, receive, with_cors)
