@@ -65,8 +65,12 @@ async def test_generated_requests_get_documented_answers_and_no_5xx(
         statuses.update({int(status): count for status, count in run["statuses"].items()})
         modes.update(run["modes"])
     seconds = max(run["seconds"] for run in runs)
+    cpu_seconds = [run["cpu_seconds"] for run in runs]
 
-    print(f"schemathesis: {sum(statuses.values())} requests in {seconds} s: {dict(statuses)}")
+    print(
+        f"schemathesis: {sum(statuses.values())} requests in {seconds} s "
+        f"(generator CPU s {cpu_seconds}): {dict(statuses)}"
+    )
     assert [failure for run in runs for failure in run["failures"]] == []
     assert sum(statuses.values()) >= 1000
     assert not [status for status in statuses if status >= 500]

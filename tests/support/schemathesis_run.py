@@ -182,13 +182,14 @@ def main() -> None:
     base_url, owner_key, api_key, chain_id, payment_address, shard, shards = sys.argv[1:8]
     session = SigningSession(Account.from_key(owner_key), api_key, int(shard), int(shards))
     run = Run(base_url, session, int(chain_id), payment_address)
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     drive(run, int(shard), int(shards))
     summary = {
         "statuses": {str(status): count for status, count in sorted(run.statuses.items())},
         "modes": dict(run.modes),
         "failures": run.failures,
         "seconds": round(time.monotonic() - started, 1),
+        "cpu_seconds": round(time.process_time() - cpu_started, 1),
     }
     sys.stdout.write(json.dumps(summary) + "\n")
 
