@@ -19,7 +19,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     ├── Conflict                  409
     │   ├── InvoiceExists         409 invoice_exists
     │   ├── NonceMismatch         409 nonce_mismatch
-    │   └── SweepInProgress       409 sweep_in_progress
+    │   ├── SweepInProgress       409 sweep_in_progress
+    │   └── TooManyWebhookSecrets 409 too_many_webhook_secrets
     ├── PayloadTooLarge           413 payload_too_large
     ├── RateLimited               429 rate_limited
     └── ChainUnavailable          503 chain_unavailable
@@ -121,6 +122,12 @@ class SweepInProgress(Conflict):
     """A refund of an escrow whose sweep is pending (they never race)."""
 
     code = "sweep_in_progress"
+
+
+class TooManyWebhookSecrets(Conflict):
+    """An owner already holds the most active webhook signing secrets allowed."""
+
+    code = "too_many_webhook_secrets"
 
 
 class PayloadTooLarge(ServiceError):

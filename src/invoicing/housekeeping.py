@@ -2,7 +2,9 @@
 
 - replay keys of signed requests that can no longer pass the time window
   (``auth.guard.purge_used_timestamps``);
-- rate-limit counters of windows that are over (``ratelimit.purge_windows``).
+- rate-limit counters of windows that are over (``ratelimit.purge_windows``);
+- finished webhook events and their attempts past ``webhook_event_retention_s``
+  (``webhooks.retention.prune_finished_events``).
 
 The request paths never delete: each table stays as small as its window because of this
 loop. Each step fails alone (logged, tried again next round), never the loop.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -19,6 +22,8 @@ from invoicing.auth.guard import purge_used_timestamps
 from invoicing.db import Database
 from invoicing.ratelimit import purge_windows
 from invoicing.services import Services
+from invoicing.settings import Settings
+from invoicing.webhooks.retention import prune_finished_events
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,13 @@ PURGE_INTERVAL_S = 60.0
 
 Step = Callable[[Database, int], Awaitable[object]]
 STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows)
+
+
+def steps(settings: Settings) -> tuple[Step, ...]:
+    """Every step, the configured ones bound to their settings."""
+    retention_ms = int(settings.webhook_event_retention_s * 1000)
+    prune = functools.partial(prune_finished_events, retention_ms=retention_ms)
+    return (*STEPS, functools.update_wrapper(prune, prune_finished_events))
 
 
 async def run(services: Services, stop: asyncio.Event) -> None:
@@ -39,7 +51,7 @@ async def run(services: Services, stop: asyncio.Event) -> None:
 async def run_once(services: Services) -> None:
     """One round of every step; a step that fails is logged and the others still run."""
     now_ms = services.clock.now_ms()
-    for step in STEPS:
+    for step in steps(services.settings):
         try:
             await step(services.db, now_ms)
         except Exception:  # noqa: BLE001 - one failed step must not stop the others

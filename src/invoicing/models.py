@@ -15,6 +15,7 @@ from invoicing.settlement.models import (
     WithdrawalItem,
 )
 from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEvent
+from invoicing.webhooks.signing import OwnerSettings, WebhookSecret
 
 __all__ = [
     "ApiKey",
@@ -23,6 +24,7 @@ __all__ = [
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",
+    "OwnerSettings",
     "ParkedEscrow",
     "RateLimitWindow",
     "Refund",
@@ -32,6 +34,7 @@ __all__ = [
     "WebhookAttempt",
     "WebhookEndpoint",
     "WebhookEvent",
+    "WebhookSecret",
     "Withdrawal",
     "WithdrawalItem",
 ]

@@ -170,7 +170,9 @@ _NAMED_MODELS: dict[str, type[BaseModel]] = {}
 
 def schema_ref(model: type[BaseModel]) -> dict[str, str]:
     """A ``$ref`` to ``model``, which the document then carries in components.schemas."""
-    _NAMED_MODELS[model.__name__] = model
+    known = _NAMED_MODELS.setdefault(model.__name__, model)
+    if known is not model:  # two models, one name: the document would show only one
+        raise ValueError(f"two schemas are named {model.__name__}: rename one")
     return {"$ref": REF + model.__name__}
 
 

@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
+    # once older than this; pending ones are kept.
+    webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0
@@ -171,6 +174,9 @@ class Settings(BaseSettings):
     owner_rate_limit_per_minute: int = 1200
     # API keys issued per owner:
     api_key_issuance_per_hour: int = 10
+    # Webhook signing secrets issued per owner (at most 5 are active at once, see
+    # webhooks/signing.py; this bounds a create-and-revoke loop):
+    webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
     # CORS (api/cors.py): origins whose pages may call /fees/* and /pay/<address>/status

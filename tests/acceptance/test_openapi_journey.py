@@ -170,6 +170,8 @@ async def journey(
     shown = await http.get("/integration/invoices/status", params=lookup, headers=key)
     assert [r["amountRaw"] for r in shown.json()["invoice"]["refunds"]] == [str(10**14)]
 
+    await webhook_signing(http, owner, key)
+
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
     deleted = await http.delete("/integration/invoices", params=params, headers=key)
     again = await http.delete("/integration/invoices", params=params, headers=key)
@@ -236,3 +238,30 @@ async def owner_settings(
     }
     response = await http.post("/integration/fees/set-payout-meta", json=payout_body, headers=key)
     assert response.status_code == 202, response.text
+
+
+async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
+    """Signing secrets and owner settings (issue 17's routes)."""
+    address = owner.address
+    created = await http.post(
+        "/integration/webhook-secrets", json={"ownerAddress": address}, headers=key
+    )
+    assert created.status_code == 201, created.text
+    listed = await http.get(
+        "/integration/webhook-secrets", params={"ownerAddress": address}, headers=key
+    )
+    assert [item["id"] for item in listed.json()["items"]] == [created.json()["id"]]
+    revoked = await http.delete(
+        "/integration/webhook-secrets",
+        params={"ownerAddress": address, "id": created.json()["id"]},
+        headers=key,
+    )
+    assert revoked.status_code == 200
+    changed = await http.put(
+        "/integration/settings",
+        json={"ownerAddress": address, "webhookApiKeyHeader": False},
+        headers=key,
+    )
+    assert changed.json() == {"webhookApiKeyHeader": False}
+    read = await http.get("/integration/settings", params={"ownerAddress": address}, headers=key)
+    assert read.json() == {"webhookApiKeyHeader": False}

@@ -22,6 +22,7 @@ class Received:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    raw: bytes = b""  # the body exactly as it arrived
 
 
 @dataclass
@@ -59,8 +60,9 @@ class Receiver:
         @app.post("/{path:path}")
         async def hook(path: str, request: Request) -> Response:
             key = "/" + path
+            raw = await request.body()
             self.requests.append(
-                Received(key, dict(request.headers), json.loads(await request.body()), time.time())
+                Received(key, dict(request.headers), json.loads(raw), time.time(), raw)
             )
             self.arrived.set()
             self.in_flight[key] += 1

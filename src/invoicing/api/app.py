@@ -9,7 +9,16 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from invoicing import __version__
-from invoicing.api import api_keys, escrows, fees, health, invoices, refunds, webhooks
+from invoicing.api import (
+    api_keys,
+    escrows,
+    fees,
+    health,
+    invoices,
+    refunds,
+    webhook_signing,
+    webhooks,
+)
 from invoicing.api.cors import CorsByPath, cors_rules
 from invoicing.api.errors import install_error_handlers
 from invoicing.page import routes as page
@@ -52,4 +61,5 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
     for router in (*routers, fees.router, refunds.router, escrows.router):
         app.include_router(router)
+    app.include_router(webhook_signing.router)
     return app

@@ -125,6 +125,38 @@ class RevokedApiKey(_Out):
     revokedAt: TimestampMs
 
 
+class IssuedWebhookSecret(_Out):
+    """A new webhook signing secret; ``secret`` is shown this once."""
+
+    id: str
+    secret: str
+    createdAt: TimestampMs
+
+
+class WebhookSecret(_Out):
+    id: str
+    createdAt: TimestampMs
+    revokedAt: TimestampMs | None
+
+
+class WebhookSecretList(_Out):
+    items: list[WebhookSecret]
+
+
+class RevokedWebhookSecret(_Out):
+    revoked: Literal[True]
+    id: str
+    revokedAt: TimestampMs
+
+
+class OwnerSettings(_Out):
+    """An owner's settings (defaults when never set)."""
+
+    webhookApiKeyHeader: bool = Field(
+        description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
+    )
+
+
 class FeeSettings(_Out):
     """An owner's settings as the factory holds them."""
 

@@ -5,6 +5,10 @@ transaction under ``FOR UPDATE SKIP LOCKED``, so two worker processes never send
 attempt at once; a worker that dies mid-attempt loses its lease and another one takes the
 event over with the next attempt number. Results are written only while the claim still
 holds (same attempt number), so a late writer cannot undo a newer attempt.
+
+Each claimed batch also reads its owners' webhook options (signing secrets and whether to
+send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
+is computed when the attempt is sent (``signed_delivery``), over the exact body bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from sqlalchemy import Select, Table, and_, bindparam, insert, not_, select, update
@@ -26,9 +30,16 @@ from invoicing.services import Services
 from invoicing.webhooks.client import Delivery, Outcome
 from invoicing.webhooks.endpoints import endpoint_is_failing, record_health
 from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.webhooks.signing import (
+    WEBHOOK_SIGNATURE_HEADER,
+    WebhookOptions,
+    signature_header,
+    webhook_options_by_owner,
+)
 
 EVENT_ID_HEADER = "x-service-event-id"
 ATTEMPT_HEADER = "x-service-delivery-attempt"
+DEFAULT_OPTIONS = WebhookOptions()
 # A claim outlives the attempt's timeout by this much before another worker may take over.
 LEASE_MARGIN_MS = 30_000
 
@@ -41,6 +52,19 @@ class ClaimedEvent:
     attempt: int
     endpoint_host: str
     delivery: Delivery
+    # The owner's active signing secrets, oldest first (empty: sent unsigned).
+    signing_secrets: tuple[str, ...] = field(default=(), repr=False)
+
+
+def signed_delivery(event: ClaimedEvent, now_ms: int) -> Delivery:
+    """The delivery as it goes out at ``now_ms``: with ``x-service-webhook-signature`` over
+    its body bytes when the owner has active secrets (``t`` = this send time, in seconds)."""
+    header = signature_header(event.signing_secrets, now_ms // 1000, event.delivery.body)
+    if header is None:
+        return event.delivery
+    return replace(
+        event.delivery, headers={**event.delivery.headers, WEBHOOK_SIGNATURE_HEADER: header}
+    )
 
 
 @dataclass(frozen=True)
@@ -150,9 +174,15 @@ async def _load_claimed(
         .where(WebhookEvent.id.in_(ids))
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
     )
+    loaded = list(rows)
+    secret = services.settings.secret
+    owners = {event.owner_key for event, _invoice, _key in loaded}
+    options = await webhook_options_by_owner(session, owners, secret)
     claimed = []
-    for event, invoice, key_encrypted in rows:
-        api_key = decrypt_key(key_encrypted, services.settings.secret) if key_encrypted else None
+    for event, invoice, key_encrypted in loaded:
+        owner = options.get(event.owner_key, DEFAULT_OPTIONS)
+        send_key = key_encrypted and owner.api_key_header
+        api_key = decrypt_key(key_encrypted, secret) if send_key else None
         claimed.append(
             ClaimedEvent(
                 event_id=event.id,
@@ -163,6 +193,7 @@ async def _load_claimed(
                     body=encode_body(event.payload),
                     headers=event_headers(event.id, event.attempts, invoice, api_key),
                 ),
+                signing_secrets=owner.secrets,
             )
         )
     return claimed

@@ -18,7 +18,11 @@ class EventStatus:
 
 class WebhookEvent(Base):
     __tablename__ = "webhook_events"
-    __table_args__ = (Index("ix_webhook_events_due", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_webhook_events_due", "status", "next_attempt_at"),
+        # Housekeeping finds finished events past the retention (webhooks/retention.py).
+        Index("ix_webhook_events_finished", "status", "created_at"),
+    )
 
     # Sent as x-service-event-id; stable across retries.
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

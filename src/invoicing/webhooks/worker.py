@@ -17,7 +17,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.services import Services
 from invoicing.webhooks.client import HttpWebhookClient, WebhookClient
-from invoicing.webhooks.delivery import AttemptResult, ClaimedEvent, claim_events, record_results
+from invoicing.webhooks.delivery import (
+    AttemptResult,
+    ClaimedEvent,
+    claim_events,
+    record_results,
+    signed_delivery,
+)
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class Dispatcher:
     async def _deliver(self, event: ClaimedEvent) -> None:
         attempted_at = self.services.clock.now_ms()
         try:
-            outcome = await self.client.send(event.delivery)
+            outcome = await self.client.send(signed_delivery(event, attempted_at))
         finally:
             self.in_flight_per_host[event.endpoint_host] -= 1
             if not self.in_flight_per_host[event.endpoint_host]:

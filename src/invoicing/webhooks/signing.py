@@ -1,0 +1,305 @@
+"""Signed webhook deliveries: each owner's signing secrets, their webhook settings, the header.
+
+While an owner has active secrets, every delivery to that owner carries
+``x-service-webhook-signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]``, one ``v1`` per active
+secret (oldest first), each ``HMAC-SHA256(key = the whole secret "whsec_…" as UTF-8,
+message = "<t>.<raw body>")``: a receiver that knows any one active secret can check the
+delivery, so a secret is rotated by creating the new one, switching the receiver, then
+revoking the old one. ``t`` is the send time, so a receiver can refuse old (replayed) ones.
+
+Secrets are stored like API keys' webhook copies (``auth.api_keys``): Fernet under a key
+derived from ``INVOICING_SECRET`` with HKDF-SHA256, with an info string of their own, and
+shown in clear only in the answer that creates them.
+
+``owner_settings`` holds what an owner chose about their webhooks: ``webhookApiKeyHeader``
+(default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import hmac
+import logging
+import secrets as token_source
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from cryptography.fernet import Fernet, InvalidToken
+from pydantic import SecretStr
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Index,
+    String,
+    Text,
+    func,
+    literal,
+    null,
+    select,
+    true,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from invoicing.auth.api_keys import hkdf_sha256
+from invoicing.db import Base, upsert
+from invoicing.errors import NotFound, TooManyWebhookSecrets
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
+SECRET_PREFIX = "whsec_"
+ENCRYPTION_INFO = b"invoicing webhook-secret encryption v1"
+# Active secrets an owner may hold at once (two are enough to rotate; a few spare).
+MAX_ACTIVE_SECRETS = 5
+
+
+class WebhookSecret(Base):
+    """One owner's webhook signing secret; revoked ones stay listed with ``revoked_at``."""
+
+    __tablename__ = "webhook_secrets"
+    __table_args__ = (Index("ix_webhook_secrets_owner_key_revoked_at", "owner_key", "revoked_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_key: Mapped[str] = mapped_column(String(42))
+    # Fernet token of the secret (HKDF key, see the module docstring). Never the secret.
+    secret_encrypted: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class OwnerSettings(Base):
+    """What an owner chose about the service's behaviour towards them (absent row: defaults)."""
+
+    __tablename__ = "owner_settings"
+
+    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    webhook_api_key_header: Mapped[bool] = mapped_column(Boolean, server_default=true())
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+# ---- the header -------------------------------------------------------------------------
+
+
+def signature_header(secrets: Sequence[str], timestamp: int, body: bytes) -> str | None:
+    """The ``x-service-webhook-signature`` value for ``body`` sent at ``timestamp`` (unix
+    seconds), one ``v1`` per secret; None without secrets (then no header is sent)."""
+    if not secrets:
+        return None
+    message = b"%d.%s" % (timestamp, body)
+    signatures = (
+        hmac.new(secret.encode(), message, hashlib.sha256).hexdigest() for secret in secrets
+    )
+    return f"t={timestamp}," + ",".join(f"v1={signature}" for signature in signatures)
+
+
+# ---- secrets at rest --------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4)
+def _fernet(server_secret: str) -> Fernet:
+    key = hkdf_sha256(server_secret.encode(), None, ENCRYPTION_INFO, 32)
+    return Fernet(base64.urlsafe_b64encode(key))
+
+
+def encrypt_secret(secret: str, server_secret: SecretStr) -> str:
+    return _fernet(server_secret.get_secret_value()).encrypt(secret.encode()).decode()
+
+
+def decrypt_secret(encrypted: str, server_secret: SecretStr) -> str | None:
+    """The secret in clear; None if it was stored under another server secret."""
+    try:
+        return _fernet(server_secret.get_secret_value()).decrypt(encrypted.encode()).decode()
+    except InvalidToken:
+        return None
+
+
+async def active_secrets(session: AsyncSession, owner: str, server_secret: SecretStr) -> list[str]:
+    """The owner's active signing secrets in clear, oldest first (empty: deliveries unsigned)."""
+    return (await active_secrets_by_owner(session, [owner], server_secret)).get(owner.lower(), [])
+
+
+async def active_secrets_by_owner(
+    session: AsyncSession, owners: Collection[str], server_secret: SecretStr
+) -> dict[str, list[str]]:
+    """Active secrets of several owners in one query (a claimed batch of deliveries), keyed
+    by lowercased owner; owners without any are left out."""
+    keys = sorted({owner.lower() for owner in owners})
+    if not keys:
+        return {}
+    rows = await session.execute(
+        select(WebhookSecret.owner_key, WebhookSecret.secret_encrypted)
+        .where(WebhookSecret.owner_key.in_(keys), WebhookSecret.revoked_at.is_(None))
+        .order_by(WebhookSecret.owner_key, WebhookSecret.created_at, WebhookSecret.id)
+    )
+    found: dict[str, list[str]] = {}
+    for owner_key, encrypted in rows:
+        secret = _readable(owner_key, encrypted, server_secret)
+        if secret is not None:
+            found.setdefault(owner_key, []).append(secret)
+    return found
+
+
+def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> str | None:
+    secret = decrypt_secret(encrypted, server_secret)
+    if secret is None:
+        # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
+        log.warning(
+            "a webhook secret of %s cannot be decrypted (INVOICING_SECRET changed?)", owner_key
+        )
+    return secret
+
+
+async def create_secret(
+    session: AsyncSession, owner: str, server_secret: SecretStr, now_ms: int
+) -> tuple[WebhookSecret, str]:
+    """Issue a signing secret; returns the row and the secret in clear (shown once).
+
+    Refused (409 ``too_many_webhook_secrets``) when the owner already has
+    :data:`MAX_ACTIVE_SECRETS` active ones. The owner's settings row is locked first, so
+    concurrent creates on several processes count one after the other."""
+    owner_key = owner.lower()
+    await _lock_owner(session, owner_key, now_ms)
+    active = await session.scalar(
+        select(func.count())
+        .select_from(WebhookSecret)
+        .where(WebhookSecret.owner_key == owner_key, WebhookSecret.revoked_at.is_(None))
+    )
+    if (active or 0) >= MAX_ACTIVE_SECRETS:
+        raise TooManyWebhookSecrets(
+            f"an owner may have at most {MAX_ACTIVE_SECRETS} active webhook secrets; "
+            "revoke one first",
+            {"maxActive": MAX_ACTIVE_SECRETS},
+        )
+    secret = SECRET_PREFIX + token_source.token_urlsafe(32)
+    row = WebhookSecret(
+        id=str(uuid.uuid4()),
+        owner_key=owner_key,
+        secret_encrypted=encrypt_secret(secret, server_secret),
+        created_at=now_ms,
+    )
+    session.add(row)
+    await session.flush()
+    return row, secret
+
+
+async def list_secrets(session: AsyncSession, owner: str) -> list[WebhookSecret]:
+    """Every secret of the owner, revoked ones included, oldest first."""
+    rows = await session.scalars(
+        select(WebhookSecret)
+        .where(WebhookSecret.owner_key == owner.lower())
+        .order_by(WebhookSecret.created_at, WebhookSecret.id)
+    )
+    return list(rows)
+
+
+async def revoke_secret(
+    session: AsyncSession, owner: str, secret_id: str, now_ms: int
+) -> WebhookSecret:
+    """Stop signing with one of the owner's secrets (404 if not theirs; revoking twice keeps
+    the first time)."""
+    row = await session.scalar(
+        select(WebhookSecret).where(
+            WebhookSecret.id == secret_id, WebhookSecret.owner_key == owner.lower()
+        )
+    )
+    if row is None:
+        raise NotFound("no such webhook secret for this owner")
+    if row.revoked_at is None:
+        row.revoked_at = now_ms
+    return row
+
+
+def secret_to_dict(row: WebhookSecret) -> dict[str, object]:
+    """A secret as listed: never the secret itself."""
+    return {"id": row.id, "createdAt": row.created_at, "revokedAt": row.revoked_at}
+
+
+# ---- owner settings ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """What a delivery to one owner needs: whether to send the API key, and the secrets."""
+
+    api_key_header: bool = True
+    secrets: tuple[str, ...] = field(default=(), repr=False)  # in clear: never in a repr
+
+
+async def webhook_options_by_owner(
+    session: AsyncSession, owners: Collection[str], server_secret: SecretStr
+) -> dict[str, WebhookOptions]:
+    """Each owner's :class:`WebhookOptions`, keyed by lowercased owner, in one query for a
+    whole claimed batch (secrets and settings together); owners with neither are left out
+    (use ``WebhookOptions()``, the defaults)."""
+    keys = sorted({owner.lower() for owner in owners})
+    if not keys:
+        return {}
+    secrets_ = select(
+        WebhookSecret.owner_key.label("owner_key"),
+        WebhookSecret.secret_encrypted.label("encrypted"),
+        null().cast(Boolean).label("api_key_header"),
+        WebhookSecret.created_at.label("created_at"),
+        WebhookSecret.id.label("id"),
+    ).where(WebhookSecret.owner_key.in_(keys), WebhookSecret.revoked_at.is_(None))
+    settings = select(
+        OwnerSettings.owner_key,
+        null().cast(Text),
+        OwnerSettings.webhook_api_key_header,
+        literal(0, BigInteger),
+        literal("", String),
+    ).where(OwnerSettings.owner_key.in_(keys))
+    both = union_all(secrets_, settings).subquery()
+    rows = await session.execute(
+        select(both).order_by(both.c.owner_key, both.c.created_at, both.c.id)
+    )
+    found: dict[str, tuple[bool, list[str]]] = {}
+    for owner_key, encrypted, api_key_header, _created_at, _id in rows:
+        header, secrets = found.setdefault(owner_key, (True, []))
+        if api_key_header is not None:
+            found[owner_key] = (bool(api_key_header), secrets)
+        elif (secret := _readable(owner_key, encrypted, server_secret)) is not None:
+            secrets.append(secret)
+    return {
+        owner_key: WebhookOptions(api_key_header=header, secrets=tuple(secrets))
+        for owner_key, (header, secrets) in found.items()
+    }
+
+
+async def get_settings(session: AsyncSession, owner: str) -> dict[str, object]:
+    """The owner's settings as the API shows them (defaults when never set)."""
+    row = await session.get(OwnerSettings, owner.lower())
+    return {"webhookApiKeyHeader": True if row is None else row.webhook_api_key_header}
+
+
+async def update_settings(
+    session: AsyncSession, owner: str, webhook_api_key_header: bool, now_ms: int
+) -> dict[str, object]:
+    """Store the owner's choice; returns the settings as they now are."""
+    owner_key = owner.lower()
+    await _lock_owner(session, owner_key, now_ms)
+    row = await session.get(OwnerSettings, owner_key, populate_existing=True)
+    assert row is not None  # locked (so created) just above
+    row.webhook_api_key_header = webhook_api_key_header
+    row.updated_at = now_ms
+    return {"webhookApiKeyHeader": webhook_api_key_header}
+
+
+async def _lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:
+    """Create the owner's settings row if missing (defaults), then hold its row lock until
+    the transaction ends (SQLite: the write transaction already excludes every other)."""
+    dialect = (await session.connection()).dialect.name
+    await session.execute(
+        upsert(dialect, OwnerSettings)
+        .values(owner_key=owner_key, webhook_api_key_header=True, updated_at=now_ms)
+        .on_conflict_do_nothing(index_elements=[OwnerSettings.owner_key])
+    )
+    await session.execute(
+        select(OwnerSettings.owner_key)
+        .where(OwnerSettings.owner_key == owner_key)
+        .with_for_update()
+    )
