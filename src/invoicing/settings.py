@@ -8,6 +8,7 @@ settings shows them; code that needs the value calls ``get_secret_value()``.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -187,6 +188,11 @@ class Settings(BaseSettings):
     webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
+    # CORS (api/cors.py): origins whose pages may call /fees/* and /pay/<address>/status
+    # (comma-separated, or * for any), and those that may call /integration/* (none by
+    # default: it is server-to-server). Never with credentials.
+    cors_allow_origins: str = "*"
+    cors_integration_allow_origins: str = ""
     # Who may be an owner: unset = anyone with a wallet; comma-separated addresses, or
     # ``file:PATH`` (one address per line, ``#`` comments; re-read when the file changes).
     owners: str | None = None
@@ -255,6 +261,12 @@ class Settings(BaseSettings):
         from invoicing.ratelimit import trusted_networks
 
         trusted_networks(self.trusted_proxies)  # raises ValueError on a bad CIDR
+        return self
+
+    @model_validator(mode="after")
+    def _check_cors_origins(self) -> Settings:
+        parse_origins(self.cors_allow_origins)  # raises ValueError naming a bad origin
+        parse_origins(self.cors_integration_allow_origins)
         return self
 
     @model_validator(mode="after")
@@ -442,3 +454,12 @@ def _deterministic_factory() -> str:
     from invoicing.chain.deploy import factory_address  # the contracts load only when needed
 
     return factory_address()
+
+
+def parse_origins(value: str) -> frozenset[str]:
+    """A CORS setting: comma-separated origins (``https://shop.example``), or ``*``."""
+    origins = frozenset(part.strip().rstrip("/") for part in value.split(",") if part.strip())
+    for origin in origins - {"*"}:
+        if not re.fullmatch(r"https?://[^/\s]+", origin):
+            raise ValueError(f"CORS: not an origin (scheme://host[:port]): {origin!r}")
+    return origins

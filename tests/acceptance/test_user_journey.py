@@ -17,6 +17,7 @@ import pytest
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.evm import EvmClient
+from tests.support.openapi_check import ResponseChecker
 from tests.support.receiver import receiver
 from tests.support.server import free_port
 from tests.support.signing import new_owner, signed_headers
@@ -90,10 +91,16 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
         stderr=subprocess.STDOUT,
     )
     owner = new_owner()
+    checker = ResponseChecker()  # every response, checked against openapi.json
     try:
         ready = await wait_ready(ready_file, process)
         evm = EvmClient.connect(str(ready["rpc_url"]))
-        async with receiver() as hooks, httpx.AsyncClient(base_url=str(ready["base_url"])) as http:
+        async with (
+            receiver() as hooks,
+            httpx.AsyncClient(
+                base_url=str(ready["base_url"]), event_hooks={"response": [checker.hook()]}
+            ) as http,
+        ):
             # An API key, issued through signature mode.
             issued = await http.post(
                 "/integration/api-keys",
@@ -132,6 +139,7 @@ async def test_invoice_paid_notified_and_withdrawn(tmp_path: Path) -> None:
         await asyncio.wait_for(process.wait(), timeout=30)
         log.close()
 
+    assert checker.problems == []
     assert delivery.headers["x-service-api-key"] == key
     assert delivery.headers["x-service-delivery-attempt"] == "1"
     assert delivery.body["invoiceId"] == "order-42"

@@ -344,3 +344,42 @@ async def test_client_routes_are_rate_limited_per_ip(limited_app: RunningApp) ->
     assert (
         await limited_app.http.post("/integration/fees/set-meta", json=bodies[0])
     ).status_code == 401
+
+
+@pytest.mark.parametrize("route", ["/integration/fees/set-meta", "/fees/set-meta"])
+async def test_a_deadline_sent_in_ms_is_signed_in_seconds(
+    app: RunningApp, dev: DevDeployment, route: str
+) -> None:
+    """The request may send the deadline in milliseconds; the EIP-712 signature covers it
+    in seconds (deadline // 1000, the value relayed on-chain). A signature over the
+    milliseconds is refused with a message saying so, and nothing is sent."""
+    owner = new_owner()
+    deadline = deadline_s()
+    deadline_ms = deadline * 1000 + 999
+
+    def signed(when: int) -> dict[str, Any]:
+        typed = set_fee_typed_data(dev.chain_id, dev.factory, owner.address, 77, 0, when)
+        return fee_body(
+            owner.address, dev.chain_id, feeBps=77, nonce="0", deadline=str(deadline_ms),
+            signature="0x" + sign_typed(owner, typed).hex(),
+        )  # fmt: skip
+
+    async def post(body: dict[str, Any]) -> httpx.Response:
+        if route.startswith("/integration"):
+            return await post_signed(app, route, "fee.set-meta", owner, body)
+        return await app.http.post(route, json=body)
+
+    sent_before = await relayer_tx_count(app.services)
+    over_ms = await post(signed(deadline_ms))
+    sent_after_refusal = await relayer_tx_count(app.services)
+    over_seconds = await post(signed(deadline))
+    await settle_all(app.services)
+    settings = await get_fees(app, owner, dev.chain_id)
+
+    assert over_ms.status_code == 400
+    assert over_ms.json()["error"]["code"] == "invalid_owner_signature"
+    assert "sign it in seconds" in over_ms.json()["error"]["message"]
+    assert over_ms.json()["error"]["details"] == {"signedDeadline": str(deadline)}
+    assert sent_after_refusal == sent_before
+    assert over_seconds.status_code == 202, over_seconds.text
+    assert settings.json()["feeBps"] == 77

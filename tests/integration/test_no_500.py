@@ -145,6 +145,41 @@ async def test_nul_characters_are_refused_and_create_nothing(
     assert listed.json()["total"] == 0
 
 
+@pytest.mark.parametrize(
+    "raw_change",
+    [
+        '"description": "\\ud800"',
+        '"metadata": {"k": "\\udfff x"}',
+        '"metadata": {"n": NaN}',
+        '"metadata": {"n": -Infinity}',
+        '"metadata": {"n": 1e400}',
+    ],
+)
+async def test_lone_surrogates_and_non_finite_numbers_are_refused_and_create_nothing(
+    app: RunningApp, dev: DevDeployment, raw_change: str
+) -> None:
+    """Neither has a form to store in PostgreSQL or to sign: refused as the body is read."""
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    raw = (
+        f'{{"ownerAddress": "{owner.address}", "chainId": {dev.chain_id}, "amount": "1", '
+        f"{raw_change}}}"
+    )
+
+    response = await app.http.post(
+        "/integration/invoices",
+        content=raw.encode(),
+        headers={**key_headers(key), "content-type": "application/json"},
+    )
+    listed = await app.http.get(
+        "/integration/invoices", params={"ownerAddress": owner.address}, headers=key_headers(key)
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert listed.json()["total"] == 0
+
+
 async def test_nul_in_a_query_is_refused(app: RunningApp) -> None:
     owner = new_owner()
     key = await issue_api_key(app.services, owner)

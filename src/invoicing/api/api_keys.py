@@ -7,7 +7,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address, body_schema, query_schema
+from invoicing.api.inputs import Address
+from invoicing.api.responses import ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.auth.api_keys import (
     active_key_cache,
     create_api_key,
@@ -15,13 +16,17 @@ from invoicing.auth.api_keys import (
     list_api_keys,
     revoke_api_key,
 )
+from invoicing.errors import NotFound
 from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, SIGNATURE_AUTH, documented
 from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
 
 
 class CreateKeyBody(BaseModel):
+    """Body of POST /integration/api-keys."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     ownerAddress: Address
@@ -43,9 +48,15 @@ class OwnerQuery(BaseModel):
 
 @router.post(
     "",
-    status_code=201,
-    openapi_extra=body_schema(CreateKeyBody),
-    summary="Issue an API key (shown once)",
+    **documented(
+        "Issue an API key (shown once; request signature only)",
+        ok=IssuedApiKey,
+        status=201,
+        body=CreateKeyBody,
+        errors=BODY_ROUTE_ERRORS,
+        auth=SIGNATURE_AUTH,
+        action="apikey.create",
+    ),
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -74,7 +85,15 @@ async def create(request: Request) -> JSONResponse:
 
 
 @router.get(
-    "", openapi_extra=query_schema(OwnerQuery), summary="List an owner's API keys (without secrets)"
+    "",
+    **documented(
+        "List an owner's API keys (without secrets; request signature only)",
+        ok=ApiKeyList,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        auth=SIGNATURE_AUTH,
+        action="apikey.list",
+    ),
 )
 async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -84,7 +103,17 @@ async def list_(request: Request) -> JSONResponse:
     return JSONResponse({"items": [key_to_dict(row) for row in rows]})
 
 
-@router.delete("", openapi_extra=query_schema(RevokeKeyQuery), summary="Revoke an API key")
+@router.delete(
+    "",
+    **documented(
+        "Revoke an API key (request signature only)",
+        ok=RevokedApiKey,
+        query=RevokeKeyQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        auth=SIGNATURE_AUTH,
+        action="apikey.revoke",
+    ),
+)
 async def revoke(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(

@@ -20,9 +20,11 @@ from invoicing.api import (
     webhook_signing,
     webhooks,
 )
+from invoicing.api.cors import CorsByPath, cors_rules
 from invoicing.api.errors import install_error_handlers
 from invoicing.api.observability import Observability
 from invoicing.page import routes as page
+from invoicing.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.services import Services
 from invoicing.workers import run_workers
 
@@ -48,12 +50,16 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     app = FastAPI(
         title="Invoicing service",
         version=__version__,
-        description="Crypto invoices on EVM chains: escrow per invoice, paid webhooks, "
-        "batched withdrawals and gasless owner settings.",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
     )
     app.state.services = services
     install_error_handlers(app)
+    install_openapi(app)
+    settings = services.settings
+    rules = cors_rules(settings.cors_allow_origins, settings.cors_integration_allow_origins)
+    if rules:
+        app.add_middleware(CorsByPath, rules=rules)
     app.add_middleware(Observability)
     routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
     for router in (*routers, fees.router, refunds.router, escrows.router):

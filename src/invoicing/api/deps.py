@@ -8,9 +8,17 @@ from fastapi import Request
 from pydantic import BaseModel
 
 from invoicing import logs
-from invoicing.api.inputs import json_body, owner_address_of, query_items, validate, without_owner
+from invoicing.api.inputs import (
+    json_body,
+    owner_address_of,
+    query_items,
+    query_types,
+    validate,
+    without_owner,
+)
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
+from invoicing.auth.signatures import QueryTypes
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import services_of
 
@@ -23,7 +31,7 @@ async def authorize(
     owner_address: str,
     payload: dict[str, Any],
     *,
-    from_query: bool,
+    query_types: QueryTypes | None = None,
     allow_api_key: bool = True,
 ) -> Caller:
     """Authenticate the request for ``action`` on behalf of ``owner_address``: an owner
@@ -36,7 +44,7 @@ async def authorize(
     caller = await authenticate(
         services.db,
         request.headers,
-        SignedRequest(action, owner_address, payload, from_query),
+        SignedRequest(action, owner_address, payload, query_types),
         services.clock.now_ms(),
         services.settings.signature_window_s,
         allow_api_key=allow_api_key,
@@ -60,7 +68,6 @@ async def authorized_body(
         action,
         owner_address_of(data),
         without_owner(data),
-        from_query=False,
         allow_api_key=allow_api_key,
     )
     return validate(model, data), caller
@@ -76,7 +83,7 @@ async def authorized_query(
         action,
         owner_address_of(items),
         without_owner(items),
-        from_query=True,
+        query_types=query_types(model),
         allow_api_key=allow_api_key,
     )
     return validate(model, items), caller

@@ -7,8 +7,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_query
-from invoicing.api.inputs import Address, query_schema
+from invoicing.api.inputs import Address
+from invoicing.api.responses import EscrowExportLine
+from invoicing.errors import UnsupportedChain
 from invoicing.invoices.export import export_escrows
+from invoicing.routedocs import OWNER_ROUTE_ERRORS, documented, schema_ref
 from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration/escrows", tags=["escrows"])
@@ -25,16 +28,22 @@ class ExportQuery(BaseModel):
 
 @router.get(
     "/export",
-    openapi_extra=query_schema(ExportQuery),
     response_class=StreamingResponse,
-    responses={
-        200: {
-            "description": "One JSON object a line, oldest first: "
-            '{"paymentAddress","salt","tokenAddress","invoiceId","status","chainId"}',
-            "content": {NDJSON: {"schema": {"type": "string"}}},
-        }
-    },
-    summary="Export every escrow of an owner on a chain with its salt (NDJSON)",
+    **documented(
+        "Export every escrow of an owner on a chain with its salt (NDJSON)",
+        query=ExportQuery,
+        errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain),
+        ok_response={
+            "description": "One EscrowExportLine (JSON) a line, oldest first.",
+            "content": {
+                NDJSON: {
+                    "schema": {"type": "string"},
+                    "x-ndjson-item": schema_ref(EscrowExportLine),
+                }
+            },
+        },
+        action="escrow.export",
+    ),
 )
 async def export(request: Request) -> StreamingResponse:
     services = services_of(request)

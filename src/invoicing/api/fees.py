@@ -11,22 +11,35 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import (
     UINT256_MAX,
     Address,
-    body_schema,
     decimal_digits,
     json_body,
     owner_address_of,
-    query_schema,
     validate,
 )
+from invoicing.api.responses import FeeSettings, FeeSubmission
 from invoicing.auth.admission import check_admitted
+from invoicing.chain.calldata import MAX_FEE_BPS
+from invoicing.errors import (
+    ChainUnavailable,
+    DeadlineExpired,
+    FeeTooHigh,
+    Forbidden,
+    InvalidOwnerSignature,
+    InvalidRequest,
+    NonceMismatch,
+    PayloadTooLarge,
+    RateLimited,
+    UnsupportedChain,
+)
 from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
 from invoicing.ratelimit import client_address, hit
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, PUBLIC, documented
 from invoicing.services import services_of
 
 router = APIRouter(tags=["fees"])
@@ -41,7 +54,12 @@ def _decimal_uint(value: Any) -> Any:
     return value
 
 
-DecimalUint = Annotated[int, BeforeValidator(_decimal_uint), Field(ge=0, le=UINT256_MAX)]
+DecimalUint = Annotated[
+    int,
+    BeforeValidator(_decimal_uint),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
+]
 
 
 class _MetaBody(BaseModel):
@@ -49,15 +67,20 @@ class _MetaBody(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
-    nonce: DecimalUint
-    deadline: DecimalUint
-    signature: str = Field(max_length=4098)
+    nonce: DecimalUint = Field(description="The owner's current factory nonce (nonces(owner)).")
+    deadline: DecimalUint = Field(
+        description="Unix time in seconds. A value over 10^12 is taken as milliseconds and "
+        "divided by 1000: the EIP-712 signature must cover that value in seconds (the one "
+        "relayed on-chain), whichever unit was sent."
+    )
+    signature: str = Field(max_length=4098, description="The owner's EIP-712 signature (hex).")
 
 
 class SetFeeBody(_MetaBody):
     """Body of POST /integration/fees/set-meta and /fees/set-meta (spec 4.5)."""
 
-    feeBps: int = Field(ge=0, le=UINT256_MAX)
+    # Larger values are refused with 400 fee_too_high (not invalid_request).
+    feeBps: int = Field(ge=0, le=UINT256_MAX, json_schema_extra={"maximum": MAX_FEE_BPS})
 
 
 class SetPayoutBody(_MetaBody):
@@ -71,6 +94,19 @@ class FeesQuery(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
+
+
+META_ERRORS = (
+    UnsupportedChain,
+    FeeTooHigh,
+    DeadlineExpired,
+    InvalidOwnerSignature,
+    NonceMismatch,
+    RateLimited,
+    ChainUnavailable,
+)
+# The client-facing routes: no request authentication, so no 401.
+CLIENT_META_ERRORS = (InvalidRequest, Forbidden, PayloadTooLarge, *META_ERRORS)
 
 
 def _fee_request(body: SetFeeBody) -> MetaRequest:
@@ -116,9 +152,14 @@ async def _client_body(request: Request) -> dict[str, Any]:
 
 @router.post(
     "/integration/fees/set-meta",
-    status_code=202,
-    openapi_extra=body_schema(SetFeeBody),
-    summary="Relay an owner-signed SetFee",
+    **documented(
+        "Relay an owner-signed SetFee",
+        ok=FeeSubmission,
+        status=202,
+        body=SetFeeBody,
+        errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
+        action="fee.set-meta",
+    ),
 )
 async def integration_set_fee(request: Request) -> JSONResponse:
     body, _caller = await authorized_body(request, "fee.set-meta", SetFeeBody)
@@ -127,9 +168,14 @@ async def integration_set_fee(request: Request) -> JSONResponse:
 
 @router.post(
     "/integration/fees/set-payout-meta",
-    status_code=202,
-    openapi_extra=body_schema(SetPayoutBody),
-    summary="Relay an owner-signed SetPayout",
+    **documented(
+        "Relay an owner-signed SetPayout",
+        ok=FeeSubmission,
+        status=202,
+        body=SetPayoutBody,
+        errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
+        action="fee.set-payout-meta",
+    ),
 )
 async def integration_set_payout(request: Request) -> JSONResponse:
     body, _caller = await authorized_body(request, "fee.set-payout-meta", SetPayoutBody)
@@ -138,8 +184,13 @@ async def integration_set_payout(request: Request) -> JSONResponse:
 
 @router.get(
     "/integration/fees",
-    openapi_extra=query_schema(FeesQuery),
-    summary="An owner's fee settings, read from the chain",
+    **documented(
+        "An owner's fee settings, read from the chain",
+        ok=FeeSettings,
+        query=FeesQuery,
+        errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain, ChainUnavailable),
+        action="fee.get",
+    ),
 )
 async def get_fees(request: Request) -> JSONResponse:
     query, _caller = await authorized_query(request, "fee.get", FeesQuery)
@@ -148,9 +199,14 @@ async def get_fees(request: Request) -> JSONResponse:
 
 @router.post(
     "/fees/set-meta",
-    status_code=202,
-    openapi_extra=body_schema(SetFeeBody),
-    summary="Relay an owner-signed SetFee (wallet front ends; rate limited)",
+    **documented(
+        "Relay an owner-signed SetFee (wallet front ends; CORS; rate limited)",
+        ok=FeeSubmission,
+        status=202,
+        body=SetFeeBody,
+        errors=CLIENT_META_ERRORS,
+        auth=PUBLIC,
+    ),
 )
 async def client_set_fee(request: Request) -> JSONResponse:
     data = await _client_body(request)
@@ -159,9 +215,14 @@ async def client_set_fee(request: Request) -> JSONResponse:
 
 @router.post(
     "/fees/set-payout-meta",
-    status_code=202,
-    openapi_extra=body_schema(SetPayoutBody),
-    summary="Relay an owner-signed SetPayout (wallet front ends; rate limited)",
+    **documented(
+        "Relay an owner-signed SetPayout (wallet front ends; CORS; rate limited)",
+        ok=FeeSubmission,
+        status=202,
+        body=SetPayoutBody,
+        errors=CLIENT_META_ERRORS,
+        auth=PUBLIC,
+    ),
 )
 async def client_set_payout(request: Request) -> JSONResponse:
     data = await _client_body(request)

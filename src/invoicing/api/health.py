@@ -12,10 +12,12 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing.api.errors import error_response
+from invoicing.api.responses import Health, Readiness
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
 from invoicing.metrics import refresh_database_gauges
+from invoicing.routedocs import PUBLIC, documented
 from invoicing.services import services_of
 from invoicing.settlement.relayer import relayer_shortfall
 
@@ -23,12 +25,22 @@ log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", summary="The process is up")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+@router.get("/healthz", **documented("The process is up", ok=Health, auth=PUBLIC))
+async def healthz() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
 
 
-@router.get("/readyz", summary="The database and every configured chain answer")
+@router.get(
+    "/readyz",
+    **documented(
+        "The database and every configured chain answer",
+        ok=Readiness,
+        auth=PUBLIC,
+        other_responses={
+            503: {"model": Readiness, "description": "A check failed (ready is false)"}
+        },
+    ),
+)
 async def readyz(request: Request) -> JSONResponse:
     # 503 when a check fails; a chain whose relayer is short of funds is "degraded" (still
     # 200, with the reason under "degraded").

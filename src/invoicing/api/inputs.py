@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
-from pydantic import AfterValidator, BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError, WithJsonSchema
 
 from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
@@ -33,7 +35,17 @@ def checksum_address(value: str) -> str:
     return normalize_address(value)
 
 
-Address = Annotated[str, AfterValidator(checksum_address)]
+Address = Annotated[
+    str,
+    AfterValidator(checksum_address),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": "^0x[0-9a-fA-F]{40}$",
+            "description": "0x address; mixed case must be a valid EIP-55 checksum.",
+        }
+    ),
+]
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -59,7 +71,12 @@ async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[s
     if "json" not in content_type.lower():
         raise InvalidRequest("Content-Type must be application/json")
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        data = json.loads(
+            raw.decode("utf-8"),
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if isinstance(exc, InvalidRequest):
             raise
@@ -70,11 +87,25 @@ async def json_body(request: Request, max_bytes: int = MAX_BODY_BYTES) -> dict[s
     return data
 
 
+def _no_constant(name: str) -> Any:
+    raise InvalidRequest(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidRequest(f"number {text[:40]} is out of range")
+    return value
+
+
 def _refuse_nul(value: Any) -> None:
-    """NUL characters are refused everywhere: PostgreSQL text cannot hold them."""
+    """NUL characters and lone surrogates (``"\\ud800"``) are refused everywhere: PostgreSQL
+    text cannot hold them and they have no UTF-8 form to sign."""
     if isinstance(value, str):
         if "\x00" in value:
             raise InvalidRequest("strings must not contain NUL characters")
+        if not value.isascii() and _has_surrogate(value):
+            raise InvalidRequest("strings must not contain lone surrogates")
     elif isinstance(value, dict):
         for key, item in value.items():
             _refuse_nul(key)
@@ -82,6 +113,14 @@ def _refuse_nul(value: Any) -> None:
     elif isinstance(value, list):
         for item in value:
             _refuse_nul(item)
+
+
+def _has_surrogate(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def query_items(request: Request) -> dict[str, str]:
@@ -127,24 +166,14 @@ def owner_address_of(data: dict[str, Any]) -> str:
     return owner
 
 
-def query_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAPI ``parameters`` for routes that read their query raw (to verify signatures):
-    the route's query model is the one description of its parameters."""
-    schema = model.model_json_schema()
-    required = set(schema.get("required", ()))
-    return {
-        "parameters": [
-            {"name": name, "in": "query", "required": name in required, "schema": field}
-            for name, field in schema["properties"].items()
-        ]
-    }
-
-
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """OpenAPI ``requestBody`` for routes that read their body raw (to verify signatures)."""
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
-        }
-    }
+@functools.cache
+def query_types(model: type[BaseModel]) -> dict[str, str]:
+    """Each query parameter's JSON type (``integer``, ``boolean``, ``string``) from the
+    route's query model: signature mode accepts the query's values signed with these types
+    (``{"chainId":31337,"invoiceId":"1"}``), whatever they look like."""
+    kinds: dict[str, str] = {}
+    for name, field in model.model_json_schema()["properties"].items():
+        options = field.get("anyOf", [field])
+        types = {option.get("type") for option in options} - {"null"}
+        kinds[name] = types.pop() if len(types) == 1 else "string"
+    return kinds

@@ -13,9 +13,18 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address, body_schema, query_schema
+from invoicing.api.inputs import Address
+from invoicing.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
+from invoicing.api.responses import Invoice as InvoiceOut
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
+from invoicing.errors import (
+    ChainUnavailable,
+    InvoiceExists,
+    NotFound,
+    UnsupportedChain,
+    UnsupportedToken,
+)
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -28,6 +37,7 @@ from invoicing.invoices.service import (
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.refunds.service import refunds_in
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 from invoicing.services import Services, services_of
 from invoicing.settings import Settings
 from invoicing.settlement.assets import other_balances_in
@@ -75,12 +85,12 @@ class ListQuery(BaseModel):
 
     ownerAddress: Address
     chainId: int | None = Field(default=None, gt=0, lt=2**63)
-    status: str | None = None
+    status: str | None = Field(default=None, json_schema_extra={"enum": list(InvoiceStatus)})
     paid: bool | None = None
     tokenAddress: Address | None = None
     invoiceId: str | None = Field(default=None, max_length=128)
     page: int = Field(default=1, ge=1, lt=2**31)
-    limit: int = Field(default=20, ge=1)
+    limit: int = Field(default=20, ge=1, description="Capped at 100.")
     dateFrom: int | None = Field(default=None, ge=0, lt=2**63)
     dateTo: int | None = Field(default=None, ge=0, lt=2**63)
 
@@ -126,7 +136,19 @@ def create_rules(settings: Settings) -> CreateRules:
 
 
 @router.post(
-    "", status_code=201, openapi_extra=body_schema(CreateInvoiceBody), summary="Create an invoice"
+    "",
+    **documented(
+        "Create an invoice",
+        ok=InvoiceOut,
+        status=201,
+        ok_description="Created",
+        body=CreateInvoiceBody,
+        errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, InvoiceExists),
+        other_responses={
+            200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
+        },
+        action="invoice.create",
+    ),
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -161,8 +183,13 @@ async def create(request: Request) -> JSONResponse:
 
 @router.get(
     "/status",
-    openapi_extra=query_schema(StatusQuery),
-    summary="Look up one invoice by paymentAddress (live re-check)",
+    **documented(
+        "Look up one invoice by paymentAddress (live re-check)",
+        ok=InvoiceStatusResult,
+        query=StatusQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound, UnsupportedChain, ChainUnavailable),
+        action="invoice.status",
+    ),
 )
 async def status(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -173,7 +200,16 @@ async def status(request: Request) -> JSONResponse:
     return JSONResponse({"invoice": view})
 
 
-@router.get("", openapi_extra=query_schema(ListQuery), summary="List an owner's invoices")
+@router.get(
+    "",
+    **documented(
+        "List an owner's invoices",
+        ok=InvoiceList,
+        query=ListQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="invoice.list",
+    ),
+)
 async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.list", ListQuery)
@@ -203,7 +239,16 @@ async def list_(request: Request) -> JSONResponse:
     )
 
 
-@router.delete("", openapi_extra=query_schema(DeleteQuery), summary="Soft-delete an invoice")
+@router.delete(
+    "",
+    **documented(
+        "Soft-delete an invoice (idempotent: a repeat answers the same)",
+        ok=DeleteResult,
+        query=DeleteQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="invoice.delete",
+    ),
+)
 async def delete(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)

@@ -18,8 +18,21 @@ from pydantic import (
 
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.api.deps import authorized_body
-from invoicing.api.inputs import UINT256_MAX, Address, body_schema, decimal_digits
+from invoicing.api.inputs import UINT256_MAX, Address, decimal_digits
+from invoicing.api.responses import RefundSubmission
+from invoicing.errors import (
+    ChainUnavailable,
+    DeadlineExpired,
+    InsufficientBalance,
+    InvalidOwnerSignature,
+    NonceMismatch,
+    NotFound,
+    SweepInProgress,
+    UnsupportedChain,
+    UnsupportedToken,
+)
 from invoicing.refunds.service import RefundRequest, submit_refund
+from invoicing.routedocs import BODY_ROUTE_ERRORS, documented
 from invoicing.services import services_of
 
 router = APIRouter(tags=["refunds"])
@@ -73,9 +86,25 @@ class RefundBody(BaseModel):
 
 @router.post(
     "/integration/invoices/refund-meta",
-    status_code=202,
-    openapi_extra=body_schema(RefundBody),
-    summary="Relay an owner-signed Refund from an invoice's escrow",
+    **documented(
+        "Relay an owner-signed Refund from an invoice's escrow",
+        ok=RefundSubmission,
+        status=202,
+        body=RefundBody,
+        errors=(
+            *BODY_ROUTE_ERRORS,
+            UnsupportedChain,
+            UnsupportedToken,
+            DeadlineExpired,
+            InvalidOwnerSignature,
+            InsufficientBalance,
+            NotFound,
+            NonceMismatch,
+            SweepInProgress,
+            ChainUnavailable,
+        ),
+        action="invoice.refund",
+    ),
 )
 async def refund_meta(request: Request) -> JSONResponse:
     body, _caller = await authorized_body(request, "invoice.refund", RefundBody)

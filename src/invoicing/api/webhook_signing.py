@@ -16,8 +16,16 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address, body_schema, query_schema
+from invoicing.api.inputs import Address
+from invoicing.api.responses import (
+    IssuedWebhookSecret,
+    OwnerSettings,
+    RevokedWebhookSecret,
+    WebhookSecretList,
+)
+from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 from invoicing.services import services_of
 from invoicing.webhooks.signing import (
     create_secret,
@@ -59,9 +67,14 @@ class SettingsBody(BaseModel):
 
 @router.post(
     "/webhook-secrets",
-    status_code=201,
-    openapi_extra=body_schema(OwnerBody),
-    summary="Create a webhook signing secret (shown once)",
+    **documented(
+        "Create a webhook signing secret (shown once)",
+        ok=IssuedWebhookSecret,
+        status=201,
+        body=OwnerBody,
+        errors=(*BODY_ROUTE_ERRORS, TooManyWebhookSecrets),
+        action="webhook_secret.create",
+    ),
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -84,8 +97,13 @@ async def create(request: Request) -> JSONResponse:
 
 @router.get(
     "/webhook-secrets",
-    openapi_extra=query_schema(OwnerQuery),
-    summary="List an owner's webhook signing secrets (ids and dates, never the secrets)",
+    **documented(
+        "List an owner's webhook signing secrets (ids and dates, never the secrets)",
+        ok=WebhookSecretList,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="webhook_secret.list",
+    ),
 )
 async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -97,8 +115,13 @@ async def list_(request: Request) -> JSONResponse:
 
 @router.delete(
     "/webhook-secrets",
-    openapi_extra=query_schema(RevokeSecretQuery),
-    summary="Revoke a webhook signing secret",
+    **documented(
+        "Revoke a webhook signing secret",
+        ok=RevokedWebhookSecret,
+        query=RevokeSecretQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="webhook_secret.revoke",
+    ),
 )
 async def revoke(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -108,7 +131,16 @@ async def revoke(request: Request) -> JSONResponse:
     return JSONResponse({"revoked": True, "id": row.id, "revokedAt": row.revoked_at})
 
 
-@router.get("/settings", openapi_extra=query_schema(OwnerQuery), summary="Read an owner's settings")
+@router.get(
+    "/settings",
+    **documented(
+        "Read an owner's settings",
+        ok=OwnerSettings,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="settings.get",
+    ),
+)
 async def read_settings(request: Request) -> JSONResponse:
     services = services_of(request)
     _query, caller = await authorized_query(request, "settings.get", OwnerQuery)
@@ -117,7 +149,14 @@ async def read_settings(request: Request) -> JSONResponse:
 
 
 @router.put(
-    "/settings", openapi_extra=body_schema(SettingsBody), summary="Change an owner's settings"
+    "/settings",
+    **documented(
+        "Change an owner's settings",
+        ok=OwnerSettings,
+        body=SettingsBody,
+        errors=BODY_ROUTE_ERRORS,
+        action="settings.update",
+    ),
 )
 async def change_settings(request: Request) -> JSONResponse:
     services = services_of(request)

@@ -7,7 +7,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from invoicing.api.deps import authorized_query
-from invoicing.api.inputs import Address, query_schema
+from invoicing.api.inputs import Address
+from invoicing.api.responses import WebhookLog
+from invoicing.errors import NotFound
+from invoicing.routedocs import OWNER_ROUTE_ERRORS, documented
 from invoicing.services import services_of
 from invoicing.webhooks.service import list_deliveries
 
@@ -23,8 +26,13 @@ class WebhooksQuery(BaseModel):
 
 @router.get(
     "/webhooks",
-    openapi_extra=query_schema(WebhooksQuery),
-    summary="List an invoice's webhook delivery attempts",
+    **documented(
+        "List an invoice's webhook delivery attempts",
+        ok=WebhookLog,
+        query=WebhooksQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="invoice.webhooks",
+    ),
 )
 async def list_webhooks(request: Request) -> JSONResponse:
     services = services_of(request)

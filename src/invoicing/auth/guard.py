@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Table, delete
 
 from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
-from invoicing.auth.signatures import signed_by
+from invoicing.auth.signatures import QueryTypes, signed_by
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, upsert
 from invoicing.errors import (
@@ -40,10 +40,14 @@ class Caller:
 
 @dataclass(frozen=True)
 class SignedRequest:
+    """What a signature must cover: the action, the owner as sent, and the payload (the
+    body without ownerAddress, or the query without it with ``query_types``, the route's
+    query parameter types, by which its values may also be signed typed)."""
+
     action: str
     owner_address: str
     payload: dict[str, Any]
-    from_query: bool
+    query_types: QueryTypes | None = None
 
 
 async def authenticate(
@@ -102,7 +106,7 @@ async def _by_signature(
             {"serverTime": now_ms},
         )
     if len(signature) > 200 or not signed_by(
-        request.owner_address, signature, request.action, ts, request.payload, request.from_query
+        request.owner_address, signature, request.action, ts, request.payload, request.query_types
     ):
         raise Unauthorized("the request signature does not match ownerAddress and the request")
     owner_key = request.owner_address.lower()

@@ -3,12 +3,18 @@
 message = ``Service API Request Signature`` + ``\\n`` + canonical JSON, where the canonical
 JSON is ``{"action","ownerAddress","timestamp","payload"}`` in that order with no whitespace
 (``JSON.stringify`` output). Recovery uses eth-keys' coincurve (compiled secp256k1) backend.
+
+Forms accepted besides the payload exactly as sent (DESIGN section 4, README "Signature
+mode"): keys sorted recursively; for GET and DELETE, query values typed by the route's query
+schema (``{"chainId":31337,"invoiceId":"1"}``) as well as all strings; and each form's
+numbers written either as ``JSON.stringify`` writes them (``1e-7``, ``1e+21``) or as
+Python's ``json.dumps`` does (``1e-07``), so JavaScript and Python clients both verify.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from coincurve import PublicKey
@@ -16,19 +22,22 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from invoicing.addresses import checksum_encode
+from invoicing.auth.jsjson import stringify
 from invoicing.hashing import keccak256
 
 MESSAGE_PREFIX = "Service API Request Signature"
 
 
 def canonical_json(action: str, owner_address: str, timestamp: int, payload: Any) -> str:
-    body = {
-        "action": action,
-        "ownerAddress": owner_address,
-        "timestamp": timestamp,
-        "payload": payload,
-    }
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    """``JSON.stringify({action, ownerAddress, timestamp, payload})``."""
+    return _envelope(action, owner_address, timestamp, stringify(payload))
+
+
+def _envelope(action: str, owner_address: str, timestamp: int, payload_text: str) -> str:
+    head = {"action": action, "ownerAddress": owner_address, "timestamp": timestamp}
+    return json.dumps(head, separators=(",", ":"), ensure_ascii=False)[:-1] + (
+        ',"payload":' + payload_text + "}"
+    )
 
 
 def request_message(action: str, owner_address: str, timestamp: int, payload: Any) -> str:
@@ -86,31 +95,65 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _typed(value: str) -> Any:
-    """A query value as JSON would write it: integers and booleans unquoted."""
-    if value in ("true", "false"):
+QueryTypes = Mapping[str, str]
+"""A route's query parameters and their JSON types: ``"integer"``, ``"boolean"`` or
+``"string"`` (``api.inputs.query_types`` reads them from the route's query model)."""
+
+
+def _typed(value: str, kind: str | None) -> Any:
+    """A query value as a client holding it with the route's type would write it in JSON:
+    integers in their canonical decimal form as numbers, ``true``/``false`` as booleans,
+    everything else (strings, and values that do not fit their type) as sent."""
+    if kind == "boolean" and value in ("true", "false"):
         return value == "true"
-    # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
-    if value.isascii() and value.isdigit() and (value == "0" or not value.startswith("0")):
+    if kind == "integer" and _canonical_integer(value):
         return int(value)
     return value
 
 
-def payload_forms(payload: dict[str, Any], from_query: bool) -> Iterator[dict[str, Any]]:
-    """The payload as sent, then the equivalent forms the server also accepts."""
+def _canonical_integer(value: str) -> bool:
+    # ASCII digits only (str.isdigit() also holds for "²"), no leading zeros or "+".
+    digits = value.removeprefix("-")
+    return (
+        0 < len(digits) <= 20
+        and digits.isascii()
+        and digits.isdigit()
+        and (digits == "0" or not digits.startswith("0"))
+        and value != "-0"
+    )
+
+
+def payload_forms(
+    payload: dict[str, Any], query_types: QueryTypes | None = None
+) -> Iterator[dict[str, Any]]:
+    """The payload as sent, then the equivalent forms the server also accepts: keys
+    sorted; for a query (``query_types`` given), values typed by the route's schema."""
     forms = [payload, _sorted(payload)]
-    if from_query:
+    if query_types is not None:
         typed = {
-            key: _typed(value) if isinstance(value, str) else value
+            key: _typed(value, query_types.get(key)) if isinstance(value, str) else value
             for key, value in payload.items()
         }
         forms += [typed, _sorted(typed)]
+    yield from forms
+
+
+def payload_texts(payload: dict[str, Any], query_types: QueryTypes | None = None) -> Iterator[str]:
+    """The JSON texts of every accepted form, each once: Python's ``json.dumps`` text first
+    (the C encoder; the same as ``JSON.stringify`` for nearly every request), then
+    ``JSON.stringify``'s where it differs. Lazy: a signature that matches the first text
+    costs one serialization."""
     seen: set[str] = set()
-    for form in forms:
-        key = json.dumps(form, separators=(",", ":"), ensure_ascii=False)
-        if key not in seen:
-            seen.add(key)
-            yield form
+    for form in payload_forms(payload, query_types):
+        for write in (_python_text, stringify):
+            text = write(form)
+            if text not in seen:
+                seen.add(text)
+                yield text
+
+
+def _python_text(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 def signed_by(
@@ -119,12 +162,14 @@ def signed_by(
     action: str,
     timestamp: int,
     payload: dict[str, Any],
-    from_query: bool,
+    query_types: QueryTypes | None = None,
 ) -> bool:
-    """True when ``signature`` is the owner's over any accepted form of the request."""
+    """True when ``signature`` is the owner's over any accepted form of the request
+    (``query_types``: the route's query parameter types, for GET and DELETE)."""
     owner = owner_address.lower().removeprefix("0x")
-    for form in payload_forms(payload, from_query):
-        signer = _signer_bytes(request_message(action, owner_address, timestamp, form), signature)
+    for text in payload_texts(payload, query_types):
+        message = MESSAGE_PREFIX + "\n" + _envelope(action, owner_address, timestamp, text)
+        signer = _signer_bytes(message, signature)
         if signer is not None and signer.hex() == owner:
             return True
     return False

@@ -57,7 +57,8 @@ class MetaRequest:
 
 
 def normalize_deadline(deadline: int) -> int:
-    """Seconds; a value over 10^12 was given in milliseconds."""
+    """Seconds; a value over 10^12 was given in milliseconds. The EIP-712 signature covers
+    this value in seconds (the one relayed on-chain), whichever unit the request sent."""
     return deadline // 1000 if deadline > MS_DEADLINE_THRESHOLD else deadline
 
 
@@ -104,7 +105,20 @@ async def check_signature(chain: ChainGateway, request: MetaRequest, typed: dict
     is_contract = await chain.has_code(request.owner_address)
     if len(signature) != 65 and is_contract:
         return
+    deadline = typed["message"]["deadline"]
+    if deadline != request.deadline and _signed_as_sent(request, typed, signature):
+        raise InvalidOwnerSignature(
+            "the signature covers the deadline in milliseconds; sign it in seconds (the value "
+            "relayed on-chain)",
+            {"signedDeadline": str(deadline)},
+        )
     raise InvalidOwnerSignature("the EIP-712 signature does not recover to ownerAddress")
+
+
+def _signed_as_sent(request: MetaRequest, typed: dict[str, Any], signature: bytes) -> bool:
+    """Whether the owner signed the deadline as sent (milliseconds) instead of in seconds."""
+    as_sent = {**typed, "message": {**typed["message"], "deadline": request.deadline}}
+    return recover_signer(as_sent, signature) == request.owner_address
 
 
 def meta_call(request: MetaRequest, factory: str, deadline: int) -> Call:

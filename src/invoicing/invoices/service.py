@@ -107,7 +107,10 @@ async def delete_invoice(
 ) -> Invoice:
     """Soft delete (``lifecycle.on_delete``): pending/expired → cancelled (with its
     ``invoice.cancelled`` event); paid/completed keep their status and are still withdrawn to
-    the owner. The monitor stops reading the escrow; funds reaching it are still swept."""
+    the owner. The monitor stops reading the escrow; funds reaching it are still swept.
+
+    Idempotent: deleting an invoice that is already deleted changes nothing and returns it,
+    so a client retrying after a timeout gets the same answer, not 404."""
     from invoicing.events.record import Occurrence, record_events
 
     async with db.transaction() as session:
@@ -117,12 +120,12 @@ async def delete_invoice(
                 Invoice.owner_key == owner_key,
                 Invoice.chain_id == chain_id,
                 Invoice.invoice_id == invoice_id,
-                Invoice.deleted_at.is_(None),
             )
             .with_for_update()
         )
         if invoice is None:
             raise NotFound("no such invoice for this owner and chain")
-        events = apply_step(invoice, on_delete(invoice), now_ms)
-        await record_events(session, settings, now_ms, [Occurrence(invoice, events)])
+        if invoice.deleted_at is None:
+            events = apply_step(invoice, on_delete(invoice), now_ms)
+            await record_events(session, settings, now_ms, [Occurrence(invoice, events)])
         return invoice

@@ -12,8 +12,16 @@ import time
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
+from invoicing.errors import (
+    ChainUnavailable,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    UnsupportedChain,
+)
+from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
 from invoicing.page.qr import QrCache
@@ -25,6 +33,15 @@ from invoicing.page.view import (
     payment_view,
 )
 from invoicing.ratelimit import client_address, hit_deferred
+from invoicing.routedocs import (
+    PUBLIC,
+    AddressOut,
+    DecimalAmount,
+    RawAmount,
+    TimestampMs,
+    documented,
+    error_responses,
+)
 from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
@@ -44,6 +61,35 @@ async def _limit_client(request: Request) -> None:
 
 
 router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
+
+
+class PaymentStatus(BaseModel):
+    """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
+    no owner data; ``page.view.PaymentView.public_json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paymentAddress: AddressOut
+    chainId: int
+    network: str
+    tokenAddress: AddressOut | None
+    symbol: str
+    decimals: int = Field(ge=0)
+    amount: DecimalAmount
+    requiredRaw: RawAmount
+    balanceRaw: RawAmount
+    remainingRaw: RawAmount
+    remaining: DecimalAmount
+    paymentUri: str = Field(description="EIP-681 URI.")
+    status: InvoiceStatus
+    expiresAt: TimestampMs
+    paidAt: TimestampMs | None
+    description: str | None
+
+
+def _html(description: str) -> dict[str, object]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -114,7 +160,20 @@ async def static_asset(name: str) -> Response:
     )
 
 
-@router.get("/{payment_address}", response_class=HTMLResponse, summary="Hosted payment page")
+@router.get(
+    "/{payment_address}",
+    response_class=HTMLResponse,
+    **documented(
+        "Hosted payment page",
+        auth=PUBLIC,
+        ok_response=_html("The payment page"),
+        other_responses={
+            400: _html("Not a payment address (an HTML error page)"),
+            404: _html("No invoice at this address (an HTML error page)"),
+            **error_responses([RateLimited]),
+        },
+    ),
+)
 async def page(request: Request, payment_address: str) -> HTMLResponse:
     try:
         view = await _view(request, payment_address, recheck=False)
@@ -125,7 +184,15 @@ async def page(request: Request, payment_address: str) -> HTMLResponse:
     return HTMLResponse(payment_page(view), headers=PAGE_HEADERS)
 
 
-@router.get("/{payment_address}/status", summary="Public status of a payment page")
+@router.get(
+    "/{payment_address}/status",
+    **documented(
+        "Public status of a payment page (CORS)",
+        ok=PaymentStatus,
+        auth=PUBLIC,
+        errors=(InvalidRequest, NotFound, RateLimited),
+    ),
+)
 async def status(request: Request, payment_address: str) -> JSONResponse:
     view = await _view(request, payment_address, recheck=True)
     return JSONResponse(view.public_json(), headers={"Cache-Control": "no-store"})

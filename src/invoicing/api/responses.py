@@ -1,0 +1,228 @@
+"""Named models of the 2xx bodies, for ``openapi.json`` (``api.docs.documented(ok=...)``).
+
+The handlers build their bodies as dicts (``invoices.views``, the services); these models
+describe those dicts exactly (``extra="forbid"``: an undocumented field fails the schema
+checks of tests/acceptance/test_openapi_journey.py and test_schemathesis.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.routedocs import (
+    AddressOut,
+    DecimalAmount,
+    Hex32,
+    RawAmount,
+    TimestampMs,
+    TxHash,
+    Uint256String,
+)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Refund(_Out):
+    """A relayed refund from the invoice's escrow."""
+
+    txHash: TxHash | None
+    to: AddressOut
+    tokenAddress: AddressOut | None = Field(description="null: the native coin.")
+    amountRaw: RawAmount
+    status: str = Field(description="submitted, confirmed or failed.")
+    createdAt: TimestampMs
+
+
+class OtherBalance(_Out):
+    """An asset in the escrow other than the invoice's own, not swept yet."""
+
+    tokenAddress: AddressOut | None = Field(description="null: the native coin.")
+    balanceRaw: RawAmount
+
+
+class Invoice(_Out):
+    """The Invoice object (spec 2.1), plus the escrow's ``salt`` and, when there are some,
+    its ``refunds`` and ``otherBalances``."""
+
+    id: str
+    ownerAddress: AddressOut
+    chainId: int
+    invoiceId: str
+    paymentAddress: AddressOut
+    salt: Hex32
+    amount: DecimalAmount
+    tokenAddress: AddressOut | None = Field(description="null: the chain's native coin.")
+    description: str | None = Field(default=None, description="Present only when given.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Present only when given.")
+    expiresAt: TimestampMs
+    status: InvoiceStatus
+    paid: bool
+    paidAt: TimestampMs | None
+    withdrawn: bool
+    withdrawnAt: TimestampMs | None
+    requiredRaw: RawAmount
+    balanceRaw: RawAmount
+    metaBalance: DecimalAmount
+    lastCheckedAt: TimestampMs
+    createdAt: TimestampMs
+    updatedAt: TimestampMs
+    url: str = Field(description="The hosted payment page.")
+    refunds: list[Refund] | None = Field(default=None, description="Present only when any.")
+    otherBalances: list[OtherBalance] | None = Field(
+        default=None, description="Present only when any."
+    )
+
+
+class InvoiceStatusResult(_Out):
+    invoice: Invoice
+
+
+class InvoiceList(_Out):
+    """A page of invoices (spec 2.3); everything is read when page * limit >= total."""
+
+    items: list[Invoice]
+    total: int = Field(ge=0)
+    page: int = Field(ge=1)
+    limit: int = Field(ge=1, le=100)
+
+
+class DeleteResult(_Out):
+    """Also the answer to a repeated DELETE of the same invoice."""
+
+    deleted: Literal[True]
+    invoiceId: str
+    chainId: int
+
+
+class IssuedApiKey(_Out):
+    """A new API key; ``apiKey`` is shown this once."""
+
+    id: str
+    apiKey: str
+    label: str | None
+    createdAt: TimestampMs
+
+
+class ApiKey(_Out):
+    id: str
+    label: str | None
+    createdAt: TimestampMs
+    revokedAt: TimestampMs | None
+
+
+class ApiKeyList(_Out):
+    items: list[ApiKey]
+
+
+class RevokedApiKey(_Out):
+    revoked: Literal[True]
+    id: str
+    revokedAt: TimestampMs
+
+
+class IssuedWebhookSecret(_Out):
+    """A new webhook signing secret; ``secret`` is shown this once."""
+
+    id: str
+    secret: str
+    createdAt: TimestampMs
+
+
+class WebhookSecret(_Out):
+    id: str
+    createdAt: TimestampMs
+    revokedAt: TimestampMs | None
+
+
+class WebhookSecretList(_Out):
+    items: list[WebhookSecret]
+
+
+class RevokedWebhookSecret(_Out):
+    revoked: Literal[True]
+    id: str
+    revokedAt: TimestampMs
+
+
+class OwnerSettings(_Out):
+    """An owner's settings (defaults when never set)."""
+
+    webhookApiKeyHeader: bool = Field(
+        description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
+    )
+
+
+class FeeSettings(_Out):
+    """An owner's settings as the factory holds them."""
+
+    feeBps: int = Field(ge=0, le=500)
+    payoutAddress: AddressOut | None
+    nonce: Uint256String
+
+
+class FeeSubmission(_Out):
+    """A relayed SetFee or SetPayout: the transaction that carries it."""
+
+    txHash: TxHash
+    chainId: int
+    ownerAddress: AddressOut
+    nonce: Uint256String
+    status: Literal["submitted"]
+
+
+class RefundSubmission(FeeSubmission):
+    """A relayed Refund: the transaction that carries it."""
+
+
+class WebhookEvent(_Out):
+    eventId: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int = Field(ge=0)
+    nextAttemptAt: TimestampMs | None
+    createdAt: TimestampMs
+    deliveredAt: TimestampMs | None
+
+
+class WebhookAttempt(_Out):
+    eventId: str
+    attempt: int = Field(ge=1)
+    attemptedAt: TimestampMs
+    statusCode: int | None
+    error: str | None
+    durationMs: int | None
+
+
+class WebhookLog(_Out):
+    """An invoice's paid-webhook events and every delivery attempt, oldest first."""
+
+    paymentAddress: AddressOut
+    events: list[WebhookEvent]
+    items: list[WebhookAttempt]
+
+
+class EscrowExportLine(_Out):
+    """One line of the escrow export (NDJSON)."""
+
+    paymentAddress: AddressOut
+    salt: Hex32
+    tokenAddress: AddressOut | None
+    invoiceId: str
+    status: InvoiceStatus
+    chainId: int
+
+
+class Health(_Out):
+    status: Literal["ok"]
+
+
+class Readiness(_Out):
+    """200 when every check passes (a relayer short of funds is ``degraded``), else 503."""
+
+    ready: bool
+    checks: dict[str, str]
+    degraded: dict[str, str] | None = Field(default=None, description="Present only when any.")

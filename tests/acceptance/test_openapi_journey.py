@@ -1,0 +1,267 @@
+"""An integrator's journey over real HTTP, every response checked against openapi.json:
+each documented route answers what its schema says, success and errors alike."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from invoicing.api.app import create_app
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
+from invoicing.chain.evm import EvmClient
+from tests.conftest import MakeServices
+from tests.support.api import key_headers, signed_get, signed_post
+from tests.support.factory import sign_typed
+from tests.support.openapi_check import ResponseChecker, document
+from tests.support.server import serve
+from tests.support.signing import new_owner
+
+pytestmark = pytest.mark.acceptance
+
+PAYER_KEY = DEV_PRIVATE_KEYS[2]
+
+
+def successes_documented() -> set[tuple[str, str]]:
+    return {
+        (f"{method.upper()} {path}", status)
+        for path, operations in document()["paths"].items()
+        for method, operation in operations.items()
+        for status in operation["responses"]
+        if status.startswith("2")
+    }
+
+
+async def test_journey_responses_match_the_documented_schemas(
+    make_services: MakeServices, dev: DevDeployment, evm: EvmClient
+) -> None:
+    services = await make_services(api_key_issuance_per_hour=2)
+    checker = ResponseChecker()
+    owner, stranger = new_owner(), new_owner()
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(
+            base_url=base_url, timeout=30, event_hooks={"response": [checker.hook()]}
+        ) as http,
+    ):
+        await journey(http, owner, stranger, dev, evm)
+
+    assert checker.problems == []
+    # Every documented success was answered and checked (readyz's 503 aside: no chain is down).
+    assert successes_documented() - checker.seen == set()
+    errors_seen = {status for _route, status in checker.seen if status[0] in "45"}
+    assert errors_seen == {"400", "401", "403", "404", "409", "413", "429"}
+
+
+async def journey(
+    http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient
+) -> None:
+    chain_id, address = dev.chain_id, owner.address
+    assert (await http.get("/healthz")).status_code == 200
+    assert (await http.get("/readyz")).status_code == 200
+
+    issued = await signed_post(
+        http, "/integration/api-keys", owner, "apikey.create", {"ownerAddress": address}
+    )
+    assert issued.status_code == 201, issued.text
+    key = key_headers(issued.json()["apiKey"])
+    spare = await signed_post(
+        http, "/integration/api-keys", owner, "apikey.create", {"ownerAddress": address}
+    )
+    over = await signed_post(
+        http, "/integration/api-keys", owner, "apikey.create", {"ownerAddress": address}
+    )
+    assert over.status_code == 429
+    keys = await signed_get(
+        http, "/integration/api-keys", owner, "apikey.list", {"ownerAddress": address}
+    )
+    assert len(keys.json()["items"]) == 2
+    revoked = await signed_get(
+        http,
+        "/integration/api-keys",
+        owner,
+        "apikey.revoke",
+        {"ownerAddress": address, "id": spare.json()["id"]},
+        method="DELETE",
+    )
+    assert revoked.status_code == 200
+
+    body = {
+        "ownerAddress": address,
+        "chainId": chain_id,
+        "amount": "0.001",
+        "invoiceId": "journey-1",
+        "description": "schema journey",
+        "metadata": {"order": 1},
+    }
+    created = await http.post("/integration/invoices", json=body, headers=key)
+    assert created.status_code == 201, created.text
+    invoice = created.json()
+    retried = await http.post("/integration/invoices", json=body, headers=key)
+    assert retried.status_code == 200
+    conflict = await http.post("/integration/invoices", json={**body, "amount": "2"}, headers=key)
+    assert conflict.status_code == 409
+    assert (await http.post("/integration/invoices", json=body)).status_code == 401
+    stranger_key = await signed_post(
+        http, "/integration/api-keys", stranger, "apikey.create", {"ownerAddress": stranger.address}
+    )
+    forbidden = await http.post(
+        "/integration/invoices", json=body, headers=key_headers(stranger_key.json()["apiKey"])
+    )
+    assert forbidden.status_code == 403
+    too_large = await http.post(
+        "/integration/invoices", json={**body, "description": "x" * 70_000}, headers=key
+    )
+    assert too_large.status_code == 413
+    bad = await http.post("/integration/invoices", json={**body, "chainId": "1"}, headers=key)
+    assert bad.status_code == 400
+
+    payment_address = invoice["paymentAddress"]
+    lookup = {"ownerAddress": address, "paymentAddress": payment_address}
+    await evm.transact(PAYER_KEY, payment_address, b"", value=10**15)
+    paid = await http.get("/integration/invoices/status", params=lookup, headers=key)
+    assert paid.json()["invoice"]["status"] == "paid"
+    unknown = {**lookup, "paymentAddress": new_owner().address}
+    assert (
+        await http.get("/integration/invoices/status", params=unknown, headers=key)
+    ).status_code == 404
+    listed = await http.get(
+        "/integration/invoices", params={"ownerAddress": address, "paid": "true"}, headers=key
+    )
+    assert listed.json()["total"] == 1
+    assert (
+        await http.get("/integration/invoices/webhooks", params=lookup, headers=key)
+    ).status_code == 200
+    exported = await http.get(
+        "/integration/escrows/export",
+        params={"ownerAddress": address, "chainId": chain_id},
+        headers=key,
+    )
+    assert exported.status_code == 200
+    assert (await http.get(f"/pay/{payment_address}")).status_code == 200
+    assert (await http.get(f"/pay/{payment_address}/status")).status_code == 200
+    assert (await http.get("/pay/0x1234/status")).status_code == 400
+
+    await owner_settings(http, owner, key, dev)
+    nonce = int((await fees(http, address, chain_id, key))["nonce"])
+    deadline = int(time.time()) + 3600
+    to = new_owner().address
+    typed = refund_typed_data(
+        chain_id, dev.factory, address, bytes.fromhex(invoice["salt"][2:]), None, to, 10**14,
+        nonce, deadline,
+    )  # fmt: skip
+    refund = {
+        "ownerAddress": address,
+        "chainId": chain_id,
+        "paymentAddress": payment_address,
+        "to": to,
+        "amountRaw": str(10**14),
+        "tokenAddress": None,
+        "nonce": str(nonce),
+        "deadline": str(deadline),
+        "signature": "0x" + sign_typed(owner.key, typed).hex(),
+    }
+    refunded = await http.post("/integration/invoices/refund-meta", json=refund, headers=key)
+    assert refunded.status_code == 202, refunded.text
+    shown = await http.get("/integration/invoices/status", params=lookup, headers=key)
+    assert [r["amountRaw"] for r in shown.json()["invoice"]["refunds"]] == [str(10**14)]
+
+    await webhook_signing(http, owner, key)
+
+    params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
+    deleted = await http.delete("/integration/invoices", params=params, headers=key)
+    again = await http.delete("/integration/invoices", params=params, headers=key)
+    assert deleted.status_code == again.status_code == 200
+    assert again.json() == deleted.json()
+
+
+async def fees(http: httpx.AsyncClient, owner: str, chain_id: int, key: dict[str, str]) -> Any:
+    response = await http.get(
+        "/integration/fees", params={"ownerAddress": owner, "chainId": chain_id}, headers=key
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def owner_settings(
+    http: httpx.AsyncClient, owner: Any, key: dict[str, str], dev: DevDeployment
+) -> None:
+    """SetFee through the integration route, SetPayout through the client-facing one."""
+    chain_id, address = dev.chain_id, owner.address
+    deadline = int(time.time()) + 3600
+    nonce = int((await fees(http, address, chain_id, key))["nonce"])
+    typed = set_fee_typed_data(chain_id, dev.factory, address, 250, nonce, deadline)
+    fee = {
+        "ownerAddress": address,
+        "chainId": chain_id,
+        "feeBps": 250,
+        "nonce": str(nonce),
+        "deadline": str(deadline),
+        "signature": "0x" + sign_typed(owner.key, typed).hex(),
+    }
+    submitted = await http.post("/integration/fees/set-meta", json=fee, headers=key)
+    assert submitted.status_code == 202, submitted.text
+    stale = await http.post("/fees/set-meta", json={**fee, "feeBps": 10}, headers={})
+    assert stale.status_code in (400, 409), stale.text
+    payout = new_owner().address
+    typed = set_payout_typed_data(chain_id, dev.factory, address, payout, nonce + 1, deadline)
+    payout_body = {
+        "ownerAddress": address,
+        "chainId": chain_id,
+        "payoutAddress": payout,
+        "nonce": str(nonce + 1),
+        "deadline": str(deadline),
+        "signature": "0x" + sign_typed(owner.key, typed).hex(),
+    }
+    assert (await http.post("/fees/set-payout-meta", json=payout_body)).status_code == 202
+    settings = await fees(http, address, chain_id, key)
+    assert settings == {"feeBps": 250, "payoutAddress": payout, "nonce": str(nonce + 2)}
+    # The other two fee routes, to see their success bodies too.
+    nonce += 2
+    typed = set_fee_typed_data(chain_id, dev.factory, address, 0, nonce, deadline)
+    fee = {
+        **fee,
+        "feeBps": 0,
+        "nonce": str(nonce),
+        "signature": "0x" + sign_typed(owner.key, typed).hex(),
+    }
+    assert (await http.post("/fees/set-meta", json=fee)).status_code == 202
+    typed = set_payout_typed_data(chain_id, dev.factory, address, payout, nonce + 1, deadline)
+    payout_body = {
+        **payout_body,
+        "nonce": str(nonce + 1),
+        "signature": "0x" + sign_typed(owner.key, typed).hex(),
+    }
+    response = await http.post("/integration/fees/set-payout-meta", json=payout_body, headers=key)
+    assert response.status_code == 202, response.text
+
+
+async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
+    """Signing secrets and owner settings (issue 17's routes)."""
+    address = owner.address
+    created = await http.post(
+        "/integration/webhook-secrets", json={"ownerAddress": address}, headers=key
+    )
+    assert created.status_code == 201, created.text
+    listed = await http.get(
+        "/integration/webhook-secrets", params={"ownerAddress": address}, headers=key
+    )
+    assert [item["id"] for item in listed.json()["items"]] == [created.json()["id"]]
+    revoked = await http.delete(
+        "/integration/webhook-secrets",
+        params={"ownerAddress": address, "id": created.json()["id"]},
+        headers=key,
+    )
+    assert revoked.status_code == 200
+    changed = await http.put(
+        "/integration/settings",
+        json={"ownerAddress": address, "webhookApiKeyHeader": False},
+        headers=key,
+    )
+    assert changed.json() == {"webhookApiKeyHeader": False}
+    read = await http.get("/integration/settings", params={"ownerAddress": address}, headers=key)
+    assert read.json() == {"webhookApiKeyHeader": False}
