@@ -171,6 +171,7 @@ async def journey(
     assert [r["amountRaw"] for r in shown.json()["invoice"]["refunds"]] == [str(10**14)]
 
     await webhook_signing(http, owner, key)
+    await events_and_endpoints(http, owner, key)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
     deleted = await http.delete("/integration/invoices", params=params, headers=key)
@@ -219,7 +220,12 @@ async def owner_settings(
     }
     assert (await http.post("/fees/set-payout-meta", json=payout_body)).status_code == 202
     settings = await fees(http, address, chain_id, key)
-    assert settings == {"feeBps": 250, "payoutAddress": payout, "nonce": str(nonce + 2)}
+    assert settings == {
+        "feeBps": 250,
+        "payoutAddress": payout,
+        "nonce": str(nonce + 2),
+        "factory": dev.factory,
+    }
     # The other two fee routes, to see their success bodies too.
     nonce += 2
     typed = set_fee_typed_data(chain_id, dev.factory, address, 0, nonce, deadline)
@@ -265,3 +271,50 @@ async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, st
     assert changed.json() == {"webhookApiKeyHeader": False}
     read = await http.get("/integration/settings", params={"ownerAddress": address}, headers=key)
     assert read.json() == {"webhookApiKeyHeader": False}
+
+
+async def events_and_endpoints(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
+    """Webhook endpoints and the event log (issue 17's routes): the journey's paid invoice
+    has written an ``invoice.paid`` event."""
+    address = owner.address
+    endpoints = "/integration/webhook-endpoints"
+    created = await http.post(
+        endpoints,
+        json={"ownerAddress": address, "url": "https://hooks.example/journey", "events": ["*"]},
+        headers=key,
+    )
+    assert created.status_code == 201, created.text
+    endpoint_id = created.json()["id"]
+    listed = await http.get(endpoints, params={"ownerAddress": address}, headers=key)
+    assert [item["id"] for item in listed.json()["items"]] == [endpoint_id]
+    changed = await http.patch(
+        endpoints,
+        params={"id": endpoint_id},
+        json={"ownerAddress": address, "events": ["invoice.paid"]},
+        headers=key,
+    )
+    assert changed.json()["events"] == ["invoice.paid"]
+    pinged = await http.post(
+        f"{endpoints}/test", params={"id": endpoint_id}, json={"ownerAddress": address}, headers=key
+    )
+    assert pinged.status_code == 202, pinged.text
+    events = await http.get(
+        "/integration/events",
+        params={"ownerAddress": address, "type": "invoice.paid"},
+        headers=key,
+    )
+    (paid,) = events.json()["items"]
+    one = await http.get(
+        f"/integration/events/{paid['id']}", params={"ownerAddress": address}, headers=key
+    )
+    assert one.json()["event"] == paid
+    again = await http.post(
+        f"/integration/events/{paid['id']}/redeliver",
+        json={"ownerAddress": address, "endpointId": endpoint_id},
+        headers=key,
+    )
+    assert again.status_code == 202, again.text
+    removed = await http.delete(
+        endpoints, params={"ownerAddress": address, "id": endpoint_id}, headers=key
+    )
+    assert removed.json() == {"deleted": True, "id": endpoint_id}

@@ -23,16 +23,25 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from invoicing.api.deps import Model, authorize, authorized_body, authorized_query
 from invoicing.api.inputs import (
     Address,
-    body_schema,
+    OwnerBody,
+    OwnerQuery,
     json_body,
     owner_address_of,
     query_items,
-    query_schema,
+    query_types,
     validate,
     without_owner,
 )
+from invoicing.api.responses import (
+    DeletedWebhookEndpoint,
+    DeliveryAccepted,
+    EventDetail,
+    EventList,
+    WebhookEndpoint,
+    WebhookEndpointList,
+)
 from invoicing.auth.guard import Caller
-from invoicing.errors import InvalidRequest
+from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
 from invoicing.events.endpoints import (
     EVENT_TYPES,
     EndpointChange,
@@ -45,6 +54,7 @@ from invoicing.events.endpoints import (
 )
 from invoicing.events.models import PING
 from invoicing.events.service import get_event, list_events, ping, redeliver
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 from invoicing.services import services_of
 from invoicing.settings import Settings
 
@@ -79,18 +89,6 @@ class UpdateEndpointBody(BaseModel):
         if all(v is None for v in (self.url, self.events, self.enabled, self.description)):
             raise ValueError("give at least one of url, events, enabled, description")
         return self
-
-
-class OwnerBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ownerAddress: Address
-
-
-class OwnerQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    ownerAddress: Address
 
 
 class EndpointQuery(BaseModel):
@@ -160,7 +158,7 @@ async def authorized_body_with_id(
         path_id = _checked_path_id(path_id)
     data = await json_body(request, services_of(request).settings.max_body_bytes)
     payload = {"id": path_id, **without_owner(data)}
-    caller = await authorize(request, action, owner_address_of(data), payload, from_query=False)
+    caller = await authorize(request, action, owner_address_of(data), payload)
     return validate(model, data), caller, path_id
 
 
@@ -173,9 +171,14 @@ def _checked_path_id(value: str) -> str:
 
 @router.post(
     "/webhook-endpoints",
-    status_code=201,
-    openapi_extra=body_schema(CreateEndpointBody),
-    summary="Register a webhook endpoint for events",
+    **documented(
+        "Register a webhook endpoint for events",
+        ok=WebhookEndpoint,
+        status=201,
+        body=CreateEndpointBody,
+        errors=(*BODY_ROUTE_ERRORS, TooManyWebhookEndpoints),
+        action="webhook_endpoint.create",
+    ),
 )
 async def create(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -196,8 +199,13 @@ async def create(request: Request) -> JSONResponse:
 
 @router.get(
     "/webhook-endpoints",
-    openapi_extra=query_schema(OwnerQuery),
-    summary="List an owner's webhook endpoints",
+    **documented(
+        "List an owner's webhook endpoints",
+        ok=WebhookEndpointList,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="webhook_endpoint.list",
+    ),
 )
 async def list_(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -209,8 +217,14 @@ async def list_(request: Request) -> JSONResponse:
 
 @router.patch(
     "/webhook-endpoints",
-    openapi_extra={**query_schema(IdQuery), **body_schema(UpdateEndpointBody)},
-    summary="Change a webhook endpoint's url, events, description or enabled",
+    **documented(
+        "Change a webhook endpoint's url, events, description or enabled",
+        ok=WebhookEndpoint,
+        query=IdQuery,
+        body=UpdateEndpointBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.update",
+    ),
 )
 async def update(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -235,8 +249,13 @@ async def update(request: Request) -> JSONResponse:
 
 @router.delete(
     "/webhook-endpoints",
-    openapi_extra=query_schema(EndpointQuery),
-    summary="Remove a webhook endpoint",
+    **documented(
+        "Remove a webhook endpoint",
+        ok=DeletedWebhookEndpoint,
+        query=EndpointQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.delete",
+    ),
 )
 async def delete(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -248,9 +267,15 @@ async def delete(request: Request) -> JSONResponse:
 
 @router.post(
     "/webhook-endpoints/test",
-    status_code=202,
-    openapi_extra={**query_schema(IdQuery), **body_schema(OwnerBody)},
-    summary="Send a ping event to one webhook endpoint",
+    **documented(
+        "Send a ping event to one webhook endpoint",
+        ok=DeliveryAccepted,
+        status=202,
+        query=IdQuery,
+        body=OwnerBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.test",
+    ),
 )
 async def test(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -265,8 +290,13 @@ async def test(request: Request) -> JSONResponse:
 
 @router.get(
     "/events",
-    openapi_extra=query_schema(EventsQuery),
-    summary="List an owner's events, newest first (cursor: after=<id>)",
+    **documented(
+        "List an owner's events, newest first (cursor: after=<id>)",
+        ok=EventList,
+        query=EventsQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="event.list",
+    ),
 )
 async def events(request: Request) -> JSONResponse:
     services = services_of(request)
@@ -285,15 +315,24 @@ async def events(request: Request) -> JSONResponse:
 
 @router.get(
     "/events/{event_id}",
-    openapi_extra=query_schema(OwnerQuery),
-    summary="One event with its deliveries and their attempts",
+    **documented(
+        "One event with its deliveries and their attempts",
+        ok=EventDetail,
+        query=OwnerQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="event.get",
+    ),
 )
 async def event(request: Request, event_id: str) -> JSONResponse:
     services = services_of(request)
     items = query_items(request)
     payload: dict[str, Any] = {"id": _checked_path_id(event_id), **without_owner(items)}
     caller = await authorize(
-        request, "event.get", owner_address_of(items), payload, from_query=True
+        request,
+        "event.get",
+        owner_address_of(items),
+        payload,
+        query_types={"id": "string", **query_types(OwnerQuery)},
     )
     validate(OwnerQuery, items)
     found = await get_event(
@@ -304,9 +343,14 @@ async def event(request: Request, event_id: str) -> JSONResponse:
 
 @router.post(
     "/events/{event_id}/redeliver",
-    status_code=202,
-    openapi_extra=body_schema(RedeliverBody),
-    summary="Send an event again, to one endpoint or to the invoice's webhookUrl",
+    **documented(
+        "Send an event again, to one endpoint or to the invoice's webhookUrl",
+        ok=DeliveryAccepted,
+        status=202,
+        body=RedeliverBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="event.redeliver",
+    ),
 )
 async def redeliver_event(request: Request, event_id: str) -> JSONResponse:
     services = services_of(request)

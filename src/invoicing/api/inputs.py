@@ -8,7 +8,7 @@ import math
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
-from pydantic import AfterValidator, BaseModel, ValidationError, WithJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, WithJsonSchema
 
 from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
@@ -177,3 +177,19 @@ def query_types(model: type[BaseModel]) -> dict[str, str]:
         types = {option.get("type") for option in options} - {"null"}
         kinds[name] = types.pop() if len(types) == 1 else "string"
     return kinds
+
+
+class OwnerBody(BaseModel):
+    """A body that names only its owner (routes acting on the owner's own things)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+
+
+class OwnerQuery(BaseModel):
+    """A query that names only its owner."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address

@@ -163,6 +163,10 @@ class FeeSettings(_Out):
     feeBps: int = Field(ge=0, le=500)
     payoutAddress: AddressOut | None
     nonce: Uint256String
+    factory: AddressOut = Field(
+        description="The factory contract SetFee and SetPayout signatures are made for "
+        "(the EIP-712 domain's verifyingContract)."
+    )
 
 
 class FeeSubmission(_Out):
@@ -226,3 +230,73 @@ class Readiness(_Out):
     ready: bool
     checks: dict[str, str]
     degraded: dict[str, str] | None = Field(default=None, description="Present only when any.")
+
+
+class EventEnvelope(_Out):
+    """An event as sent to webhook endpoints and listed by ``GET /integration/events``."""
+
+    id: str
+    type: str = Field(description="invoice.paid, invoice.partially_paid, … or ping.")
+    createdAt: TimestampMs
+    data: dict[str, Any] = Field(description='{"invoice": {…}} (ping: {"endpointId"}).')
+
+
+class EventList(_Out):
+    items: list[EventEnvelope] = Field(description="Newest first.")
+    hasMore: bool = Field(description="More, older events: ask again with after=<last id>.")
+
+
+class EventDeliveryAttempt(_Out):
+    attempt: int
+    attemptedAt: TimestampMs
+    statusCode: int | None
+    error: str | None
+    durationMs: int
+
+
+class EventDelivery(_Out):
+    id: str
+    endpointId: str | None
+    target: Literal["endpoint", "webhookUrl"]
+    url: str
+    status: str = Field(description="pending, delivered or failed.")
+    nextAttemptAt: TimestampMs | None
+    createdAt: TimestampMs
+    deliveredAt: TimestampMs | None
+    attempts: list[EventDeliveryAttempt]
+
+
+class EventDetail(_Out):
+    event: EventEnvelope
+    deliveries: list[EventDelivery] = Field(description="Oldest first.")
+
+
+class DeliveryAccepted(_Out):
+    """A delivery queued (redelivery, or a ping): its outcome shows in the event's detail."""
+
+    eventId: str
+    deliveryId: str
+    endpointId: str | None
+    status: Literal["pending"]
+
+
+class WebhookEndpoint(_Out):
+    id: str
+    url: str
+    events: list[str] = Field(description='Event types, or ["*"] for all.')
+    description: str | None
+    enabled: bool
+    disabledReason: str | None
+    disabledAt: TimestampMs | None
+    failingSince: TimestampMs | None
+    createdAt: TimestampMs
+    updatedAt: TimestampMs
+
+
+class WebhookEndpointList(_Out):
+    items: list[WebhookEndpoint]
+
+
+class DeletedWebhookEndpoint(_Out):
+    deleted: Literal[True]
+    id: str

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address
+from invoicing.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.api.responses import (
     IssuedWebhookSecret,
     OwnerSettings,
@@ -37,18 +37,6 @@ from invoicing.webhooks.signing import (
 )
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
-
-
-class OwnerBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ownerAddress: Address
-
-
-class OwnerQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    ownerAddress: Address
 
 
 class RevokeSecretQuery(BaseModel):
