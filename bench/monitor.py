@@ -62,9 +62,11 @@ BASELINE_IN_FLIGHT = 64
 SEED_CHUNK = 5000
 
 
-def invoice_row(i: int, owner: str, chain_id: int, token: str, now_ms: int) -> dict[str, Any]:
-    """Invoice ``i`` (1-based): every fifth one is a TUSD invoice."""
-    is_token = i % 5 == 0
+def invoice_row(
+    i: int, owner: str, chain_id: int, token: str, now_ms: int, token_every: int = 5
+) -> dict[str, Any]:
+    """Invoice ``i`` (1-based): every ``token_every``-th one is a TUSD invoice (0: none)."""
+    is_token = token_every > 0 and i % token_every == 0
     return {
         "id": str(uuid.uuid4()),
         "owner_address": owner,
@@ -95,7 +97,7 @@ def invoice_row(i: int, owner: str, chain_id: int, token: str, now_ms: int) -> d
 
 
 # The same rows made on the PostgreSQL server: addresses from md5 of the row number (distinct,
-# unfunded), every fifth one a TUSD invoice.
+# unfunded), every ``token_every``-th one a TUSD invoice.
 PG_SEED = text(
     """
     INSERT INTO invoices (id, owner_address, owner_key, chain_id, invoice_id, payment_address,
@@ -105,9 +107,9 @@ PG_SEED = text(
     SELECT gen_random_uuid()::text, :owner, lower(:owner), :chain_id, i::text,
         '0x' || substr(md5(i::text || 'a') || md5(i::text || 'b'), 1, 40),
         '0x' || md5(i::text || 'c') || md5(i::text || 'd'), '1',
-        CASE WHEN i % 5 = 0 THEN :token END,
-        CASE WHEN i % 5 = 0 THEN 6 ELSE 18 END,
-        CASE WHEN i % 5 = 0 THEN '1000000' ELSE '1000000000000000000' END,
+        CASE WHEN i % :token_every = 0 THEN :token END,
+        CASE WHEN i % :token_every = 0 THEN 6 ELSE 18 END,
+        CASE WHEN i % :token_every = 0 THEN '1000000' ELSE '1000000000000000000' END,
         :expires_at, 'pending', false, false, '0', :now_ms, :now_ms, :now_ms, 'api_key',
         repeat('0', 64), true, :now_ms, '0', :expires_at, false
     FROM generate_series(1, :n) AS i
@@ -120,10 +122,20 @@ PG_PLAIN_INDEXES = text(
 )
 
 
-def seed_postgres(url: str, n: int, chain_id: int, token: str, now_ms: int) -> None:
+def seed_postgres(
+    url: str, n: int, chain_id: int, token: str, now_ms: int, token_every: int
+) -> None:
     engine = create_engine(make_url(url).set(drivername="postgresql+psycopg2"))
     owner = checksum_encode(os.urandom(20))
-    values = {"owner": owner, "chain_id": chain_id, "token": token, "n": n, "now_ms": now_ms}
+    values = {
+        "owner": owner,
+        "chain_id": chain_id,
+        "token": token,
+        "n": n,
+        "now_ms": now_ms,
+        # n + 1: no row number is a multiple of it, so no token invoice.
+        "token_every": token_every or n + 1,
+    }
     with engine.begin() as connection:
         indexes = list(connection.execute(PG_PLAIN_INDEXES))
         for name, _definition in indexes:
@@ -136,18 +148,20 @@ def seed_postgres(url: str, n: int, chain_id: int, token: str, now_ms: int) -> N
     engine.dispose()
 
 
-async def seed(services: Services, url: str, n: int, dev: DevDeployment) -> list[FundedRow]:
+async def seed(
+    services: Services, url: str, n: int, dev: DevDeployment, token_every: int = 5
+) -> list[FundedRow]:
     """N pending invoices, all due now; answers the first ``FUNDED`` of them (to be paid)."""
     now_ms = services.clock.now_ms()
     if url.startswith("postgresql"):
-        seed_postgres(url, n, dev.chain_id, dev.token, now_ms)
+        seed_postgres(url, n, dev.chain_id, dev.token, now_ms, token_every)
     else:
         owner = checksum_encode(os.urandom(20))
         async with services.db.transaction() as session:
             connection = await session.connection()
             for start in range(0, n, SEED_CHUNK):
                 rows = [
-                    invoice_row(i, owner, dev.chain_id, dev.token, now_ms)
+                    invoice_row(i, owner, dev.chain_id, dev.token, now_ms, token_every)
                     for i in range(start + 1, min(n, start + SEED_CHUNK) + 1)
                 ]
                 await connection.execute(insert(Invoice), rows)

@@ -254,3 +254,28 @@ async def test_a_pass_claims_in_pages_without_duplicates(
         assert row.last_checked_at == services.clock.now_ms()
     assert len(await events_of(services, invoices[4])) == 1
     assert await claim_due(services, fake.config.chain_id, services.clock.now_ms(), 100) == []
+
+
+async def test_the_due_pass_takes_the_block_pass_readings_at_the_same_block(
+    services: Services, fake: FakeChain
+) -> None:
+    paid = await new_invoice(services, fake)
+    unpaid = await new_invoice(services, fake)
+    fake.pay(paid.payment_address, ETH)
+    block = await run_block_pass(services, fake, fake.block)
+    calls_after_block_pass = fake.balance_calls
+    fake.pay(unpaid.payment_address, ETH)  # after the block pass read it: not seen at once
+    clock_of(services).advance(1000)
+
+    due = await run_due_pass(services, fake, fake.block, block)
+
+    assert block.readings == {paid.id: ETH, unpaid.id: 0}
+    assert fake.balance_calls == calls_after_block_pass  # nothing read again
+    assert (due.checked, due.updated, due.paid) == (1, 0, 0)  # the paid one left the watch
+    row = await reload(services, unpaid)
+    assert (row.status, row.last_checked_at) == ("pending", services.clock.now_ms())
+    fake.block += 1
+    clock_of(services).advance(20_000)
+    later = await run_due_pass(services, fake, fake.block, block)  # of an older block
+    assert (later.checked, later.paid) == (1, 1)
+    assert fake.balance_calls == calls_after_block_pass + 1
