@@ -277,48 +277,55 @@ async def _measure(
     )
     gateway = services.chains.all()[0]
     assert isinstance(gateway, EvmGateway)
-    started = time.perf_counter()
-    funded = await seed(services, url, n, dev)
-    seed_s = time.perf_counter() - started
-    await fund(gateway.evm, funded)
+    try:
+        started = time.perf_counter()
+        funded = await seed(services, url, n, dev)
+        seed_s = time.perf_counter() - started
+        await fund(gateway.evm, funded)
+        block = await confirmed_block(gateway)
+        sample = await baseline_sample(services, dev.chain_id, baseline_max)
+        base_s, base_calls = await baseline(gateway.evm, sample, block)
+        if len(sample) < n:
+            base_s, base_calls = base_s * n / len(sample), n
+        line = Line(url.split(":")[0].split("+")[0], n, base_s, base_calls, len(sample), seed_s)
 
-    block = await confirmed_block(gateway)
-    passes = [
-        await timed("block", gateway, lambda: run_block_pass(services, gateway, block)),
-        await timed("due", gateway, lambda: run_due_pass(services, gateway, block)),
-    ]
-    sample = await baseline_sample(services, dev.chain_id, baseline_max)
-    base_s, base_calls = await baseline(gateway.evm, sample, block)
-    await services.aclose()
-    measured = ""
-    if len(sample) < n:
-        measured = f" baseline_measured={len(sample)}"
-        base_s, base_calls = base_s * n / len(sample), n
+        block_pass = await timed("block", gateway, lambda: run_block_pass(services, gateway, block))
+        ok = line.print(block_pass)
+        if (block_pass.result.checked, block_pass.result.paid) != (n, FUNDED):
+            print(f"monitor n={n} FAILED: block pass {block_pass.result}")
+            return False
+        due_pass = await timed("due", gateway, lambda: run_due_pass(services, gateway, block))
+        ok = line.print(due_pass) and ok
+        if due_pass.result.checked != n - FUNDED:
+            print(f"monitor n={n} FAILED: due pass checked {due_pass.result.checked}")
+            return False
+        return ok
+    finally:
+        await services.aclose()
 
-    ok = True
-    db = url.split(":")[0].split("+")[0]
-    for run in passes:
+
+@dataclass(frozen=True)
+class Line:
+    db: str
+    n: int
+    base_s: float
+    base_calls: int
+    measured: int
+    seed_s: float
+
+    def print(self, run: Timed) -> bool:
+        """Print the pass's line; whether it met its goal (if its size has one)."""
+        measured = f" baseline_measured={self.measured}" if self.measured < self.n else ""
         print(
-            f"monitor db={db} kind={run.kind} n={n} pass_s={run.seconds:.2f} "
+            f"monitor db={self.db} kind={run.kind} n={self.n} pass_s={run.seconds:.2f} "
             f"rpc_calls={run.calls} checked={run.result.checked} paid={run.result.paid} "
-            f"baseline_s={base_s:.2f} baseline_calls={base_calls} "
-            f"speedup={base_s / run.seconds:.1f}x calls_ratio={run.calls / base_calls:.5f} "
-            f"seed_s={seed_s:.1f}{measured}",
+            f"baseline_s={self.base_s:.2f} baseline_calls={self.base_calls} "
+            f"speedup={self.base_s / run.seconds:.1f}x "
+            f"calls_ratio={run.calls / self.base_calls:.5f} seed_s={self.seed_s:.1f}{measured}",
             flush=True,
         )
-        goal_calls, goal_s = GOALS.get(n, (base_calls, float("inf")))
-        ok = ok and run.calls <= goal_calls and run.seconds <= goal_s
-    block_pass, due_pass = passes
-    if block_pass.result.checked != n or block_pass.result.paid != FUNDED:
-        print(
-            f"monitor n={n} FAILED: block pass checked {block_pass.result.checked}, paid "
-            f"{block_pass.result.paid}"
-        )
-        return False
-    if due_pass.result.checked != n - FUNDED:
-        print(f"monitor n={n} FAILED: due pass checked {due_pass.result.checked}")
-        return False
-    return ok
+        goal_calls, goal_s = GOALS.get(self.n, (self.base_calls, float("inf")))
+        return run.calls <= goal_calls and run.seconds <= goal_s
 
 
 async def run(sizes: list[int], baseline_max: int, server: str | None) -> bool:
