@@ -48,7 +48,7 @@ class HeadPacer:
     """
 
     STEADY_BLOCKS = 4
-    STEADY_SPREAD = 0.1
+    STEADY_SPREAD = 0.25
     MIN_PACED_POLLS = 4
     EARLY_SHARE = 0.1
 
