@@ -279,3 +279,29 @@ async def test_the_due_pass_takes_the_block_pass_readings_at_the_same_block(
     later = await run_due_pass(services, fake, fake.block, block)  # of an older block
     assert (later.checked, later.paid) == (1, 1)
     assert fake.balance_calls == calls_after_block_pass + 1
+
+
+async def test_two_monitors_on_one_database_mark_each_payment_once(
+    services: Services, database_url: str, fake: FakeChain
+) -> None:
+    other = fake_services(database_url, fake)  # a second worker: its own engine and clock
+    invoices = [await new_invoice(services, fake) for _ in range(6)]
+    stop = asyncio.Event()
+    loops = [asyncio.create_task(watch_chain(s, fake, stop)) for s in (services, other)]
+    for invoice in invoices:
+        fake.pay(invoice.payment_address, ETH)
+        fake.block += 1
+        await asyncio.sleep(0.03)
+    for _ in range(300):
+        if all([(await reload(services, invoice)).paid for invoice in invoices]):
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*loops), 5)
+    await other.db.dispose()
+
+    for invoice in invoices:
+        row = await reload(services, invoice)
+        assert (row.status, row.balance_raw, row.watch) == ("paid", str(ETH), False)
+        (event,) = await events_of(services, invoice)
+        assert event.payload["status"] == "paid"
