@@ -52,3 +52,10 @@ def test_the_wait_never_exceeds_the_cap() -> None:
 
     assert pacer.interval_s() == 60.0
     assert pacer.delay_s(360.0) == 20.0
+
+
+def test_one_late_head_read_does_not_break_the_pace() -> None:
+    # Block 4 was seen 3 s late (a long pass held the loop up); the rest came every 12 s.
+    pacer = pacer_after([(1, 12.0), (2, 24.0), (3, 36.0), (4, 51.0), (5, 60.0), (6, 72.0)])
+
+    assert pacer.interval_s() == 12.0

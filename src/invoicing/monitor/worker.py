@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import statistics
 import time
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -39,12 +40,13 @@ MAX_BACKOFF_S = 30.0
 class HeadPacer:
     """When to read the head next, from when it was seen to move.
 
-    Block intervals are estimated from the last ``STEADY_BLOCKS`` head changes. When they
-    agree within ``STEADY_SPREAD`` and are long (at least ``MIN_PACED_POLLS`` polls), the next
-    read waits until the next block is due, a little early (``EARLY_SHARE`` of a poll, so
-    the reading time creeps back toward the block instead of drifting later); otherwise,
-    and after a read that found no new block, it polls every ``poll_s``. A chain mining on
-    demand (a dev node) is never steady, so it keeps the plain poll.
+    Block intervals are estimated from the last ``STEADY_BLOCKS`` head changes (their
+    median). When all but one agree with it within ``STEADY_SPREAD`` and they are long (at
+    least ``MIN_PACED_POLLS`` polls), the next read waits until the next block is due, a
+    little early (``EARLY_SHARE`` of a poll, so the reading time creeps back toward the block
+    instead of drifting later); otherwise, and after a read that found no new block, it
+    polls every ``poll_s``. A chain mining on demand (a dev node) is never steady, so it
+    keeps the plain poll.
     """
 
     STEADY_BLOCKS = 4
@@ -71,12 +73,14 @@ class HeadPacer:
             return None
         times = [seen for _block, seen in self._changes]
         intervals = [later - earlier for earlier, later in itertools.pairwise(times)]
-        mean = sum(intervals) / len(intervals)
-        if mean < self.MIN_PACED_POLLS * self.poll_s:
+        typical = statistics.median(intervals)
+        if typical < self.MIN_PACED_POLLS * self.poll_s:
             return None
-        if max(intervals) - min(intervals) > self.STEADY_SPREAD * mean + self.poll_s:
-            return None
-        return mean
+        # A head read held up by a long pass sees one interval longer than the others: all
+        # but one must agree.
+        spread = self.STEADY_SPREAD * typical + self.poll_s
+        agreeing = sum(1 for interval in intervals if abs(interval - typical) <= spread)
+        return typical if agreeing >= len(intervals) - 1 else None
 
     def delay_s(self, now_s: float) -> float:
         """Seconds until the next head read."""
