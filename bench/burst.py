@@ -82,11 +82,20 @@ async def create_invoices(base_url: str, chain_id: int, webhook_url: str, n: int
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
 
         async def one(i: int) -> str:
-            body, headers = signed_create(chain_id, webhook_url, now + i)
-            async with gate:
-                answer = await client.post("/integration/invoices", json=body, headers=headers)
-            answer.raise_for_status()
-            return str(answer.json()["paymentAddress"])
+            for attempt in range(3):
+                # A dropped connection (an overloaded machine) is retried as a new request:
+                # a new timestamp, so never refused as a replay.
+                body, headers = signed_create(chain_id, webhook_url, now + i + attempt * n)
+                try:
+                    async with gate:
+                        answer = await client.post(
+                            "/integration/invoices", json=body, headers=headers
+                        )
+                except httpx.TransportError:
+                    continue
+                answer.raise_for_status()
+                return str(answer.json()["paymentAddress"])
+            raise SystemExit("creates keep failing")
 
         return list(await asyncio.gather(*(one(i) for i in range(n))))
 
@@ -174,7 +183,11 @@ def processes(commands: list[list[str]], env: dict[str, str]) -> Iterator[None]:
         for process in started:
             process.terminate()
         for process in started:
-            process.wait(timeout=30)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 async def wait_ready(base_url: str) -> None:
