@@ -17,7 +17,7 @@ block to the last paid webhook received. Prints one line per set-up::
 
 Exits 1 when a set-up misses the goal (the last webhook within 5 s).
 
-    .venv/bin/python bench/burst.py [--invoices 1000] [--workers 2]
+    .venv/bin/python bench/burst.py [--invoices 1000] [--workers 2] [--setups dev,postgres]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
 """
 
@@ -258,9 +258,10 @@ async def run(args: argparse.Namespace) -> bool:
     receiver = Receiver(server.sockets[0].getsockname()[1], stats)
     ok = True
     try:
-        with AnvilProcess() as anvil:
-            ok = await dev_case(anvil, args.invoices, receiver) and ok
-        if args.database_url:
+        if "dev" in args.setups.split(","):
+            with AnvilProcess() as anvil:
+                ok = await dev_case(anvil, args.invoices, receiver) and ok
+        if args.database_url and "postgres" in args.setups.split(","):
             with AnvilProcess() as anvil:
                 ok = (
                     await postgres_case(
@@ -280,6 +281,7 @@ def main() -> None:
     parser.add_argument("--invoices", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--database-url", default=None, help="PostgreSQL server URL")
+    parser.add_argument("--setups", default="dev,postgres", help="which set-ups to run")
     args = parser.parse_args()
     sys.exit(0 if asyncio.run(run(args)) else 1)
 
