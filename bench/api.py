@@ -17,6 +17,13 @@ The load comes from ``wrk`` (Debian package ``wrk``) in a separate process, so t
 never the bottleneck; signature-mode requests are signed before timing, one timestamp each.
 
     .venv/bin/python bench/api.py [--seconds 5] [--concurrency 32] [--database-url URL]
+
+With ``--processes 1,2`` it instead shows that the API scales out on one database: it runs
+one, then two ``invoicing serve`` processes on the same database (give a PostgreSQL
+``--database-url``), spreads the load over all of them (one wrk per process, the
+connections split between them) and prints one line per case and process count::
+
+    api scale_out processes=2 case=create_api_key rps=1500
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +49,9 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess, free_port
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
+
+sys.path.insert(0, str(Path(__file__).parent))
+from monitor import fresh_database  # noqa: E402
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 OWNER = Account.from_key(DEV_PRIVATE_KEYS[1])
@@ -71,7 +83,17 @@ async def deploy(rpc_url: str) -> tuple[int, str]:
 
 def bench(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-api-"))
-    database_url = args.database_url or f"sqlite:///{workdir}/bench.db"
+    if not args.database_url:
+        bench_on(f"sqlite:///{workdir}/bench.db", args, workdir)
+        return
+    database_url, drop = fresh_database(args.database_url)
+    try:
+        bench_on(database_url, args, workdir)
+    finally:
+        drop()
+
+
+def bench_on(database_url: str, args: argparse.Namespace, workdir: Path) -> None:
     with AnvilProcess() as anvil:
         chain_id, factory = asyncio.run(deploy(anvil.url))
         asyncio.run(upgrade(database_url))
@@ -98,18 +120,68 @@ def bench(args: argparse.Namespace) -> None:
             check=True,
         ).stdout
         api_key = json.loads(issued)["apiKey"]
-        port = free_port()
-        server = subprocess.Popen(
+        if args.processes:
+            for count in [int(c) for c in args.processes.split(",")]:
+                with serving(count, env) as base_urls:
+                    scale_out(base_urls, api_key, chain_id, args, workdir)
+            return
+        with serving(1, env) as (base_url,):
+            run_cases(base_url, api_key, chain_id, args, workdir)
+
+
+@contextmanager
+def serving(count: int, env: dict[str, str]) -> Iterator[list[str]]:
+    """``count`` ``invoicing serve`` processes on the same database; their base URLs."""
+    ports = [free_port() for _ in range(count)]
+    servers = [
+        subprocess.Popen(
             [INVOICING, "serve", "--port", str(port)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        try:
-            run_cases(f"http://127.0.0.1:{port}", api_key, chain_id, args, workdir)
-        finally:
+        for port in ports
+    ]
+    try:
+        yield [f"http://127.0.0.1:{port}" for port in ports]
+    finally:
+        for server in servers:
             server.terminate()
+        for server in servers:
             server.wait(timeout=10)
+
+
+def scale_out(
+    base_urls: list[str], api_key: str, chain_id: int, args: argparse.Namespace, workdir: Path
+) -> None:
+    """Create and status lookup spread over every process (``--processes``): one line per
+    case and process count; compare the lines of 1 and 2 processes of the same run."""
+    for base_url in base_urls:
+        with httpx.Client(base_url=base_url, timeout=30) as client:
+            wait_ready(client)
+    body = {"ownerAddress": OWNER.address, "chainId": chain_id, "amount": "1.5"}
+    with httpx.Client(base_url=base_urls[0], timeout=30) as client:
+        created = client.post(
+            "/integration/invoices", json=body, headers={"x-service-api-key": api_key}
+        )
+        payment_address = created.json()["paymentAddress"]
+    status_path = (
+        f"/integration/invoices/status?ownerAddress={OWNER.address}"
+        f"&paymentAddress={payment_address}"
+    )
+    cases = {
+        "trivial": ("GET", "/healthz", ["-"]),
+        "create_api_key": (
+            "POST",
+            "/integration/invoices",
+            [f"{json.dumps(body)}\tx-service-api-key\t{api_key}"],
+        ),
+        "status_api_key": ("GET", status_path, [f"-\tx-service-api-key\t{api_key}"]),
+    }
+    wrk_rps_across(base_urls, "GET", "/healthz", ["-"], args, workdir)  # warm-up
+    for name, (method, path, lines) in cases.items():
+        rps = wrk_rps_across(base_urls, method, path, lines, args, workdir)
+        print(f"api scale_out processes={len(base_urls)} case={name} rps={rps:.0f}", flush=True)
 
 
 WRK_SCRIPT = """
@@ -140,37 +212,43 @@ def wrk_rps(
     base_url: str, method: str, path: str, lines: list[str], args: argparse.Namespace, workdir: Path
 ) -> float:
     """Requests per second that wrk completed; every request must have answered 2xx."""
+    return wrk_rps_across([base_url], method, path, lines, args, workdir)
+
+
+def wrk_rps_across(
+    base_urls: list[str],
+    method: str,
+    path: str,
+    lines: list[str],
+    args: argparse.Namespace,
+    workdir: Path,
+) -> float:
+    """The same load on every URL at once (one wrk each, ``--concurrency`` split between
+    them); the requests per second of all of them together."""
     data = workdir / f"requests-{len(lines)}-{time.monotonic_ns()}.tsv"
     data.write_text("\n".join(lines) + "\n")
     script = workdir / "requests.lua"
     script.write_text(WRK_SCRIPT % (method, path, data))
-    output = subprocess.run(
-        [
-            "wrk",
-            "-t",
-            "1",
-            "-c",
-            str(args.concurrency),
-            "-d",
-            f"{args.seconds:g}s",
-            "-s",
-            str(script),
-            base_url,
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    result = next(line for line in output.splitlines() if line.startswith("RESULT"))
-    _, requests, errors, seconds = result.split()
-    if int(errors):
-        raise SystemExit(f"{path}: {errors} non-2xx answers\n{output}")
-    return int(requests) / float(seconds)
+    connections = max(1, args.concurrency // len(base_urls))
+    command = ["wrk", "-t", "1", "-c", str(connections), "-d", f"{args.seconds:g}s"]
+    runs = [
+        subprocess.Popen([*command, "-s", str(script), base_url], stdout=subprocess.PIPE, text=True)
+        for base_url in base_urls
+    ]
+    total = 0.0
+    for run in runs:
+        output, _ = run.communicate()
+        result = next(line for line in output.splitlines() if line.startswith("RESULT"))
+        _, requests, errors, seconds = result.split()
+        if int(errors):
+            raise SystemExit(f"{path}: {errors} non-2xx answers\n{output}")
+        total += int(requests) / float(seconds)
+    return total
 
 
 def wait_ready(client: httpx.Client) -> None:
-    """Poll /healthz until the server answers (up to about 10 s)."""
-    for _ in range(100):
+    """Poll /healthz until the server answers (up to about a minute)."""
+    for _ in range(600):
         try:
             if client.get("/healthz").status_code == 200:
                 return
@@ -257,7 +335,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--database-url", default=None)
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="PostgreSQL server URL (the bench makes a fresh database on it); default SQLite",
+    )
+    parser.add_argument(
+        "--processes",
+        default=None,
+        help="e.g. 1,2: run create and status over that many serve processes on one "
+        "database, one after the other (the scale-out lines) instead of the usual cases",
+    )
     bench(parser.parse_args())
 
 

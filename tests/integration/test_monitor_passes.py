@@ -254,3 +254,54 @@ async def test_a_pass_claims_in_pages_without_duplicates(
         assert row.last_checked_at == services.clock.now_ms()
     assert len(await events_of(services, invoices[4])) == 1
     assert await claim_due(services, fake.config.chain_id, services.clock.now_ms(), 100) == []
+
+
+async def test_the_due_pass_takes_the_block_pass_readings_at_the_same_block(
+    services: Services, fake: FakeChain
+) -> None:
+    paid = await new_invoice(services, fake)
+    unpaid = await new_invoice(services, fake)
+    fake.pay(paid.payment_address, ETH)
+    block = await run_block_pass(services, fake, fake.block)
+    calls_after_block_pass = fake.balance_calls
+    fake.pay(unpaid.payment_address, ETH)  # after the block pass read it: not seen at once
+    clock_of(services).advance(1000)
+
+    due = await run_due_pass(services, fake, fake.block, block)
+
+    assert block.readings == {paid.id: ETH, unpaid.id: 0}
+    assert fake.balance_calls == calls_after_block_pass  # nothing read again
+    assert (due.checked, due.updated, due.paid) == (1, 0, 0)  # the paid one left the watch
+    row = await reload(services, unpaid)
+    assert (row.status, row.last_checked_at) == ("pending", services.clock.now_ms())
+    fake.block += 1
+    clock_of(services).advance(20_000)
+    later = await run_due_pass(services, fake, fake.block, block)  # of an older block
+    assert (later.checked, later.paid) == (1, 1)
+    assert fake.balance_calls == calls_after_block_pass + 1
+
+
+async def test_two_monitors_on_one_database_mark_each_payment_once(
+    services: Services, database_url: str, fake: FakeChain
+) -> None:
+    other = fake_services(database_url, fake)  # a second worker: its own engine and clock
+    invoices = [await new_invoice(services, fake) for _ in range(6)]
+    stop = asyncio.Event()
+    loops = [asyncio.create_task(watch_chain(s, fake, stop)) for s in (services, other)]
+    for invoice in invoices:
+        fake.pay(invoice.payment_address, ETH)
+        fake.block += 1
+        await asyncio.sleep(0.03)
+    for _ in range(300):
+        if all([(await reload(services, invoice)).paid for invoice in invoices]):
+            break
+        await asyncio.sleep(0.02)
+    stop.set()
+    await asyncio.wait_for(asyncio.gather(*loops), 5)
+    await other.db.dispose()
+
+    for invoice in invoices:
+        row = await reload(services, invoice)
+        assert (row.status, row.balance_raw, row.watch) == ("paid", str(ETH), False)
+        (event,) = await events_of(services, invoice)
+        assert event.payload["status"] == "paid"

@@ -54,16 +54,28 @@ class BalanceReader:
     ``balancesOf`` call starts as soon as a token has ``batch_size`` addresses waiting, so
     reads overlap with the database work that produces the invoices."""
 
-    def __init__(self, chain: ChainGateway, block: int, batch_size: int) -> None:
+    def __init__(
+        self,
+        chain: ChainGateway,
+        block: int,
+        batch_size: int,
+        known: Mapping[str, int | None] | None = None,
+    ) -> None:
         self.chain = chain
         self.block = block
         self.batch_size = batch_size
+        # Readings already made at ``block`` (by the block pass): not read again.
+        self._known = known or {}
+        self._reused: dict[str, int | None] = {}
         self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
         self._reads: list[asyncio.Task[dict[str, int | None]]] = []
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
     def add(self, invoices: Sequence[InvoiceState]) -> None:
         for invoice in invoices:
+            if invoice.id in self._known:
+                self._reused[invoice.id] = self._known[invoice.id]
+                continue
             group = self._waiting[invoice.token_address]
             group.append(invoice)
             if len(group) >= self.batch_size:
@@ -77,7 +89,7 @@ class BalanceReader:
                 self._start(token, group)
         self._waiting.clear()
         parts = await asyncio.gather(*self._reads)
-        return {key: value for part in parts for key, value in part.items()}
+        return {key: value for part in [self._reused, *parts] for key, value in part.items()}
 
     async def close(self) -> None:
         """Stop reads still running (after a failure) and collect their outcomes."""
@@ -97,7 +109,7 @@ class BalanceReader:
 
 
 async def read_balances(
-    chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 6000
+    chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 9000
 ) -> dict[str, int | None]:
     """Balances by invoice id (None = unreadable), read at ``block``: one ``balancesOf`` call
     per token and chunk of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays

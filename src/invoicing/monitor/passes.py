@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from sqlalchemy import (
@@ -75,13 +75,14 @@ PARALLEL_CLAIMS = 2
 @dataclass(frozen=True)
 class PassResult:
     """What one pass did: invoices read, invoices written, newly paid, invoices whose balance
-    was unreadable (left as they were), block read at."""
+    was unreadable (left as they were), block read at, and the readings (by invoice id)."""
 
     block: int
     checked: int = 0
     updated: int = 0
     paid: int = 0
     unreadable: int = 0
+    readings: Mapping[str, int | None] = field(default_factory=dict, repr=False, compare=False)
 
 
 async def claim_due(
@@ -158,13 +159,19 @@ async def restore_last_checked(services: Services, rows: Sequence[InvoiceState])
 
 
 async def run_due_pass(
-    services: Services, chain: ChainGateway, block: int | None = None
+    services: Services,
+    chain: ChainGateway,
+    block: int | None = None,
+    block_pass: PassResult | None = None,
 ) -> PassResult:
     """Check every invoice due on ``chain`` now: claim them all (in pages), then read them at
-    one block in chunks of ``monitor_batch_size`` and store the readings."""
+    one block in chunks of ``monitor_batch_size`` and store the readings. Invoices that
+    ``block_pass`` read at this same block are not read again (so at rest the due pass sends
+    no RPC call for pending invoices)."""
     if block is None:
         block = await confirmed_block(chain)
-    reader = BalanceReader(chain, block, services.settings.monitor_batch_size)
+    known = block_pass.readings if block_pass is not None and block_pass.block == block else None
+    reader = BalanceReader(chain, block, services.settings.monitor_batch_size, known)
     rows: list[InvoiceState] = []
 
     async def claim_pages() -> None:
@@ -219,7 +226,8 @@ async def run_block_pass(
         return PassResult(block=block)
     balances = await read_balances(chain, rows, block, services.settings.monitor_batch_size)
     paid_from = block if first_unread is None else min(first_unread, block)
-    return await _store(services, rows, balances, paid_from, block, claimed=False)
+    result = await _store(services, rows, balances, paid_from, block, claimed=False)
+    return replace(result, readings=balances)
 
 
 async def _store(

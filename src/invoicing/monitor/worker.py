@@ -3,8 +3,13 @@
 Every ``monitor_poll_interval_s`` it reads ``eth_blockNumber`` (one cheap call). When the head
 moved, a block pass reads the pending invoices so that a payment is seen within one block;
 then the due pass checks whatever is due (pending every 20 s, expired at the lower rate),
-and every ``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate
-lifetime check is due (``monitor.lifetime``).
+taking the block pass's readings for the invoices it read at the same block, and every
+``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate lifetime
+check is due (``monitor.lifetime``).
+
+On a chain whose blocks come at a steady pace (12 s on Ethereum) the head is not polled
+every ``monitor_poll_interval_s`` but once the next block is due (``HeadPacer``), so at rest
+a block costs about one ``eth_blockNumber`` plus one ``balancesOf`` per asset.
 An RPC or database outage is logged and retried with exponential backoff; it never ends
 the loop.
 """
@@ -13,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import statistics
+import time
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -22,12 +30,66 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_at
 from invoicing.monitor.lifetime import run_lifetime_pass
-from invoicing.monitor.passes import run_block_pass, run_due_pass
+from invoicing.monitor.passes import PassResult, run_block_pass, run_due_pass
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+
+
+class HeadPacer:
+    """When to read the head next, from when it was seen to move.
+
+    Block intervals are estimated from the last ``STEADY_BLOCKS`` head changes (their
+    median). When all but one agree with it within ``STEADY_SPREAD`` and they are long (at
+    least ``MIN_PACED_POLLS`` polls), the next read waits until the next block is due, a
+    little early (``EARLY_SHARE`` of a poll, so the reading time creeps back toward the block
+    instead of drifting later); otherwise, and after a read that found no new block, it
+    polls every ``poll_s``. A chain mining on demand (a dev node) is never steady, so it
+    keeps the plain poll.
+    """
+
+    STEADY_BLOCKS = 4
+    STEADY_SPREAD = 0.25
+    MIN_PACED_POLLS = 4
+    EARLY_SHARE = 0.1
+
+    def __init__(self, poll_s: float, max_wait_s: float) -> None:
+        self.poll_s = poll_s
+        self.max_wait_s = max_wait_s
+        self._changes: list[tuple[int, float]] = []  # (block, time seen), oldest first
+
+    def seen(self, block: int, now_s: float) -> None:
+        """The head read at ``now_s`` (monotonic seconds)."""
+        if self._changes and block <= self._changes[-1][0]:
+            return
+        if self._changes and block > self._changes[-1][0] + 1:
+            self._changes.clear()  # blocks were missed: the times say nothing of the pace
+        self._changes = [*self._changes[-self.STEADY_BLOCKS :], (block, now_s)]
+
+    def interval_s(self) -> float | None:
+        """The steady block interval, or None while the pace is unknown or uneven."""
+        if len(self._changes) <= self.STEADY_BLOCKS:
+            return None
+        times = [seen for _block, seen in self._changes]
+        intervals = [later - earlier for earlier, later in itertools.pairwise(times)]
+        typical = statistics.median(intervals)
+        if typical < self.MIN_PACED_POLLS * self.poll_s:
+            return None
+        # A head read held up by a long pass sees one interval longer than the others: all
+        # but one must agree.
+        spread = self.STEADY_SPREAD * typical + self.poll_s
+        agreeing = sum(1 for interval in intervals if abs(interval - typical) <= spread)
+        return typical if agreeing >= len(intervals) - 1 else None
+
+    def delay_s(self, now_s: float) -> float:
+        """Seconds until the next head read."""
+        interval = self.interval_s()
+        if interval is None:
+            return self.poll_s
+        due = self._changes[-1][1] + interval - self.EARLY_SHARE * self.poll_s
+        return min(self.max_wait_s, max(self.poll_s, due - now_s))
 
 
 async def run(services: Services, stop: asyncio.Event) -> None:
@@ -40,19 +102,23 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
     lifetime_poll_ms = services.settings.lifetime_poll_interval_s * 1000
     chain_id = chain.config.chain_id
     logs.annotate(chain_id=chain_id)  # this loop runs in a task of its own
+    pacer = HeadPacer(poll_s, max_wait_s=services.settings.monitor_interval_s)
     last_block: int | None = None
     last_lifetime_ms: int | None = None
+    block_pass: PassResult | None = None
     failures = 0
     while not stop.is_set():
         try:
-            block = confirmed_at(chain, await chain.block_number())
+            head = await chain.block_number()
+            pacer.seen(head, time.monotonic())
+            block = confirmed_at(chain, head)
             if block != last_block:
                 first_unread = block if last_block is None else last_block + 1
                 with metrics.monitor_pass(chain_id, "block"):
-                    await run_block_pass(services, chain, block, first_unread)
+                    block_pass = await run_block_pass(services, chain, block, first_unread)
                 last_block = block
             with metrics.monitor_pass(chain_id, "due"):
-                result = await run_due_pass(services, chain, block)
+                result = await run_due_pass(services, chain, block, block_pass)
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
                 with metrics.monitor_pass(chain_id, "lifetime"):
@@ -67,7 +133,7 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
                     result.unreadable,
                 )
             failures = 0
-            delay = poll_s
+            delay = pacer.delay_s(time.monotonic())
         except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
             failures += 1
             delay = min(MAX_BACKOFF_S, poll_s * 2**failures)

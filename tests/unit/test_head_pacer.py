@@ -1,0 +1,61 @@
+"""When the monitor reads the head next (``monitor.worker.HeadPacer``)."""
+
+from __future__ import annotations
+
+from invoicing.monitor.worker import HeadPacer
+
+
+def pacer_after(blocks: list[tuple[int, float]], poll_s: float = 0.5) -> HeadPacer:
+    pacer = HeadPacer(poll_s, max_wait_s=20.0)
+    for block, seen in blocks:
+        pacer.seen(block, seen)
+    return pacer
+
+
+def test_steady_12_s_blocks_wait_for_the_next_block_a_little_early() -> None:
+    pacer = pacer_after([(block, 12.0 * block + 0.3) for block in range(1, 7)])
+
+    assert pacer.interval_s() == 12.0
+    # Seen at 72.3: the next is due at 84.3, read 0.05 s early (a tenth of a poll).
+    assert round(pacer.delay_s(72.3), 6) == 11.95
+    assert round(pacer.delay_s(80.0), 6) == 4.25
+
+
+def test_after_a_read_that_found_no_new_block_it_polls_every_poll() -> None:
+    pacer = pacer_after([(block, 12.0 * block) for block in range(1, 7)])
+    pacer.seen(6, 83.95)  # same head: the block is late
+
+    assert pacer.delay_s(83.95) == 0.5
+
+
+def test_too_few_blocks_or_uneven_ones_or_short_ones_keep_the_plain_poll() -> None:
+    few = pacer_after([(block, 12.0 * block) for block in range(1, 5)])
+    uneven = pacer_after([(1, 0.0), (2, 3.0), (3, 15.0), (4, 16.0), (5, 30.0), (6, 31.0)])
+    short = pacer_after([(block, 1.0 * block) for block in range(1, 7)])
+
+    assert [p.interval_s() for p in (few, uneven, short)] == [None, None, None]
+    assert [p.delay_s(100.0) for p in (few, uneven, short)] == [0.5, 0.5, 0.5]
+
+
+def test_a_jump_of_several_blocks_starts_the_estimate_again() -> None:
+    pacer = pacer_after([(block, 12.0 * block) for block in range(1, 7)])
+    pacer.seen(9, 110.0)  # the loop was held up (an outage): blocks 7 and 8 unseen
+
+    assert pacer.interval_s() is None
+    assert pacer.delay_s(110.0) == 0.5
+
+
+def test_the_wait_never_exceeds_the_cap() -> None:
+    pacer = HeadPacer(0.5, max_wait_s=20.0)
+    for block in range(1, 7):
+        pacer.seen(block, 60.0 * block)
+
+    assert pacer.interval_s() == 60.0
+    assert pacer.delay_s(360.0) == 20.0
+
+
+def test_one_late_head_read_does_not_break_the_pace() -> None:
+    # Block 4 was seen 3 s late (a long pass held the loop up); the rest came every 12 s.
+    pacer = pacer_after([(1, 12.0), (2, 24.0), (3, 36.0), (4, 51.0), (5, 60.0), (6, 72.0)])
+
+    assert pacer.interval_s() == 12.0
