@@ -1,32 +1,24 @@
 """The clients as integrators use them: against a real ``invoicing dev`` process (its own
 anvil, a fresh database of the run's kind), paid on anvil, webhooks to a real receiver.
 
-One ``invoicing dev`` serves the whole directory; every test works with its own owners,
-except where the dev command's own owner and key are the point.
+One ``invoicing dev`` (shared with the other tests that drive it from outside) serves the
+whole directory; every test works with its own owners, except where the dev command's own
+owner and key are the point.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import new_database_url
-from tests.support.server import free_port
-
-INVOICING = str(Path(sys.executable).parent / "invoicing")
+from tests.support.dev_service import shared_dev
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,50 +40,19 @@ class DevService:
     api_key: str
 
 
-def _wait_ready(path: Path, process: subprocess.Popen[bytes], log: Path) -> dict[str, Any]:
-    deadline = time.monotonic() + 90
-    while not (path.exists() and path.read_text().endswith("\n")):
-        assert process.poll() is None, f"invoicing dev exited:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"invoicing dev not ready:\n{log.read_text()}"
-        time.sleep(0.1)
-    ready: dict[str, Any] = json.loads(path.read_text())
-    return ready
-
-
 @pytest.fixture(scope="session")
-def dev_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevService]:
-    """``invoicing dev`` on free ports and a fresh database, the monitor at 1 s."""
-    tmp = tmp_path_factory.mktemp("dev")
-    database_url, drop = new_database_url()
-    ready_file, log_file = tmp / "ready.json", tmp / "dev.log"
-    env = {
-        **os.environ,
-        "INVOICING_MONITOR_INTERVAL_S": "1",
-        "INVOICING_WEBHOOK_RETRY_DELAY_S": "1",
-    }
-    with log_file.open("w") as log:
-        process = subprocess.Popen(
-            [
-                INVOICING, "dev", "--port", str(free_port()), "--chain-port", str(free_port()),
-                "--ready-file", str(ready_file), "--database-url", database_url,
-            ],
-            env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        ready = _wait_ready(ready_file, process, log_file)
-        yield DevService(
-            base_url=ready["base_url"],
-            rpc_url=ready["rpc_url"],
-            chain_id=ready["chain_id"],
-            factory=ready["factory"],
-            tusd=ready["tokens"]["TUSD"],
-            owner=ready["owner"],
-            api_key=ready["api_key"],
-        )
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        drop()
+def dev_service(request: pytest.FixtureRequest) -> DevService:
+    """The run's shared ``invoicing dev`` (``tests.support.dev_service``)."""
+    ready = shared_dev(request.config).ready
+    return DevService(
+        base_url=ready["base_url"],
+        rpc_url=ready["rpc_url"],
+        chain_id=ready["chain_id"],
+        factory=ready["factory"],
+        tusd=ready["tokens"]["TUSD"],
+        owner=ready["owner"],
+        api_key=ready["api_key"],
+    )
 
 
 def pay(dev: DevService, payer: str, to: str, wei: int) -> str:

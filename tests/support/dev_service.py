@@ -1,13 +1,17 @@
 """One `invoicing dev` process for the tests that drive the service from outside (the
-JavaScript SDK's tests, the docs' quickstart), started as a user starts it and shared by them.
+Python and JavaScript SDKs' tests, the docs' quickstart, the example shop), started as a user
+starts it and shared by them.
 
 It runs on free ports, on this run's database kind (a fresh SQLite file, or a fresh
-PostgreSQL database under ``INVOICING_TEST_DATABASE``), and is stopped when pytest ends.
+PostgreSQL database under ``INVOICING_TEST_DATABASE``), with the monitor's interval and the
+webhook retry delay at 1 s, and is stopped when pytest ends. Tests work with their own owners,
+except where the dev command's own owner and key are the point.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -59,6 +63,11 @@ def _start(config: pytest.Config) -> DevService:
             "--database-url",
             database_url,
         ],
+        env={
+            **os.environ,
+            "INVOICING_MONITOR_INTERVAL_S": "1",
+            "INVOICING_WEBHOOK_RETRY_DELAY_S": "1",
+        },
         stdout=log,
         stderr=subprocess.STDOUT,
     )
