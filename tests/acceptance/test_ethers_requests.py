@@ -100,7 +100,12 @@ async def test_ethers_typed_values_are_accepted_on_every_get_and_delete(
     assert results["list"]["payload"]["paid"] is False
     assert [item["invoiceId"] for item in results["list"]["body"]["items"]] == ["42"]
     assert results["status"]["body"]["invoice"]["paymentAddress"] == created["paymentAddress"]
-    assert results["fees"]["body"] == {"feeBps": 0, "payoutAddress": None, "nonce": "0"}
+    assert results["fees"]["body"] == {
+        "feeBps": 0,
+        "payoutAddress": None,
+        "nonce": "0",
+        "factory": dev.factory,
+    }
     # One escrow: its one NDJSON line is a JSON object.
     assert results["export"]["body"]["paymentAddress"] == created["paymentAddress"]
     assert results["revoke"]["body"]["revoked"] is True
