@@ -97,7 +97,7 @@ async def test_an_unhandled_error_answers_500_with_the_request_id_and_logs_it(
     @app.get("/boom")
     async def boom(request: Request) -> None:
         # A handler that fails after authenticating its owner, as a bug would.
-        await authorize(request, "invoice.list", owner.address, {}, from_query=True)
+        await authorize(request, "invoice.list", owner.address, {}, query_types={})
         raise RuntimeError("a bug")
 
     async with serve(app) as base, httpx.AsyncClient(base_url=base) as http:

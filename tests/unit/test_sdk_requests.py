@@ -78,10 +78,10 @@ def signed_by_owner(request: httpx.Request, action: str) -> bool:
         body = json.loads(request.content)
         assert next(iter(body)) == "ownerAddress"
         payload = {key: value for key, value in body.items() if key != "ownerAddress"}
-        return signed_by(OWNER, signature, action, timestamp, payload, from_query=False)
+        return signed_by(OWNER, signature, action, timestamp, payload)
     query = dict(request.url.params.multi_items())
     assert query.pop("ownerAddress") == OWNER
-    return signed_by(OWNER, signature, action, timestamp, query, from_query=True)
+    return signed_by(OWNER, signature, action, timestamp, query, query_types={})
 
 
 def test_request_signature_matches_the_design_test_vector() -> None:
