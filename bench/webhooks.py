@@ -83,7 +83,9 @@ from invoicing.webhooks.signing import create_secret
 from invoicing.webhooks.worker import Dispatcher, client_for
 
 sys.path.insert(0, str(Path(__file__).parent))
-from monitor import invoice_rows  # noqa: E402
+from monitor import invoice_row  # noqa: E402
+
+from invoicing.addresses import checksum_encode  # noqa: E402
 
 GOAL_PER_S = 1000
 GOAL_COST = 0.10
@@ -160,7 +162,8 @@ async def fresh_services() -> Services:
 async def fill_outbox(services: Services, urls: list[str]) -> set[str]:
     """Insert one paid invoice and its event per URL; the healthy events' ids."""
     n = len(urls)
-    invoices = invoice_rows(n, 31337, "0x" + "11" * 20, services.clock.now_ms())
+    owner, now_ms = checksum_encode(os.urandom(20)), services.clock.now_ms()
+    invoices = [invoice_row(i + 1, owner, 31337, "0x" + "11" * 20, now_ms) for i in range(n)]
     events = outbox_rows(invoices, urls, services.clock.now_ms())
     async with services.db.transaction() as session:
         for start in range(0, n, 2000):
