@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import create_engine, insert, text
@@ -40,42 +42,22 @@ from invoicing.monitor.check import store_balances
 from invoicing.services import Services
 from invoicing.settings import Settings
 
+sys.path.insert(0, str(Path(__file__).parent))
+from monitor import invoice_row  # noqa: E402
+
 CHAIN_ID = 31337
 # The monitor stores readings in chunks of this many invoices (``monitor.passes._store``).
 CHUNK = 500
 
 
 def invoice_rows(n: int, owner: str, now_ms: int, deleted: bool) -> list[dict[str, Any]]:
+    """Native invoices (``bench/monitor.invoice_row``) with a webhookUrl, cancelled ones
+    when ``deleted``."""
+    changes: dict[str, Any] = {"webhook_url": "https://hooks.example/paid"}
+    if deleted:
+        changes |= {"status": "cancelled", "deleted_at": now_ms, "watch": False}
     return [
-        {
-            "id": str(uuid.uuid4()),
-            "owner_address": owner,
-            "owner_key": owner.lower(),
-            "chain_id": CHAIN_ID,
-            "invoice_id": str(uuid.uuid4()),
-            "payment_address": checksum_encode(os.urandom(20)),
-            "salt": "0x" + os.urandom(32).hex(),
-            "amount": "1",
-            "token_address": None,
-            "decimals": 18,
-            "required_raw": str(10**18),
-            "webhook_url": "https://hooks.example/paid",
-            "expires_at": now_ms + 86_400_000,
-            "status": "cancelled" if deleted else "pending",
-            "deleted_at": now_ms if deleted else None,
-            "paid": False,
-            "withdrawn": False,
-            "balance_raw": "0",
-            "last_checked_at": now_ms,
-            "created_at": now_ms,
-            "updated_at": now_ms,
-            "auth_mode": "api_key",
-            "request_hash": "0" * 64,
-            "watch": not deleted,
-            "next_check_at": now_ms,
-            "swept_raw": "0",
-        }
-        for _ in range(n)
+        invoice_row(i + 1, owner, CHAIN_ID, "", now_ms, token_every=0) | changes for i in range(n)
     ]
 
 
