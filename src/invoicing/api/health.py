@@ -16,7 +16,7 @@ from invoicing.api.responses import Health, Readiness
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
-from invoicing.metrics import refresh_database_gauges
+from invoicing.gauges import refresh_database_gauges
 from invoicing.routedocs import PUBLIC, documented
 from invoicing.services import services_of
 from invoicing.settlement.relayer import relayer_shortfall
