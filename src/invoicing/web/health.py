@@ -14,7 +14,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
-from invoicing.metrics import refresh_database_gauges
+from invoicing.gauges import refresh_database_gauges
 from invoicing.settlement.relayer import relayer_shortfall
 from invoicing.web.api.responses import Health, Readiness
 from invoicing.web.context import services_of
