@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "invoicing"
 # The commands that build and serve the app may import ``invoicing.api.app``, nothing else.
-ENTRY_POINTS = {"cli.py", "dev.py"}
+ENTRY_POINTS = {"cli/dev.py", "cli/serve.py"}
 
 
 def imported_modules(path: Path) -> set[str]:
