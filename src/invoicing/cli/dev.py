@@ -197,23 +197,16 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     relayer_key = DEV_PRIVATE_KEYS[0]
     deployments = [await _deploy(url, relayer_key) for url in rpc_urls]
     base_url = f"http://{options.host}:{options.port}"
-    # What this command sets; the rest comes from the environment (INVOICING_*), as always.
-    fields: dict[str, Any] = {
-        "environment": "development",
-        "database_url": options.database_url,
-        "base_url": base_url,
-        "payment_page_url": base_url,
-        "webhook_allow_private": True,
-        "chains": [
-            _chain_config(url, deployment, relayer_key)
-            for url, deployment in zip(rpc_urls, deployments, strict=True)
-        ],
-    }
+    chain_configs = [
+        _chain_config(url, deployment, relayer_key)
+        for url, deployment in zip(rpc_urls, deployments, strict=True)
+    ]
+    fields = _settings_fields(base_url, options.database_url, chain_configs)
     settings = Settings(**fields)
     env_file = options.run_dir / ENV_FILE_NAME
     env_file.write_text(env_file_text(fields))  # noqa: ASYNC240 - once, tiny
-    chains = list(settings.chain_configs().values())
-    await verify_chains(chains)
+    chains = [_chain_facts(chain) for chain in settings.chain_configs().values()]
+    await verify_chains(settings.chain_configs().values())
     await upgrade(settings.database_url)
     services = build_services(settings)
     owner = Account.from_key(DEV_PRIVATE_KEYS[0]).address
@@ -232,31 +225,44 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     first = chains[0]
     ready = {
         "base_url": base_url,
-        "rpc_url": rpc_urls[0],
-        "chain_id": first.chain_id,
-        "factory": first.factory,
-        "tokens": {token.symbol: token.address for token in first.tokens},
+        "rpc_url": first["rpc_url"],
+        "chain_id": first["chain_id"],
+        "factory": first["factory"],
+        "tokens": first["tokens"],
         "relayer": Account.from_key(relayer_key).address,
         # A first curl needs no signing step: anvil account 0 as owner, with a key of its own.
         "owner": owner,
         "api_key": api_key,
-        "chains": [
-            {
-                "chain_id": chain.chain_id,
-                "rpc_url": url,
-                "factory": chain.factory,
-                "tokens": {token.symbol: token.address for token in chain.tokens},
-            }
-            for url, chain in zip(rpc_urls, chains, strict=True)
-        ],
+        "chains": chains,
         "database_url": make_url(options.database_url).render_as_string(hide_password=True),
         "env_file": str(env_file),
     }
     try:
-        serving = _announce_when_started(server, ready, options.ready_file)
-        await serving
+        await _announce_when_started(server, ready, options.ready_file)
     finally:
         await services.aclose()
+
+
+def _settings_fields(base_url: str, database_url: str, chains: list[ChainConfig]) -> dict[str, Any]:
+    """The settings this command sets; the rest come from the environment (INVOICING_*)."""
+    return {
+        "environment": "development",
+        "database_url": database_url,
+        "base_url": base_url,
+        "payment_page_url": base_url,
+        "webhook_allow_private": True,
+        "chains": chains,
+    }
+
+
+def _chain_facts(chain: ChainConfig) -> dict[str, object]:
+    """What the ready line tells of a chain."""
+    return {
+        "chain_id": chain.chain_id,
+        "rpc_url": chain.rpc_url,
+        "factory": chain.factory,
+        "tokens": {token.symbol: token.address for token in chain.tokens},
+    }
 
 
 def env_file_text(fields: dict[str, Any]) -> str:
