@@ -10,6 +10,8 @@ settings shows them; code that needs the value calls ``get_secret_value()``.
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -182,8 +184,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:
-        from invoicing.ratelimit import trusted_networks
-
         trusted_networks(self.trusted_proxies)  # raises ValueError on a bad CIDR
         return self
 
@@ -246,3 +246,21 @@ def parse_origins(value: str) -> frozenset[str]:
         if not re.fullmatch(r"https?://[^/\s]+", origin):
             raise ValueError(f"CORS: not an origin (scheme://host[:port]): {origin!r}")
     return origins
+
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.cache
+def trusted_networks(setting: str) -> tuple[IPNetwork, ...]:
+    """The CIDRs of ``INVOICING_TRUSTED_PROXIES`` (comma-separated); ValueError if one is bad."""
+    networks = []
+    for part in setting.split(","):
+        if part.strip():
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                raise ValueError(
+                    f"INVOICING_TRUSTED_PROXIES: {part.strip()!r} is not a CIDR"
+                ) from None
+    return tuple(networks)
