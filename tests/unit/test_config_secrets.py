@@ -13,10 +13,12 @@ from pydantic import SecretStr, ValidationError
 
 from invoicing.addresses import normalize_address
 from invoicing.auth.api_keys import decrypt_key, encrypt_key, hkdf_sha256
+from invoicing.chain.chains_file import load_chains_file
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import UnsupportedToken
 from invoicing.invoices.create import allowed_token_decimals
-from invoicing.settings import ChainConfig, Settings, TokenConfig, load_chains_file
+from invoicing.settings import Settings
 
 RELAYER_KEY = "0x" + "4c" * 32
 SECRET = "s3cr3t-" + "q" * 40
