@@ -9,9 +9,10 @@ import pytest
 from pydantic import SecretStr
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.cli.common import load_settings
 from invoicing.cli.dev import env_file_text
-from invoicing.settings import ChainConfig, Settings, TokenConfig
+from invoicing.settings import Settings
 
 CHAIN = ChainConfig(
     chain_id=31337,

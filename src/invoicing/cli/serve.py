@@ -13,7 +13,6 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 
-from invoicing.api.app import create_app, create_health_app
 from invoicing.auth.api_keys import reencrypt_legacy_keys
 from invoicing.cli.common import configure_logging, load_settings, refuse, verify_chains_or_refuse
 from invoicing.db import Database
@@ -21,6 +20,7 @@ from invoicing.migrate import upgrade_sync
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
+from invoicing.web.app import create_app, create_health_app
 from invoicing.workers import run_workers
 
 
