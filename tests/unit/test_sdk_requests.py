@@ -278,8 +278,8 @@ def test_the_sdk_stands_alone() -> None:
 
     assert "invoicing" not in imported
     assert imported - {"invoicing_client"} <= {
-        "__future__", "asyncio", "collections", "contextlib", "dataclasses", "decimal",
-        "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing",
+        "__future__", "asyncio", "collections", "contextlib", "dataclasses", "decimal", "enum",
+        "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing", "urllib",
         "httpx", "pydantic", "eth_account", "eth_utils",
     }  # fmt: skip
     names = [dependency.split(">")[0] for dependency in project["dependencies"]]
