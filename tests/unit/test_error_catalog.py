@@ -8,9 +8,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from invoicing.api.errors import HTTP_CODES
 from invoicing.errors import ErrorCode, ServiceError, error_catalog
 from invoicing.settlement.relayer import RelayerUnavailable
+from invoicing.web.errors import HTTP_CODES
 from invoicing_client.errors import ERRORS_BY_CODE, ApiError
 
 REPO = Path(__file__).resolve().parents[2]

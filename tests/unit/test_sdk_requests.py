@@ -84,7 +84,7 @@ def signed_by_owner(request: httpx.Request, action: str) -> bool:
     return signed_by(OWNER, signature, action, timestamp, query, query_types={})
 
 
-def test_request_signature_matches_the_design_test_vector() -> None:
+def test_request_signature_matches_the_documented_test_vector() -> None:
     payload = {"chainId": 31337, "amount": "1.5", "invoiceId": "order-1"}
     signature = sign_request(KEY, "invoice.create", OWNER, 1760000000000, payload)
     assert signature == (

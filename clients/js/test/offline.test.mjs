@@ -20,11 +20,11 @@ import {
   webhooks,
 } from "../src/index.js";
 
-// anvil account 0: the test vector of DESIGN.md section 4 (a public test key).
+// anvil account 0: the test vector of docs/integration/authentication.md (a public test key).
 const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const OWNER0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
-test("the signed message is the spec's canonical JSON (DESIGN.md test vector)", async () => {
+test("the signed message is the canonical JSON (the test vector of the authentication docs)", async () => {
   const message = requestMessage("invoice.create", OWNER0, 1760000000000,
     { chainId: 31337, amount: "1.5", invoiceId: "order-1" });
   assert.equal(message, 'Service API Request Signature\n{"action":"invoice.create",' +

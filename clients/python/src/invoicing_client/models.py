@@ -42,7 +42,7 @@ class OtherBalance(_Model):
 
 
 class Invoice(_Model):
-    """The Invoice object (spec 2.1) as the owner sees it."""
+    """An invoice as its owner sees it."""
 
     id: str
     owner_address: str
@@ -138,9 +138,10 @@ class RevokedApiKey(_Model):
 
 
 class WebhookEvent(_Model):
-    """The paid webhook's body (spec 2.2), once verified by ``webhooks.verify``.
+    """The paid webhook's body (docs/integration/webhooks.md), once verified by
+    ``webhooks.verify``.
 
-    ``balance`` is the one JSON number of the spec, kept as the service sent it; use
+    ``balance`` is the one JSON number of the body, kept as the service sent it; use
     ``balance_raw`` (an exact integer) for arithmetic."""
 
     owner_address: str
