@@ -16,12 +16,12 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.web.app import create_app
 from invoicing.webhooks.models import EventStatus, WebhookEvent
 from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.conftest import MakeServices

@@ -19,11 +19,11 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
-from invoicing.api.app import create_app
 from invoicing.chain.fake import FakeChain
 from invoicing.events.models import Event, EventEndpoint
 from invoicing.events.service import prune_events
 from invoicing.services import Services
+from invoicing.web.app import create_app
 from invoicing.webhooks.models import EventStatus, WebhookEvent
 from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.integration.test_no_500 import ODD_VALUES

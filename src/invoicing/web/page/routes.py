@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from invoicing.db import ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
     InvalidRequest,
@@ -24,16 +25,18 @@ from invoicing.errors import (
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
-from invoicing.page.qr import QrCache
-from invoicing.page.render import ASSET_TYPES, asset, error_page, payment_page
-from invoicing.page.view import (
+from invoicing.ratelimit import hit_deferred
+from invoicing.services import Services
+from invoicing.web.context import client_address, services_of
+from invoicing.web.page.qr import QrCache
+from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
+from invoicing.web.page.view import (
     PaymentView,
     find_invoice_for_page,
     parse_payment_address,
     payment_view,
 )
-from invoicing.ratelimit import client_address, hit_deferred
-from invoicing.routedocs import (
+from invoicing.web.routedocs import (
     PUBLIC,
     AddressOut,
     DecimalAmount,
@@ -42,7 +45,6 @@ from invoicing.routedocs import (
     documented,
     error_responses,
 )
-from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
 
@@ -124,11 +126,14 @@ class RecheckThrottle:
         return True
 
 
+_RECHECK_THROTTLE: ProcessLocal[RecheckThrottle] = ProcessLocal(lambda _db: RecheckThrottle())
+
+
 async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice | InvoiceRow:
     """The invoice after a live re-check when one is due; the stored state if the chain is
     unreachable (the page keeps working, the monitor catches up)."""
     interval_s = services.settings.page_recheck_interval_s
-    throttle = services.db.shared("page.recheck_throttle", RecheckThrottle)
+    throttle = _RECHECK_THROTTLE.of(services.db)
     if not throttle.allow(invoice.id, interval_s):
         return invoice
     try:
@@ -211,9 +216,12 @@ async def qr(request: Request, payment_address: str) -> Response:
     )
 
 
+QR_CACHE: ProcessLocal[QrCache] = ProcessLocal(lambda _db: QrCache())
+
+
 def qr_cache(services: Services) -> QrCache:
     """This process's QR cache for the app's database (tests read its ``stats``)."""
-    return services.db.shared("page.qr_cache", QrCache)
+    return QR_CACHE.of(services.db)
 
 
 def _error(status_code: int, title: str, message: str) -> HTMLResponse:

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from invoicing.api.deps import authorized_query
-from invoicing.api.inputs import Address
-from invoicing.api.responses import WebhookLog
 from invoicing.errors import NotFound
-from invoicing.routedocs import OWNER_ROUTE_ERRORS, documented
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import WebhookLog
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, documented
 from invoicing.webhooks.service import list_deliveries
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
