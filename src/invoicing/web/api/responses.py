@@ -13,6 +13,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
     DecimalAmount,
@@ -22,7 +23,6 @@ from invoicing.web.routedocs import (
     TxHash,
     Uint256String,
 )
-from invoicing.settlement.signed_relay import Accepted
 
 
 class _Out(BaseModel):
