@@ -3,15 +3,14 @@ the codes the HTTP layer answers with, and both SDKs' error classes."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from pathlib import Path
 
 from invoicing.errors import ErrorCode, ServiceError, error_catalog
 from invoicing.settlement.relayer import RelayerUnavailable
 from invoicing.web.errors import HTTP_CODES
 from invoicing_client.errors import ERRORS_BY_CODE, ApiError
+from tests.support.node import node_json
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| (\d{3}) \| `([a-z_]+)` \| (.+?) \| .+ \|$")
@@ -74,14 +73,6 @@ def test_the_js_sdk_has_one_class_per_code_with_its_status() -> None:
         "const known = Object.fromEntries([...e.ERRORS_BY_CODE].map(([k, c]) => [k, c.status]));"
         "console.log(JSON.stringify({ codes, known }));"
     )
-    result = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    answer = json.loads(result.stdout)
+    answer = node_json(script)
     assert answer["codes"] == catalog_codes()
     assert answer["known"] == catalog_codes()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import json
 import runpy
-import subprocess
 import types
 import typing
 from pathlib import Path
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 
 from invoicing_client import AsyncClient, Client, models
 from invoicing_client._routes import ROUTES
+from tests.support.node import node_json
 
 REPO = Path(__file__).resolve().parents[2]
 OPENAPI = json.loads((REPO / "openapi.json").read_text())
@@ -100,15 +100,7 @@ def test_every_route_and_method_of_the_js_sdk() -> None:
         }
         console.log(JSON.stringify({ routes: ROUTES, methods }));
     """
-    result = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=True,
-    )
-    answer = json.loads(result.stdout)
+    answer = node_json(script)
     routes = {name: tuple(route) for name, route in answer["routes"].items()}
     assert sorted(answer["methods"]) == sorted(routes)
     ops = operations()

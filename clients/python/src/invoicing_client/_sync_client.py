@@ -142,8 +142,20 @@ class Client:
         except NonceMismatch:
             return self._send(build(self.fees.get(chain_id)), read)
 
-    def _signer(self, signer: Signer | None) -> Callable[[dict[str, Any]], str]:
-        return _typed_signer(signer, self._transport, self.owner_address)
+    def _message(
+        self,
+        build: Callable[..., Call],
+        *args: Any,
+        signer: Signer | None,
+        deadline: int | None,
+        factory: str | None,
+    ) -> Callable[[FeeSettings], Call]:
+        """The owner's EIP-712 message ``build`` (``_calls.signed_*``) signed by ``signer``,
+        once the owner's settings (the nonce) are read."""
+        sign = _typed_signer(signer, self._transport, self.owner_address)
+        return functools.partial(
+            build, sign, self.owner_address, *args, deadline=deadline, factory=factory
+        )
 
 
 class Invoices:
@@ -227,13 +239,8 @@ class Invoices:
         token = invoice.token_address if token_address is calls.INVOICE_TOKEN else token_address
         assert not isinstance(token, calls.InvoiceToken)
         order = calls.RefundOrder(invoice, to, amount_raw, token)
-        build = functools.partial(
-            calls.signed_refund,
-            self._client._signer(signer),
-            self._client.owner_address,
-            order,
-            deadline=deadline,
-            factory=factory,
+        build = self._client._message(
+            calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
         )
         read = calls.model(RefundSubmission)
         return self._client._relay(invoice.chain_id, build, read)
@@ -265,14 +272,8 @@ class Fees:
         """Sign SetFee (EIP-712) with the owner's key (``signer``, else the client's
         private_key) and have the service relay it. ``deadline``: unix seconds (default in
         10 minutes); ``factory``: the factory the service names, unless given."""
-        build = functools.partial(
-            calls.signed_fee,
-            self._client._signer(signer),
-            self._client.owner_address,
-            chain_id,
-            fee_bps,
-            deadline=deadline,
-            factory=factory,
+        build = self._client._message(
+            calls.signed_fee, chain_id, fee_bps, signer=signer, deadline=deadline, factory=factory
         )
         return self._client._relay(chain_id, build, calls.model(FeeSubmission))
 
@@ -286,12 +287,11 @@ class Fees:
         factory: str | None = None,
     ) -> FeeSubmission:
         """Sign SetPayout (EIP-712) with the owner's key and have the service relay it."""
-        build = functools.partial(
+        build = self._client._message(
             calls.signed_payout,
-            self._client._signer(signer),
-            self._client.owner_address,
             chain_id,
             payout_address,
+            signer=signer,
             deadline=deadline,
             factory=factory,
         )
