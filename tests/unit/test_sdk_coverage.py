@@ -31,7 +31,6 @@ RAW = "^[0-9]{1,78}$"  # a uint256 as a decimal string: an int in the SDKs
 SCHEMA_OF = {
     "CreatedInvoice": "Invoice",
     "DeletedInvoice": "DeleteResult",
-    "Event": "EventEnvelope",
     "EventPage": "EventList",
     "WebhookLogEvent": "WebhookEvent",
 }
