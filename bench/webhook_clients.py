@@ -63,9 +63,9 @@ import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from invoicing.chain.anvil import free_port
-from invoicing.webhooks.client import Delivery, HttpWebhookClient, Wire
-from invoicing.webhooks.guard import Resolver, Target, TargetRefused, resolve_host
-from invoicing.webhooks.http11 import MAX_ANSWER_BYTES
+from invoicing.notifications.client import Delivery, HttpWebhookClient, Wire
+from invoicing.notifications.guard import Resolver, Target, TargetRefused, resolve_host
+from invoicing.notifications.http11 import MAX_ANSWER_BYTES
 
 sys.path.insert(0, str(Path(__file__).parent))
 from webhooks import address_of, receiver_process  # noqa: E402

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 # The transitions an invoice can make (pending is only ever the start).
 TRANSITION_TARGETS = ("paid", "expired", "cancelled", "completed")
-# Webhook attempt outcomes (``webhooks.client.Outcome.kind``).
+# Webhook attempt outcomes (``notifications.client.Outcome.kind``).
 WEBHOOK_OUTCOMES = ("success", "http_error", "timeout", "refused", "connect_error")
 # HTTP requests no route matched share this one label (never the raw path).
 UNMATCHED_ROUTE = "unmatched"
@@ -220,8 +220,8 @@ async def refresh_database_gauges(services: Services) -> None:
 async def _read_database_gauges(services: Services) -> None:
     """Three indexed aggregate queries."""
     from invoicing.invoices.models import Invoice
+    from invoicing.notifications.models import EventStatus, WebhookEvent
     from invoicing.settlement.models import RelayerTransaction, TxStatus
-    from invoicing.webhooks.models import EventStatus, WebhookEvent
 
     chains = [str(chain.config.chain_id) for chain in services.chains.all()]
     async with services.db.sessions() as session:

@@ -21,11 +21,10 @@ from sqlalchemy import select, update
 
 from invoicing.api.app import create_app
 from invoicing.chain.fake import FakeChain
-from invoicing.events.models import Event, EventEndpoint
-from invoicing.events.service import prune_events
+from invoicing.notifications.models import Event, EventEndpoint, EventStatus, WebhookEvent
+from invoicing.notifications.retention import prune_events
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
-from invoicing.webhooks.models import EventStatus, WebhookEvent
-from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain

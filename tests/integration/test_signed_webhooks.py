@@ -19,12 +19,12 @@ from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications.client import Outcome
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.models import WebhookAttempt, WebhookEvent
+from invoicing.notifications.signing import create_secret, revoke_secret, update_settings
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
-from invoicing.webhooks.client import Outcome
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.models import WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import create_secret, revoke_secret, update_settings
-from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.receiver import Received, receiver
 from tests.support.signing import new_owner

@@ -11,10 +11,10 @@ from sqlalchemy import select
 
 from invoicing.db import Database
 from invoicing.errors import NotFound, TooManyWebhookSecrets
-from invoicing.webhooks.signing import (
+from invoicing.notifications.models import WebhookSecret
+from invoicing.notifications.signing import (
     MAX_ACTIVE_SECRETS,
     WebhookOptions,
-    WebhookSecret,
     active_secrets,
     create_secret,
     get_settings,
@@ -140,7 +140,7 @@ async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
     async with db.transaction() as session:
         _row, readable = await create_secret(session, owner, SecretStr("another-" * 5), 2)
 
-    with caplog.at_level("WARNING", logger="invoicing.webhooks.signing"):
+    with caplog.at_level("WARNING", logger="invoicing.notifications.signing"):
         async with db.sessions() as session:
             options = await webhook_options_by_owner(session, [owner], SecretStr("another-" * 5))
 

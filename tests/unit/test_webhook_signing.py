@@ -11,9 +11,9 @@ from typing import Any, cast
 
 from pydantic import SecretStr
 
-from invoicing.webhooks.client import Delivery
-from invoicing.webhooks.delivery import ClaimedEvent
-from invoicing.webhooks.signing import (
+from invoicing.notifications.client import Delivery
+from invoicing.notifications.delivery import ClaimedEvent
+from invoicing.notifications.signing import (
     WebhookOptions,
     decrypt_secret,
     encrypt_secret,

@@ -42,7 +42,7 @@ from invoicing.api.responses import (
 )
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.events.endpoints import (
+from invoicing.notifications.endpoints import (
     EVENT_TYPES,
     EndpointChange,
     EndpointRules,
@@ -52,8 +52,8 @@ from invoicing.events.endpoints import (
     list_endpoints,
     update_endpoint,
 )
-from invoicing.events.models import PING
-from invoicing.events.service import get_event, list_events, ping, redeliver
+from invoicing.notifications.models import PING
+from invoicing.notifications.service import get_event, list_events, ping, redeliver
 from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 from invoicing.services import services_of
 from invoicing.settings import Settings

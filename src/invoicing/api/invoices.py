@@ -28,6 +28,7 @@ from invoicing.errors import (
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -36,11 +37,9 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.service import refunds_in
 from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 from invoicing.services import Services, services_of
 from invoicing.settings import Settings
-from invoicing.settlement.assets import other_balances_in
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 

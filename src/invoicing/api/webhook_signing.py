@@ -24,10 +24,7 @@ from invoicing.api.responses import (
     WebhookSecretList,
 )
 from invoicing.errors import NotFound, TooManyWebhookSecrets
-from invoicing.ratelimit import HOUR_MS, hit
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
-from invoicing.services import services_of
-from invoicing.webhooks.signing import (
+from invoicing.notifications.signing import (
     create_secret,
     get_settings,
     list_secrets,
@@ -35,6 +32,9 @@ from invoicing.webhooks.signing import (
     secret_to_dict,
     update_settings,
 )
+from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
+from invoicing.services import services_of
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
 

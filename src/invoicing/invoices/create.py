@@ -34,7 +34,7 @@ from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
 from invoicing.invoices.watched import WatchedCounts
-from invoicing.webhooks.guard import webhook_url_problem
+from invoicing.notifications.guard import webhook_url_problem
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,9 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
-from invoicing.events.record import Occurrence, record_events
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import (

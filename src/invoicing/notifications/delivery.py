@@ -13,7 +13,7 @@ is computed when the attempt is sent (``signed_delivery``), over the exact body 
 Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
-the event's id, signed, retried with backoff until ``retry_until``: ``events.retries``).
+the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
 """
 
 from __future__ import annotations
@@ -31,19 +31,19 @@ from invoicing import metrics
 from invoicing.auth.api_keys import decrypt_key
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
-from invoicing.events.retries import EndpointResult, next_attempt, record_endpoint_results
 from invoicing.invoices.models import Invoice
-from invoicing.services import Services
-from invoicing.settings import Settings
-from invoicing.webhooks.client import Delivery, Outcome
-from invoicing.webhooks.endpoints import endpoint_is_failing, record_health
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import (
+from invoicing.notifications.client import Delivery, Outcome
+from invoicing.notifications.endpoints import endpoint_is_failing, record_health
+from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.retries import EndpointResult, next_attempt, record_endpoint_results
+from invoicing.notifications.signing import (
     WEBHOOK_SIGNATURE_HEADER,
     WebhookOptions,
     signature_header,
     webhook_options_by_owner,
 )
+from invoicing.services import Services
+from invoicing.settings import Settings
 
 EVENT_ID_HEADER = "x-service-event-id"
 ATTEMPT_HEADER = "x-service-delivery-attempt"

@@ -32,22 +32,20 @@ from pydantic import SecretStr
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Index,
     String,
     Text,
     func,
     literal,
     null,
     select,
-    true,
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.auth.api_keys import hkdf_sha256
-from invoicing.db import Base, upsert
+from invoicing.db import upsert
 from invoicing.errors import NotFound, TooManyWebhookSecrets
+from invoicing.notifications.models import OwnerSettings, WebhookSecret
 
 log = logging.getLogger(__name__)
 
@@ -56,30 +54,6 @@ SECRET_PREFIX = "whsec_"
 ENCRYPTION_INFO = b"invoicing webhook-secret encryption v1"
 # Active secrets an owner may hold at once (two are enough to rotate; a few spare).
 MAX_ACTIVE_SECRETS = 5
-
-
-class WebhookSecret(Base):
-    """One owner's webhook signing secret; revoked ones stay listed with ``revoked_at``."""
-
-    __tablename__ = "webhook_secrets"
-    __table_args__ = (Index("ix_webhook_secrets_owner_key_revoked_at", "owner_key", "revoked_at"),)
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    owner_key: Mapped[str] = mapped_column(String(42))
-    # Fernet token of the secret (HKDF key, see the module docstring). Never the secret.
-    secret_encrypted: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-
-
-class OwnerSettings(Base):
-    """What an owner chose about the service's behaviour towards them (absent row: defaults)."""
-
-    __tablename__ = "owner_settings"
-
-    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
-    webhook_api_key_header: Mapped[bool] = mapped_column(Boolean, server_default=true())
-    updated_at: Mapped[int] = mapped_column(BigInteger)
 
 
 # ---- the header -------------------------------------------------------------------------
