@@ -3,7 +3,7 @@
 Three wires behind the same ``HttpWebhookClient`` (SSRF guard, 10 s timeout per attempt,
 no redirects, answers read up to 64 KiB, the same headers and body), measured in one run:
 
-- ``http11``: the hand-written HTTP/1.1 client on asyncio streams (``webhooks/http11.py``);
+- ``http11``: the hand-written HTTP/1.1 client on asyncio streams (``notifications/http11.py``);
 - ``httpx``: an ``httpx.AsyncClient`` whose connection pool dials through a network backend
   that connects only to the addresses the guard checked for the request;
 - ``aiohttp``: an ``aiohttp.ClientSession`` whose connector asks an ``AbstractResolver`` that

@@ -121,7 +121,7 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
 
     (claimed,) = await claim_events(services, services.clock.now_ms(), 10)
 
-    assert claimed.delivery.headers["x-service-api-key"] == api_key
+    assert claimed.delivery.headers["x-service-api-key"] == api_key.get_secret_value()
     assert "x-service-signature" not in claimed.delivery.headers
     assert "x-service-timestamp" not in claimed.delivery.headers
 

@@ -26,7 +26,8 @@ def refused(response: httpx.Response, status: int, code: str) -> None:
 
 async def stored_secrets(app: RunningApp, owner: str) -> list[str]:
     async with app.services.db.sessions() as session:
-        return await active_secrets(session, owner, app.services.settings.secret)
+        found = await active_secrets(session, owner, app.services.settings.secret)
+    return [secret.get_secret_value() for secret in found]
 
 
 async def create_signed(app: RunningApp, owner: LocalAccount) -> httpx.Response:

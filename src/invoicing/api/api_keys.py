@@ -8,11 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.api.deps import authorized_body, authorized_query
 from invoicing.api.inputs import Address
-from invoicing.api.responses import ApiKeyList, IssuedApiKey, RevokedApiKey
+from invoicing.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.auth.api_keys import (
     active_key_cache,
     create_api_key,
-    key_to_dict,
     list_api_keys,
     revoke_api_key,
 )
@@ -79,7 +78,12 @@ async def create(request: Request) -> JSONResponse:
             services.clock.now_ms(),
         )
     return JSONResponse(
-        {"id": row.id, "apiKey": api_key, "label": row.label, "createdAt": row.created_at},
+        {
+            "id": row.id,
+            "apiKey": api_key.get_secret_value(),
+            "label": row.label,
+            "createdAt": row.created_at,
+        },
         status_code=201,
     )
 
@@ -100,7 +104,11 @@ async def list_(request: Request) -> JSONResponse:
     _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
     async with services.db.sessions() as session:
         rows = await list_api_keys(session, caller.owner_key)
-    return JSONResponse({"items": [key_to_dict(row) for row in rows]})
+    items = [
+        ApiKey(id=row.id, label=row.label, createdAt=row.created_at, revokedAt=row.revoked_at)
+        for row in rows
+    ]
+    return JSONResponse(ApiKeyList(items=items).model_dump())
 
 
 @router.delete(

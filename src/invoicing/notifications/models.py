@@ -32,6 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from invoicing.auth.secrets import OwnedSecret
 from invoicing.db import Base
 
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY (64-bit there anyway).
@@ -159,18 +160,15 @@ class EndpointHealth(Base):
     last_failure_at: Mapped[int] = mapped_column(BigInteger)
 
 
-class WebhookSecret(Base):
-    """One owner's webhook signing secret; revoked ones stay listed with ``revoked_at``."""
+class WebhookSecret(OwnedSecret, Base):
+    """One owner's webhook signing secret (``auth.secrets``: id, owner, created and revoked
+    times); revoked ones stay listed."""
 
     __tablename__ = "webhook_secrets"
     __table_args__ = (Index("ix_webhook_secrets_owner_key_revoked_at", "owner_key", "revoked_at"),)
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    owner_key: Mapped[str] = mapped_column(String(42))
-    # Fernet token of the secret (notifications.signing). Never the secret.
+    # Fernet token of the secret (``auth.secrets``). Never the secret.
     secret_encrypted: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class OwnerSettings(Base):
