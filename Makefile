@@ -59,4 +59,4 @@ clean:
 	rm -rf $(VENV) node_modules
 
 openapi: setup
-	$(PY) -m invoicing.api.openapi > openapi.json
+	$(PY) -m invoicing.web.openapi > openapi.json

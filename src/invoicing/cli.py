@@ -178,8 +178,8 @@ def serve(
     """Run the HTTP API (configured by INVOICING_* variables)."""
     import uvicorn
 
-    from invoicing.api.app import create_app
     from invoicing.services import build_services
+    from invoicing.web.app import create_app
 
     _logging()
     settings = _settings()
@@ -241,7 +241,7 @@ async def _serve_health(services: Services, host: str, port: int) -> Callable[[]
     Returns what stops it."""
     import uvicorn
 
-    from invoicing.api.app import create_health_app
+    from invoicing.web.app import create_health_app
 
     class _Server(uvicorn.Server):
         @contextlib.contextmanager

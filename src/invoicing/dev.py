@@ -21,16 +21,17 @@ import uvicorn
 from eth_account import Account
 from pydantic import SecretStr
 
-from invoicing.api.app import create_app
 from invoicing.auth.api_keys import create_api_key
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.checks import verify_chains
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings, TokenConfig
+from invoicing.settings import Settings
+from invoicing.web.app import create_app
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.server import serve
 

@@ -9,7 +9,6 @@ import pytest
 from sqlalchemy import event, func, select
 
 from invoicing import housekeeping
-from invoicing.api.app import create_app
 from invoicing.auth.api_keys import (
     active_key_cache,
     list_api_keys,
@@ -20,6 +19,7 @@ from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.secrets import secret_hash
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
+from invoicing.web.app import create_app
 from invoicing.workers import all_workers
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post

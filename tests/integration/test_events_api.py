@@ -19,12 +19,12 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
-from invoicing.api.app import create_app
 from invoicing.chain.fake import FakeChain
 from invoicing.notifications.models import Event, EventEndpoint, EventStatus, WebhookEvent
 from invoicing.notifications.retention import prune_events
 from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
+from invoicing.web.app import create_app
 from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain

@@ -14,12 +14,13 @@ import pytest
 from pydantic import SecretStr
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import Settings
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.withdrawals import plan_withdrawals

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
-from invoicing.api.app import create_app
 from invoicing.notifications.signing import active_secrets
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post
 from tests.support.server import serve

@@ -16,6 +16,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.config import TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
@@ -24,7 +25,6 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
-from invoicing.settings import TokenConfig
 from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from invoicing.chain.chains_file import load_chains_file
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
-from invoicing.settings import ChainConfig, Settings, load_chains_file
+from invoicing.settings import Settings
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call, GasCapExceeded, Relayer
 

@@ -24,13 +24,13 @@ from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
-from invoicing.settings import ChainConfig
 
 # Any owner and salt do: the factory and the service must agree on every pair.
 PROBE_OWNER = "0x00000000000000000000000000000000000000A1"

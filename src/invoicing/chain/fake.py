@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from invoicing.addresses import address_bytes, normalize_address
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.gateway import ChainGateway, configured_symbol
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
-from invoicing.settings import ChainConfig, TokenConfig
 
 FAKE_FACTORY = "0x" + "fa" * 20
 

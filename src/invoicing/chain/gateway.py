@@ -16,11 +16,11 @@ from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ChainUnavailable, UnsupportedChain
-from invoicing.settings import ChainConfig
 
 
 class ChainGateway(Protocol):

@@ -26,11 +26,11 @@ from sqlalchemy import and_, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, upsert
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
-from invoicing.settings import ChainConfig
 from invoicing.settlement.models import EscrowAsset, Withdrawal, WithdrawalItem
 
 # Rows touched per statement (bound parameters stay far under both databases' limits).

@@ -6,14 +6,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
-from invoicing.api.deps import authorized_query
-from invoicing.api.inputs import Address
-from invoicing.api.responses import WebhookLog
 from invoicing.errors import NotFound
 from invoicing.invoices.service import find_by_payment_address
 from invoicing.notifications.service import paid_webhook_log
-from invoicing.routedocs import OWNER_ROUTE_ERRORS, documented
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import WebhookLog
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, documented
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
 

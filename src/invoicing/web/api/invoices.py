@@ -12,10 +12,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address
-from invoicing.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
-from invoicing.api.responses import Invoice as InvoiceOut
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database
 from invoicing.errors import (
@@ -37,9 +33,14 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
-from invoicing.services import Services, services_of
+from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
+from invoicing.web.api.responses import Invoice as InvoiceOut
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 

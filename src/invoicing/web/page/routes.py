@@ -24,16 +24,18 @@ from invoicing.errors import (
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
-from invoicing.page.qr import QrCache
-from invoicing.page.render import ASSET_TYPES, asset, error_page, payment_page
-from invoicing.page.view import (
+from invoicing.ratelimit import hit_deferred
+from invoicing.services import Services
+from invoicing.web.context import client_address, services_of
+from invoicing.web.page.qr import QrCache
+from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
+from invoicing.web.page.view import (
     PaymentView,
     find_invoice_for_page,
     parse_payment_address,
     payment_view,
 )
-from invoicing.ratelimit import client_address, hit_deferred
-from invoicing.routedocs import (
+from invoicing.web.routedocs import (
     PUBLIC,
     AddressOut,
     DecimalAmount,
@@ -42,7 +44,6 @@ from invoicing.routedocs import (
     documented,
     error_responses,
 )
-from invoicing.services import Services, services_of
 
 log = logging.getLogger(__name__)
 

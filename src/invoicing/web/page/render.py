@@ -11,7 +11,7 @@ from html import escape
 from importlib.resources import files
 from string import Template
 
-from invoicing.page.view import PaymentView
+from invoicing.web.page.view import PaymentView
 
 STATUS_LABELS = {
     "pending": "Awaiting payment",
@@ -32,7 +32,7 @@ ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript;
 
 @cache
 def template(name: str) -> Template:
-    return Template(files("invoicing.page").joinpath("templates", name).read_text("utf-8"))
+    return Template(files("invoicing.web.page").joinpath("templates", name).read_text("utf-8"))
 
 
 @cache
@@ -40,7 +40,7 @@ def asset(name: str) -> bytes:
     """A file of ``page/static`` (only the known ones: the name is never a path)."""
     if name not in ASSET_TYPES:
         raise KeyError(name)
-    return files("invoicing.page").joinpath("static", name).read_bytes()
+    return files("invoicing.web.page").joinpath("static", name).read_bytes()
 
 
 @cache

@@ -13,16 +13,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
-from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import (
-    UINT256_MAX,
-    Address,
-    decimal_digits,
-    json_body,
-    owner_address_of,
-    validate,
-)
-from invoicing.api.responses import FeeSettings, FeeSubmission
 from invoicing.auth.admission import check_admitted
 from invoicing.chain.calldata import MAX_FEE_BPS
 from invoicing.errors import (
@@ -38,9 +28,19 @@ from invoicing.errors import (
     UnsupportedChain,
 )
 from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
-from invoicing.ratelimit import client_address, hit
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, PUBLIC, documented
-from invoicing.services import services_of
+from invoicing.ratelimit import hit
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import (
+    UINT256_MAX,
+    Address,
+    decimal_digits,
+    json_body,
+    owner_address_of,
+    validate,
+)
+from invoicing.web.api.responses import FeeSettings, FeeSubmission
+from invoicing.web.context import client_address, services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, PUBLIC, documented
 
 router = APIRouter(tags=["fees"])
 

@@ -8,7 +8,11 @@ from fastapi import Request
 from pydantic import BaseModel
 
 from invoicing import logs
-from invoicing.api.inputs import (
+from invoicing.auth.admission import check_admitted
+from invoicing.auth.guard import Caller, SignedRequest, authenticate
+from invoicing.auth.signatures import QueryTypes
+from invoicing.ratelimit import hit_deferred
+from invoicing.web.api.inputs import (
     json_body,
     owner_address_of,
     query_items,
@@ -16,11 +20,7 @@ from invoicing.api.inputs import (
     validate,
     without_owner,
 )
-from invoicing.auth.admission import check_admitted
-from invoicing.auth.guard import Caller, SignedRequest, authenticate
-from invoicing.auth.signatures import QueryTypes
-from invoicing.ratelimit import hit_deferred
-from invoicing.services import services_of
+from invoicing.web.context import services_of
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -17,9 +17,6 @@ from pydantic import (
 )
 
 from invoicing.addresses import ZERO_ADDRESS
-from invoicing.api.deps import authorized_body
-from invoicing.api.inputs import UINT256_MAX, Address, decimal_digits
-from invoicing.api.responses import RefundSubmission
 from invoicing.errors import (
     ChainUnavailable,
     DeadlineExpired,
@@ -32,8 +29,11 @@ from invoicing.errors import (
     UnsupportedToken,
 )
 from invoicing.refunds.service import RefundRequest, submit_refund
-from invoicing.routedocs import BODY_ROUTE_ERRORS, documented
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_body
+from invoicing.web.api.inputs import UINT256_MAX, Address, decimal_digits
+from invoicing.web.api.responses import RefundSubmission
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, documented
 
 router = APIRouter(tags=["refunds"])
 

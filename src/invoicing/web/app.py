@@ -1,4 +1,5 @@
-"""The FastAPI application: routers, error handling and (optionally) in-process workers."""
+"""The FastAPI application: every surface's routers, error handling and (optionally)
+in-process workers."""
 
 from __future__ import annotations
 
@@ -9,23 +10,23 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from invoicing import __version__
-from invoicing.api import (
+from invoicing.services import Services
+from invoicing.web import health
+from invoicing.web.api import (
     api_keys,
     escrows,
     events,
     fees,
-    health,
     invoices,
     refunds,
     webhook_signing,
     webhooks,
 )
-from invoicing.api.cors import CorsByPath, cors_rules
-from invoicing.api.errors import install_error_handlers
-from invoicing.api.observability import Observability
-from invoicing.page import routes as page
-from invoicing.routedocs import API_DESCRIPTION, install_openapi
-from invoicing.services import Services
+from invoicing.web.cors import CorsByPath, cors_rules
+from invoicing.web.errors import install_error_handlers
+from invoicing.web.observability import Observability
+from invoicing.web.page import routes as page
+from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
 
 

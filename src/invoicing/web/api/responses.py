@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.routedocs import (
+from invoicing.web.routedocs import (
     AddressOut,
     DecimalAmount,
     Hex32,

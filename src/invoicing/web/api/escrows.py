@@ -6,13 +6,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.api.deps import authorized_query
-from invoicing.api.inputs import Address
-from invoicing.api.responses import EscrowExportLine
 from invoicing.errors import UnsupportedChain
 from invoicing.invoices.export import export_escrows
-from invoicing.routedocs import OWNER_ROUTE_ERRORS, documented, schema_ref
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import EscrowExportLine
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, documented, schema_ref
 
 router = APIRouter(prefix="/integration/escrows", tags=["escrows"])
 

@@ -6,9 +6,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address
-from invoicing.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.auth.api_keys import (
     active_key_cache,
     create_api_key,
@@ -17,8 +14,16 @@ from invoicing.auth.api_keys import (
 )
 from invoicing.errors import NotFound
 from invoicing.ratelimit import HOUR_MS, hit
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, SIGNATURE_AUTH, documented
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import (
+    BODY_ROUTE_ERRORS,
+    OWNER_ROUTE_ERRORS,
+    SIGNATURE_AUTH,
+    documented,
+)
 
 router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
 

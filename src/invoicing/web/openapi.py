@@ -6,11 +6,11 @@ import json
 import sys
 from typing import Any
 
-from invoicing.api.app import create_app
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.web.app import create_app
 
 
 def build_schema() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from invoicing import logs, metrics
-from invoicing.api.errors import internal_error_response
+from invoicing.web.errors import internal_error_response
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """How a route documents itself in ``openapi.json``: named response models, the errors it
-can answer, and who may call it (for ``invoicing.api`` and the payment page's routes alike).
+can answer, and who may call it (for the API's and the payment page's routes alike).
 
 API routes read their input raw (signature mode signs it as sent), so FastAPI sees no
 parameters; each route passes ``**documented(...)`` to its decorator instead::
@@ -20,9 +20,10 @@ parameters; each route passes ``**documented(...)`` to its decorator instead::
 documented with the ``ErrorResponse`` schema, its ``code`` restricted to their codes (429
 with ``Retry-After``). ``auth`` is ``OWNER_AUTH`` (API key or request signature, the
 default), ``SIGNATURE_AUTH`` (signature only) or ``PUBLIC``. New routes add their response
-models in ``api/responses.py`` (the payment page's beside it) and use the same call; the committed
-``openapi.json`` is regenerated with ``make openapi`` and checked by tests/unit/test_openapi.py,
-and tests/acceptance/test_schemathesis.py drives every documented route.
+models in ``web/api/responses.py`` (the payment page's beside it) and use the same call; the
+committed ``openapi.json`` is regenerated with ``make openapi`` and checked by
+tests/unit/test_openapi.py, and tests/acceptance/test_schemathesis.py drives every documented
+route.
 """
 
 from __future__ import annotations

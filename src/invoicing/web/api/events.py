@@ -21,26 +21,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from invoicing.api.deps import Model, authorize, authorized_body, authorized_query
-from invoicing.api.inputs import (
-    Address,
-    OwnerBody,
-    OwnerQuery,
-    json_body,
-    owner_address_of,
-    query_items,
-    query_types,
-    validate,
-    without_owner,
-)
-from invoicing.api.responses import (
-    DeletedWebhookEndpoint,
-    DeliveryAccepted,
-    EventDetail,
-    EventList,
-    WebhookEndpoint,
-    WebhookEndpointList,
-)
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
 from invoicing.notifications.endpoints import (
@@ -61,9 +41,29 @@ from invoicing.notifications.service import (
     ping,
     redeliver,
 )
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
-from invoicing.services import services_of
 from invoicing.settings import Settings
+from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
+from invoicing.web.api.inputs import (
+    Address,
+    OwnerBody,
+    OwnerQuery,
+    json_body,
+    owner_address_of,
+    query_items,
+    query_types,
+    validate,
+    without_owner,
+)
+from invoicing.web.api.responses import (
+    DeletedWebhookEndpoint,
+    DeliveryAccepted,
+    EventDetail,
+    EventList,
+    WebhookEndpoint,
+    WebhookEndpointList,
+)
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 
 router = APIRouter(prefix="/integration", tags=["events"])
 

@@ -11,15 +11,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from invoicing.api.errors import error_response
-from invoicing.api.responses import Health, Readiness
 from invoicing.chain.checks import cheap_problem
 from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
-from invoicing.metrics import refresh_database_gauges
-from invoicing.routedocs import PUBLIC, documented
-from invoicing.services import services_of
+from invoicing.gauges import refresh_database_gauges
 from invoicing.settlement.relayer import relayer_shortfall
+from invoicing.web.api.responses import Health, Readiness
+from invoicing.web.context import services_of
+from invoicing.web.errors import error_response
+from invoicing.web.routedocs import PUBLIC, documented
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])

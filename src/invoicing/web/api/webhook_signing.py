@@ -15,15 +15,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.api.deps import authorized_body, authorized_query
-from invoicing.api.inputs import Address, OwnerBody, OwnerQuery
-from invoicing.api.responses import (
-    IssuedWebhookSecret,
-    OwnerSettings,
-    RevokedWebhookSecret,
-    WebhookSecret,
-    WebhookSecretList,
-)
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
     create_secret,
@@ -33,8 +24,17 @@ from invoicing.notifications.signing import (
     update_settings,
 )
 from invoicing.ratelimit import HOUR_MS, hit
-from invoicing.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
-from invoicing.services import services_of
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
+from invoicing.web.api.responses import (
+    IssuedWebhookSecret,
+    OwnerSettings,
+    RevokedWebhookSecret,
+    WebhookSecret,
+    WebhookSecretList,
+)
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
 
