@@ -7,6 +7,9 @@ only: the refund and settlement services record events themselves, so reading th
 would bring the services back into the recording of events.
 
 Only invoices flagged ``has_extras`` can have either; the others cost no query.
+
+Imports that run up: ``refunds.models`` and ``settlement.models``, the two tables only (both
+packages sit above invoices because their services move invoices).
 """
 
 from __future__ import annotations
