@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned, secret_hash
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 
 API_KEY = SecretKind(
     noun="API key",
@@ -112,9 +112,12 @@ class ActiveKeyCache:
         self.reads.pop(key_hash, None)
 
 
+_ACTIVE_KEYS: ProcessLocal[ActiveKeyCache] = ProcessLocal(lambda _db: ActiveKeyCache())
+
+
 def active_key_cache(db: Database) -> ActiveKeyCache:
     """This process's cache of ``db``'s active keys."""
-    return db.shared("auth.active_keys", ActiveKeyCache)
+    return _ACTIVE_KEYS.of(db)
 
 
 async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
