@@ -110,7 +110,7 @@ class Settings(BaseSettings):
     # API keys issued per owner:
     api_key_issuance_per_hour: int = 10
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
-    # webhooks/signing.py; this bounds a create-and-revoke loop):
+    # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
