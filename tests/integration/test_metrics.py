@@ -14,9 +14,9 @@ from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.worker import client_for
 from invoicing.settlement.worker import settlement_step
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.worker import client_for
 from tests.conftest import RunningApp
 from tests.integration.test_withdraw_helpers import gateway, relayer_of, settle_all
 from tests.support.api import issue_api_key, key_headers
