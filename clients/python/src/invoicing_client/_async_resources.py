@@ -13,8 +13,8 @@ from invoicing_client.models import (
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EscrowExportLine,
-    Event,
     EventDetail,
+    EventEnvelope,
     EventPage,
     FeeSubmission,
     Health,
@@ -124,7 +124,7 @@ class AsyncEvents:
 
     async def list(
         self, *, type: str | None = None, page_size: int = calls.MAX_PAGE_SIZE
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncIterator[EventEnvelope]:
         """Every event (of ``type``, when given), newest first, fetching pages as it goes."""
         after: str | None = None
         while True:

@@ -14,8 +14,8 @@ from invoicing_client.models import (
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EscrowExportLine,
-    Event,
     EventDetail,
+    EventEnvelope,
     EventPage,
     FeeSubmission,
     Health,
@@ -125,7 +125,7 @@ class Events:
 
     def list(
         self, *, type: str | None = None, page_size: int = calls.MAX_PAGE_SIZE
-    ) -> Iterator[Event]:
+    ) -> Iterator[EventEnvelope]:
         """Every event (of ``type``, when given), newest first, fetching pages as it goes."""
         after: str | None = None
         while True:
