@@ -6,7 +6,7 @@
 // not know, fails a test.
 const INVOICE_QUERY = ["chainId", "status", "paid", "tokenAddress", "invoiceId", "page", "limit",
   "dateFrom", "dateTo"];
-const EVENT_QUERY = ["type", "after", "limit"];
+const EVENT_QUERY = ["type", "deliveryStatus", "after", "limit"];
 
 export const ROUTES = Object.freeze({
   "invoices.create": ["POST", "/integration/invoices", "invoice.create"],

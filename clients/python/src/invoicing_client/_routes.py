@@ -27,7 +27,7 @@ INVOICE_QUERY: tuple[str, ...] = (
     "dateTo",
 )
 INVOICE_QUERY += ("page", "limit")
-EVENT_QUERY = ("type", "after", "limit")
+EVENT_QUERY = ("type", "deliveryStatus", "after", "limit")
 
 ROUTES: dict[str, Route] = {
     "invoices.create": Route("POST", "/integration/invoices", "invoice.create"),
