@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
@@ -195,8 +196,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_owners(self) -> Settings:
-        from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
-
         if self.owners is not None and self.owners.startswith(FILE_PREFIX):
             try:
                 text = Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8")

@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from invoicing_client import AsyncClient, Client, models
+from invoicing_client import _calls as calls
 from invoicing_client._routes import ROUTES
 from tests.support.node import node_json
 
@@ -31,7 +32,6 @@ RAW = "^[0-9]{1,78}$"  # a uint256 as a decimal string: an int in the SDKs
 SCHEMA_OF = {
     "CreatedInvoice": "Invoice",
     "DeletedInvoice": "DeleteResult",
-    "Event": "EventEnvelope",
     "EventPage": "EventList",
     "WebhookLogEvent": "WebhookEvent",
 }
@@ -52,11 +52,28 @@ def operations() -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def test_every_route_has_an_sdk_call_with_its_signed_action() -> None:
+def query_names(op: dict[str, Any]) -> set[str]:
+    """The query parameters of an operation that an SDK call sends (the client adds
+    ownerAddress to every authenticated one)."""
+    names = {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
+    return names - {"ownerAddress"}
+
+
+def test_every_route_has_an_sdk_call_with_its_signed_action_and_query() -> None:
     ops = operations()
-    routes = {(route.method, route.path): route.action for route in ROUTES.values()}
+    routes = {(route.method, route.path): route for route in ROUTES.values()}
     assert set(routes) == set(ops)
-    assert routes == {key: op.get("x-signature-action") for key, op in ops.items()}
+    assert {key: route.action for key, route in routes.items()} == {
+        key: op.get("x-signature-action") for key, op in ops.items()
+    }
+    assert {key: set(route.query) for key, route in routes.items()} == {
+        key: query_names(op) for key, op in ops.items()
+    }
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused() -> None:
+    with pytest.raises(TypeError, match="events.page takes no query parameter state"):
+        calls.call("events.page", query={"type": "ping", "state": "failing"})
 
 
 def public_methods(client: object) -> dict[str, Any]:
@@ -103,12 +120,15 @@ def test_every_route_and_method_of_the_js_sdk() -> None:
         console.log(JSON.stringify({ routes: ROUTES, methods }));
     """
     answer = node_json(script)
-    routes = {name: tuple(route) for name, route in answer["routes"].items()}
-    assert sorted(answer["methods"]) == sorted(routes)
+    routes = {(row[0], row[1]): row for row in answer["routes"].values()}
+    assert sorted(answer["methods"]) == sorted(answer["routes"])
     ops = operations()
-    assert {(method, path) for method, path, _action in routes.values()} == set(ops)
-    assert {(m, p): action for m, p, action in routes.values()} == {
+    assert set(routes) == set(ops)
+    assert {key: row[2] for key, row in routes.items()} == {
         key: op.get("x-signature-action") for key, op in ops.items()
+    }
+    assert {key: set(row[3] if len(row) > 3 else []) for key, row in routes.items()} == {
+        key: query_names(op) for key, op in ops.items()
     }
 
 

@@ -161,6 +161,8 @@ export interface EventDelivery {
   attempts: EventDeliveryAttempt[];
 }
 export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[] }
+/** An events filter: events with at least one delivery in this state. */
+export type DeliveryStatus = "pending" | "failing" | "delivered" | "failed";
 export interface EventPage { items: EventEnvelope[]; hasMore: boolean }
 
 /** One paid-webhook event of an invoice, with its delivery state. */
@@ -277,8 +279,8 @@ export class Client {
     test(id: string): Promise<DeliveryAccepted>;
   };
   readonly events: {
-    page(options?: { type?: string; after?: string; limit?: number }): Promise<EventPage>;
-    list(options?: { type?: string; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
+    page(options?: { type?: string; deliveryStatus?: DeliveryStatus; after?: string; limit?: number }): Promise<EventPage>;
+    list(options?: { type?: string; deliveryStatus?: DeliveryStatus; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
     get(id: string): Promise<EventDetail>;
     /** To one endpoint, or (no endpointId) to the invoice's webhookUrl. */
     redeliver(id: string, target?: { endpointId?: string }): Promise<DeliveryAccepted>;
