@@ -18,11 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, NotFound
-from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.endpoints import owned_endpoint
 from invoicing.notifications.models import PING, Event, EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.notifications.outbox import endpoint_delivery_row, paid_webhook_row
+from invoicing.notifications.outbox import endpoint_delivery_row, webhook_url_row
 from invoicing.notifications.record import new_event
 from invoicing.settings import Settings
 
@@ -174,22 +172,23 @@ async def _owned_event(
 
 
 async def _paid_webhook_again(session: AsyncSession, event: Event, now_ms: int) -> dict[str, Any]:
-    invoice = None if event.invoice_pk is None else await session.get(Invoice, event.invoice_pk)
-    if event.type != InvoiceEvent.PAID or invoice is None or not invoice.webhook_url:
-        raise InvalidRequest(
-            "only an invoice.paid event of an invoice created with a webhookUrl goes to it",
-            {"field": "webhookUrl"},
-        )
-    row = paid_webhook_row(invoice, now_ms, event.id)
+    """The event's first delivery to the invoice's webhookUrl, sent again: the body first
+    sent, not the invoice as it is now. Only an ``invoice.paid`` event of an invoice created
+    with a webhookUrl has one (written with the event, and kept while the event is listed)."""
     first = await session.scalar(
-        select(WebhookEvent.payload)
+        select(WebhookEvent)
         .where(WebhookEvent.event_id == event.id, WebhookEvent.endpoint_id.is_(None))
         .order_by(WebhookEvent.created_at)
         .limit(1)
     )
-    if first is not None:
-        row["payload"] = first  # the body first sent, not the invoice as it is now
-    return row
+    if first is None or first.invoice_pk is None:
+        raise InvalidRequest(
+            "only an invoice.paid event of an invoice created with a webhookUrl goes to it",
+            {"field": "webhookUrl"},
+        )
+    return webhook_url_row(
+        first.owner_key, first.invoice_pk, first.url, first.payload, now_ms, event.id
+    )
 
 
 def _accepted(event_id: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -215,14 +214,14 @@ def _delivery_view(delivery: WebhookEvent, attempts: list[dict[str, Any]]) -> di
     }
 
 
-async def paid_webhook_log(db: Database, invoice: Invoice) -> dict[str, Any]:
+async def paid_webhook_log(db: Database, invoice_pk: str, payment_address: str) -> dict[str, Any]:
     """The invoice's paid-webhook deliveries and every attempt of them, oldest first (the
     deliveries of its events to endpoints are read per event, with :func:`get_event`)."""
     async with db.sessions() as session:
         deliveries = list(
             await session.scalars(
                 select(WebhookEvent)
-                .where(WebhookEvent.invoice_pk == invoice.id, WebhookEvent.endpoint_id.is_(None))
+                .where(WebhookEvent.invoice_pk == invoice_pk, WebhookEvent.endpoint_id.is_(None))
                 .order_by(WebhookEvent.created_at, WebhookEvent.id)
             )
         )
@@ -234,7 +233,7 @@ async def paid_webhook_log(db: Database, invoice: Invoice) -> dict[str, Any]:
             )
         )
     return {
-        "paymentAddress": invoice.payment_address,
+        "paymentAddress": payment_address,
         "events": [_paid_delivery_view(delivery) for delivery in deliveries],
         "items": [{"eventId": a.event_id, **attempt_view(a)} for a in attempts],
     }

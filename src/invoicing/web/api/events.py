@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
+from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.notifications.endpoints import (
-    EVENT_TYPES,
     EndpointChange,
     EndpointRules,
     create_endpoint,
@@ -69,6 +69,8 @@ router = APIRouter(prefix="/integration", tags=["events"])
 
 ID = Field(min_length=1, max_length=36)
 URL = Field(max_length=2048)
+# The types an endpoint subscribes to and the events list filters on: the invoices' events.
+EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
 EVENTS = Field(min_length=1, max_length=len(EVENT_TYPES))
 DESCRIPTION = Field(default=None, max_length=1000)
 
@@ -169,6 +171,7 @@ def endpoint_rules(settings: Settings) -> EndpointRules:
         require_https=settings.environment != "development" and not settings.webhook_allow_http,
         allow_private=settings.webhook_allow_private,
         max_per_owner=settings.max_event_endpoints_per_owner,
+        event_types=EVENT_TYPES,
     )
 
 
