@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
@@ -23,6 +23,7 @@ from invoicing.errors import (
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -31,10 +32,8 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.service import refunds_in
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.settlement.assets import other_balances_in
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
@@ -272,7 +271,7 @@ async def owner_views(
     if not with_extras:
         extras: list[Extras] = [(None, None)] * len(invoices)
     elif len(invoices) == 1:
-        extras = [await _extras(services.db).submit(invoices[0].id)]
+        extras = [await _EXTRAS.of(services.db).submit(invoices[0].id)]
     else:
         found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
         by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
@@ -285,11 +284,10 @@ async def owner_views(
     ]
 
 
-def _extras(db: Database) -> Coalescer[str, Extras]:
-    return db.shared(
-        "invoices.owner_extras",
-        lambda: Coalescer(functools.partial(_extras_batch, db), max_batch=500),
-    )
+# Concurrent reads of invoices' refunds and other balances of this process share one query.
+_EXTRAS: ProcessLocal[Coalescer[str, Extras]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_extras_batch, db), max_batch=500)
+)
 
 
 async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:
