@@ -61,7 +61,6 @@ async def journey(
     http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient
 ) -> None:
     chain_id, address = dev.chain_id, owner.address
-    assert (await http.get("/")).status_code == 200
     assert (await http.get("/healthz")).status_code == 200
     assert (await http.get("/readyz")).status_code == 200
 

@@ -1,5 +1,6 @@
 """``GET /`` says what answers there and where its parts are; no API reference page (Swagger
-UI, ReDoc) is served, in development or production: the reference is ``/openapi.json``."""
+UI, ReDoc) is served, in development or production: the reference is ``/openapi.json``
+(docs/reference/api.md)."""
 
 from __future__ import annotations
 

@@ -10,12 +10,26 @@ site (docs/reference/api.md), built offline from the same document.
 from __future__ import annotations
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict
 
 from invoicing import __version__
-from invoicing.web.api.responses import ServiceIndex
-from invoicing.web.routedocs import PUBLIC, Answer, documented
+from invoicing.web.routedocs import Answer
 
 router = APIRouter(tags=["service"])
+
+
+class ServiceIndex(BaseModel):
+    """What answers at ``/`` and where its parts are (paths on this service)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    service: str
+    version: str
+    openapi: str
+    health: str
+    readiness: str
+    paymentPage: str
+
 
 INDEX = ServiceIndex(
     service="invoicing",
@@ -27,8 +41,8 @@ INDEX = ServiceIndex(
 )
 
 
-@router.get(
-    "/", **documented("What this service is and where its parts are", ok=ServiceIndex, auth=PUBLIC)
-)
+# Not in openapi.json: a pointer for people, not part of the integration contract (the SDKs
+# cover every documented route, and there is nothing here for them to call).
+@router.get("/", include_in_schema=False, response_model=None)
 async def index() -> Answer[ServiceIndex]:
     return Answer(INDEX)

@@ -232,17 +232,6 @@ class EscrowExportLine(_Out):
     chainId: int
 
 
-class ServiceIndex(_Out):
-    """What answers at ``/`` and where its parts are (paths on this service)."""
-
-    service: Literal["invoicing"]
-    version: str
-    openapi: str = Field(description="This document: the API reference.")
-    health: str = Field(description="Liveness.")
-    readiness: str = Field(description="Readiness: the database and every chain.")
-    paymentPage: str = Field(description="The hosted payment page of an invoice.")
-
-
 class Health(_Out):
     status: Literal["ok"]
 
