@@ -312,7 +312,7 @@ async def test(request: Request) -> JSONResponse:
     accepted = await ping(
         services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
     )
-    return JSONResponse(accepted, status_code=202)
+    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)
 
 
 @router.get(
@@ -366,7 +366,7 @@ async def event(request: Request, event_id: str) -> JSONResponse:
     found = await get_event(
         services.db, services.settings, caller.owner_key, event_id, services.clock.now_ms()
     )
-    return JSONResponse(found)
+    return JSONResponse(EventDetail.of(found).model_dump(mode="json"))
 
 
 @router.post(
@@ -393,4 +393,4 @@ async def redeliver_event(request: Request, event_id: str) -> JSONResponse:
         services.clock.now_ms(),
         endpoint_id=body.endpointId,
     )
-    return JSONResponse(accepted, status_code=202)
+    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)

@@ -40,4 +40,4 @@ async def list_webhooks(request: Request) -> JSONResponse:
     query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
     invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     log = await paid_webhook_log(services.db, invoice.id, invoice.payment_address)
-    return JSONResponse(log)
+    return JSONResponse(WebhookLog.of(log).model_dump(mode="json"))
