@@ -17,9 +17,9 @@ from invoicing.notifications.signing import (
     WebhookOptions,
     active_secrets,
     create_secret,
-    get_settings,
     revoke_secret,
     update_settings,
+    webhook_api_key_header,
     webhook_options_by_owner,
 )
 from tests.support.signing import new_owner
@@ -105,14 +105,14 @@ async def test_at_most_five_active_secrets_even_when_created_at_once(db: Databas
 async def test_settings_default_to_sending_the_api_key(db: Database) -> None:
     owner = new_owner().address
     async with db.sessions() as session:
-        before = await get_settings(session, owner)
+        before = await webhook_api_key_header(session, owner)
     async with db.transaction() as session:
         await update_settings(session, owner, False, 5)
     async with db.sessions() as session:
-        after = await get_settings(session, owner.lower())
+        after = await webhook_api_key_header(session, owner.lower())
 
-    assert before == {"webhookApiKeyHeader": True}
-    assert after == {"webhookApiKeyHeader": False}
+    assert before is True
+    assert after is False
 
 
 async def test_options_of_a_batch_of_owners_in_one_read(db: Database) -> None:
