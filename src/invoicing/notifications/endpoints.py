@@ -32,7 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 from urllib.parse import urlsplit
 
 from sqlalchemy import ColumnElement, Table, delete, exists, func, select, update
@@ -214,22 +214,6 @@ async def _move_pending(session: AsyncSession, endpoint_id: str, url: str) -> No
         .values(url=url, endpoint_key=endpoint_key(url), endpoint_host=endpoint_host(url))
         .execution_options(synchronize_session=False)
     )
-
-
-def endpoint_to_dict(endpoint: EventEndpoint) -> dict[str, Any]:
-    """An endpoint as the API shows it."""
-    return {
-        "id": endpoint.id,
-        "url": endpoint.url,
-        "events": endpoint.events,
-        "description": endpoint.description,
-        "enabled": endpoint.enabled,
-        "disabledReason": endpoint.disabled_reason,
-        "disabledAt": endpoint.disabled_at,
-        "failingSince": endpoint.failing_since,
-        "createdAt": endpoint.created_at,
-        "updatedAt": endpoint.updated_at,
-    }
 
 
 # ---- health of the URLs delivered to ------------------------------------------------

@@ -29,7 +29,6 @@ from invoicing.notifications.endpoints import (
     EndpointRules,
     create_endpoint,
     delete_endpoint,
-    endpoint_to_dict,
     list_endpoints,
     update_endpoint,
 )
@@ -220,7 +219,7 @@ async def create(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = endpoint_to_dict(endpoint)
+        view = WebhookEndpoint.of(endpoint).model_dump()
     return JSONResponse(view, status_code=201)
 
 
@@ -239,7 +238,8 @@ async def list_(request: Request) -> JSONResponse:
     _query, caller = await authorized_query(request, "webhook_endpoint.list", OwnerQuery)
     async with services.db.sessions() as session:
         endpoints = await list_endpoints(session, caller.owner_key)
-        return JSONResponse({"items": [endpoint_to_dict(e) for e in endpoints]})
+        items = [WebhookEndpoint.of(endpoint) for endpoint in endpoints]
+    return JSONResponse(WebhookEndpointList(items=items).model_dump())
 
 
 @router.patch(
@@ -270,7 +270,7 @@ async def update(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = endpoint_to_dict(endpoint)
+        view = WebhookEndpoint.of(endpoint).model_dump()
     return JSONResponse(view)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.notifications.models import EventEndpoint
 from invoicing.notifications.service import (
     Attempt,
     DeliveryRecord,
@@ -20,6 +21,7 @@ from invoicing.notifications.service import (
     PaidWebhookLog,
     Queued,
 )
+from invoicing.notifications.signing import OwnerChoices
 from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
@@ -164,6 +166,10 @@ class OwnerSettings(_Out):
     webhookApiKeyHeader: bool = Field(
         description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
     )
+
+    @classmethod
+    def of(cls, choices: OwnerChoices) -> Self:
+        return cls(webhookApiKeyHeader=choices.webhook_api_key_header)
 
 
 class FeeSettings(_Out):
@@ -386,6 +392,21 @@ class WebhookEndpoint(_Out):
     failingSince: TimestampMs | None
     createdAt: TimestampMs
     updatedAt: TimestampMs
+
+    @classmethod
+    def of(cls, endpoint: EventEndpoint) -> Self:
+        return cls(
+            id=endpoint.id,
+            url=endpoint.url,
+            events=endpoint.events,
+            description=endpoint.description,
+            enabled=endpoint.enabled,
+            disabledReason=endpoint.disabled_reason,
+            disabledAt=endpoint.disabled_at,
+            failingSince=endpoint.failing_since,
+            createdAt=endpoint.created_at,
+            updatedAt=endpoint.updated_at,
+        )
 
 
 class WebhookEndpointList(_Out):
