@@ -14,12 +14,13 @@ from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.signing import (
     MAX_ACTIVE_SECRETS,
+    OwnerChoices,
     WebhookOptions,
     active_secrets,
     create_secret,
+    get_settings,
     revoke_secret,
     update_settings,
-    webhook_api_key_header,
     webhook_options_by_owner,
 )
 from tests.support.signing import new_owner
@@ -105,14 +106,14 @@ async def test_at_most_five_active_secrets_even_when_created_at_once(db: Databas
 async def test_settings_default_to_sending_the_api_key(db: Database) -> None:
     owner = new_owner().address
     async with db.sessions() as session:
-        before = await webhook_api_key_header(session, owner)
+        before = await get_settings(session, owner)
     async with db.transaction() as session:
         await update_settings(session, owner, False, 5)
     async with db.sessions() as session:
-        after = await webhook_api_key_header(session, owner.lower())
+        after = await get_settings(session, owner.lower())
 
-    assert before is True
-    assert after is False
+    assert before == OwnerChoices(webhook_api_key_header=True)
+    assert after == OwnerChoices(webhook_api_key_header=False)
 
 
 async def test_options_of_a_batch_of_owners_in_one_read(db: Database) -> None:

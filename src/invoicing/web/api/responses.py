@@ -23,6 +23,7 @@ from invoicing.notifications.service import (
     PaidWebhookLog,
     Queued,
 )
+from invoicing.notifications.signing import OwnerChoices
 from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
@@ -167,6 +168,10 @@ class OwnerSettings(_Out):
     webhookApiKeyHeader: bool = Field(
         description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
     )
+
+    @classmethod
+    def of(cls, choices: OwnerChoices) -> Self:
+        return cls(webhookApiKeyHeader=choices.webhook_api_key_header)
 
 
 class FeeSettings(_Out):

@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
     create_secret,
+    get_settings,
     list_secrets,
     revoke_secret,
     update_settings,
-    webhook_api_key_header,
 )
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
@@ -137,8 +137,8 @@ async def read_settings(request: Request) -> Answer[OwnerSettings]:
     services = services_of(request)
     _query, caller = await authorized_query(request, "settings.get", OwnerQuery)
     async with services.db.sessions() as session:
-        header = await webhook_api_key_header(session, caller.owner_key)
-    return Answer(OwnerSettings(webhookApiKeyHeader=header))
+        choices = await get_settings(session, caller.owner_key)
+    return Answer(OwnerSettings.of(choices))
 
 
 @router.put(
@@ -155,7 +155,7 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
     services = services_of(request)
     body, caller = await authorized_body(request, "settings.update", SettingsBody)
     async with services.db.transaction() as session:
-        await update_settings(
+        choices = await update_settings(
             session, caller.owner_key, body.webhookApiKeyHeader, services.clock.now_ms()
         )
-    return Answer(OwnerSettings(webhookApiKeyHeader=body.webhookApiKeyHeader))
+    return Answer(OwnerSettings.of(choices))
