@@ -178,7 +178,9 @@ async def add_signing_secrets(services: Services, count: int) -> None:
         owner = await session.scalar(select(Invoice.owner_key).limit(1))
         assert owner is not None
         for _ in range(count):
-            await create_secret(session, owner, services.settings.secret, services.clock.now_ms())
+            await create_secret(
+                session, owner, services.settings.server_secrets(), services.clock.now_ms()
+            )
 
 
 async def delivery_ends_ms(services: Services) -> list[int]:

@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
@@ -47,6 +48,9 @@ class Settings(BaseSettings):
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
     secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
+    # During a rotation of INVOICING_SECRET: the one before, which still opens stored API keys
+    # and webhook secrets until `invoicing migrate` has sealed them all under the new one.
+    previous_secret: SecretStr | None = None
     # When set, /metrics answers only requests with `Authorization: Bearer <token>`.
     metrics_token: SecretStr | None = None
 
@@ -182,6 +186,10 @@ class Settings(BaseSettings):
                 self.chains_file, allow_inline_keys=development, registry_file=self.registry_file
             )
         return self
+
+    def server_secrets(self) -> ServerSecrets:
+        """The secrets stored owner secrets are sealed under (``auth.secrets``)."""
+        return ServerSecrets(self.secret, self.previous_secret)
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:

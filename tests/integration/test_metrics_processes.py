@@ -114,7 +114,7 @@ async def test_each_process_counts_its_own_work_and_reads_shared_gauges_alike(
     ):
         async with db.transaction() as session:
             _row, key = await create_api_key(
-                session, owner.address, "ops", settings.secret, int(time.time() * 1000)
+                session, owner.address, "ops", settings.server_secrets(), int(time.time() * 1000)
             )
         created = []
         for base, amount in ((api1, "0.0001"), (api1, "0.0002"), (api2, "0.0003")):

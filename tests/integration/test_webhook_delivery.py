@@ -114,7 +114,11 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
     owner = new_owner()
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(
-            session, owner.address, "shop", services.settings.secret, services.clock.now_ms()
+            session,
+            owner.address,
+            "shop",
+            services.settings.server_secrets(),
+            services.clock.now_ms(),
         )
     caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)
     await paid_invoice(services, fake, caller=caller, owner_address=owner.address)

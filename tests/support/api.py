@@ -15,7 +15,11 @@ from tests.support.signing import signed_headers
 async def issue_api_key(services: Services, owner: LocalAccount) -> str:
     async with services.db.transaction() as session:
         _row, api_key = await create_api_key(
-            session, owner.address, "test", services.settings.secret, services.clock.now_ms()
+            session,
+            owner.address,
+            "test",
+            services.settings.server_secrets(),
+            services.clock.now_ms(),
         )
     return api_key.get_secret_value()
 

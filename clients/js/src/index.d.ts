@@ -329,6 +329,7 @@ export class Conflict extends ApiError {}
 export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
+export class InvoicePending extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}
 export class PayloadTooLarge extends ApiError {}

@@ -46,7 +46,7 @@ from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.deploy import DeploymentFailed, DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.cli.common import configure_logging, refuse
+from invoicing.cli.common import configure_logging, refuse, verify_secrets_or_refuse
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
@@ -209,6 +209,7 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     chains = [_chain_facts(chain) for chain in settings.chain_configs().values()]
     await verify_chains(settings.chain_configs().values())
     await upgrade(settings.database_url)
+    await verify_secrets_or_refuse(settings)  # --database-url may name a kept database
     services = build_services(settings)
     owner = Account.from_key(DEV_PRIVATE_KEYS[0]).address
     api_key = await _issue_dev_key(services, owner)
@@ -302,7 +303,11 @@ async def _issue_dev_key(services: Services, owner: str) -> str:
     one cannot be shown again)."""
     async with services.db.transaction() as session:
         _row, api_key = await create_api_key(
-            session, owner, "invoicing dev", services.settings.secret, services.clock.now_ms()
+            session,
+            owner,
+            "invoicing dev",
+            services.settings.server_secrets(),
+            services.clock.now_ms(),
         )
     return api_key.get_secret_value()
 

@@ -93,7 +93,7 @@ def api_keys_create(
         try:
             async with db.transaction() as session:
                 row, api_key = await create_api_key(
-                    session, owner_address, label, settings.secret, SystemClock().now_ms()
+                    session, owner_address, label, settings.server_secrets(), SystemClock().now_ms()
                 )
             return {
                 "id": row.id,

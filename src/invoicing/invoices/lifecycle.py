@@ -57,6 +57,10 @@ paid → completed (a confirmed sweep)                  ``invoice.completed``
 a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no status move)
 ====================================================  ==========================================
 
+Nothing but the payer moves a pending invoice's reading: a refund is refused while the
+invoice is pending (``refunds.service``, 409 ``invoice_pending``), and its escrow is not swept
+before it is paid.
+
 ``invoice.paid`` goes with every move to paid, like the spec's paid webhook; ``late_paid``
 and ``overpaid`` tell the same move's circumstances, for receivers that treat them apart.
 

@@ -203,7 +203,7 @@ async def _load_claimed(
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
     )
     loaded = list(rows)
-    secret = services.settings.secret
+    secret = services.settings.server_secrets()
     owners = {event.owner_key for event, _invoice, _key in loaded}
     options = await webhook_options_by_owner(session, owners, secret)
     claimed = []

@@ -79,7 +79,7 @@ async def create(request: Request) -> Answer[IssuedApiKey]:
             session,
             body.ownerAddress,
             body.label,
-            services.settings.secret,
+            services.settings.server_secrets(),
             services.clock.now_ms(),
         )
     issued = IssuedApiKey(

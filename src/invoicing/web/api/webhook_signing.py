@@ -75,7 +75,7 @@ async def create(request: Request) -> Answer[IssuedWebhookSecret]:
     )
     async with services.db.transaction() as session:
         row, secret = await create_secret(
-            session, caller.owner_key, services.settings.secret, services.clock.now_ms()
+            session, caller.owner_key, services.settings.server_secrets(), services.clock.now_ms()
         )
     issued = IssuedWebhookSecret(
         id=row.id, secret=secret.get_secret_value(), createdAt=row.created_at
