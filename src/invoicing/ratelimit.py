@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 WINDOW_MS = 60_000
 HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
 MAX_KEY_LENGTH = 120
 
 

@@ -129,6 +129,10 @@ class Settings(BaseSettings):
     owners: str | None = None
     # Invoices one owner may have watched (pending, or expired within the late window).
     max_watched_invoices_per_owner: int = 10_000
+    # Invoices one owner may create per UTC day (create requests, identical retries
+    # included): with the watched cap, this bounds the reads an owner's escrows cost,
+    # deleted ones included (monitor/lifetime.py).
+    invoice_creation_per_owner_per_day: int = Field(default=10_000, ge=0)
     # Outside development, webhookUrl must be https unless this is true.
     webhook_allow_http: bool = False
     # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many

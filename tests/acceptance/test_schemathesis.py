@@ -40,6 +40,7 @@ async def test_generated_requests_get_documented_answers_and_no_5xx(
         fee_rate_limit_per_minute=0,
         api_key_issuance_per_hour=0,
         max_watched_invoices_per_owner=1_000_000,
+        invoice_creation_per_owner_per_day=0,
     )
     owner = new_owner()
     api_key = await issue_api_key(services, owner)

@@ -32,6 +32,7 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
+from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.deps import authorized_body, authorized_query
@@ -152,6 +153,13 @@ def create_rules(settings: Settings) -> CreateRules:
 async def create(request: Request) -> Answer[InvoiceOut]:
     services = services_of(request)
     body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
+    await hit_deferred(
+        services.db,
+        [f"invoice-create-owner:{caller.owner_key}"],
+        services.settings.invoice_creation_per_owner_per_day,
+        services.clock.now_ms(),
+        window_ms=DAY_MS,
+    )
     chain = services.chains.get(body.chainId)
     invoice, created = await create_invoice(
         services.db,
