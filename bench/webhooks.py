@@ -70,6 +70,7 @@ from typing import Any, NoReturn
 
 from sqlalchemy import func, insert, select
 
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import free_port
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
@@ -179,7 +180,7 @@ async def add_signing_secrets(services: Services, count: int) -> None:
         assert owner is not None
         for _ in range(count):
             await create_secret(
-                session, owner, services.settings.server_secrets(), services.clock.now_ms()
+                session, owner, ServerSecrets.of(services.settings), services.clock.now_ms()
             )
 
 

@@ -20,7 +20,6 @@ from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
-from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
@@ -190,10 +189,6 @@ class Settings(BaseSettings):
                 self.chains_file, allow_inline_keys=development, registry_file=self.registry_file
             )
         return self
-
-    def server_secrets(self) -> ServerSecrets:
-        """The secrets stored owner secrets are sealed under (``auth.secrets``)."""
-        return ServerSecrets(self.secret, self.previous_secret)
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:

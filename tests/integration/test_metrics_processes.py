@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
@@ -114,7 +115,7 @@ async def test_each_process_counts_its_own_work_and_reads_shared_gauges_alike(
     ):
         async with db.transaction() as session:
             _row, key = await create_api_key(
-                session, owner.address, "ops", settings.server_secrets(), int(time.time() * 1000)
+                session, owner.address, "ops", ServerSecrets.of(settings), int(time.time() * 1000)
             )
         created = []
         for base, amount in ((api1, "0.0001"), (api1, "0.0002"), (api2, "0.0003")):

@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_due_pass
@@ -117,7 +118,7 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
             session,
             owner.address,
             "shop",
-            services.settings.server_secrets(),
+            ServerSecrets.of(services.settings),
             services.clock.now_ms(),
         )
     caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)

@@ -8,6 +8,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.services import Services
 from tests.support.signing import signed_headers
 
@@ -18,7 +19,7 @@ async def issue_api_key(services: Services, owner: LocalAccount) -> str:
             session,
             owner.address,
             "test",
-            services.settings.server_secrets(),
+            ServerSecrets.of(services.settings),
             services.clock.now_ms(),
         )
     return api_key.get_secret_value()

@@ -29,7 +29,7 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives.hashes import SHA256
@@ -45,6 +45,16 @@ from invoicing.errors import NotFound
 SECRET_BYTES = 32
 
 
+class _SecretSettings(Protocol):
+    """What :meth:`ServerSecrets.of` reads of the settings."""
+
+    @property
+    def secret(self) -> SecretStr: ...
+
+    @property
+    def previous_secret(self) -> SecretStr | None: ...
+
+
 @dataclass(frozen=True)
 class ServerSecrets:
     """``INVOICING_SECRET`` (``current``: seals and opens) and, while a rotation is under
@@ -52,6 +62,10 @@ class ServerSecrets:
 
     current: SecretStr
     previous: SecretStr | None = None
+
+    @classmethod
+    def of(cls, settings: _SecretSettings) -> ServerSecrets:
+        return cls(settings.secret, settings.previous_secret)
 
     def values(self) -> tuple[str, ...]:
         previous = () if self.previous is None else (self.previous.get_secret_value(),)

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from invoicing import logs
 from invoicing.auth.api_keys import API_KEY_COLUMN
-from invoicing.auth.secrets import SealedColumn, reseal_stored, unreadable_stored
+from invoicing.auth.secrets import SealedColumn, ServerSecrets, reseal_stored, unreadable_stored
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.db import Database
 from invoicing.notifications.signing import WEBHOOK_SECRET_COLUMN
@@ -109,7 +109,7 @@ async def unreadable_secrets(database_url: str, settings: Settings) -> dict[str,
         async with db.sessions() as session:
             counts = {
                 sealed.kind.noun: await unreadable_stored(
-                    session, sealed, settings.server_secrets()
+                    session, sealed, ServerSecrets.of(settings)
                 )
                 for sealed in SEALED_COLUMNS
             }
@@ -125,7 +125,7 @@ async def reseal_secrets(database_url: str, settings: Settings) -> dict[str, int
     try:
         async with db.transaction() as session:
             return {
-                sealed.kind.noun: await reseal_stored(session, sealed, settings.server_secrets())
+                sealed.kind.noun: await reseal_stored(session, sealed, ServerSecrets.of(settings))
                 for sealed in SEALED_COLUMNS
             }
     finally:

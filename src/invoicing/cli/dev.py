@@ -41,6 +41,7 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilError, AnvilProcess
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.chain.config import ChainConfig, TokenConfig
@@ -306,7 +307,7 @@ async def _issue_dev_key(services: Services, owner: str) -> str:
             session,
             owner,
             "invoicing dev",
-            services.settings.server_secrets(),
+            ServerSecrets.of(services.settings),
             services.clock.now_ms(),
         )
     return api_key.get_secret_value()

@@ -36,6 +36,7 @@ from invoicing import metrics
 from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.invoices.models import Invoice
 from invoicing.notifications.client import Delivery, Outcome
 from invoicing.notifications.endpoints import endpoint_is_failing, record_health
@@ -203,7 +204,7 @@ async def _load_claimed(
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
     )
     loaded = list(rows)
-    secret = services.settings.server_secrets()
+    secret = ServerSecrets.of(services.settings)
     owners = {event.owner_key for event, _invoice, _key in loaded}
     options = await webhook_options_by_owner(session, owners, secret)
     claimed = []

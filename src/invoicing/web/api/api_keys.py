@@ -11,6 +11,7 @@ from invoicing.auth.api_keys import (
     list_api_keys,
     revoke_api_key,
 )
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
@@ -79,7 +80,7 @@ async def create(request: Request) -> Answer[IssuedApiKey]:
             session,
             body.ownerAddress,
             body.label,
-            services.settings.server_secrets(),
+            ServerSecrets.of(services.settings),
             services.clock.now_ms(),
         )
     issued = IssuedApiKey(
