@@ -19,13 +19,15 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
-	@# `npm ci` refuses this lock file (npm omits the other platforms' optional anvil binaries
-	@# from it); `npm install` installs exactly the locked versions and leaves the file as is.
-	npm install --no-audit --no-fund --loglevel=error
+	@# `npm ci` installs exactly the locked versions and never writes the lock file (it keeps
+	@# every platform's optional anvil binary and installs only this machine's).
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
+# Options go to `invoicing dev` through ARGS: `make run ARGS="--port 8200 --chain-port 8600"`
+# (`.venv/bin/invoicing dev --help` lists them).
 run: setup
-	$(VENV)/bin/invoicing dev
+	$(VENV)/bin/invoicing dev $(ARGS)
 
 # Debian's Chromium for the browser tests, installed when this machine allows it (root or
 # password-less sudo); otherwise one line says why and those tests skip.
