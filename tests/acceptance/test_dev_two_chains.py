@@ -31,7 +31,7 @@ from tests.support.receiver import receiver
 from tests.support.server import free_port
 from tests.support.signing import new_owner, signed_headers
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 PAYER = DEV_PRIVATE_KEYS[8]
 ETH = 10**18

@@ -22,7 +22,7 @@ from tests.support.receiver import receiver
 from tests.support.server import free_port
 from tests.support.signing import new_owner, signed_headers
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 PAYER = DEV_PRIVATE_KEYS[7]

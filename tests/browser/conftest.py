@@ -33,6 +33,13 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """One xdist worker runs the browser tests: one Chromium for all of them."""
+    for item in items:
+        if "tests/browser/" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("chromium"))
+
+
 @pytest.fixture(scope="session")
 def chromium_path() -> Path:
     if not CHROMIUM.exists():

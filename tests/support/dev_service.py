@@ -37,6 +37,10 @@ class DevService:
 
 _KEY = pytest.StashKey[DevService]()
 
+# Every test that calls ``shared_dev`` carries this mark: under pytest-xdist each worker is its
+# own run, so the tests that share the process must share one worker to start it only once.
+ONE_WORKER = pytest.mark.xdist_group("invoicing-dev")
+
 
 def shared_dev(config: pytest.Config) -> DevService:
     """The run's `invoicing dev`, started on first use."""
