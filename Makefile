@@ -36,16 +36,16 @@ browser-deps:
 
 # The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
 # It runs on $(TEST_WORKERS) pytest-xdist workers: the tests mostly wait on anvil and on
-# subprocesses, so more workers than cores pay off (`TEST_WORKERS=0` runs it in one process).
-# `--dist loadgroup` keeps the tests that share an expensive fixture on one worker
-# (tests/conftest.py). `PYTEST_ARGS="tests/unit -q"` runs a part; `-m "not slow"` skips the
-# tests that take seconds (CI runs them all).
+# subprocesses, so more workers than cores pay off (`TEST_WORKERS=0`: one process). Each test
+# file, and each group of files that share an expensive process, runs on one worker
+# (tests/support/workers.py). `PYTEST_ARGS="tests/unit -q"` runs a part; `-m "not slow"`
+# leaves out the tests that take seconds (CI runs them all).
 TEST_WORKERS ?= 4
 test: setup browser-deps
 ifeq ($(DB),postgres)
-	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 else
-	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 endif
 
 lint: setup

@@ -5,11 +5,10 @@ URL such as ``postgresql://postgres@127.0.0.1:5432/test``; for PostgreSQL a fres
 is created for the run and dropped afterwards. Tests share one chain and one database, so
 each test works with fresh owners (random keys) rather than resetting state.
 
-``make test`` runs the suite on several pytest-xdist workers (``-n``, ``--dist loadgroup``).
-Each worker is its own pytest session, so it starts its own anvil and makes its own database;
-nothing is shared between workers but the machine (every port is a free one, every file a
-temporary one). ``pytest_collection_modifyitems`` below keeps on one worker the tests that
-share a module- or package-scoped fixture, and puts the modules with ``slow`` tests first.
+``make test`` runs the suite on several pytest-xdist workers (``tests/support/workers.py``).
+Each worker is a pytest run of its own, so it starts its own anvil and makes its own
+database; nothing is shared between workers but the machine (every port is a free one, every
+file a temporary one).
 """
 
 from __future__ import annotations
@@ -35,33 +34,9 @@ from invoicing.services import Services, build_services
 from invoicing.settings import ChainConfig, Settings, TokenConfig
 from tests.support.server import serve
 
+pytest_plugins = ("tests.support.workers",)
+
 TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Plan the run for the xdist workers (a plain ``pytest`` run follows the same order).
-
-    - A test that uses a module- or package-scoped fixture (a module's own database, the chaos
-      topology) joins its module's or package's ``xdist_group``: one worker builds it once.
-    - Modules with a ``slow`` test go first, so that no worker starts a long test at the end
-      while the others wait (modules stay whole, so their fixtures are built once).
-    """
-    for item in items:
-        scope = _widest_shared_scope(item)
-        if scope and not item.get_closest_marker("xdist_group"):
-            path = item.nodeid.split("::")[0]
-            item.add_marker(
-                pytest.mark.xdist_group(path.rsplit("/", 1)[0] if scope == "package" else path)
-            )
-    slow_modules = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_modules)
-
-
-def _widest_shared_scope(item: pytest.Item) -> str | None:
-    """``package`` or ``module`` when ``item`` uses a fixture of that scope, else None."""
-    info = getattr(item, "_fixtureinfo", None)  # pytest's per-test fixture closure
-    scopes = {d.scope for defs in (info.name2fixturedefs.values() if info else ()) for d in defs}
-    return next((scope for scope in ("package", "module") if scope in scopes), None)
 
 
 def _sync_pg_url(url: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 from eth_account import Account
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from tests.support.dev_service import ONE_WORKER, DevService, shared_dev
+from tests.support.dev_service import DevService, shared_dev
 from tests.support.signing import signed_headers
 
 pytestmark = pytest.mark.acceptance
@@ -64,7 +64,6 @@ def test_the_quickstart_marks_its_snippets() -> None:
 
 
 @pytest.mark.slow
-@ONE_WORKER
 @pytest.mark.timeout(240)  # may start the shared `invoicing dev` (slow on a loaded machine)
 def test_the_quickstart_runs_against_invoicing_dev(
     request: pytest.FixtureRequest, tmp_path: Path

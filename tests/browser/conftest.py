@@ -16,7 +16,7 @@ import pytest
 from playwright.async_api import Browser, async_playwright
 
 from invoicing.api.app import create_app
-from tests.conftest import MakeServices, RunningApp
+from tests.conftest import TEST_DATABASE, MakeServices, RunningApp
 from tests.support.server import serve
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -31,13 +31,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """One xdist worker runs the browser tests: one Chromium for all of them."""
-    for item in items:
-        if "tests/browser/" in item.nodeid:
-            item.add_marker(pytest.mark.xdist_group("chromium"))
 
 
 @pytest.fixture(scope="session")
@@ -73,5 +66,7 @@ async def page_app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS
+    """Screenshots for a reader, one folder per database kind (CI runs both suites at once)."""
+    folder = ARTIFACTS / ("sqlite" if TEST_DATABASE == "sqlite" else "postgresql")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

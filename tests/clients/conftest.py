@@ -18,14 +18,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.dev_service import ONE_WORKER, shared_dev
+from tests.support.dev_service import shared_dev
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/clients/" in item.nodeid:
             item.add_marker(pytest.mark.acceptance)
-            item.add_marker(ONE_WORKER)
 
 
 @dataclass(frozen=True)
