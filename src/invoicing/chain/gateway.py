@@ -109,7 +109,8 @@ class ChainGateway(Protocol):
     async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
         """Whether a transaction of ``hashes`` (one nonce's signed versions) was mined after
         all, or another transaction took ``nonce``: asked of every URL, each in one batch, so
-        a URL that lags or hides receipts cannot declare the nonce taken."""
+        a URL that lags or hides receipts cannot declare the nonce taken. ChainUnavailable
+        when no URL answers."""
         ...
 
     async def send_raw_transaction(self, raw: bytes) -> str:
@@ -256,10 +257,11 @@ class EvmGateway:
     async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
         requests = [("eth_getTransactionCount", [address, "latest"])]
         requests += [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in hashes]
+        answers = [answer for answer in await self.evm.rpc.batch_each(requests) if answer]
+        if not answers:
+            raise ChainUnavailable(f"no URL answered on chain {self.config.chain_id}")
         taken = False
-        for answer in await self.evm.rpc.batch_each(requests):
-            if answer is None:
-                continue
+        for answer in answers:
             count, *receipts = answer
             for receipt in receipts:
                 if isinstance(receipt, dict):
