@@ -24,14 +24,15 @@ from pathlib import Path
 
 from invoicing.auth.guard import Caller
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor import worker as monitor_worker
+from invoicing.notifications import worker as webhook_worker
 from invoicing.services import build_services
-from invoicing.settings import ChainConfig, Settings
-from invoicing.webhooks import worker as webhook_worker
+from invoicing.settings import Settings
 from invoicing.workers import run_workers
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -44,6 +44,7 @@ from invoicing.addresses import checksum_encode, normalize_address
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import ERC20, TEST_TOKEN
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
@@ -52,7 +53,7 @@ from invoicing.migrate import upgrade
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import PassResult, run_block_pass, run_due_pass
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import Settings
 
 PAYER_KEY = DEV_PRIVATE_KEYS[4]
 FUNDED = 10

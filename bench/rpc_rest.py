@@ -27,12 +27,13 @@ import sys
 from pathlib import Path
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.monitor.worker import watch_chain
 from invoicing.services import build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))

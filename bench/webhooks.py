@@ -37,7 +37,7 @@ endpoint fails before its only event is attempted and the failing attempts take 
 share (a 500 answer costs what a 204 costs). It is not part of the goal.
 
 The fourth line is the all-healthy case again with the owner holding two active signing
-secrets (``webhooks/signing.py``): every delivery carries ``x-service-webhook-signature``
+secrets (``notifications/signing.py``): every delivery carries ``x-service-webhook-signature``
 with two ``v1`` HMACs computed at send time, and each claimed batch reads the owner's
 secrets (one query, Fernet-decrypted). ``signing_cost`` compares it with the unsigned
 healthy case, best round against best round (``signing_cpu_cost``: per CPU second). The
@@ -75,12 +75,12 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
+from invoicing.notifications.endpoints import endpoint_host, endpoint_key
+from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.signing import create_secret
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.webhooks.endpoints import endpoint_host, endpoint_key
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import create_secret
-from invoicing.webhooks.worker import Dispatcher, client_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import invoice_row  # noqa: E402

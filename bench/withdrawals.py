@@ -25,6 +25,7 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import TEST_TOKEN
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway
@@ -32,7 +33,7 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import read_balances, store_balances
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings, TokenConfig
+from invoicing.settings import Settings
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals

@@ -25,13 +25,14 @@ from pydantic import SecretStr
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings, TokenConfig
+from invoicing.settings import Settings
+from invoicing.web.app import create_app
 from tests.support.server import serve
 
 pytest_plugins = ("tests.support.workers",)

@@ -5,7 +5,7 @@ A request's id (``x-request-id``), and where known the owner, chain id, invoice 
 transaction hash, are bound with :func:`bind` (or passed as ``extra={...}`` to one call) and
 appear on every line logged meanwhile, in the same asyncio task and the tasks it starts::
 
-    {"time": "2026-11-23T20:01:02.345Z", "level": "INFO", "logger": "invoicing.api",
+    {"time": "2026-11-23T20:01:02.345Z", "level": "INFO", "logger": "invoicing.web",
      "event": "...", "request_id": "8f0c…", "owner": "0xf39F…", "chain_id": 31337}
 
 Secrets never reach a log line: settings hold them as ``SecretStr``, API keys and request

@@ -10,7 +10,11 @@ Two kinds of figures:
   and PromQL sums them (README "Operating it").
 - Gauges of the shared state (webhooks pending and the oldest of them, watched invoices,
   pending relayer transactions) are read from the database when ``/metrics`` is scraped
-  (:func:`refresh_database_gauges`), so every process answers the same.
+  (:mod:`invoicing.gauges`, which sits above the domains whose tables it reads), so every
+  process answers the same.
+
+This module imports nothing of the service's, so the code at the bottom (the JSON-RPC
+client) counts its work here as the domains do.
 
 Counts that belong to a database transaction (transitions, gas per swept invoice) are taken
 only once it commits (:func:`after_commit`): a rolled-back attempt is not counted.
@@ -18,22 +22,18 @@ only once it commits (:func:`after_commit`): a rolled-back attempt is not counte
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
-from sqlalchemy import event, func, select
+from sqlalchemy import event
 from sqlalchemy.orm import Session, object_session
-
-if TYPE_CHECKING:
-    from invoicing.services import Services
 
 # The transitions an invoice can make (pending is only ever the start).
 TRANSITION_TARGETS = ("paid", "expired", "cancelled", "completed")
-# Webhook attempt outcomes (``webhooks.client.Outcome.kind``).
+# Webhook attempt outcomes (``notifications.client.Outcome.kind``).
 WEBHOOK_OUTCOMES = ("success", "http_error", "timeout", "refused", "connect_error")
 # HTTP requests no route matched share this one label (never the raw path).
 UNMATCHED_ROUTE = "unmatched"
@@ -198,61 +198,3 @@ def relayer_fee_ceiling(chain_id: int) -> None:
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
     HTTP_REQUESTS.labels(route, method, str(status)).inc()
     HTTP_SECONDS.labels(route).observe(seconds)
-
-
-class _GaugeReads:
-    """The reading of the database gauges in flight in this process, if any."""
-
-    def __init__(self) -> None:
-        self.running: asyncio.Future[None] | None = None
-
-
-async def refresh_database_gauges(services: Services) -> None:
-    """Read the shared-state gauges from the database (on every scrape, so every process
-    answers the same). Scrapes that arrive during a reading share it: however many requests
-    /metrics gets at once, one reading at a time runs per process."""
-    reads = services.db.shared("metrics.gauges", _GaugeReads)
-    if reads.running is None or reads.running.done():
-        reads.running = asyncio.ensure_future(_read_database_gauges(services))
-    await asyncio.shield(reads.running)
-
-
-async def _read_database_gauges(services: Services) -> None:
-    """Three indexed aggregate queries."""
-    from invoicing.invoices.models import Invoice
-    from invoicing.settlement.models import RelayerTransaction, TxStatus
-    from invoicing.webhooks.models import EventStatus, WebhookEvent
-
-    chains = [str(chain.config.chain_id) for chain in services.chains.all()]
-    async with services.db.sessions() as session:
-        pending, oldest_ms = (
-            await session.execute(
-                select(func.count(), func.min(WebhookEvent.created_at)).where(
-                    WebhookEvent.status == EventStatus.PENDING
-                )
-            )
-        ).one()
-        watched: dict[int, int] = dict(
-            (
-                await session.execute(
-                    select(Invoice.chain_id, func.count())
-                    .where(Invoice.watch.is_(True))
-                    .group_by(Invoice.chain_id)
-                )
-            ).all()
-        )
-        relayer_pending: dict[int, int] = dict(
-            (
-                await session.execute(
-                    select(RelayerTransaction.chain_id, func.count())
-                    .where(RelayerTransaction.status == TxStatus.PENDING)
-                    .group_by(RelayerTransaction.chain_id)
-                )
-            ).all()
-        )
-    now_ms = services.clock.now_ms()
-    WEBHOOK_PENDING.set(pending)
-    WEBHOOK_OLDEST_PENDING.set(0 if oldest_ms is None else max(0, now_ms - oldest_ms) / 1000)
-    for chain_id in {*chains, *map(str, watched), *map(str, relayer_pending)}:
-        MONITOR_WATCHED.labels(chain_id).set(watched.get(int(chain_id), 0))
-        RELAYER_PENDING.labels(chain_id).set(relayer_pending.get(int(chain_id), 0))

@@ -25,17 +25,14 @@ Two ways to count, both adding in the database so every process sees every other
 Rows of windows that are over are deleted by housekeeping (``purge_windows``), never on the
 request path.
 
-Public routes count per client address (``client_address``): the socket's peer, unless that
-peer is a trusted reverse proxy (``INVOICING_TRUSTED_PROXIES``); then the right-most
-``X-Forwarded-For`` address that is not itself a trusted proxy, so a client cannot choose
-its own key by sending the header.
+Public routes count per client address: the web layer's ``client_address``
+(``invoicing.web.context``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import ipaddress
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -43,10 +40,9 @@ from typing import Any, cast
 
 from sqlalchemy import BigInteger, Connection, Integer, String, Table, bindparam, delete
 from sqlalchemy.orm import Mapped, mapped_column
-from starlette.requests import HTTPConnection
 
 from invoicing.coalescer import Coalescer
-from invoicing.db import Base, Database, upsert
+from invoicing.db import Base, Database, ProcessLocal, upsert
 from invoicing.errors import RateLimited
 
 log = logging.getLogger(__name__)
@@ -78,7 +74,7 @@ async def hit(
         return
     start = now_ms - now_ms % window_ms
     end = start + window_ms
-    counter = _counter(db)
+    counter = _COUNTER.of(db)
     counts = await asyncio.gather(
         *(counter.submit((key[:MAX_KEY_LENGTH], start, end)) for key in keys)
     )
@@ -94,7 +90,7 @@ async def hit_deferred(
         return
     start = now_ms - now_ms % window_ms
     end = start + window_ms
-    counts = _deferred(db)
+    counts = _DEFERRED.of(db)
     worst = max(counts.add(key[:MAX_KEY_LENGTH], start, end, now_ms) for key in keys)
     _refuse_over(worst, limit, window_ms, end - now_ms)
 
@@ -187,11 +183,10 @@ class _DeferredCounts:
 
 async def flush_deferred(db: Database) -> None:
     """Write this process's deferred hits now (tests, and before a process exits)."""
-    await _deferred(db).flush()
+    await _DEFERRED.of(db).flush()
 
 
-def _deferred(db: Database) -> _DeferredCounts:
-    return db.shared("ratelimit.deferred", lambda: _DeferredCounts(db))
+_DEFERRED: ProcessLocal[_DeferredCounts] = ProcessLocal(_DeferredCounts)
 
 
 def _window_text(window_ms: int) -> str:
@@ -208,64 +203,12 @@ async def purge_windows(db: Database, now_ms: int) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@functools.cache
-def trusted_networks(setting: str) -> tuple[IPNetwork, ...]:
-    """The CIDRs of ``INVOICING_TRUSTED_PROXIES`` (comma-separated); ValueError if one is bad."""
-    networks = []
-    for part in setting.split(","):
-        if part.strip():
-            try:
-                networks.append(ipaddress.ip_network(part.strip(), strict=False))
-            except ValueError:
-                raise ValueError(
-                    f"INVOICING_TRUSTED_PROXIES: {part.strip()!r} is not a CIDR"
-                ) from None
-    return tuple(networks)
-
-
-def _trusted(address: str, networks: tuple[IPNetwork, ...]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.strip().split("%")[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip in network for network in networks)
-
-
-def client_address(connection: HTTPConnection, trusted_proxies: str) -> str:
-    """The address a public route counts its client by (see the module docstring)."""
-    peer = connection.client.host if connection.client else "unknown"
-    networks = trusted_networks(trusted_proxies)
-    if not networks or not _trusted(peer, networks):
-        return peer
-    forwarded = ",".join(connection.headers.getlist("x-forwarded-for"))
-    client = peer
-    for hop in reversed([h.strip() for h in forwarded.split(",") if h.strip()]):
-        if not _is_address(hop):
-            break  # written by someone left of the proxies: keep the last trusted hop
-        client = hop
-        if not _trusted(hop, networks):
-            break
-    return client
-
-
-def _is_address(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text.split("%")[0])
-    except ValueError:
-        return False
-    return True
-
-
 _Hit = tuple[str, int, int]  # key, window start, window end
 
 
-def _counter(db: Database) -> Coalescer[_Hit, int]:
-    return db.shared("ratelimit.counter", lambda: Coalescer(functools.partial(_count_hits, db)))
+_COUNTER: ProcessLocal[Coalescer[_Hit, int]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_count_hits, db))
+)
 
 
 async def _count_hits(db: Database, hits: Sequence[_Hit]) -> list[int | Exception]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from starlette.requests import HTTPConnection
-
 from invoicing.chain.escrows import escrow_init_code_hash
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway, ChainRegistry, EvmGateway
@@ -46,9 +44,3 @@ def build_services(settings: Settings, clock: Clock | None = None) -> Services:
         chains=ChainRegistry(gateways),
         clock=clock or SystemClock(),
     )
-
-
-def services_of(connection: HTTPConnection) -> Services:
-    """The Services of the app serving a request (``create_app`` keeps them on its state)."""
-    services: Services = connection.app.state.services
-    return services

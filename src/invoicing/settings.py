@@ -1,4 +1,7 @@
-"""Service configuration: one Settings class (``INVOICING_*`` variables) and the chains file.
+"""Service configuration: one Settings class (``INVOICING_*`` variables).
+
+The chains it serves come inline (``INVOICING_CHAINS``) or from the chains file
+(:mod:`invoicing.chain.chains_file`), as ``ChainConfig`` values (:mod:`invoicing.chain.config`).
 
 Secrets (``INVOICING_SECRET``, relayer keys, the metrics token) are held as pydantic
 ``SecretStr``: their repr and str are ``**********``, so no log line, error or repr of the
@@ -7,101 +10,24 @@ settings shows them; code that needs the value calls ``get_secret_value()``.
 
 from __future__ import annotations
 
-import os
+import functools
+import ipaddress
 import re
-import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from invoicing.addresses import normalize_address
+from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
+from invoicing.chain.chains_file import load_chains_file
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
 DEVELOPMENT = "development"
 # Outside development INVOICING_SECRET must have at least this many bytes (UTF-8).
 MIN_SECRET_BYTES = 32
-
-
-@dataclass(frozen=True)
-class TokenConfig:
-    """An ERC-20 a chain accepts: its address, and the symbol and decimals the service uses
-    (never read from the token on a request; startup checks the decimals once)."""
-
-    address: str
-    symbol: str
-    decimals: int
-
-    def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "address", normalize_address(self.address))
-        except ValueError as exc:
-            raise ValueError(f"token address {self.address!r} {exc}") from None
-        if not 0 <= self.decimals <= 77:
-            raise ValueError(f"token {self.address}: decimals must be 0..77")
-
-
-@dataclass(frozen=True)
-class ChainConfig:
-    """One configured chain: where its node is, which factory serves it, which tokens it
-    accepts (the allow-list) and the relayer's key."""
-
-    chain_id: int
-    name: str
-    rpc_url: str
-    factory: str
-    confirmations: int = 1
-    relayer_key: SecretStr | None = None
-    native_symbol: str = "ETH"
-    native_decimals: int = 18
-    tokens: tuple[TokenConfig, ...] = ()
-    # Base URL of the chain's block explorer (EIP-3091 paths: ``{explorer}/address/{addr}``),
-    # or None; the payment page links the payment address there.
-    explorer: str | None = None
-    # Relayer spend (None: the global INVOICING_RELAYER_* default). Wei, raw units.
-    max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
-    relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
-    # Every JSON-RPC URL of the chain, in order of preference (empty: just ``rpc_url``).
-    rpc_urls: tuple[str, ...] = ()
-    # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
-    # the latest block's baseFeePerGas.
-    eip1559: bool | None = None
-    _by_address: dict[str, TokenConfig] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-
-    def __post_init__(self) -> None:
-        key: Any = self.relayer_key
-        if isinstance(key, str):  # callers that skipped the type: never keep it in clear
-            object.__setattr__(self, "relayer_key", SecretStr(key))
-        if self.explorer is not None:
-            object.__setattr__(self, "explorer", _explorer_url(self.explorer))
-        object.__setattr__(self, "tokens", tuple(self.tokens))
-        object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
-        self._by_address.update({token.address.lower(): token for token in self.tokens})
-
-    def explorer_address_url(self, address: str) -> str | None:
-        """The explorer's page of ``address``, or None without an explorer."""
-        return None if self.explorer is None else f"{self.explorer}/address/{address}"
-
-    def token(self, address: str) -> TokenConfig | None:
-        """The allow-listed token at ``address`` (any case), or None: no chain call."""
-        return self._by_address.get(address.lower())
-
-    def relayer_private_key(self) -> str | None:
-        """The relayer key in clear, for signing only."""
-        return None if self.relayer_key is None else self.relayer_key.get_secret_value()
-
-
-def _explorer_url(url: str) -> str:
-    """An explorer base URL: http(s) only (it becomes a link on the payment page), no
-    whitespace or quotes; a trailing slash is dropped."""
-    if not url.startswith(("https://", "http://")) or any(c in url for c in " \t\n\"'<>"):
-        raise ValueError("explorer must be an http(s) URL")
-    return url.rstrip("/")
 
 
 class Settings(BaseSettings):
@@ -185,7 +111,7 @@ class Settings(BaseSettings):
     # API keys issued per owner:
     api_key_issuance_per_hour: int = 10
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
-    # webhooks/signing.py; this bounds a create-and-revoke loop):
+    # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
@@ -216,6 +142,8 @@ class Settings(BaseSettings):
     # from rpc_backoff_s (doubling up to rpc_backoff_max_s), at most rpc_max_attempts tries
     # per request; a 429's Retry-After is honoured up to rpc_retry_after_max_s; a URL that
     # failed rpc_failures_before_cooldown times in a row is set aside for rpc_cooldown_s.
+    # A head that no second URL reports is believed only rpc_head_lead_max_blocks ahead of
+    # the believed head, plus rpc_head_max_blocks_per_s for each second since it last moved.
     rpc_timeout_s: float = Field(default=10.0, gt=0)
     rpc_max_attempts: int = Field(default=4, ge=1)
     rpc_backoff_s: float = Field(default=0.25, ge=0)
@@ -223,6 +151,8 @@ class Settings(BaseSettings):
     rpc_retry_after_max_s: float = Field(default=30.0, ge=0)
     rpc_failures_before_cooldown: int = Field(default=3, ge=1)
     rpc_cooldown_s: float = Field(default=60.0, ge=0)
+    rpc_head_lead_max_blocks: int = Field(default=64, ge=0)
+    rpc_head_max_blocks_per_s: float = Field(default=5.0, ge=0)
 
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True
@@ -259,8 +189,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:
-        from invoicing.ratelimit import trusted_networks
-
         trusted_networks(self.trusted_proxies)  # raises ValueError on a bad CIDR
         return self
 
@@ -272,8 +200,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_owners(self) -> Settings:
-        from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
-
         if self.owners is not None and self.owners.startswith(FILE_PREFIX):
             try:
                 text = Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8")
@@ -294,6 +220,8 @@ class Settings(BaseSettings):
             retry_after_max_s=self.rpc_retry_after_max_s,
             failures_before_cooldown=self.rpc_failures_before_cooldown,
             cooldown_s=self.rpc_cooldown_s,
+            head_lead_max_blocks=self.rpc_head_lead_max_blocks,
+            head_max_blocks_per_s=self.rpc_head_max_blocks_per_s,
         )
 
     def chain_configs(self) -> dict[int, ChainConfig]:
@@ -316,147 +244,6 @@ class Settings(BaseSettings):
         )
 
 
-def load_chains_file(
-    path: Path, *, allow_inline_keys: bool = False, registry_file: Path | None = None
-) -> list[ChainConfig]:
-    """Parse a chains TOML file of ``[[chain]]`` tables, each with its ``[[chain.token]]``
-    allow-list.
-
-    Example::
-
-        [[chain]]
-        chain_id = 1
-        name = "Ethereum"
-        rpc_urls = ["https://rpc.example", "https://backup.example"]  # in order of preference
-        factory = "0x…"
-        confirmations = 12
-        relayer_key = "env:RELAYER_KEY_MAINNET"
-        max_fee_per_gas = 300_000_000_000     # optional, wei
-        relayer_min_balance = 50_000_000_000_000_000  # optional, wei
-        eip1559 = false                       # optional: legacy gasPrice (default: detected)
-
-        [[chain.token]]
-        address = "0x…"
-        symbol = "USDC"
-        decimals = 6
-
-    A relayer key given inline (not ``env:`` / ``file:``) is refused unless
-    ``allow_inline_keys`` (development). Errors never show a key.
-
-    Each entry is merged over its chain's entry in the registry (:mod:`invoicing.registry`;
-    ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
-    ``chain_id``, ``rpc_urls`` and ``relayer_key`` (``factory`` defaults to the address
-    ``invoicing deploy`` gives the shipped factory on every chain): the name, native coin,
-    confirmations, explorer, fee type and token allow-list come from the registry. Any key the
-    entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
-    the registry's allow-list as a whole.
-    """
-    from invoicing.registry import merged_entry
-
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"chains file {path}: {exc}") from None
-    chains = []
-    for entry in data.get("chain", []):
-        try:
-            chains.append(_chain_entry(merged_entry(entry, registry_file), allow_inline_keys))
-        except (KeyError, TypeError, ValueError) as exc:
-            reason = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ValueError(
-                f"chains file {path}: chain {entry.get('chain_id', '?')}: {reason}"
-            ) from None
-    return chains
-
-
-def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
-    reference = entry.get("relayer_key")
-    relayer_key = None
-    if reference:
-        if not str(reference).startswith(("env:", "file:")) and not allow_inline_keys:
-            raise ValueError(
-                'an inline relayer_key is refused outside development: use "env:NAME" or '
-                '"file:PATH"'
-            )
-        relayer_key = SecretStr(resolve_secret(str(reference)))
-    urls = _rpc_urls(entry)
-    tokens = tuple(
-        TokenConfig(
-            address=str(token["address"]),
-            symbol=str(token["symbol"]),
-            decimals=int(token["decimals"]),
-        )
-        for token in entry.get("token", [])
-    )
-    return ChainConfig(
-        chain_id=int(entry["chain_id"]),
-        name=str(entry.get("name", f"chain {entry['chain_id']}")),
-        rpc_url=urls[0],
-        rpc_urls=urls,
-        factory=str(entry["factory"]) if "factory" in entry else _deterministic_factory(),
-        confirmations=int(entry.get("confirmations", 1)),
-        relayer_key=relayer_key,
-        native_symbol=str(entry.get("native_symbol", "ETH")),
-        native_decimals=int(entry.get("native_decimals", 18)),
-        tokens=tokens,
-        explorer=None if entry.get("explorer") is None else str(entry["explorer"]),
-        max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
-        relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
-        eip1559=_optional_bool(entry, "eip1559"),
-    )
-
-
-def _rpc_urls(entry: dict[str, Any]) -> tuple[str, ...]:
-    """``rpc_urls`` (a list, in order of preference) and/or ``rpc_url`` (first)."""
-    urls = entry.get("rpc_urls", [])
-    if isinstance(urls, str) or not isinstance(urls, list):
-        raise ValueError("rpc_urls must be a list of URLs")
-    single = [str(entry["rpc_url"])] if entry.get("rpc_url") else []
-    found = tuple(dict.fromkeys([*single, *map(str, urls)]))
-    if not found:
-        raise KeyError("rpc_urls")
-    return found
-
-
-def _optional_bool(entry: dict[str, Any], name: str) -> bool | None:
-    value = entry.get(name)
-    if value is not None and not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false")
-    return value
-
-
-def _optional_int(entry: dict[str, Any], name: str) -> int | None:
-    value = entry.get(name)
-    if value is None:
-        return None
-    number = int(str(value))
-    if number < 0:
-        raise ValueError(f"{name} must not be negative")
-    return number
-
-
-def resolve_secret(reference: str) -> str:
-    """``env:NAME`` reads an environment variable, ``file:PATH`` a file; else the value itself."""
-    if reference.startswith("env:"):
-        value = os.environ.get(reference[4:])
-        if not value:
-            raise ValueError(f"environment variable {reference[4:]} is not set")
-        return value
-    if reference.startswith("file:"):
-        try:
-            return Path(reference[5:]).read_text().strip()
-        except OSError as exc:
-            raise ValueError(f"cannot read {reference[5:]}: {exc.strerror}") from None
-    return reference
-
-
-def _deterministic_factory() -> str:
-    """The factory ``invoicing deploy`` puts at one address on every chain (the default)."""
-    from invoicing.chain.deploy import factory_address  # the contracts load only when needed
-
-    return factory_address()
-
-
 def parse_origins(value: str) -> frozenset[str]:
     """A CORS setting: comma-separated origins (``https://shop.example``), or ``*``."""
     origins = frozenset(part.strip().rstrip("/") for part in value.split(",") if part.strip())
@@ -464,3 +251,21 @@ def parse_origins(value: str) -> frozenset[str]:
         if not re.fullmatch(r"https?://[^/\s]+", origin):
             raise ValueError(f"CORS: not an origin (scheme://host[:port]): {origin!r}")
     return origins
+
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@functools.cache
+def trusted_networks(setting: str) -> tuple[IPNetwork, ...]:
+    """The CIDRs of ``INVOICING_TRUSTED_PROXIES`` (comma-separated); ValueError if one is bad."""
+    networks = []
+    for part in setting.split(","):
+        if part.strip():
+            try:
+                networks.append(ipaddress.ip_network(part.strip(), strict=False))
+            except ValueError:
+                raise ValueError(
+                    f"INVOICING_TRUSTED_PROXIES: {part.strip()!r} is not a CIDR"
+                ) from None
+    return tuple(networks)

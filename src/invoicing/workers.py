@@ -11,6 +11,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+# What a final refund means is registered when its domain is imported (``settlement.finality``);
+# a process that only runs the workers follows refunds too.
+import invoicing.refunds.service  # noqa: F401
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -22,8 +25,8 @@ def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
     from invoicing import housekeeping
     from invoicing.monitor import worker as monitor
+    from invoicing.notifications import worker as webhooks
     from invoicing.settlement import worker as settlement
-    from invoicing.webhooks import worker as webhooks
 
     return [monitor.run, webhooks.run, settlement.run, housekeeping.run]
 

@@ -9,11 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import key_headers, signed_get, signed_post
 from tests.support.factory import sign_typed

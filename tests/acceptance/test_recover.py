@@ -20,7 +20,6 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from invoicing.addresses import ZERO_ADDRESS
-from invoicing.api.app import create_app
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import TEST_TOKEN
@@ -29,6 +28,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
 from invoicing.services import build_services
 from invoicing.settings import Settings
+from invoicing.web.app import create_app
 from tests.conftest import RunningApp, chain_config, new_database_url
 from tests.support.api import issue_api_key, key_headers, signed_get
 from tests.support.chain import read_view

@@ -16,8 +16,8 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from playwright.async_api import Browser, async_playwright
 
-from invoicing.api.app import create_app
+from invoicing.web.app import create_app
 from tests.conftest import TEST_DATABASE, MakeServices, RunningApp
 from tests.support.server import serve
 

@@ -17,7 +17,6 @@ from eth_account.signers.local import LocalAccount
 from pydantic import ValidationError
 from sqlalchemy import func, select
 
-from invoicing.api.app import create_app
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
@@ -26,6 +25,7 @@ from invoicing.ratelimit import RateLimitWindow
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.models import RelayerTransaction
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import sign_typed
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post

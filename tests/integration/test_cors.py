@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

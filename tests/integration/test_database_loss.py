@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from invoicing.api.app import create_app
 from invoicing.db import Database
+from invoicing.web.app import create_app
 from tests.conftest import TEST_DATABASE, MakeServices
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

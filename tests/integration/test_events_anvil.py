@@ -16,14 +16,14 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import EventStatus, WebhookEvent
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
-from invoicing.webhooks.models import EventStatus, WebhookEvent
-from invoicing.webhooks.worker import Dispatcher, client_for
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.integration.test_refunds import REFUND, refund_body
 from tests.integration.test_withdraw_helpers import gateway, pay, relayer_of, settle_all

@@ -18,6 +18,7 @@ from invoicing.chain.calldata import (
     encode_balances_of,
     encode_withdraw,
 )
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import BlockRef, EvmClient
@@ -25,7 +26,6 @@ from invoicing.chain.gateway import EvmGateway
 from invoicing.chain.reverts import RevertReason
 from invoicing.chain.rpc import JsonRpc
 from invoicing.errors import ChainUnavailable
-from invoicing.settings import ChainConfig
 from tests.support.chain import read_view
 from tests.support.factory import (
     deploy_test_contract,

@@ -15,12 +15,12 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.clock import FakeClock
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import gateway, settle_all, sign_typed
 from tests.support.server import serve

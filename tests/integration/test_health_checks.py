@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from httpx import AsyncClient
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.server import serve
 

@@ -14,12 +14,13 @@ import pytest
 from pydantic import SecretStr
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services, build_services
-from invoicing.settings import ChainConfig, Settings
+from invoicing.settings import Settings
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.withdrawals import plan_withdrawals
@@ -124,7 +125,7 @@ async def test_a_withdrawal_and_a_fee_meta_transaction_are_mined_as_type_0(
     accepted = await submit_meta(
         services, MetaRequest(owner.address, dev.chain_id, 0, deadline, signature, 100)
     )
-    hashes = [row.tx_hash for row in sent] + [accepted["txHash"]]
+    hashes = [row.tx_hash for row in sent] + [accepted.tx_hash]
     # The shared database may hold other tests' relayer transactions: look at ours.
     finished = [row for row in await settle_all(services) if row.tx_hash in hashes]
 

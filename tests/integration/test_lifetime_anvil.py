@@ -14,7 +14,6 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
-from invoicing.api.app import create_app
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
@@ -25,6 +24,7 @@ from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.services import Services
 from invoicing.settlement.worker import settlement_step
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import (
     PAYER_KEY,

@@ -17,11 +17,11 @@ import pytest
 from pydantic import SecretStr
 
 from invoicing import logs
-from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import sign_typed
 from tests.support.receiver import receiver

@@ -12,7 +12,6 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
-from invoicing.api.app import create_app
 from invoicing.auth.guard import Caller
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
@@ -23,8 +22,9 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications import worker as webhook_worker
 from invoicing.services import Services
-from invoicing.webhooks import worker as webhook_worker
+from invoicing.web.app import create_app
 from invoicing.workers import run_workers
 from tests.conftest import MakeServices
 from tests.support.monitoring import events_of, reload

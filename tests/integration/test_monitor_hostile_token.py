@@ -9,10 +9,10 @@ import logging
 import httpx
 import pytest
 
-from invoicing.api.app import create_app
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.monitor.passes import run_due_pass
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.integration.test_monitor_anvil import (
     FAST,

@@ -13,13 +13,13 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.api.app import create_app
-from invoicing.api.invoices import create_rules
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.guard import webhook_url_problem
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.webhooks.guard import webhook_url_problem
+from invoicing.web.api.invoices import create_rules
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

@@ -17,7 +17,6 @@ from eth_account import Account
 from sqlalchemy import func, select
 
 from invoicing import housekeeping
-from invoicing.api.app import create_app
 from invoicing.auth.models import ApiKey
 from invoicing.chain.deploy import DevDeployment
 from invoicing.clock import FakeClock
@@ -25,6 +24,7 @@ from invoicing.db import Database
 from invoicing.errors import RateLimited
 from invoicing.invoices.models import Invoice
 from invoicing.ratelimit import RateLimitWindow, flush_deferred, hit, hit_deferred
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

@@ -19,7 +19,6 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.api.app import create_app
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import load_artifact
 from invoicing.chain.deploy import DevDeployment, deploy_contract
@@ -30,6 +29,7 @@ from invoicing.services import Services
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import (
     balance_of,

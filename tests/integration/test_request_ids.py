@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi import Request
 
-from invoicing.api.app import create_app
-from invoicing.api.deps import authorize
 from invoicing.logs import JsonFormatter
+from invoicing.web.api.deps import authorize
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
@@ -107,7 +107,7 @@ async def test_an_unhandled_error_answers_500_with_the_request_id_and_logs_it(
     assert response.json() == {"error": {"code": "internal_error", "message": "internal error"}}
     assert response.headers["x-request-id"] == "t-500"
     (line,) = [line for line in json_lines.lines if line["event"] == "unhandled error"]
-    assert line["level"] == "ERROR" and line["logger"] == "invoicing.api.observability"
+    assert line["level"] == "ERROR" and line["logger"] == "invoicing.web.observability"
     assert (line["request_id"], line["owner"]) == ("t-500", owner.address)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(line["time"]))
     assert "RuntimeError: a bug" in str(line["exc"])

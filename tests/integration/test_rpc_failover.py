@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import pytest
 
-from invoicing.api.app import create_app
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.artifacts import PAYMENT_FACTORY
@@ -26,6 +25,7 @@ from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
 from tests.integration.test_withdraw_helpers import (
     balance_of,
@@ -136,7 +136,7 @@ async def test_work_carries_on_when_the_first_url_fails(
     )
     accepted = await submit_meta(services, request)
     await settle_all(services)
-    receipt = await evm.get_receipt(accepted["txHash"])
+    receipt = await evm.get_receipt(accepted.tx_hash)
     assert receipt is not None and receipt["status"] == 1
     assert await chain.fee_settings(owner.address) == (250, None)
 

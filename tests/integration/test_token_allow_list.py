@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from httpx import AsyncClient
 
-from invoicing.api.app import create_app
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.config import TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.evm import EvmClient
-from invoicing.settings import TokenConfig
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers
 from tests.support.rpc_log import RpcLog, recording_proxy

@@ -16,6 +16,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, TEST_TOKEN, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
+from invoicing.chain.config import TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
@@ -24,8 +25,14 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
-from invoicing.settings import TokenConfig
-from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
+from invoicing.settlement.models import (
+    ParkedEscrow,
+    RelayerTransaction,
+    TxStatus,
+    Withdrawal,
+    WithdrawalItem,
+)
+from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from tests.conftest import dev_tokens
@@ -134,6 +141,14 @@ async def withdrawals_of(services: Services, invoice_id: str) -> list[Withdrawal
             .order_by(Withdrawal.created_at)
         )
         return list(rows)
+
+
+async def parked_of(services: Services, owner: str) -> list[ParkedEscrow]:
+    """``owner``'s parked escrows on the test chain, the next to be retried first. The run
+    shares one database and one chain, so a test reads only its own owner's: another file's
+    parked escrows are still there."""
+    parked = await parked_escrows(services.db, gateway(services).config.chain_id)
+    return [p for p in parked if p.owner_address == owner]
 
 
 async def set_owner_fee(

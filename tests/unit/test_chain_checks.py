@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from invoicing.api.health import bearer_matches
 from invoicing.chain.artifacts import ESCROW, PAYMENT_FACTORY, load_artifact
 from invoicing.chain.checks import same_runtime_code
+from invoicing.web.health import bearer_matches
 
 
 def test_the_shipped_factory_lists_its_immutables() -> None:

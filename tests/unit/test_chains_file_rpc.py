@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from invoicing.settings import ChainConfig, load_chains_file
+from invoicing.chain.chains_file import load_chains_file
+from invoicing.chain.config import ChainConfig
 
 FACTORY = "0x" + "11" * 20
 

@@ -7,8 +7,8 @@ import pytest
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from invoicing.ratelimit import client_address
 from invoicing.settings import Settings
+from invoicing.web.context import client_address
 
 PROXIES = "10.0.0.0/8, ::1/128"
 

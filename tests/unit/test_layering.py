@@ -1,6 +1,7 @@
-"""The package's layers: the HTTP layer (``invoicing.api``) sits on top of the domain and is
-imported only by the entry points that serve it; the payment page and the domain never
-import it (STYLE.md, "Layout shows the architecture")."""
+"""The package's layers: the web layer (``invoicing.web``: the API, the payment page and every
+other HTTP surface) sits on top of the domain and is imported only by the entry points that
+serve it; the domain never imports it, nor the HTTP libraries the web layer is built on
+(STYLE.md, "Layout shows the architecture")."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "invoicing"
-# The commands that build and serve the app may import ``invoicing.api.app``, nothing else.
-ENTRY_POINTS = {"cli.py", "dev.py"}
+WEB = "invoicing.web"
+# The commands that build and serve the app may import ``invoicing.web.app``, nothing else.
+ENTRY_POINTS = {"cli/dev.py", "cli/serve.py"}
+# What serves HTTP: only the web layer uses these (the entry points also run the server).
+HTTP_LIBRARIES = ("fastapi", "starlette")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -23,14 +27,43 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_only_the_http_layer_and_entry_points_import_the_http_layer() -> None:
+def below_the_web_layer() -> dict[str, set[str]]:
+    """Each module outside ``web/`` and the modules it imports (inside functions too)."""
+    return {
+        str(path.relative_to(PACKAGE)): imported_modules(path)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "web"
+    }
+
+
+def test_only_entry_points_import_the_web_layer_and_only_its_app() -> None:
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
-        if relative.parts[0] == "api":
-            continue
-        allowed = {"invoicing.api.app"} if str(relative) in ENTRY_POINTS else set()
-        bad = {m for m in imported_modules(path) if m.startswith("invoicing.api")} - allowed
+    for module, imports in below_the_web_layer().items():
+        allowed = {f"{WEB}.app"} if module in ENTRY_POINTS else set()
+        bad = {m for m in imports if m == WEB or m.startswith(f"{WEB}.")} - allowed
         if bad:
-            offenders[str(relative)] = sorted(bad)
+            offenders[module] = sorted(bad)
     assert offenders == {}
+
+
+def test_the_domain_does_not_speak_http() -> None:
+    """Request helpers (the app's services, the client address) live in the web layer."""
+    offenders = {}
+    for module, imports in below_the_web_layer().items():
+        bad = {m for m in imports if m.split(".")[0] in HTTP_LIBRARIES}
+        if bad:
+            offenders[module] = sorted(bad)
+    assert offenders == {}
+
+
+def test_the_layer_holds_every_http_surface() -> None:
+    """The API, the payment page and their shared parts are found under ``web/``, and no
+    HTTP module is left at the package's top."""
+    assert not (PACKAGE / "api").exists() and not (PACKAGE / "page").exists()
+    assert not (PACKAGE / "routedocs.py").exists()
+    routers = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "APIRouter(" in path.read_text()
+    }
+    assert routers and all(router.startswith("web/") for router in routers), routers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from invoicing.api.openapi import build_schema
+from invoicing.web.openapi import build_schema
 
 COMMITTED = Path(__file__).resolve().parents[2] / "openapi.json"
 

@@ -14,10 +14,10 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.errors import InvalidRequest
 from invoicing.invoices.lifecycle import shown_status
 from invoicing.invoices.models import Invoice
-from invoicing.page.qr import qr_svg
-from invoicing.page.render import asset, asset_url, payment_page
-from invoicing.page.routes import RecheckThrottle
-from invoicing.page.view import PaymentView, parse_payment_address, payment_uri, payment_view
+from invoicing.web.page.qr import qr_svg
+from invoicing.web.page.render import asset, asset_url, payment_page
+from invoicing.web.page.routes import RecheckThrottle
+from invoicing.web.page.view import PaymentView, parse_payment_address, payment_uri, payment_view
 
 ESCROW = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"
 TOKEN = "0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359"
@@ -66,10 +66,12 @@ def test_overpayment_floors_remaining_at_zero_and_the_uri_keeps_the_full_amount(
     assert over.uri == f"ethereum:{ESCROW}@8453?value={15 * 10**17}"
 
 
-def test_public_json_holds_only_what_the_page_shows() -> None:
-    data = view(
-        token_address=TOKEN, symbol="USDC", decimals=6, required_raw=5_000_000
-    ).public_json()
+def test_public_status_holds_only_what_the_page_shows() -> None:
+    data = (
+        view(token_address=TOKEN, symbol="USDC", decimals=6, required_raw=5_000_000)
+        .public_status()
+        .model_dump(mode="json")
+    )
 
     assert data == {
         "paymentAddress": ESCROW,

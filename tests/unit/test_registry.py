@@ -10,9 +10,10 @@ import pytest
 
 from invoicing.addresses import address_bytes, checksum_encode
 from invoicing.chain.artifacts import factory_bytecode
+from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.deploy import deterministic_address, factory_address
 from invoicing.registry import registry, registry_text
-from invoicing.settings import Settings, load_chains_file
+from invoicing.settings import Settings
 
 FACTORY = "0x" + "fa" * 20
 USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"

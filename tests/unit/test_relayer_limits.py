@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from invoicing.chain.chains_file import load_chains_file
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
-from invoicing.settings import ChainConfig, Settings, load_chains_file
+from invoicing.settings import Settings
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call, GasCapExceeded, Relayer
 
@@ -97,12 +99,12 @@ async def test_a_relayer_under_its_threshold_is_short_and_warned_about_once(
 ) -> None:
     relayer = relayer_on(with_threshold(chain, 10**16))
     account = relayer.address.lower()
-    chain.account_balances[account] = 10**16 - 1
+    chain.native[account] = 10**16 - 1
 
     with caplog.at_level(logging.INFO, logger="invoicing.settlement.relayer"):
         first = await relayer.balance_shortfall()
         second = await relayer.balance_shortfall()
-        chain.account_balances[account] = 10**16
+        chain.native[account] = 10**16
         topped_up = await relayer.balance_shortfall()
 
     assert (

@@ -5,9 +5,9 @@ that can plainly never be delivered is refused (400, no DNS lookup), and an owne
 invoices are capped (429; ``invoices.watched``).
 
 Creates are the API's hot write path. Concurrent requests of a process share one
-transaction (a ``Coalescer``), the rows are written with one cached Core executemany, and no
-ORM instance is built: a new invoice is an ``InvoiceRow`` (the values of its row) from the
-request to the response.
+transaction (a ``Coalescer``), the rows are written with one cached Core executemany
+(:mod:`invoicing.invoices.insert`), and no ORM instance is built: a new invoice is an
+``InvoiceRow`` (the values of its row) from the request to the response.
 """
 
 from __future__ import annotations
@@ -17,24 +17,25 @@ import hashlib
 import json
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from invoicing import metrics
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database, upsert
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
 from invoicing.invoices.amounts import to_raw
+from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
-from invoicing.webhooks.guard import webhook_url_problem
+from invoicing.notifications.guard import webhook_url_problem
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,6 @@ class CreateRules:
 # A refused create waits for some of the owner's watched invoices to be paid, expire or be
 # deleted; this is how soon it is worth asking again.
 WATCHED_CAP_RETRY_AFTER_S = 60
-
-_INVOICES = cast(Table, Invoice.__table__)
 
 
 async def create_invoice(
@@ -148,7 +147,7 @@ async def create_invoice(
         has_extras=False,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
-    invoice, created = await _creator(db).submit(job)
+    invoice, created = await _CREATOR.of(db).submit(job)
     if created:
         metrics.invoice_created(invoice.chain_id)
     return invoice, created
@@ -190,13 +189,11 @@ class _Job:
 _Created = tuple[InvoiceRow, bool]
 
 
-def _creator(db: Database) -> Coalescer[_Job, _Created]:
-    """Creates of this process are group-committed: concurrent requests share a transaction."""
-    return db.shared("invoices.create", lambda: Coalescer(functools.partial(_create_batch, db)))
-
-
-def _watched_counts(db: Database) -> WatchedCounts:
-    return db.shared("invoices.watched_counts", WatchedCounts)
+# Creates of this process are group-committed: concurrent requests share a transaction.
+_CREATOR: ProcessLocal[Coalescer[_Job, _Created]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_create_batch, db))
+)
+_WATCHED_COUNTS: ProcessLocal[WatchedCounts] = ProcessLocal(lambda _db: WatchedCounts())
 
 
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
@@ -204,7 +201,7 @@ async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | E
     one request's failure never becomes another's."""
     try:
         return await db.run_batch(
-            functools.partial(_create_in, jobs=jobs, watched=_watched_counts(db))
+            functools.partial(_create_in, jobs=jobs, watched=_WATCHED_COUNTS.of(db))
         )
     except Exception as exc:
         if len(jobs) == 1:
@@ -214,7 +211,7 @@ async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | E
         try:
             outcomes.extend(
                 await db.run_batch(
-                    functools.partial(_create_in, jobs=[job], watched=_watched_counts(db))
+                    functools.partial(_create_in, jobs=[job], watched=_WATCHED_COUNTS.of(db))
                 )
             )
         except Exception as exc:
@@ -227,7 +224,7 @@ async def _create_alone_after(db: Database, job: _Job, exc: Exception) -> _Creat
     (by another process) answers like a retry; anything else is the job's error."""
     if not isinstance(exc, IntegrityError) or job.generated:
         return exc
-    existing = await db.run_batch(functools.partial(_find_by_invoice_id, invoice=job.invoice))
+    existing = await db.run_batch(functools.partial(find_by_invoice_id, invoice=job.invoice))
     if existing is None:
         return exc
     try:
@@ -276,7 +273,7 @@ def _over_watched_cap(
 def _refusal(connection: Connection, job: _Job) -> _Created | Exception:
     """An over-cap job: a retry of an existing invoice still gets it; anything new is 429."""
     if not job.generated:
-        existing = _find_by_invoice_id(connection, job.invoice)
+        existing = find_by_invoice_id(connection, job.invoice)
         if existing is not None:
             try:
                 return _same_or_conflict(existing, job.invoice), False
@@ -303,23 +300,23 @@ def _create_admitted(connection: Connection, jobs: Sequence[_Job]) -> list[_Crea
             groups.setdefault(key, []).append(job.invoice)
     last_taken: dict[tuple[str, int], int] = {}
     for (owner_key, chain_id), invoices in groups.items():
-        last = _advance_sequence(connection, owner_key, chain_id, len(invoices))
+        last = advance_sequence(connection, owner_key, chain_id, len(invoices))
         for offset, invoice in enumerate(invoices):
             invoice.invoice_id = str(last - len(invoices) + 1 + offset)
         last_taken[(owner_key, chain_id)] = last
-    inserted = _insert(connection, [job.invoice for job in jobs])
+    inserted = insert_rows(connection, [job.invoice for job in jobs])
     outcomes: list[_Created | Exception] = []
     for job in jobs:
         invoice = job.invoice
         if invoice.id in inserted:
             outcomes.append((invoice, True))
         elif job.generated:
-            _skip_taken(connection, invoice, last_taken)
-            if not _insert(connection, [invoice]):
+            skip_taken(connection, invoice, last_taken)
+            if not insert_rows(connection, [invoice]):
                 raise RuntimeError("generated invoiceId taken inside its transaction")
             outcomes.append((invoice, True))
         else:
-            existing = _find_by_invoice_id(connection, invoice)
+            existing = find_by_invoice_id(connection, invoice)
             if existing is None:
                 raise RuntimeError("invoiceId conflict without an existing invoice")
             try:
@@ -329,60 +326,6 @@ def _create_admitted(connection: Connection, jobs: Sequence[_Job]) -> list[_Crea
     return outcomes
 
 
-def _insert(connection: Connection, invoices: Sequence[InvoiceRow]) -> set[str]:
-    """Insert the rows in one statement; returns the ids of those inserted, leaving out rows
-    whose (owner, chain, invoiceId) is already taken (ON CONFLICT DO NOTHING)."""
-    if connection.dialect.name == "sqlite":
-        return _insert_sqlite(connection, invoices)
-    rows = [invoice.column_values() for invoice in invoices]
-    result = connection.execute(_insert_statement(connection.dialect.name), rows)
-    return {str(row_id) for row_id in result.scalars()}
-
-
-def _insert_sqlite(connection: Connection, invoices: Sequence[InvoiceRow]) -> set[str]:
-    """SQLite: the driver's own executemany (its C loop binds the rows), with values
-    converted by the columns' SQLAlchemy types as the Core statement would. The rows
-    written tell whether all were inserted; only when some were not are the ids read back."""
-    sql, columns = _sqlite_insert(connection.dialect)
-    rows = [
-        tuple(
-            value if convert is None else convert(value)
-            for value, convert in zip(invoice.values(), columns, strict=True)
-        )
-        for invoice in invoices
-    ]
-    written = connection.exec_driver_sql(sql, rows).rowcount
-    ids = [invoice.id for invoice in invoices]
-    if written == len(ids):
-        return set(ids)
-    found = connection.execute(select(_INVOICES.c.id).where(_INVOICES.c.id.in_(ids)))
-    return {str(row_id) for row_id in found.scalars()}
-
-
-@functools.cache
-def _sqlite_insert(dialect: Dialect) -> tuple[str, list[Callable[[Any], Any] | None]]:
-    """The INSERT text in column order and each column's bind conversion."""
-    names = INVOICE_COLUMN_NAMES
-    sql = (
-        f"INSERT INTO {_INVOICES.name} ({', '.join(names)}) "
-        f"VALUES ({', '.join('?' for _ in names)}) "
-        "ON CONFLICT (owner_key, chain_id, invoice_id) DO NOTHING"
-    )
-    return sql, [_INVOICES.c[name].type.bind_processor(dialect) for name in names]
-
-
-@functools.cache
-def _insert_statement(dialect: str) -> Any:
-    """One compiled statement for every batch size (executed with a list of rows)."""
-    return (
-        upsert(dialect, _INVOICES)
-        .on_conflict_do_nothing(
-            index_elements=[_INVOICES.c.owner_key, _INVOICES.c.chain_id, _INVOICES.c.invoice_id]
-        )
-        .returning(_INVOICES.c.id)
-    )
-
-
 def _same_or_conflict(existing: InvoiceRow, attempted: InvoiceRow) -> InvoiceRow:
     if existing.request_hash != attempted.request_hash or existing.deleted_at is not None:
         raise InvoiceExists(
@@ -390,64 +333,3 @@ def _same_or_conflict(existing: InvoiceRow, attempted: InvoiceRow) -> InvoiceRow
             {"invoiceId": existing.invoice_id, "chainId": existing.chain_id},
         )
     return existing
-
-
-def _find_by_invoice_id(connection: Connection, invoice: InvoiceRow) -> InvoiceRow | None:
-    found = connection.execute(
-        select(_INVOICES).where(
-            _INVOICES.c.owner_key == invoice.owner_key,
-            _INVOICES.c.chain_id == invoice.chain_id,
-            _INVOICES.c.invoice_id == invoice.invoice_id,
-        )
-    ).first()
-    return None if found is None else InvoiceRow(*found)
-
-
-def _advance_sequence(connection: Connection, owner_key: str, chain_id: int, count: int) -> int:
-    """Take the owner's next ``count`` sequence numbers; returns the last one.
-
-    One upsert both creates the counter and advances it; the row lock it takes serializes
-    concurrent creators for the same owner and chain (on every API process)."""
-    advanced = connection.execute(
-        _advance_statement(connection.dialect.name),
-        {"owner_key": owner_key, "chain_id": chain_id, "count": count},
-    )
-    return int(advanced.scalar_one()) - 1
-
-
-@functools.cache
-def _advance_statement(dialect: str) -> Any:
-    """The sequence upsert, built once: building it per batch cost as much as running it."""
-    sequences = cast(Table, OwnerSequence.__table__)
-    count = bindparam("count", type_=BigInteger)
-    return (
-        upsert(dialect, sequences)
-        .values(
-            owner_key=bindparam("owner_key"), chain_id=bindparam("chain_id"), next_value=count + 1
-        )
-        .on_conflict_do_update(
-            index_elements=[sequences.c.owner_key, sequences.c.chain_id],
-            set_={"next_value": sequences.c.next_value + count},
-        )
-        .returning(sequences.c.next_value)
-    )
-
-
-def _skip_taken(
-    connection: Connection, invoice: InvoiceRow, last_taken: dict[tuple[str, int], int]
-) -> None:
-    """Move the invoice's generated id past every taken one (ids the owner chose, or given
-    to others of this batch); advance the stored counter if the id went beyond it."""
-    value = int(invoice.invoice_id)
-    while _find_by_invoice_id(connection, invoice) is not None:
-        value += 1
-        invoice.invoice_id = str(value)
-    key = (invoice.owner_key, invoice.chain_id)
-    if value > last_taken[key]:
-        last_taken[key] = value
-        sequences = cast(Table, OwnerSequence.__table__)
-        connection.execute(
-            update(sequences)
-            .where(sequences.c.owner_key == key[0], sequences.c.chain_id == key[1])
-            .values(next_value=value + 1)
-        )

@@ -20,7 +20,7 @@ from invoicing import metrics
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import ChainUnavailable, NotFound
 from invoicing.invoices.lifecycle import (
     Effect,
@@ -30,6 +30,7 @@ from invoicing.invoices.lifecycle import (
     reading_changes,
 )
 from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
+from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,6 @@ async def store_balances(
     An invoice whose reading is unreadable (None) is left as it is and not returned.
     ``paid_from_block``: the first block a payment found now can be in (the detection lag
     of each invoice marked paid is measured from its timestamp)."""
-    from invoicing.events.record import Occurrence, record_events
-
     now_ms = services.clock.now_ms()
     newly_paid: list[Invoice] = []
     async with services.db.transaction() as session:
@@ -210,12 +209,17 @@ class _Recheck:
 _Answer = Invoice | InvoiceRow
 
 
+# This process's re-check coalescers, by chain id.
+_RECHECKERS: ProcessLocal[dict[int, Coalescer[_Recheck, _Answer]]] = ProcessLocal(lambda _db: {})
+
+
 def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, _Answer]:
     """One coalescer per chain (items carry the services)."""
-    return db.shared(
-        ("monitor.recheck", chain_id),
-        lambda: Coalescer(_recheck_batch, max_batch=RECHECK_BATCH),
-    )
+    recheckers = _RECHECKERS.of(db)
+    rechecker = recheckers.get(chain_id)
+    if rechecker is None:
+        rechecker = recheckers[chain_id] = Coalescer(_recheck_batch, max_batch=RECHECK_BATCH)
+    return rechecker
 
 
 async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:

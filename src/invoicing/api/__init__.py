@@ -1,1 +1,0 @@
-"""The HTTP layer: validates input, checks credentials, calls the domain, shapes responses."""

@@ -1,0 +1,233 @@
+"""Signed webhook deliveries: each owner's signing secrets, their webhook settings, the header.
+
+While an owner has active secrets, every delivery to that owner carries
+``x-service-webhook-signature: t=<unix seconds>,v1=<hex>[,v1=<hex>…]``, one ``v1`` per active
+secret (oldest first), each ``HMAC-SHA256(key = the whole secret "whsec_…" as UTF-8,
+message = "<t>.<raw body>")``: a receiver that knows any one active secret can check the
+delivery, so a secret is rotated by creating the new one, switching the receiver, then
+revoking the old one. ``t`` is the send time, so a receiver can refuse old (replayed) ones.
+
+Secrets are issued, sealed, listed and revoked by the owner-secret stack of ``auth.secrets``
+(:data:`WEBHOOK_SECRET`), shared with API keys: shown in clear only in the answer that
+creates them, ``SecretStr`` everywhere else.
+
+``owner_settings`` holds what an owner chose about their webhooks: ``webhookApiKeyHeader``
+(default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from pydantic import SecretStr
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    String,
+    Text,
+    func,
+    literal,
+    null,
+    select,
+    union_all,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned
+from invoicing.db import upsert
+from invoicing.errors import TooManyWebhookSecrets
+from invoicing.notifications.models import OwnerSettings, WebhookSecret
+
+log = logging.getLogger(__name__)
+
+WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
+WEBHOOK_SECRET = SecretKind(
+    noun="webhook secret",
+    prefix="whsec_",
+    encryption_info=b"invoicing webhook-secret encryption v1",
+)
+# Active secrets an owner may hold at once (two are enough to rotate; a few spare).
+MAX_ACTIVE_SECRETS = 5
+
+
+# ---- the header -------------------------------------------------------------------------
+
+
+def signature_header(secrets: Sequence[SecretStr], timestamp: int, body: bytes) -> str | None:
+    """The ``x-service-webhook-signature`` value for ``body`` sent at ``timestamp`` (unix
+    seconds), one ``v1`` per secret; None without secrets (then no header is sent)."""
+    if not secrets:
+        return None
+    message = b"%d.%s" % (timestamp, body)
+    signatures = (
+        hmac.new(secret.get_secret_value().encode(), message, hashlib.sha256).hexdigest()
+        for secret in secrets
+    )
+    return f"t={timestamp}," + ",".join(f"v1={signature}" for signature in signatures)
+
+
+# ---- the secrets ------------------------------------------------------------------------
+
+
+async def active_secrets(
+    session: AsyncSession, owner: str, server_secret: SecretStr
+) -> tuple[SecretStr, ...]:
+    """The owner's active signing secrets, oldest first (empty: deliveries unsigned)."""
+    options = await webhook_options_by_owner(session, [owner], server_secret)
+    return options.get(owner.lower(), WebhookOptions()).secrets
+
+
+def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> SecretStr | None:
+    secret = WEBHOOK_SECRET.unseal(encrypted, server_secret)
+    if secret is None:
+        # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
+        log.warning(
+            "a webhook secret of %s cannot be decrypted (INVOICING_SECRET changed?)", owner_key
+        )
+    return secret
+
+
+async def create_secret(
+    session: AsyncSession, owner: str, server_secret: SecretStr, now_ms: int
+) -> tuple[WebhookSecret, SecretStr]:
+    """Issue a signing secret; returns the row and the secret (shown once).
+
+    Refused (409 ``too_many_webhook_secrets``) when the owner already has
+    :data:`MAX_ACTIVE_SECRETS` active ones. The owner's settings row is locked first, so
+    concurrent creates on several processes count one after the other."""
+    owner_key = owner.lower()
+    await lock_owner(session, owner_key, now_ms)
+    active = await session.scalar(
+        select(func.count())
+        .select_from(WebhookSecret)
+        .where(WebhookSecret.owner_key == owner_key, WebhookSecret.revoked_at.is_(None))
+    )
+    if (active or 0) >= MAX_ACTIVE_SECRETS:
+        raise TooManyWebhookSecrets(
+            f"an owner may have at most {MAX_ACTIVE_SECRETS} active webhook secrets; "
+            "revoke one first",
+            {"maxActive": MAX_ACTIVE_SECRETS},
+        )
+    secret = WEBHOOK_SECRET.issue()
+    row = WebhookSecret(
+        id=str(uuid.uuid4()),
+        owner_key=owner_key,
+        secret_encrypted=WEBHOOK_SECRET.seal(secret, server_secret),
+        created_at=now_ms,
+    )
+    session.add(row)
+    await session.flush()
+    return row, secret
+
+
+async def list_secrets(session: AsyncSession, owner: str) -> Sequence[WebhookSecret]:
+    """Every secret of the owner, revoked ones included, oldest first."""
+    return await list_owned(session, WebhookSecret, owner.lower())
+
+
+async def revoke_secret(
+    session: AsyncSession, owner: str, secret_id: str, now_ms: int
+) -> WebhookSecret:
+    """Stop signing with one of the owner's secrets (404 if not theirs; revoking twice keeps
+    the first time)."""
+    return await revoke_owned(
+        session, WEBHOOK_SECRET, WebhookSecret, owner.lower(), secret_id, now_ms
+    )
+
+
+# ---- owner settings ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WebhookOptions:
+    """What a delivery to one owner needs: whether to send the API key, and the secrets."""
+
+    api_key_header: bool = True
+    secrets: tuple[SecretStr, ...] = ()
+
+
+async def webhook_options_by_owner(
+    session: AsyncSession, owners: Collection[str], server_secret: SecretStr
+) -> dict[str, WebhookOptions]:
+    """Each owner's :class:`WebhookOptions`, keyed by lowercased owner, in one query for a
+    whole claimed batch (secrets and settings together); owners with neither are left out
+    (use ``WebhookOptions()``, the defaults)."""
+    keys = sorted({owner.lower() for owner in owners})
+    if not keys:
+        return {}
+    secrets_ = select(
+        WebhookSecret.owner_key.label("owner_key"),
+        WebhookSecret.secret_encrypted.label("encrypted"),
+        null().cast(Boolean).label("api_key_header"),
+        WebhookSecret.created_at.label("created_at"),
+        WebhookSecret.id.label("id"),
+    ).where(WebhookSecret.owner_key.in_(keys), WebhookSecret.revoked_at.is_(None))
+    settings = select(
+        OwnerSettings.owner_key,
+        null().cast(Text),
+        OwnerSettings.webhook_api_key_header,
+        literal(0, BigInteger),
+        literal("", String),
+    ).where(OwnerSettings.owner_key.in_(keys))
+    both = union_all(secrets_, settings).subquery()
+    rows = await session.execute(
+        select(both).order_by(both.c.owner_key, both.c.created_at, both.c.id)
+    )
+    found: dict[str, tuple[bool, list[SecretStr]]] = {}
+    for owner_key, encrypted, api_key_header, _created_at, _id in rows:
+        header, secrets = found.setdefault(owner_key, (True, []))
+        if api_key_header is not None:
+            found[owner_key] = (bool(api_key_header), secrets)
+        elif (secret := _readable(owner_key, encrypted, server_secret)) is not None:
+            secrets.append(secret)
+    return {
+        owner_key: WebhookOptions(api_key_header=header, secrets=tuple(secrets))
+        for owner_key, (header, secrets) in found.items()
+    }
+
+
+@dataclass(frozen=True)
+class OwnerChoices:
+    """What an owner chose about their webhooks (the defaults until they choose)."""
+
+    webhook_api_key_header: bool = True
+
+
+async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
+    """The owner's choices (defaults when never set)."""
+    row = await session.get(OwnerSettings, owner.lower())
+    return OwnerChoices() if row is None else OwnerChoices(row.webhook_api_key_header)
+
+
+async def update_settings(
+    session: AsyncSession, owner: str, webhook_api_key_header: bool, now_ms: int
+) -> OwnerChoices:
+    """Store the owner's choice; returns the choices as they now are."""
+    owner_key = owner.lower()
+    await lock_owner(session, owner_key, now_ms)
+    row = await session.get(OwnerSettings, owner_key, populate_existing=True)
+    assert row is not None  # locked (so created) just above
+    row.webhook_api_key_header = webhook_api_key_header
+    row.updated_at = now_ms
+    return OwnerChoices(webhook_api_key_header)
+
+
+async def lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:
+    """Create the owner's settings row if missing (defaults), then hold its row lock until
+    the transaction ends (SQLite: the write transaction already excludes every other)."""
+    dialect = (await session.connection()).dialect.name
+    await session.execute(
+        upsert(dialect, OwnerSettings)
+        .values(owner_key=owner_key, webhook_api_key_header=True, updated_at=now_ms)
+        .on_conflict_do_nothing(index_elements=[OwnerSettings.owner_key])
+    )
+    await session.execute(
+        select(OwnerSettings.owner_key)
+        .where(OwnerSettings.owner_key == owner_key)
+        .with_for_update()
+    )

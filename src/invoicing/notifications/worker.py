@@ -1,0 +1,217 @@
+"""The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
+
+Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
+slot and never the others, and one host holds at most ``webhook_per_host_concurrency``
+slots; failing endpoints are tried after the others (``delivery.claim_events``). Finished
+attempts are written in small batches. Database outages are logged and retried with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+
+from sqlalchemy.exc import (
+    DBAPIError,
+    DisconnectionError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
+
+from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
+from invoicing.notifications.delivery import (
+    AttemptResult,
+    ClaimedEvent,
+    claim_events,
+    record_results,
+    signed_delivery,
+    unrecorded,
+)
+from invoicing.services import Services
+
+log = logging.getLogger(__name__)
+
+MAX_BACKOFF_S = 30.0
+# After a wake-up, results that finish within this window are written in the same batch.
+BATCH_WINDOW_S = 0.01
+
+
+# What a write of results may raise: a database outage (``is_outage``: kept, retried) or
+# a refusal of the values (a number out of range, a deleted row: written one by one).
+REFUSALS = (SQLAlchemyError, OSError, ValueError, OverflowError)
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether a failed write says the database is unreachable, not that it refused a value."""
+    if isinstance(exc, OSError | DisconnectionError | OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of an error, short enough for an attempt row and a log line."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"[:200]
+
+
+def client_for(services: Services) -> HttpWebhookClient:
+    settings = services.settings
+    return HttpWebhookClient(
+        timeout_s=settings.webhook_timeout_s, allow_private=settings.webhook_allow_private
+    )
+
+
+async def run(services: Services, stop: asyncio.Event) -> None:
+    """Deliver due webhook events until ``stop`` is set."""
+    client = client_for(services)
+    try:
+        await Dispatcher(services, client).run(stop)
+    finally:
+        await client.aclose()
+
+
+class Dispatcher:
+    """Claims events as slots free up, sends each in its own task, records results."""
+
+    def __init__(self, services: Services, client: WebhookClient) -> None:
+        self.services = services
+        self.client = client
+        self.slots = services.settings.webhook_concurrency
+        self.in_flight: set[asyncio.Task[None]] = set()
+        self.in_flight_per_host: Counter[str] = Counter()
+        self.results: list[AttemptResult] = []
+        self.wake = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        poll_s = self.services.settings.webhook_poll_interval_s
+        failures = 0
+        while not stop.is_set():
+            try:
+                await self.flush()
+                claimed = await self.claim()
+                failures = 0
+                delay = 0.0 if claimed else poll_s
+            except (SQLAlchemyError, OSError) as exc:
+                failures += 1
+                delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
+                log.warning("webhook worker: database error (%s); retrying in %.1f s", exc, delay)
+            if delay:
+                await self._sleep(stop, delay)
+                await asyncio.sleep(BATCH_WINDOW_S)
+        await self.drain()
+
+    async def claim(self) -> int:
+        """Claim as many events as there are free slots and start sending them."""
+        free = self.slots - len(self.in_flight)
+        if free <= 0:
+            return 0
+        now_ms = self.services.clock.now_ms()
+        claimed = await claim_events(self.services, now_ms, free, self.in_flight_per_host)
+        for event in claimed:
+            self.in_flight_per_host[event.endpoint_host] += 1
+            task = asyncio.create_task(self._deliver(event))
+            self.in_flight.add(task)
+            task.add_done_callback(self._done)
+        return len(claimed)
+
+    async def flush(self) -> None:
+        """Write the finished attempts. A database outage keeps them for the next flush; a
+        batch the database refuses is written one result at a time (``_record_each``)."""
+        results, self.results = self.results, []
+        try:
+            await record_results(self.services, results)
+        except REFUSALS as exc:
+            if is_outage(exc):
+                self.results = results + self.results
+                raise
+            log.warning("webhook worker: a batch of results was refused (%s)", _reason(exc))
+            await self._record_each(results)
+        except BaseException:
+            self.results = results + self.results
+            raise
+
+    async def _record_each(self, results: list[AttemptResult]) -> None:
+        """Write each result on its own; one the database refuses is written as a failed
+        attempt with the reason, and one refused even so is dropped (logged): its lease
+        ends and it is attempted again, as after a crash, with the next attempt number."""
+        for index, result in enumerate(results):
+            try:
+                refused = await self._record_one(result)
+                if refused is not None:
+                    refused = await self._record_one(unrecorded(result, _reason(refused)))
+            except REFUSALS:  # an outage: this result and the rest wait for the next flush
+                self.results = results[index:] + self.results
+                raise
+            if refused is not None:
+                log.error(
+                    "webhook event %s attempt %d: result not stored (%s)",
+                    result.event_id,
+                    result.attempt,
+                    _reason(refused),
+                )
+
+    async def _record_one(self, result: AttemptResult) -> BaseException | None:
+        """Write one result; the error when the database refuses it (an outage raises)."""
+        try:
+            await record_results(self.services, [result])
+        except REFUSALS as exc:
+            if is_outage(exc):
+                raise
+            return exc
+        return None
+
+    async def drain(self) -> None:
+        """Let attempts in flight finish and record them (on shutdown)."""
+        if self.in_flight:
+            await asyncio.wait(set(self.in_flight))
+        with contextlib.suppress(SQLAlchemyError, OSError):
+            await self.flush()
+
+    async def _deliver(self, event: ClaimedEvent) -> None:
+        attempted_at = self.services.clock.now_ms()
+        try:
+            outcome = await self.client.send(signed_delivery(event, attempted_at))
+        except Exception as exc:  # a client defect: still a failed attempt, never a lost one
+            log.exception("webhook event %s: the client raised", event.event_id)
+            outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
+        finally:
+            self.in_flight_per_host[event.endpoint_host] -= 1
+            if not self.in_flight_per_host[event.endpoint_host]:
+                del self.in_flight_per_host[event.endpoint_host]
+        log.debug(
+            "webhook event %s attempt %d to %s: %s in %d ms",
+            event.event_id,
+            event.attempt,
+            event.endpoint_host,
+            outcome.kind,
+            outcome.duration_ms,
+        )
+        result = AttemptResult(
+            event.event_id,
+            event.attempt,
+            attempted_at,
+            outcome,
+            event.delivery.url,
+            event.endpoint_id,
+            event.retry_until,
+        )
+        self.results.append(result)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.in_flight.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("webhook delivery task failed", exc_info=task.exception())
+        self.wake.set()
+
+    async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
+        """Wait until the delay passes, a delivery finishes (free slot) or stop is set."""
+        self.wake.clear()
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()

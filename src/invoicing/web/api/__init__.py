@@ -1,0 +1,1 @@
+"""The JSON API: validates input, checks credentials, calls the domain, shapes responses."""

@@ -1,0 +1,137 @@
+"""API key management (DESIGN section 4): signature mode only."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from invoicing.auth.api_keys import (
+    active_key_cache,
+    create_api_key,
+    list_api_keys,
+    revoke_api_key,
+)
+from invoicing.errors import NotFound
+from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import (
+    BODY_ROUTE_ERRORS,
+    OWNER_ROUTE_ERRORS,
+    SIGNATURE_AUTH,
+    Answer,
+    documented,
+)
+
+router = APIRouter(prefix="/integration/api-keys", tags=["api keys"])
+
+
+class CreateKeyBody(BaseModel):
+    """Body of POST /integration/api-keys."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    label: str | None = Field(default=None, max_length=200)
+
+
+class RevokeKeyQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    id: str = Field(min_length=1, max_length=36)
+
+
+class OwnerQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+
+
+@router.post(
+    "",
+    **documented(
+        "Issue an API key (shown once; request signature only)",
+        ok=IssuedApiKey,
+        status=201,
+        body=CreateKeyBody,
+        errors=BODY_ROUTE_ERRORS,
+        auth=SIGNATURE_AUTH,
+        action="apikey.create",
+    ),
+)
+async def create(request: Request) -> Answer[IssuedApiKey]:
+    services = services_of(request)
+    body, caller = await authorized_body(
+        request, "apikey.create", CreateKeyBody, allow_api_key=False
+    )
+    await hit(
+        services.db,
+        [f"apikey-owner:{caller.owner_key}"],
+        services.settings.api_key_issuance_per_hour,
+        services.clock.now_ms(),
+        window_ms=HOUR_MS,
+    )
+    async with services.db.transaction() as session:
+        row, api_key = await create_api_key(
+            session,
+            body.ownerAddress,
+            body.label,
+            services.settings.secret,
+            services.clock.now_ms(),
+        )
+    issued = IssuedApiKey(
+        id=row.id, apiKey=api_key.get_secret_value(), label=row.label, createdAt=row.created_at
+    )
+    return Answer(issued, status_code=201)
+
+
+@router.get(
+    "",
+    **documented(
+        "List an owner's API keys (without secrets; request signature only)",
+        ok=ApiKeyList,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        auth=SIGNATURE_AUTH,
+        action="apikey.list",
+    ),
+)
+async def list_(request: Request) -> Answer[ApiKeyList]:
+    services = services_of(request)
+    _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
+    async with services.db.sessions() as session:
+        rows = await list_api_keys(session, caller.owner_key)
+    items = [
+        ApiKey(id=row.id, label=row.label, createdAt=row.created_at, revokedAt=row.revoked_at)
+        for row in rows
+    ]
+    return Answer(ApiKeyList(items=items))
+
+
+@router.delete(
+    "",
+    **documented(
+        "Revoke an API key (request signature only)",
+        ok=RevokedApiKey,
+        query=RevokeKeyQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        auth=SIGNATURE_AUTH,
+        action="apikey.revoke",
+    ),
+)
+async def revoke(request: Request) -> Answer[RevokedApiKey]:
+    services = services_of(request)
+    query, caller = await authorized_query(
+        request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False
+    )
+    cache = active_key_cache(services.db)
+    async with services.db.transaction() as session:
+        row = await revoke_api_key(session, caller.owner_key, query.id, services.clock.now_ms())
+        cache.forget(row.key_hash)
+    # Again once committed: a lookup that read the row before the commit stores nothing.
+    cache.forget(row.key_hash)
+    assert row.revoked_at is not None  # revoked just above, or before
+    return Answer(RevokedApiKey(revoked=True, id=row.id, revokedAt=row.revoked_at))

@@ -1,0 +1,397 @@
+"""Events and webhook endpoints (issue 17, "Events"): both auth modes.
+
+- ``POST /integration/webhook-endpoints`` (``webhook_endpoint.create``) → 201 the endpoint;
+  ``GET`` (``webhook_endpoint.list``); ``PATCH ?id=`` (``webhook_endpoint.update``);
+  ``DELETE ?id=`` (``webhook_endpoint.delete``); ``POST /test?id=``
+  (``webhook_endpoint.test``) → 202, a ``ping`` event to that endpoint.
+- ``GET /integration/events`` (``event.list``; filters ``type=`` and ``deliveryStatus=``),
+  ``GET /integration/events/{id}`` (``event.get``), ``POST /integration/events/{id}/redeliver``
+  (``event.redeliver``) → 202.
+
+In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
+``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
+or PATCH, is signed too, as the payload's first key ``id``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from invoicing.auth.guard import Caller
+from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
+from invoicing.invoices.lifecycle import InvoiceEvent
+from invoicing.notifications.endpoints import (
+    EndpointChange,
+    EndpointRules,
+    create_endpoint,
+    delete_endpoint,
+    list_endpoints,
+    update_endpoint,
+)
+from invoicing.notifications.models import PING
+from invoicing.notifications.service import (
+    DELIVERY_STATUSES,
+    get_event,
+    list_events,
+    ping,
+    redeliver,
+)
+from invoicing.settings import Settings
+from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
+from invoicing.web.api.event_responses import (
+    DeletedWebhookEndpoint,
+    DeliveryAccepted,
+    EventDetail,
+    EventEnvelope,
+    EventList,
+    WebhookEndpoint,
+    WebhookEndpointList,
+)
+from invoicing.web.api.inputs import (
+    Address,
+    OwnerBody,
+    OwnerQuery,
+    json_body,
+    owner_address_of,
+    query_items,
+    query_types,
+    validate,
+    without_owner,
+)
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
+
+router = APIRouter(prefix="/integration", tags=["events"])
+
+ID = Field(min_length=1, max_length=36)
+URL = Field(max_length=2048)
+# The types an endpoint subscribes to and the events list filters on: the invoices' events.
+EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
+EVENTS = Field(min_length=1, max_length=len(EVENT_TYPES))
+DESCRIPTION = Field(default=None, max_length=1000)
+
+
+class CreateEndpointBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    url: str = URL
+    events: list[str] = EVENTS
+    description: str | None = DESCRIPTION
+
+
+class UpdateEndpointBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    url: str | None = Field(default=None, max_length=2048)
+    events: list[str] | None = Field(default=None, min_length=1, max_length=len(EVENT_TYPES))
+    enabled: bool | None = None
+    description: str | None = DESCRIPTION
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateEndpointBody:
+        if all(v is None for v in (self.url, self.events, self.enabled, self.description)):
+            raise ValueError("give at least one of url, events, enabled, description")
+        return self
+
+
+class EndpointQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    id: str = ID
+
+
+class IdQuery(BaseModel):
+    """The query of a POST or PATCH that names an endpoint (the owner is in the body)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ID
+
+
+class EventsQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    type: str | None = None
+    deliveryStatus: str | None = Field(
+        default=None,
+        description=(
+            "Only events with at least one delivery that is pending (due or being retried), "
+            "failing (pending after a failed attempt), delivered, or failed (given up)."
+        ),
+        json_schema_extra={"enum": list(DELIVERY_STATUSES)},
+    )
+    after: str | None = Field(default=None, min_length=1, max_length=36)
+    limit: int = Field(default=20, ge=1, lt=2**31)
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str | None) -> str | None:
+        return _one_of(value, (*EVENT_TYPES, PING))
+
+    @field_validator("deliveryStatus")
+    @classmethod
+    def _known_delivery_status(cls, value: str | None) -> str | None:
+        return _one_of(value, DELIVERY_STATUSES)
+
+
+def _one_of(value: str | None, known: tuple[str, ...]) -> str | None:
+    if value is not None and value not in known:
+        raise ValueError(f"must be one of {', '.join(known)}")
+    return value
+
+
+class RedeliverBody(BaseModel):
+    """Exactly one target: ``endpointId`` (one of the owner's endpoints) or
+    ``"webhookUrl": true`` (the invoice's webhookUrl; ``invoice.paid`` events only)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    endpointId: str | None = Field(default=None, min_length=1, max_length=36)
+    webhookUrl: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RedeliverBody:
+        if (self.endpointId is None) == (self.webhookUrl is not True):
+            raise ValueError('give either endpointId or "webhookUrl": true')
+        return self
+
+
+def endpoint_rules(settings: Settings) -> EndpointRules:
+    """Endpoint URLs follow the webhookUrl rules (``api.invoices.create_rules``)."""
+    return EndpointRules(
+        require_https=settings.environment != "development" and not settings.webhook_allow_http,
+        allow_private=settings.webhook_allow_private,
+        max_per_owner=settings.max_event_endpoints_per_owner,
+        event_types=EVENT_TYPES,
+    )
+
+
+async def authorized_body_with_id(
+    request: Request, action: str, model: type[Model], path_id: str | None = None
+) -> tuple[Model, Caller, str]:
+    """A JSON body and an id (from the path, else the query's ``id``), signed together."""
+    if path_id is None:
+        path_id = validate(IdQuery, query_items(request)).id
+    else:
+        path_id = _checked_path_id(path_id)
+    data = await json_body(request, services_of(request).settings.max_body_bytes)
+    payload = {"id": path_id, **without_owner(data)}
+    caller = await authorize(request, action, owner_address_of(data), payload)
+    return validate(model, data), caller, path_id
+
+
+def _checked_path_id(value: str) -> str:
+    """An id from the path, held to the query's rules (NUL is refused everywhere)."""
+    if not 1 <= len(value) <= 36 or "\x00" in value:
+        raise InvalidRequest("id: must be 1 to 36 characters, without NUL", {"field": "id"})
+    return value
+
+
+@router.post(
+    "/webhook-endpoints",
+    **documented(
+        "Register a webhook endpoint for events",
+        ok=WebhookEndpoint,
+        status=201,
+        body=CreateEndpointBody,
+        errors=(*BODY_ROUTE_ERRORS, TooManyWebhookEndpoints),
+        action="webhook_endpoint.create",
+    ),
+)
+async def create(request: Request) -> Answer[WebhookEndpoint]:
+    services = services_of(request)
+    body, caller = await authorized_body(request, "webhook_endpoint.create", CreateEndpointBody)
+    async with services.db.transaction() as session:
+        endpoint = await create_endpoint(
+            session,
+            caller.owner_key,
+            body.url,
+            body.events,
+            body.description,
+            endpoint_rules(services.settings),
+            services.clock.now_ms(),
+        )
+        view = WebhookEndpoint.of(endpoint)
+    return Answer(view, status_code=201)
+
+
+@router.get(
+    "/webhook-endpoints",
+    **documented(
+        "List an owner's webhook endpoints",
+        ok=WebhookEndpointList,
+        query=OwnerQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="webhook_endpoint.list",
+    ),
+)
+async def list_(request: Request) -> Answer[WebhookEndpointList]:
+    services = services_of(request)
+    _query, caller = await authorized_query(request, "webhook_endpoint.list", OwnerQuery)
+    async with services.db.sessions() as session:
+        endpoints = await list_endpoints(session, caller.owner_key)
+        items = [WebhookEndpoint.of(endpoint) for endpoint in endpoints]
+    return Answer(WebhookEndpointList(items=items))
+
+
+@router.patch(
+    "/webhook-endpoints",
+    **documented(
+        "Change a webhook endpoint's url, events, description or enabled",
+        ok=WebhookEndpoint,
+        query=IdQuery,
+        body=UpdateEndpointBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.update",
+    ),
+)
+async def update(request: Request) -> Answer[WebhookEndpoint]:
+    services = services_of(request)
+    body, caller, endpoint_id = await authorized_body_with_id(
+        request, "webhook_endpoint.update", UpdateEndpointBody
+    )
+    change = EndpointChange(
+        url=body.url, events=body.events, enabled=body.enabled, description=body.description
+    )
+    async with services.db.transaction() as session:
+        endpoint = await update_endpoint(
+            session,
+            caller.owner_key,
+            endpoint_id,
+            change,
+            endpoint_rules(services.settings),
+            services.clock.now_ms(),
+        )
+        view = WebhookEndpoint.of(endpoint)
+    return Answer(view)
+
+
+@router.delete(
+    "/webhook-endpoints",
+    **documented(
+        "Remove a webhook endpoint",
+        ok=DeletedWebhookEndpoint,
+        query=EndpointQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.delete",
+    ),
+)
+async def delete(request: Request) -> Answer[DeletedWebhookEndpoint]:
+    services = services_of(request)
+    query, caller = await authorized_query(request, "webhook_endpoint.delete", EndpointQuery)
+    async with services.db.transaction() as session:
+        await delete_endpoint(session, caller.owner_key, query.id, services.clock.now_ms())
+    return Answer(DeletedWebhookEndpoint(deleted=True, id=query.id))
+
+
+@router.post(
+    "/webhook-endpoints/test",
+    **documented(
+        "Send a ping event to one webhook endpoint",
+        ok=DeliveryAccepted,
+        status=202,
+        query=IdQuery,
+        body=OwnerBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="webhook_endpoint.test",
+    ),
+)
+async def test(request: Request) -> Answer[DeliveryAccepted]:
+    services = services_of(request)
+    _body, caller, endpoint_id = await authorized_body_with_id(
+        request, "webhook_endpoint.test", OwnerBody
+    )
+    accepted = await ping(
+        services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
+    )
+    return Answer(DeliveryAccepted.of(accepted), status_code=202)
+
+
+@router.get(
+    "/events",
+    **documented(
+        "List an owner's events, newest first (cursor: after=<id>)",
+        ok=EventList,
+        query=EventsQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="event.list",
+    ),
+)
+async def events(request: Request) -> Answer[EventList]:
+    services = services_of(request)
+    query, caller = await authorized_query(request, "event.list", EventsQuery)
+    page = await list_events(
+        services.db,
+        services.settings,
+        caller.owner_key,
+        services.clock.now_ms(),
+        event_type=query.type,
+        delivery_status=query.deliveryStatus,
+        after=query.after,
+        limit=query.limit,
+    )
+    items = [EventEnvelope.model_validate(envelope) for envelope in page.items]
+    return Answer(EventList(items=items, hasMore=page.has_more))
+
+
+@router.get(
+    "/events/{event_id}",
+    **documented(
+        "One event with its deliveries and their attempts",
+        ok=EventDetail,
+        query=OwnerQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="event.get",
+    ),
+)
+async def event(request: Request, event_id: str) -> Answer[EventDetail]:
+    services = services_of(request)
+    items = query_items(request)
+    payload: dict[str, Any] = {"id": _checked_path_id(event_id), **without_owner(items)}
+    caller = await authorize(
+        request,
+        "event.get",
+        owner_address_of(items),
+        payload,
+        query_types={"id": "string", **query_types(OwnerQuery)},
+    )
+    validate(OwnerQuery, items)
+    found = await get_event(
+        services.db, services.settings, caller.owner_key, event_id, services.clock.now_ms()
+    )
+    return Answer(EventDetail.of(found))
+
+
+@router.post(
+    "/events/{event_id}/redeliver",
+    **documented(
+        "Send an event again, to one endpoint or to the invoice's webhookUrl",
+        ok=DeliveryAccepted,
+        status=202,
+        body=RedeliverBody,
+        errors=(*BODY_ROUTE_ERRORS, NotFound),
+        action="event.redeliver",
+    ),
+)
+async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAccepted]:
+    services = services_of(request)
+    body, caller, event_id = await authorized_body_with_id(
+        request, "event.redeliver", RedeliverBody, path_id=event_id
+    )
+    accepted = await redeliver(
+        services.db,
+        services.settings,
+        caller.owner_key,
+        event_id,
+        services.clock.now_ms(),
+        endpoint_id=body.endpointId,
+    )
+    return Answer(DeliveryAccepted.of(accepted), status_code=202)

@@ -1,0 +1,298 @@
+"""Routes of spec 4.1-4.4: create, status, list and delete invoices."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from invoicing.coalescer import Coalescer
+from invoicing.db import Database, ProcessLocal
+from invoicing.errors import (
+    ChainUnavailable,
+    InvoiceExists,
+    NotFound,
+    UnsupportedChain,
+    UnsupportedToken,
+)
+from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.owner_view import other_balances_in, refunds_in
+from invoicing.invoices.service import (
+    InvoiceFilter,
+    delete_invoice,
+    find_by_payment_address,
+    list_invoices,
+)
+from invoicing.invoices.views import invoice_to_dict
+from invoicing.monitor.check import recheck_invoice
+from invoicing.services import Services
+from invoicing.settings import Settings
+from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.inputs import Address
+from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
+from invoicing.web.api.responses import Invoice as InvoiceOut
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
+
+router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
+
+MAX_METADATA_BYTES = 16 * 1024
+
+
+class CreateInvoiceBody(BaseModel):
+    """Body of POST /integration/invoices (spec 4.1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    amount: str = Field(max_length=100)
+    invoiceId: str | None = Field(default=None, min_length=1, max_length=128)
+    tokenAddress: Address | None = None
+    webhookUrl: str | None = Field(default=None, max_length=2048)
+    description: str | None = Field(default=None, max_length=1000)
+    expiresAt: int | None = Field(default=None, gt=0, lt=2**63)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("webhookUrl")
+    @classmethod
+    def _absolute_http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an absolute http(s) URL")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(json.dumps(value, separators=(",", ":"))) > MAX_METADATA_BYTES:
+            raise ValueError("must be at most 16 KiB when serialized")
+        return value
+
+
+class ListQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    chainId: int | None = Field(default=None, gt=0, lt=2**63)
+    status: str | None = Field(default=None, json_schema_extra={"enum": list(InvoiceStatus)})
+    paid: bool | None = None
+    tokenAddress: Address | None = None
+    invoiceId: str | None = Field(default=None, max_length=128)
+    page: int = Field(default=1, ge=1, lt=2**31)
+    limit: int = Field(default=20, ge=1, description="Capped at 100.")
+    dateFrom: int | None = Field(default=None, ge=0, lt=2**63)
+    dateTo: int | None = Field(default=None, ge=0, lt=2**63)
+
+    @field_validator("status")
+    @classmethod
+    def _known_status(cls, value: str | None) -> str | None:
+        if value is not None and value not in tuple(InvoiceStatus):
+            raise ValueError(f"must be one of {', '.join(InvoiceStatus)}")
+        return value
+
+    @field_validator("paid", mode="before")
+    @classmethod
+    def _strict_bool(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return value
+
+
+class StatusQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    paymentAddress: Address
+
+
+class DeleteQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    invoiceId: str = Field(min_length=1, max_length=128)
+
+
+def create_rules(settings: Settings) -> CreateRules:
+    """The settings' limits on new invoices: the watched cap and the webhookUrl rules."""
+    return CreateRules(
+        max_watched_per_owner=settings.max_watched_invoices_per_owner,
+        require_https_webhook=settings.environment != "development"
+        and not settings.webhook_allow_http,
+        allow_private_webhook=settings.webhook_allow_private,
+        late_payment_window_s=settings.late_payment_window_s,
+    )
+
+
+@router.post(
+    "",
+    **documented(
+        "Create an invoice",
+        ok=InvoiceOut,
+        status=201,
+        ok_description="Created",
+        body=CreateInvoiceBody,
+        errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, InvoiceExists),
+        other_responses={
+            200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
+        },
+        action="invoice.create",
+    ),
+)
+async def create(request: Request) -> Answer[InvoiceOut]:
+    services = services_of(request)
+    body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
+    chain = services.chains.get(body.chainId)
+    invoice, created = await create_invoice(
+        services.db,
+        chain,
+        NewInvoice(
+            owner_address=body.ownerAddress,
+            chain_id=body.chainId,
+            amount=body.amount,
+            invoice_id=body.invoiceId,
+            token_address=body.tokenAddress,
+            webhook_url=body.webhookUrl,
+            description=body.description,
+            expires_at=body.expiresAt,
+            metadata=body.metadata,
+        ),
+        caller,
+        services.clock.now_ms(),
+        services.settings.default_expiry_s,
+        create_rules(services.settings),
+    )
+    # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
+    (view,) = await owner_views(services, [invoice], fresh=created)
+    return Answer(view, status_code=201 if created else 200)
+
+
+@router.get(
+    "/status",
+    **documented(
+        "Look up one invoice by paymentAddress (live re-check)",
+        ok=InvoiceStatusResult,
+        query=StatusQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound, UnsupportedChain, ChainUnavailable),
+        action="invoice.status",
+    ),
+)
+async def status(request: Request) -> Answer[InvoiceStatusResult]:
+    services = services_of(request)
+    query, caller = await authorized_query(request, "invoice.status", StatusQuery)
+    found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
+    invoice = await recheck_invoice(services, found)
+    (view,) = await owner_views(services, [invoice])
+    return Answer(InvoiceStatusResult(invoice=view))
+
+
+@router.get(
+    "",
+    **documented(
+        "List an owner's invoices",
+        ok=InvoiceList,
+        query=ListQuery,
+        errors=OWNER_ROUTE_ERRORS,
+        action="invoice.list",
+    ),
+)
+async def list_(request: Request) -> Answer[InvoiceList]:
+    services = services_of(request)
+    query, caller = await authorized_query(request, "invoice.list", ListQuery)
+    limit_ = min(query.limit, 100)
+    invoices, total = await list_invoices(
+        services.db,
+        InvoiceFilter(
+            owner_key=caller.owner_key,
+            chain_id=query.chainId,
+            status=query.status,
+            paid=query.paid,
+            token_address=query.tokenAddress,
+            invoice_id=query.invoiceId,
+            date_from=query.dateFrom,
+            date_to=query.dateTo,
+            page=query.page,
+            limit=limit_,
+        ),
+    )
+    items = await owner_views(services, invoices)
+    return Answer(InvoiceList(items=items, total=total, page=query.page, limit=limit_))
+
+
+@router.delete(
+    "",
+    **documented(
+        "Soft-delete an invoice (idempotent: a repeat answers the same)",
+        ok=DeleteResult,
+        query=DeleteQuery,
+        errors=(*OWNER_ROUTE_ERRORS, NotFound),
+        action="invoice.delete",
+    ),
+)
+async def delete(request: Request) -> Answer[DeleteResult]:
+    services = services_of(request)
+    query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)
+    invoice = await delete_invoice(
+        services.db,
+        caller.owner_key,
+        query.chainId,
+        query.invoiceId,
+        services.clock.now_ms(),
+        services.settings,
+    )
+    return Answer(
+        DeleteResult(deleted=True, invoiceId=invoice.invoice_id, chainId=invoice.chain_id)
+    )
+
+
+Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
+
+
+async def owner_views(
+    services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
+) -> list[InvoiceOut]:
+    """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
+    (never shown on the public /pay routes). ``fresh``: just created, so there are none.
+
+    One invoice (create, status: the hot paths) shares its reads with the other requests
+    in flight in this process, as the lookup before it does; a page reads its own."""
+    page_url = services.settings.payment_page_url
+    with_extras = [] if fresh else [invoice for invoice in invoices if invoice.has_extras]
+    if not with_extras:
+        extras: list[Extras] = [(None, None)] * len(invoices)
+    elif len(invoices) == 1:
+        extras = [await _EXTRAS.of(services.db).submit(invoices[0].id)]
+    else:
+        found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
+        by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
+        extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
+    return [
+        InvoiceOut.model_validate(
+            invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+        )
+        for invoice, (refunds, others) in zip(invoices, extras, strict=True)
+    ]
+
+
+# Concurrent reads of invoices' refunds and other balances of this process share one query.
+_EXTRAS: ProcessLocal[Coalescer[str, Extras]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_extras_batch, db), max_batch=500)
+)
+
+
+async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:
+    unique = list(dict.fromkeys(invoice_ids))
+    async with db.sessions() as session:
+        refunds = await refunds_in(session, unique)
+        others = await other_balances_in(session, unique)
+    return [(refunds.get(i), others.get(i)) for i in invoice_ids]

@@ -1,0 +1,123 @@
+"""Gasless refunds: ``POST /integration/invoices/refund-meta`` relays an owner-signed
+EIP-712 ``Refund`` from an invoice's escrow (``refunds.service``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+)
+
+from invoicing.addresses import ZERO_ADDRESS
+from invoicing.errors import (
+    ChainUnavailable,
+    DeadlineExpired,
+    InsufficientBalance,
+    InvalidOwnerSignature,
+    NonceMismatch,
+    NotFound,
+    SweepInProgress,
+    UnsupportedChain,
+    UnsupportedToken,
+)
+from invoicing.refunds.service import RefundRequest, submit_refund
+from invoicing.web.api.deps import authorized_body
+from invoicing.web.api.inputs import UINT256_MAX, Address, decimal_digits
+from invoicing.web.api.responses import RefundSubmission
+from invoicing.web.context import services_of
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, Answer, documented
+
+router = APIRouter(tags=["refunds"])
+
+
+def _decimal_string(value: Any) -> Any:
+    """amountRaw, nonce and deadline are sent as decimal strings, never as JSON numbers."""
+    if not isinstance(value, str):
+        raise ValueError("must be a decimal string of digits (a uint256)")
+    return decimal_digits(value)
+
+
+DecimalString = Annotated[
+    int,
+    BeforeValidator(_decimal_string),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
+]
+
+
+class RefundBody(BaseModel):
+    """Body of POST /integration/invoices/refund-meta. ``tokenAddress`` left out: the
+    invoice's token; ``null``: native coin."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    ownerAddress: Address
+    chainId: int = Field(gt=0, lt=2**63)
+    paymentAddress: Address
+    to: Address
+    amountRaw: DecimalString
+    tokenAddress: Address | None = None
+    nonce: DecimalString
+    deadline: DecimalString
+    signature: str = Field(max_length=4098)
+
+    @field_validator("to")
+    @classmethod
+    def _not_zero(cls, value: str) -> str:
+        if value == ZERO_ADDRESS:
+            raise ValueError("must not be the zero address")
+        return value
+
+    @field_validator("amountRaw")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be positive")
+        return value
+
+
+@router.post(
+    "/integration/invoices/refund-meta",
+    **documented(
+        "Relay an owner-signed Refund from an invoice's escrow",
+        ok=RefundSubmission,
+        status=202,
+        body=RefundBody,
+        errors=(
+            *BODY_ROUTE_ERRORS,
+            UnsupportedChain,
+            UnsupportedToken,
+            DeadlineExpired,
+            InvalidOwnerSignature,
+            InsufficientBalance,
+            NotFound,
+            NonceMismatch,
+            SweepInProgress,
+            ChainUnavailable,
+        ),
+        action="invoice.refund",
+    ),
+)
+async def refund_meta(request: Request) -> Answer[RefundSubmission]:
+    body, _caller = await authorized_body(request, "invoice.refund", RefundBody)
+    refund = RefundRequest(
+        owner_address=body.ownerAddress,
+        chain_id=body.chainId,
+        payment_address=body.paymentAddress,
+        to_address=body.to,
+        amount_raw=body.amountRaw,
+        token_address=body.tokenAddress,
+        token_given="tokenAddress" in body.model_fields_set,
+        nonce=body.nonce,
+        deadline=body.deadline,
+        signature=body.signature,
+    )
+    accepted = await submit_refund(services_of(request), refund)
+    return Answer(RefundSubmission.of(accepted), status_code=202)

@@ -1,0 +1,200 @@
+"""The response models: each documents its routes' 2xx body in ``openapi.json``
+(``documented(ok=...)``) and is what writes it (``Answer``, web/routedocs.py), so each resource
+has one wire shape. The domain hands over typed values (rows, records); ``of`` builds a model
+from one. Two bodies are also what the domain sends elsewhere, so the domain builds them and
+the model checks and writes them: the Invoice object (``invoices.views``, also every event's
+``data.invoice``) and the event envelope (also the body of a delivery). ``extra="forbid"``:
+an undocumented field is refused rather than sent. The notifications' models (events,
+endpoints, the paid-webhook log, signing secrets and settings) are in ``event_responses.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from invoicing.fees.service import OwnerFees
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.settlement.signed_relay import Accepted
+from invoicing.web.routedocs import (
+    AddressOut,
+    DecimalAmount,
+    Hex32,
+    RawAmount,
+    TimestampMs,
+    TxHash,
+    Uint256String,
+)
+
+
+class WireModel(BaseModel):
+    """A response model: what is not declared is refused, never sent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Refund(WireModel):
+    """A relayed refund from the invoice's escrow."""
+
+    txHash: TxHash | None
+    to: AddressOut
+    tokenAddress: AddressOut | None = Field(description="null: the native coin.")
+    amountRaw: RawAmount
+    status: str = Field(description="submitted, confirmed or failed.")
+    createdAt: TimestampMs
+
+
+class OtherBalance(WireModel):
+    """An asset in the escrow other than the invoice's own, not swept yet."""
+
+    tokenAddress: AddressOut | None = Field(description="null: the native coin.")
+    balanceRaw: RawAmount
+
+
+class Invoice(WireModel):
+    """The Invoice object (spec 2.1), plus the escrow's ``salt`` and, when there are some,
+    its ``refunds`` and ``otherBalances``."""
+
+    id: str
+    ownerAddress: AddressOut
+    chainId: int
+    invoiceId: str
+    paymentAddress: AddressOut
+    salt: Hex32
+    amount: DecimalAmount
+    tokenAddress: AddressOut | None = Field(description="null: the chain's native coin.")
+    description: str | None = Field(default=None, description="Present only when given.")
+    metadata: dict[str, Any] | None = Field(default=None, description="Present only when given.")
+    expiresAt: TimestampMs
+    status: InvoiceStatus
+    paid: bool
+    paidAt: TimestampMs | None
+    withdrawn: bool
+    withdrawnAt: TimestampMs | None
+    requiredRaw: RawAmount
+    balanceRaw: RawAmount
+    metaBalance: DecimalAmount
+    lastCheckedAt: TimestampMs
+    createdAt: TimestampMs
+    updatedAt: TimestampMs
+    url: str = Field(description="The hosted payment page.")
+    refunds: list[Refund] | None = Field(default=None, description="Present only when any.")
+    otherBalances: list[OtherBalance] | None = Field(
+        default=None, description="Present only when any."
+    )
+
+
+class InvoiceStatusResult(WireModel):
+    invoice: Invoice
+
+
+class InvoiceList(WireModel):
+    """A page of invoices (spec 2.3); everything is read when page * limit >= total."""
+
+    items: list[Invoice]
+    total: int = Field(ge=0)
+    page: int = Field(ge=1)
+    limit: int = Field(ge=1, le=100)
+
+
+class DeleteResult(WireModel):
+    """Also the answer to a repeated DELETE of the same invoice."""
+
+    deleted: Literal[True]
+    invoiceId: str
+    chainId: int
+
+
+class IssuedApiKey(WireModel):
+    """A new API key; ``apiKey`` is shown this once."""
+
+    id: str
+    apiKey: str
+    label: str | None
+    createdAt: TimestampMs
+
+
+class ApiKey(WireModel):
+    id: str
+    label: str | None
+    createdAt: TimestampMs
+    revokedAt: TimestampMs | None
+
+
+class ApiKeyList(WireModel):
+    items: list[ApiKey]
+
+
+class RevokedApiKey(WireModel):
+    revoked: Literal[True]
+    id: str
+    revokedAt: TimestampMs
+
+
+class FeeSettings(WireModel):
+    """An owner's settings as the factory holds them."""
+
+    feeBps: int = Field(ge=0, le=500)
+    payoutAddress: AddressOut | None
+    nonce: Uint256String
+    factory: AddressOut = Field(
+        description="The factory contract SetFee and SetPayout signatures are made for "
+        "(the EIP-712 domain's verifyingContract)."
+    )
+
+    @classmethod
+    def of(cls, fees: OwnerFees) -> Self:
+        return cls(
+            feeBps=fees.fee_bps,
+            payoutAddress=fees.payout_address,
+            nonce=str(fees.nonce),
+            factory=fees.factory,
+        )
+
+
+class FeeSubmission(WireModel):
+    """A relayed SetFee or SetPayout: the transaction that carries it."""
+
+    txHash: TxHash
+    chainId: int
+    ownerAddress: AddressOut
+    nonce: Uint256String
+    status: Literal["submitted"]
+
+    @classmethod
+    def of(cls, accepted: Accepted) -> Self:
+        return cls(
+            txHash=accepted.tx_hash,
+            chainId=accepted.chain_id,
+            ownerAddress=accepted.signer_address,
+            nonce=str(accepted.nonce),
+            status="submitted",
+        )
+
+
+class RefundSubmission(FeeSubmission):
+    """A relayed Refund: the transaction that carries it."""
+
+
+class EscrowExportLine(WireModel):
+    """One line of the escrow export (NDJSON)."""
+
+    paymentAddress: AddressOut
+    salt: Hex32
+    tokenAddress: AddressOut | None
+    invoiceId: str
+    status: InvoiceStatus
+    chainId: int
+
+
+class Health(WireModel):
+    status: Literal["ok"]
+
+
+class Readiness(WireModel):
+    """200 when every check passes (a relayer short of funds is ``degraded``), else 503."""
+
+    ready: bool
+    checks: dict[str, str]
+    degraded: dict[str, str] | None = Field(default=None, description="Present only when any.")

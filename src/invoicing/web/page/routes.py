@@ -1,0 +1,202 @@
+"""Routes of the hosted payment page (DESIGN 7): the page, its status JSON, QR and assets.
+
+Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
+carry only what the page shows. Every route counts against the client's rate limit
+(``INVOICING_PAY_RATE_LIMIT_PER_MINUTE``) before it does anything else.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response
+
+from invoicing.db import ProcessLocal
+from invoicing.errors import (
+    ChainUnavailable,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    UnsupportedChain,
+)
+from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.monitor.check import recheck_invoice
+from invoicing.ratelimit import hit_deferred
+from invoicing.services import Services
+from invoicing.web.context import client_address, services_of
+from invoicing.web.page.qr import QrCache
+from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
+from invoicing.web.page.view import (
+    PaymentStatus,
+    PaymentView,
+    find_invoice_for_page,
+    parse_payment_address,
+    payment_view,
+)
+from invoicing.web.routedocs import (
+    PUBLIC,
+    Answer,
+    documented,
+    error_responses,
+)
+
+log = logging.getLogger(__name__)
+
+
+async def _limit_client(request: Request) -> None:
+    """Count the request against its client's limit (429 ``rate_limited`` when over)."""
+    services = services_of(request)
+    settings = services.settings
+    client = client_address(request, settings.trusted_proxies)
+    await hit_deferred(
+        services.db,
+        [f"pay-ip:{client}"],
+        settings.pay_rate_limit_per_minute,
+        services.clock.now_ms(),
+    )
+
+
+router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
+
+
+def _html(description: str) -> dict[str, object]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+ASSET_MAX_AGE_S = 24 * 3600
+
+
+class RecheckThrottle:
+    """At most one live chain re-check per invoice per interval, in this process, however
+    many payers poll: the public status route must not turn into an RPC amplifier."""
+
+    MAX_ENTRIES = 10_000
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def allow(self, invoice_id: str, interval_s: float) -> bool:
+        now = time.monotonic()
+        if len(self._last) >= self.MAX_ENTRIES:
+            self._last = {k: t for k, t in self._last.items() if now - t < interval_s}
+        last = self._last.get(invoice_id)
+        if last is not None and now - last < interval_s:
+            return False
+        self._last[invoice_id] = now
+        return True
+
+
+_RECHECK_THROTTLE: ProcessLocal[RecheckThrottle] = ProcessLocal(lambda _db: RecheckThrottle())
+
+
+async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice | InvoiceRow:
+    """The invoice after a live re-check when one is due; the stored state if the chain is
+    unreachable (the page keeps working, the monitor catches up)."""
+    interval_s = services.settings.page_recheck_interval_s
+    throttle = _RECHECK_THROTTLE.of(services.db)
+    if not throttle.allow(invoice.id, interval_s):
+        return invoice
+    try:
+        return await recheck_invoice(services, invoice)
+    except (ChainUnavailable, UnsupportedChain) as exc:
+        log.warning("payment page re-check of %s skipped: %s", invoice.payment_address, exc)
+        return invoice
+
+
+async def _view(request: Request, payment_address: str, *, recheck: bool) -> PaymentView:
+    services = services_of(request)
+    address = parse_payment_address(payment_address)
+    found = await find_invoice_for_page(services.db, address)
+    invoice = await _fresh_invoice(services, found) if recheck else found
+    return await payment_view(services.chains, invoice, services.clock.now_ms())
+
+
+@router.get("/assets/{name}", include_in_schema=False)
+async def static_asset(name: str) -> Response:
+    if name not in ASSET_TYPES:
+        raise NotFound("no such asset")
+    return Response(
+        asset(name),
+        media_type=ASSET_TYPES[name],
+        headers={
+            "Cache-Control": f"public, max-age={ASSET_MAX_AGE_S}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.get(
+    "/{payment_address}",
+    response_class=HTMLResponse,
+    **documented(
+        "Hosted payment page",
+        auth=PUBLIC,
+        ok_response=_html("The payment page"),
+        other_responses={
+            400: _html("Not a payment address (an HTML error page)"),
+            404: _html("No invoice at this address (an HTML error page)"),
+            **error_responses([RateLimited]),
+        },
+    ),
+)
+async def page(request: Request, payment_address: str) -> HTMLResponse:
+    try:
+        view = await _view(request, payment_address, recheck=False)
+    except NotFound:
+        return _error(404, "Payment not found", "There is no payment request at this address.")
+    except InvalidRequest:
+        return _error(400, "Not a payment link", "This link does not hold a valid address.")
+    return HTMLResponse(payment_page(view), headers=PAGE_HEADERS)
+
+
+@router.get(
+    "/{payment_address}/status",
+    **documented(
+        "Public status of a payment page (CORS)",
+        ok=PaymentStatus,
+        auth=PUBLIC,
+        errors=(InvalidRequest, NotFound, RateLimited),
+    ),
+)
+async def status(request: Request, payment_address: str) -> Answer[PaymentStatus]:
+    view = await _view(request, payment_address, recheck=True)
+    return Answer(view.public_status(), headers={"Cache-Control": "no-store"})
+
+
+@router.get("/{payment_address}/qr.svg", include_in_schema=False)
+async def qr(request: Request, payment_address: str) -> Response:
+    view = await _view(request, payment_address, recheck=False)
+    svg = await qr_cache(services_of(request)).svg(
+        view.payment_address, view.uri, f"Pay {view.remaining or view.amount} {view.symbol}"
+    )
+    return Response(
+        svg,
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+QR_CACHE: ProcessLocal[QrCache] = ProcessLocal(lambda _db: QrCache())
+
+
+def qr_cache(services: Services) -> QrCache:
+    """This process's QR cache for the app's database (tests read its ``stats``)."""
+    return QR_CACHE.of(services.db)
+
+
+def _error(status_code: int, title: str, message: str) -> HTMLResponse:
+    return HTMLResponse(
+        error_page(status_code, title, message), status_code=status_code, headers=PAGE_HEADERS
+    )

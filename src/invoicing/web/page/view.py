@@ -1,0 +1,166 @@
+"""What the payment page shows about one invoice, and the EIP-681 URI its QR code carries.
+
+The public status JSON is exactly :meth:`PaymentView.public_status` (``PaymentStatus``, the
+model that documents the route and writes its body); the HTML page renders the same fields,
+so the page never leaks more than it shows (no owner, webhook or metadata).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from invoicing.addresses import normalize_address
+from invoicing.chain.gateway import ChainRegistry
+from invoicing.db import Database
+from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
+from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
+from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.web.routedocs import AddressOut, DecimalAmount, RawAmount, TimestampMs
+
+
+def parse_payment_address(text: str) -> str:
+    """The checksummed form of a ``0x`` + 40 hex digits address in any case (a payer's link
+    is not refused for its letter case); 400 for anything else."""
+    try:
+        return normalize_address(text[:2] + text[2:].lower())
+    except ValueError:
+        raise InvalidRequest("not a payment address", {"field": "paymentAddress"}) from None
+
+
+async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:
+    """The invoice at that escrow, deleted ones included (DESIGN 3); any owner."""
+    async with db.sessions() as session:
+        invoice = await session.scalar(
+            select(Invoice).where(Invoice.payment_address == payment_address)
+        )
+    if invoice is None:
+        raise NotFound("no invoice with this paymentAddress")
+    return invoice
+
+
+def payment_uri(
+    payment_address: str, chain_id: int, token_address: str | None, amount_raw: int
+) -> str:
+    """EIP-681 URI: a native transfer, or the ERC-20 ``transfer`` call (DESIGN 7)."""
+    if token_address is None:
+        return f"ethereum:{payment_address}@{chain_id}?value={amount_raw}"
+    return (
+        f"ethereum:{token_address}@{chain_id}/transfer"
+        f"?address={payment_address}&uint256={amount_raw}"
+    )
+
+
+class PaymentStatus(BaseModel):
+    """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
+    no owner data): the fields the page renders, built by ``PaymentView.public_status``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paymentAddress: AddressOut
+    chainId: int
+    network: str
+    tokenAddress: AddressOut | None
+    symbol: str
+    decimals: int = Field(ge=0)
+    amount: DecimalAmount
+    requiredRaw: RawAmount
+    balanceRaw: RawAmount
+    remainingRaw: RawAmount
+    remaining: DecimalAmount
+    paymentUri: str = Field(description="EIP-681 URI.")
+    status: InvoiceStatus
+    expiresAt: TimestampMs
+    paidAt: TimestampMs | None
+    description: str | None
+
+
+@dataclass(frozen=True)
+class PaymentView:
+    """Everything the page shows, already formatted."""
+
+    payment_address: str
+    chain_id: int
+    network: str
+    token_address: str | None
+    symbol: str
+    decimals: int
+    required_raw: int
+    balance_raw: int
+    status: str
+    expires_at: int
+    paid_at: int | None
+    description: str | None
+    # The payment address on the chain's block explorer (None: the chain has none).
+    explorer_url: str | None = None
+
+    @property
+    def remaining_raw(self) -> int:
+        return max(0, self.required_raw - self.balance_raw)
+
+    @property
+    def amount(self) -> str:
+        return to_decimal_string(self.required_raw, self.decimals)
+
+    @property
+    def remaining(self) -> str:
+        return to_decimal_string(self.remaining_raw, self.decimals)
+
+    @property
+    def uri(self) -> str:
+        """The EIP-681 URI for what is still owed (the full amount before any payment)."""
+        owed = self.remaining_raw or self.required_raw
+        return payment_uri(self.payment_address, self.chain_id, self.token_address, owed)
+
+    def public_status(self) -> PaymentStatus:
+        return PaymentStatus(
+            paymentAddress=self.payment_address,
+            chainId=self.chain_id,
+            network=self.network,
+            tokenAddress=self.token_address,
+            symbol=self.symbol,
+            decimals=self.decimals,
+            amount=self.amount,
+            requiredRaw=str(self.required_raw),
+            balanceRaw=str(self.balance_raw),
+            remainingRaw=str(self.remaining_raw),
+            remaining=self.remaining,
+            paymentUri=self.uri,
+            status=InvoiceStatus(self.status),
+            expiresAt=self.expires_at,
+            paidAt=self.paid_at,
+            description=self.description,
+        )
+
+
+async def payment_view(
+    chains: ChainRegistry, invoice: Invoice | InvoiceRow, now_ms: int
+) -> PaymentView:
+    """Build the view; a chain that is down or no longer configured still gets a page."""
+    network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
+    explorer_url = None
+    try:
+        chain = chains.get(invoice.chain_id)
+        network = chain.config.name
+        explorer_url = chain.config.explorer_address_url(invoice.payment_address)
+        symbol = await chain.token_symbol(invoice.token_address)
+    except (UnsupportedChain, ChainUnavailable):
+        symbol = symbol or "tokens"
+    return PaymentView(
+        payment_address=invoice.payment_address,
+        chain_id=invoice.chain_id,
+        network=network,
+        token_address=invoice.token_address,
+        symbol=symbol,
+        decimals=invoice.decimals,
+        required_raw=int(invoice.required_raw),
+        balance_raw=int(invoice.balance_raw),
+        status=shown_status(invoice, now_ms),
+        expires_at=invoice.expires_at,
+        paid_at=invoice.paid_at,
+        description=invoice.description,
+        explorer_url=explorer_url,
+    )
