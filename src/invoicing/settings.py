@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     rpc_retry_after_max_s: float = Field(default=30.0, ge=0)
     rpc_failures_before_cooldown: int = Field(default=3, ge=1)
     rpc_cooldown_s: float = Field(default=60.0, ge=0)
-    rpc_head_lead_max_blocks: int = Field(default=64, ge=0)
+    rpc_head_lead_max_blocks: int = Field(default=16, ge=0)
     rpc_head_max_blocks_per_s: float = Field(default=5.0, ge=0)
 
     max_body_bytes: int = 64 * 1024
