@@ -67,6 +67,7 @@ def test_the_readme_leaves_configuration_to_the_docs() -> None:
     readme = (ROOT / "README.md").read_text()
 
     assert re.findall(r"INVOICING_\w+", readme) == []
+    assert len(readme.splitlines()) <= 250  # the pitch, two commands, a quickstart, links
 
 
 def documented_actions() -> set[tuple[str, str]]:
