@@ -6,9 +6,9 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable, Hashable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import asyncpg
 from sqlalchemy import Connection, Engine, MetaData, Table, event
@@ -164,7 +164,7 @@ class Database:
         self._writer = self.engine
         self._write_sessions = self.sessions
         self._batch_writer: _SqliteBatchWriter | None = None
-        self._shared: dict[Hashable, object] = {}
+        self._locals: dict[ProcessLocal[Any], object] = {}
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
             self._writer = self.engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
@@ -207,25 +207,43 @@ class Database:
             async with self._writer.begin() as connection:
                 return await connection.run_sync(work)
 
-    def shared(self, key: Hashable, make: Callable[[], Shared]) -> Shared:
-        """This process's one object for ``key`` that serves this database, made by ``make``
-        on first use: the coalescers of the hot paths, the API-key cache, the payment page's
-        re-check throttle. Keeping them here, rather than in module globals, gives each
-        Database (each app in a test process) its own, and drops them with it."""
-        found = self._shared.get(key)
-        if found is None:
-            found = self._shared[key] = make()
-        return cast(Shared, found)
-
     async def dispose(self) -> None:
-        # Shared objects that hold work for the database (deferred rate-limit counts) finish it.
-        for shared in list(self._shared.values()):
-            aclose = getattr(shared, "aclose", None)
+        # Process-local objects that hold work for the database (deferred rate-limit counts)
+        # finish it.
+        for local in list(self._locals.values()):
+            aclose = getattr(local, "aclose", None)
             if aclose is not None:
                 await aclose()
         if self._batch_writer is not None:
             await self._batch_writer.dispose()
         await self.engine.dispose()
+
+
+class ProcessLocal(Generic[Shared]):
+    """One object of this process per Database, made by ``make`` on first use: the
+    coalescers of the hot paths, the API-key cache, the payment page's re-check throttle.
+
+    Each is declared once, as a module constant beside the code it serves, and read with
+    ``of(db)``, typed by that declaration (no string keys). Keeping them on the Database,
+    rather than in module globals, gives each Database (each app in a test process) its own,
+    and drops them with it; one that has an ``aclose`` finishes its work when the Database
+    is disposed."""
+
+    def __init__(self, make: Callable[[Database], Shared]) -> None:
+        self._make = make
+
+    def of(self, db: Database) -> Shared:
+        """``db``'s object, made now if this is its first use."""
+        found = db._locals.get(self)
+        if found is None:
+            found = db._locals[self] = self._make(db)
+        return cast(Shared, found)
+
+    def put(self, db: Database, value: Shared) -> None:
+        """Give ``db`` an object made elsewhere (a test's own), before its first use."""
+        if self in db._locals:
+            raise ValueError("this process-local object is already in use")
+        db._locals[self] = value
 
 
 class _SqliteBatchWriter:

@@ -3,7 +3,7 @@
 Every error a caller can see carries a stable snake_case ``code`` and an HTTP ``status``;
 the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one handler::
 
-    ServiceError
+    ServiceError                  500 internal_error
     ├── InvalidRequest            400 invalid_request
     │   ├── UnsupportedChain      400 unsupported_chain
     │   ├── UnsupportedToken      400 unsupported_token
@@ -16,13 +16,15 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   └── ReplayedRequest       401 replayed_request
     ├── Forbidden                 403 forbidden
     ├── NotFound                  404 not_found
-    ├── Conflict                  409
+    ├── MethodNotAllowed          405 method_not_allowed
+    ├── Conflict                  409 conflict
     │   ├── InvoiceExists         409 invoice_exists
     │   ├── NonceMismatch         409 nonce_mismatch
     │   ├── SweepInProgress       409 sweep_in_progress
     │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
     │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
     ├── PayloadTooLarge           413 payload_too_large
+    ├── UnsupportedMediaType      415 unsupported_media_type
     ├── RateLimited               429 rate_limited
     ├── ChainUnavailable          503 chain_unavailable
     └── DatabaseUnavailable       503 database_unavailable
@@ -30,11 +32,16 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
 Library errors are translated at the boundary (``raise ChainUnavailable(...) from exc``); a
 lost database connection, which can surface in any request, is translated by the API's one
 handler (``db.is_connection_loss``).
+
+This tree is the one list of error codes: every class carries its ``code``, ``status`` and a
+one-line ``meaning``, and ``error_catalog()`` lists them. The table of
+``docs/integration/errors.md`` and both SDKs' error classes are checked against it by
+``tests/unit/test_error_catalog.py``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ServiceError(Exception):
@@ -42,6 +49,7 @@ class ServiceError(Exception):
 
     status = 500
     code = "internal_error"
+    meaning = "an unexpected failure; quote the answer's `x-request-id` when reporting it"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -58,96 +66,134 @@ class ServiceError(Exception):
 class InvalidRequest(ServiceError):
     status = 400
     code = "invalid_request"
+    meaning = "a malformed body or query, bad address, amount, page or limit (`details.problems`)"
 
 
 class UnsupportedChain(InvalidRequest):
     code = "unsupported_chain"
+    meaning = "`chainId` is not a chain this service is configured for"
 
 
 class UnsupportedToken(InvalidRequest):
     code = "unsupported_token"
+    meaning = "`tokenAddress` is not on that chain's allow-list"
 
 
 class FeeTooHigh(InvalidRequest):
     code = "fee_too_high"
+    meaning = "a fee message asks for more than the maximum fee (`details.max`)"
 
 
 class DeadlineExpired(InvalidRequest):
     code = "deadline_expired"
+    meaning = "a signed fee, payout or refund message's deadline has passed"
 
 
 class InvalidOwnerSignature(InvalidRequest):
     code = "invalid_owner_signature"
+    meaning = "a fee, payout or refund message's EIP-712 signature is not the owner's"
 
 
 class InsufficientBalance(InvalidRequest):
     """A refund asks for more than the escrow holds of that asset."""
 
     code = "insufficient_balance"
+    meaning = "a refund asks for more than the escrow holds of that asset"
 
 
 class Unauthorized(ServiceError):
     status = 401
     code = "unauthorized"
+    meaning = "a missing or invalid API key or request signature"
 
 
 class TimestampOutOfWindow(Unauthorized):
     code = "timestamp_out_of_window"
+    meaning = "the signature's timestamp is over 5 minutes from server time (`details.serverTime`)"
 
 
 class ReplayedRequest(Unauthorized):
     code = "replayed_request"
+    meaning = "this owner already used this request timestamp"
 
 
 class Forbidden(ServiceError):
     status = 403
     code = "forbidden"
+    meaning = (
+        "the credential is valid but not for this `ownerAddress`, or the owner is not admitted"
+    )
 
 
 class NotFound(ServiceError):
     status = 404
     code = "not_found"
+    meaning = "no such invoice, key, secret, endpoint or event for this owner"
+
+
+class MethodNotAllowed(ServiceError):
+    """Answered by the HTTP layer (a route called with a method it does not have)."""
+
+    status = 405
+    code = "method_not_allowed"
+    meaning = "the route exists but not with this HTTP method"
 
 
 class Conflict(ServiceError):
     status = 409
     code = "conflict"
+    meaning = "the request conflicts with the current state"
 
 
 class InvoiceExists(Conflict):
     code = "invoice_exists"
+    meaning = "an invoice with this `invoiceId` exists with different fields"
 
 
 class NonceMismatch(Conflict):
     code = "nonce_mismatch"
+    meaning = "a signed message's nonce is not the owner's current one (`details.expected`)"
 
 
 class SweepInProgress(Conflict):
     """A refund of an escrow whose sweep is pending (they never race)."""
 
     code = "sweep_in_progress"
+    meaning = "a refund while a sweep of that escrow is pending"
 
 
 class TooManyWebhookSecrets(Conflict):
     """An owner already holds the most active webhook signing secrets allowed."""
 
     code = "too_many_webhook_secrets"
+    meaning = "the owner already holds the most active webhook signing secrets allowed"
 
 
 class TooManyWebhookEndpoints(Conflict):
     """An owner already holds the most webhook endpoints allowed."""
 
     code = "too_many_webhook_endpoints"
+    meaning = "the owner already holds the most webhook endpoints allowed"
 
 
 class PayloadTooLarge(ServiceError):
     status = 413
     code = "payload_too_large"
+    meaning = "the request body is over the size limit (64 KiB)"
+
+
+class UnsupportedMediaType(ServiceError):
+    """Answered by the HTTP layer (a body that is not ``application/json``)."""
+
+    status = 415
+    code = "unsupported_media_type"
+    meaning = "a request body that is not `application/json`"
 
 
 class RateLimited(ServiceError):
     status = 429
     code = "rate_limited"
+    meaning = "a rate limit was hit; wait `details.retryAfterS` seconds (the `Retry-After` header)"
 
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message, {"retryAfterS": retry_after_s})
@@ -159,6 +205,7 @@ class ChainUnavailable(ServiceError):
 
     status = 503
     code = "chain_unavailable"
+    meaning = "the chain's RPC is unreachable where a live answer is needed"
 
 
 class DatabaseUnavailable(ServiceError):
@@ -167,3 +214,22 @@ class DatabaseUnavailable(ServiceError):
 
     status = 503
     code = "database_unavailable"
+    meaning = "the database is unreachable (down, restarting, connection lost); nothing was changed"
+
+
+class ErrorCode(NamedTuple):
+    code: str
+    status: int
+    meaning: str
+
+
+def error_catalog() -> list[ErrorCode]:
+    """Every code the service answers with, in the order of the tree above (subclasses kept
+    elsewhere, such as ``RelayerUnavailable``, reuse one of these codes)."""
+    found: list[ErrorCode] = []
+    pending: list[type[ServiceError]] = [ServiceError]
+    while pending:
+        cls = pending.pop(0)
+        found.append(ErrorCode(cls.code, cls.status, cls.meaning))
+        pending[:0] = [sub for sub in cls.__subclasses__() if sub.__module__ == __name__]
+    return found

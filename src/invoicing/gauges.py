@@ -13,6 +13,7 @@ import asyncio
 from sqlalchemy import func, select
 
 from invoicing import metrics
+from invoicing.db import ProcessLocal
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
@@ -26,11 +27,14 @@ class _GaugeReads:
         self.running: asyncio.Future[None] | None = None
 
 
+_GAUGE_READS: ProcessLocal[_GaugeReads] = ProcessLocal(lambda _db: _GaugeReads())
+
+
 async def refresh_database_gauges(services: Services) -> None:
     """Read the shared-state gauges from the database (on every scrape, so every process
     answers the same). Scrapes that arrive during a reading share it: however many requests
     /metrics gets at once, one reading at a time runs per process."""
-    reads = services.db.shared("metrics.gauges", _GaugeReads)
+    reads = _GAUGE_READS.of(services.db)
     if reads.running is None or reads.running.done():
         reads.running = asyncio.ensure_future(_read_database_gauges(services))
     await asyncio.shield(reads.running)

@@ -42,7 +42,7 @@ from sqlalchemy import BigInteger, Connection, Integer, String, Table, bindparam
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.coalescer import Coalescer
-from invoicing.db import Base, Database, upsert
+from invoicing.db import Base, Database, ProcessLocal, upsert
 from invoicing.errors import RateLimited
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ async def hit(
         return
     start = now_ms - now_ms % window_ms
     end = start + window_ms
-    counter = _counter(db)
+    counter = _COUNTER.of(db)
     counts = await asyncio.gather(
         *(counter.submit((key[:MAX_KEY_LENGTH], start, end)) for key in keys)
     )
@@ -90,7 +90,7 @@ async def hit_deferred(
         return
     start = now_ms - now_ms % window_ms
     end = start + window_ms
-    counts = _deferred(db)
+    counts = _DEFERRED.of(db)
     worst = max(counts.add(key[:MAX_KEY_LENGTH], start, end, now_ms) for key in keys)
     _refuse_over(worst, limit, window_ms, end - now_ms)
 
@@ -183,11 +183,10 @@ class _DeferredCounts:
 
 async def flush_deferred(db: Database) -> None:
     """Write this process's deferred hits now (tests, and before a process exits)."""
-    await _deferred(db).flush()
+    await _DEFERRED.of(db).flush()
 
 
-def _deferred(db: Database) -> _DeferredCounts:
-    return db.shared("ratelimit.deferred", lambda: _DeferredCounts(db))
+_DEFERRED: ProcessLocal[_DeferredCounts] = ProcessLocal(_DeferredCounts)
 
 
 def _window_text(window_ms: int) -> str:
@@ -207,8 +206,9 @@ async def purge_windows(db: Database, now_ms: int) -> int:
 _Hit = tuple[str, int, int]  # key, window start, window end
 
 
-def _counter(db: Database) -> Coalescer[_Hit, int]:
-    return db.shared("ratelimit.counter", lambda: Coalescer(functools.partial(_count_hits, db)))
+_COUNTER: ProcessLocal[Coalescer[_Hit, int]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_count_hits, db))
+)
 
 
 async def _count_hits(db: Database, hits: Sequence[_Hit]) -> list[int | Exception]:

@@ -11,6 +11,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+# What a final refund means is registered when its domain is imported (``settlement.finality``);
+# a process that only runs the workers follows refunds too.
+import invoicing.refunds.service  # noqa: F401
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)

@@ -54,10 +54,11 @@ SCRIPT = """async ({ chainId, token, header, body }) => {
     { signingSecret: "whsec_browser" });
   return {
     owner: wallet.address, apiKey: issued.apiKey,
-    created: [created.created, created.requiredRaw, created.status],
+    created: [created.created, typeof created.requiredRaw, String(created.requiredRaw),
+      created.status],
     signature: bySignature.requestSignature,
     conflict: [conflict instanceof InvoiceExists, conflict.status, conflict.code],
-    listed, status: status.invoiceId, nonce: fees.nonce, verified: verified.status,
+    listed, status: status.invoiceId, nonce: String(fees.nonce), verified: verified.status,
   };
 }"""
 
@@ -95,7 +96,7 @@ async def test_the_sdk_works_in_chromium(
     finally:
         await context.close()
     assert errors == []
-    assert result["created"] == [True, "49990000", "pending"]
+    assert result["created"] == [True, "bigint", "49990000", "pending"]
     assert result["signature"].startswith("0x") and len(result["signature"]) == 132
     assert result["conflict"] == [True, 409, "invoice_exists"]
     assert result["listed"] == ["browser-2", "browser-1"]

@@ -196,8 +196,11 @@ def test_refusals_raise_their_own_exception_and_change_nothing(dev_service: DevS
             client.invoices.status(
                 others.invoices.create(dev_service.chain_id, "1").payment_address
             )
-        with pytest.raises(TypeError, match="never a float"):
+        with pytest.raises(TypeError, match="a float is inexact"):
             client.invoices.create(dev_service.chain_id, 1.5)  # type: ignore[arg-type]
+        # An int is raw units in this SDK; amount is in token units (docs/integration/sdks.md).
+        with pytest.raises(TypeError, match="an int would be read as raw units"):
+            client.invoices.create(dev_service.chain_id, 10**16)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="unknown list filters: colour"):
             list(client.invoices.list(colour="red"))
         stolen = Client(dev_service.base_url, other.address, api_key=client._transport._api_key)
@@ -325,14 +328,7 @@ def test_signed_webhooks_verify_with_each_active_secret(
     with key_client(dev_service, owner) as client:
         api_key = client._transport._api_key
         assert api_key is not None
-        secrets = [
-            httpx.post(
-                f"{dev_service.base_url}/integration/webhook-secrets",
-                json={"ownerAddress": owner.address},
-                headers={"x-service-api-key": api_key},
-            ).json()["secret"]
-            for _ in range(2)
-        ]
+        secrets = [client.webhook_secrets.create().secret for _ in range(2)]
         invoice = client.invoices.create(
             dev_service.chain_id, "0.1", invoice_id="signed", webhook_url=raw_receiver.url("/h")
         )

@@ -114,7 +114,7 @@ async def test_a_call_under_the_cap_is_sent_with_a_gas_limit_within_it(
     answer = await submit_meta(services, set_fee(chain, Account.create(), 100, 0))
 
     ((tx_hash, _),) = await recorded(services, chain)
-    assert answer["txHash"] == tx_hash
+    assert answer.tx_hash == tx_hash
     async with services.db.sessions() as session:
         row = await session.scalar(
             select(RelayerTransaction).where(RelayerTransaction.tx_hash == tx_hash)
@@ -137,7 +137,7 @@ async def test_a_repeat_gets_the_pending_transaction_and_another_request_gets_40
 
     assert again == same_in_ms == first
     assert other.value.details == {"expected": "1"}
-    assert await recorded(services, chain) == [(first["txHash"], TxStatus.PENDING)]
+    assert await recorded(services, chain) == [(first.tx_hash, TxStatus.PENDING)]
     assert len(chain.sent) == 1
 
 
@@ -169,7 +169,7 @@ async def test_a_repeat_racing_the_first_send_gets_its_transaction_not_a_409(
     answer = await submit_meta(services, request)
 
     assert answer == racing["first"]
-    assert await recorded(services, chain) == [(answer["txHash"], TxStatus.PENDING)]
+    assert await recorded(services, chain) == [(answer.tx_hash, TxStatus.PENDING)]
     assert len(chain.sent) == 1
 
 
@@ -202,10 +202,10 @@ async def test_a_dropped_transaction_frees_its_nonce_for_a_new_request(
 
     retry = await submit_meta(services, set_fee(chain, owner, 200, 0))
 
-    assert retry["txHash"] != lost["txHash"]
+    assert retry.tx_hash != lost.tx_hash
     assert await recorded(services, chain) == [
-        (lost["txHash"], TxStatus.DROPPED),
-        (retry["txHash"], TxStatus.PENDING),
+        (lost.tx_hash, TxStatus.DROPPED),
+        (retry.tx_hash, TxStatus.PENDING),
     ]
     async with services.db.sessions() as session:
         holders = await session.scalar(
@@ -237,7 +237,7 @@ async def test_an_owner_gets_a_budget_of_meta_transactions_per_utc_day(
     assert refused.value.details == {"retryAfterS": 13 * 3600}
     assert chain.sent[: len(sent_before)] == sent_before
     assert len(chain.sent) == PER_DAY + 2  # another owner's, and the next day's
-    assert another_owner["status"] == next_day["status"] == "submitted"
+    assert (another_owner.nonce, next_day.nonce) == (0, PER_DAY)
 
 
 async def test_a_repeat_costs_no_budget(relaying: Relaying) -> None:
@@ -247,5 +247,5 @@ async def test_a_repeat_costs_no_budget(relaying: Relaying) -> None:
 
     answers = [await submit_meta(services, request) for _ in range(PER_DAY + 2)]
 
-    assert {a["txHash"] for a in answers} == {answers[0]["txHash"]}
+    assert {a.tx_hash for a in answers} == {answers[0].tx_hash}
     assert len(chain.sent) == 1

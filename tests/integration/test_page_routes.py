@@ -21,7 +21,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.web.app import create_app
 from invoicing.web.page.qr import QrCache, QrStats, qr_svg
-from invoicing.web.page.routes import qr_cache
+from invoicing.web.page.routes import QR_CACHE, qr_cache
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
@@ -320,7 +320,8 @@ async def test_qr_codes_render_off_the_event_loop_once_per_invoice_and_never_for
         rendered_on.append(threading.get_ident())
         return qr_svg(text, title)
 
-    cache = services.db.shared("page.qr_cache", lambda: QrCache(render=counting_render))
+    cache = QrCache(render=counting_render)
+    QR_CACHE.put(services.db, cache)
     assert qr_cache(services) is cache
     async with (
         serve(create_app(services)) as base_url,

@@ -22,7 +22,8 @@ from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.refunds.models import Refund
 from invoicing.services import Services
-from invoicing.settlement.withdrawals import Batch, plan_withdrawals, read_planning, sweep_batch
+from invoicing.settlement.candidates import Batch
+from invoicing.settlement.withdrawals import plan_withdrawals, read_planning, sweep_batch
 from tests.conftest import RunningApp
 from tests.integration.test_fees import relayer_tx_count
 from tests.integration.test_no_500 import ODD_VALUES

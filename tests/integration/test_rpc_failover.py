@@ -136,7 +136,7 @@ async def test_work_carries_on_when_the_first_url_fails(
     )
     accepted = await submit_meta(services, request)
     await settle_all(services)
-    receipt = await evm.get_receipt(accepted["txHash"])
+    receipt = await evm.get_receipt(accepted.tx_hash)
     assert receipt is not None and receipt["status"] == 1
     assert await chain.fee_settings(owner.address) == (250, None)
 

@@ -13,8 +13,9 @@ from invoicing.clock import FakeClock
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.settlement import worker as settlement_worker
+from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX
 from invoicing.settlement.models import TxPurpose, TxStatus, WithdrawalStatus
-from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, plan_withdrawals
+from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import (
     balance_of,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
@@ -17,16 +19,16 @@ from invoicing.errors import (
     InvalidOwnerSignature,
     NonceMismatch,
 )
-from invoicing.fees.service import (
-    MetaRequest,
-    check_signature,
-    normalize_deadline,
-    recover_signer,
-    submit_meta,
-)
+from invoicing.fees.service import MetaRequest, OwnerSetting, submit_meta
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.relayer import RelayerUnavailable
+from invoicing.settlement.signed_relay import (
+    check_signature,
+    normalize_deadline,
+    parse_signature,
+    recover_signer,
+)
 
 OWNER = Account.create()
 NOW_MS = 1_760_000_000_000
@@ -111,16 +113,19 @@ def contract_wallet_request(nonce: int = 0) -> MetaRequest:
 async def test_a_contract_owner_passes_the_signature_check_for_the_factory_to_verify(
     chain: FakeChain,
 ) -> None:
+    def check(meta: MetaRequest) -> Awaitable[None]:
+        purpose = OwnerSetting(meta.signed, FAKE_FACTORY, meta)
+        return check_signature(chain, purpose, DEADLINE, parse_signature(meta.signature))
+
     meta = contract_wallet_request()
-    typed = set_fee_typed_data(31337, FAKE_FACTORY, OWNER.address, 100, 0, DEADLINE)
     with pytest.raises(InvalidOwnerSignature):
-        await check_signature(chain, meta, typed)
+        await check(meta)
 
     chain.contracts.add(OWNER.address.lower())
 
-    await check_signature(chain, meta, typed)  # the simulation asks the wallet itself
+    await check(meta)  # the simulation asks the wallet itself
     with pytest.raises(InvalidOwnerSignature):  # 65 bytes: an ECDSA signature, and wrong
-        await check_signature(chain, request(signature=b"\x01" * 65), typed)
+        await check(request(signature=b"\x01" * 65))
 
 
 async def test_a_contract_owner_still_needs_the_factory_nonce(

@@ -99,12 +99,12 @@ async def test_a_relayer_under_its_threshold_is_short_and_warned_about_once(
 ) -> None:
     relayer = relayer_on(with_threshold(chain, 10**16))
     account = relayer.address.lower()
-    chain.account_balances[account] = 10**16 - 1
+    chain.native[account] = 10**16 - 1
 
     with caplog.at_level(logging.INFO, logger="invoicing.settlement.relayer"):
         first = await relayer.balance_shortfall()
         second = await relayer.balance_shortfall()
-        chain.account_balances[account] = 10**16
+        chain.native[account] = 10**16
         topped_up = await relayer.balance_shortfall()
 
     assert (

@@ -4,6 +4,7 @@ the meta-transaction cap, batch sizes."""
 from __future__ import annotations
 
 from invoicing.invoices.models import Invoice
+from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX, group_batches, max_batch
 from invoicing.settlement.relayer import (
     TX_GAS_CAP,
     bump,
@@ -12,7 +13,6 @@ from invoicing.settlement.relayer import (
     min_replacement,
     replacement_fees,
 )
-from invoicing.settlement.withdrawals import MAX_ESCROWS_PER_TX, group_batches, max_batch
 
 
 def test_replacement_fees_rise_by_at_least_ten_percent() -> None:

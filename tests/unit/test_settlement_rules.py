@@ -8,7 +8,8 @@ from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.settlement.backoff import Backoff, retry_delay_s
 from invoicing.settlement.models import ParkedEscrow
 from invoicing.settlement.parking import is_due
-from invoicing.settlement.withdrawals import fails_in_execution, failure_reason, moved_by_escrow
+from invoicing.settlement.swept import moved_by_escrow
+from invoicing.settlement.withdrawals import fails_in_execution, failure_reason
 
 
 def test_retry_delays_double_from_the_base_up_to_the_cap() -> None:

@@ -1,12 +1,25 @@
 // The client: one owner, one credential (an API key, or the owner wallet signing each request).
+// Every route of the service is a method here or in resources.js, built from its row of
+// routes.js.
 import { Wallet, getAddress } from "ethers";
 
 import { NonceMismatch } from "./errors.js";
-import { Transport, given } from "./transport.js";
+import {
+  ApiKeys,
+  Escrows,
+  Events,
+  Public,
+  Settings,
+  WebhookEndpoints,
+  WebhookSecrets,
+} from "./resources.js";
+import { route } from "./routes.js";
+import { Transport, given, rawString } from "./transport.js";
 
 const MAX_PAGE_SIZE = 100;  // the service caps limit at 100
 const DEFAULT_DEADLINE_S = 600;
 const LIST_FILTERS = ["chainId", "status", "paid", "tokenAddress", "invoiceId", "dateFrom", "dateTo"];
+const ZERO_ADDRESS = "0x0000000000000000000000000000000000000000";
 
 export class Client {
   /**
@@ -27,6 +40,12 @@ export class Client {
     this.invoices = new Invoices(this.transport);
     this.fees = new Fees(this.transport);
     this.apiKeys = new ApiKeys(this.transport);
+    this.webhookSecrets = new WebhookSecrets(this.transport);
+    this.webhookEndpoints = new WebhookEndpoints(this.transport);
+    this.events = new Events(this.transport);
+    this.escrows = new Escrows(this.transport);
+    this.settings = new Settings(this.transport);
+    this.public = new Public(this.transport);
   }
 
   toJSON() {
@@ -34,11 +53,18 @@ export class Client {
   }
 }
 
-/** A decimal string as the service takes it; never a float. */
+/**
+ * An amount in the token's units as the service takes it: a decimal string. A bigint is
+ * refused: in this SDK a bigint is raw units (wei), and `amount` is in token units
+ * (10000000000000000n would be 10^16 whole tokens); a number is never exact.
+ */
 function decimalAmount(amount) {
-  if (typeof amount === "bigint") return String(amount);
   if (typeof amount === "string") return amount;
-  throw new TypeError("amount must be a decimal string or a bigint (never a float)");
+  if (typeof amount === "bigint") {
+    throw new TypeError("amount is in the token's units: give a decimal string such as \"0.01\"; "
+      + "a bigint means raw units in this SDK (formatUnits(raw, decimals) converts)");
+  }
+  throw new TypeError("amount must be a decimal string (never a float)");
 }
 
 class Invoices {
@@ -49,23 +75,21 @@ class Invoices {
   }
 
   /**
-   * Create an invoice. With an invoiceId it is idempotent (an identical retry returns the
-   * same invoice, `created: false`) and retried after a lost connection or a 5xx.
-   * The answer is the Invoice plus `created` and, in signature mode, `requestSignature`
-   * (the x-service-signature the paid webhook carries back).
+   * Create an invoice of `amount` in the token's units (a decimal string). With an invoiceId
+   * it is idempotent (an identical retry returns the same invoice, `created: false`) and
+   * retried after a lost connection or a 5xx. The answer is the Invoice plus `created` and,
+   * in signature mode, `requestSignature` (the x-service-signature the paid webhook carries).
    */
   async create({ chainId, amount, tokenAddress, invoiceId, webhookUrl, expiresAt, description,
     metadata }) {
-    // Omitted, never null: a null is a different signed payload (spec 5.2 rule 6).
+    // Omitted, never null: a null is a different signed payload.
     const body = {
       chainId,
       amount: decimalAmount(amount),
       ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata }),
     };
     const { data, status, headers } = await this.#transport.call({
-      method: "POST",
-      path: "/integration/invoices",
-      action: "invoice.create",
+      ...route("invoices.create"),
       body,
       idempotent: invoiceId !== undefined && invoiceId !== null,
       full: true,
@@ -77,11 +101,7 @@ class Invoices {
   /** One invoice by its paymentAddress; the service re-checks the chain first. */
   async status(paymentAddress) {
     const data = await this.#transport.call({
-      method: "GET",
-      path: "/integration/invoices/status",
-      action: "invoice.status",
-      query: { paymentAddress },
-      idempotent: true,
+      ...route("invoices.status"), query: { paymentAddress }, idempotent: true,
     });
     return data.invoice;
   }
@@ -89,11 +109,7 @@ class Invoices {
   /** One page: { items, total, page, limit }. */
   async page({ page = 1, limit = 20, ...filters } = {}) {
     return this.#transport.call({
-      method: "GET",
-      path: "/integration/invoices",
-      action: "invoice.list",
-      query: { ...listQuery(filters), page, limit },
-      idempotent: true,
+      ...route("invoices.page"), query: { ...listQuery(filters), page, limit }, idempotent: true,
     });
   }
 
@@ -104,10 +120,15 @@ class Invoices {
    */
   async *list({ pageSize = MAX_PAGE_SIZE, ...filters } = {}) {
     const query = listQuery(filters);
+    const seen = new Set();
     for (let page = 1; ; page += 1) {
       const result = await this.page({ ...query, page, limit: pageSize });
-      yield* result.items;
-      // Spec 4.3: everything has been read when page * limit >= total.
+      for (const invoice of result.items) {
+        // An invoice created while paging shifts the pages by one: never twice.
+        if (!seen.has(invoice.id)) yield invoice;
+        seen.add(invoice.id);
+      }
+      // Everything has been read when page * limit >= total.
       if (result.items.length === 0 || result.page * result.limit >= result.total) return;
     }
   }
@@ -115,11 +136,31 @@ class Invoices {
   /** Soft-delete: { deleted: true, invoiceId, chainId }. */
   async delete(chainId, invoiceId) {
     return this.#transport.call({
-      method: "DELETE",
-      path: "/integration/invoices",
-      action: "invoice.delete",
-      query: { chainId, invoiceId },
-      idempotent: true,
+      ...route("invoices.delete"), query: { chainId, invoiceId }, idempotent: true,
+    });
+  }
+
+  /**
+   * Sign a Refund (EIP-712) of `amountRaw` (a bigint, raw units) from the invoice's escrow to
+   * `to`, and have the service relay it. Options: tokenAddress (the asset; default the
+   * invoice's own, null: the native coin), signer, deadline, factory (as for fees.setFee).
+   */
+  async refund(paymentAddress, to, amountRaw, options = {}) {
+    const amount = rawString(amountRaw, "amountRaw");
+    const invoice = await this.status(paymentAddress);
+    const token = "tokenAddress" in options ? options.tokenAddress : invoice.tokenAddress;
+    const fields = {
+      salt: invoice.salt, token: token ?? ZERO_ADDRESS, to, amount: BigInt(amount),
+    };
+    const bodyFields = { paymentAddress, to, amountRaw: amount, tokenAddress: token ?? null };
+    return relaySigned(this.#transport, invoice.chainId, options, "invoices.refund", REFUND_TYPES,
+      fields, bodyFields);
+  }
+
+  /** The paid webhook's events and delivery attempts of one invoice. */
+  async webhooks(paymentAddress) {
+    return this.#transport.call({
+      ...route("invoices.webhooks"), query: { paymentAddress }, idempotent: true,
     });
   }
 }
@@ -131,20 +172,32 @@ function listQuery(filters) {
 }
 
 const DOMAIN = { name: "PaymentFactory", version: "1" };
+const NONCE_AND_DEADLINE = [
+  { name: "nonce", type: "uint256" },
+  { name: "deadline", type: "uint256" },
+];
 const SET_FEE_TYPES = {
   SetFee: [
     { name: "user", type: "address" },
     { name: "feeBps", type: "uint256" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
+    ...NONCE_AND_DEADLINE,
   ],
 };
 const SET_PAYOUT_TYPES = {
   SetPayout: [
     { name: "user", type: "address" },
     { name: "payout", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
+    ...NONCE_AND_DEADLINE,
+  ],
+};
+const REFUND_TYPES = {
+  Refund: [
+    { name: "user", type: "address" },
+    { name: "salt", type: "bytes32" },
+    { name: "token", type: "address" },
+    { name: "to", type: "address" },
+    { name: "amount", type: "uint256" },
+    ...NONCE_AND_DEADLINE,
   ],
 };
 
@@ -156,15 +209,9 @@ class Fees {
   }
 
   /** The owner's settings as the factory holds them: { feeBps, payoutAddress, nonce }
-   * (nonce, a decimal string, is the next one to sign). */
+   * (nonce, a bigint, is the next one to sign). */
   async get(chainId) {
-    return this.#transport.call({
-      method: "GET",
-      path: "/integration/fees",
-      action: "fee.get",
-      query: { chainId },
-      idempotent: true,
-    });
+    return this.#transport.call({ ...route("fees.get"), query: { chainId }, idempotent: true });
   }
 
   /**
@@ -174,94 +221,54 @@ class Fees {
    * factory (default: what the service names).
    */
   async setFee(chainId, feeBps, options = {}) {
-    return this.#submit(chainId, options, "/integration/fees/set-meta", "fee.set-meta",
-      SET_FEE_TYPES, { feeBps: BigInt(feeBps) }, { feeBps: Number(feeBps) });
+    return relaySigned(this.#transport, chainId, options, "fees.setFee", SET_FEE_TYPES, { feeBps: BigInt(feeBps) },
+      { feeBps: Number(feeBps) });
   }
 
   /** Sign SetPayout and have the service relay it; options as for setFee. */
   async setPayout(chainId, payoutAddress, options = {}) {
-    return this.#submit(chainId, options, "/integration/fees/set-payout-meta",
-      "fee.set-payout-meta", SET_PAYOUT_TYPES, { payout: payoutAddress }, { payoutAddress });
-  }
-
-  async #submit(chainId, options, path, action, types, fields, bodyFields) {
-    const signer = options.signer ?? this.#transport.signer?.signer;
-    if (!signer) throw new TypeError("give options.signer: the owner wallet signs this message");
-    const attempt = async () => {
-      const settings = await this.get(chainId);
-      const factory = options.factory ?? settings.factory;
-      if (!factory) throw new TypeError("the service did not name its factory: give options.factory");
-      const deadline = options.deadline ?? Math.floor(Date.now() / 1000) + DEFAULT_DEADLINE_S;
-      const message = {
-        user: this.#transport.ownerAddress,
-        ...fields,
-        nonce: BigInt(settings.nonce),
-        deadline: BigInt(deadline),
-      };
-      const domain = { ...DOMAIN, chainId: BigInt(chainId), verifyingContract: factory };
-      const signature = await signer.signTypedData(domain, types, message);
-      // The same signed message sent twice gets the transaction of the first back.
-      return this.#transport.call({
-        method: "POST",
-        path,
-        action,
-        body: {
-          chainId,
-          ...bodyFields,
-          nonce: String(settings.nonce),
-          deadline: String(deadline),
-          signature,
-        },
-        idempotent: true,
-      });
-    };
-    try {
-      return await attempt();
-    } catch (error) {
-      if (!(error instanceof NonceMismatch)) throw error;
-      return attempt();  // another message took the nonce meanwhile: read it again, once
-    }
+    return relaySigned(this.#transport, chainId, options, "fees.setPayout", SET_PAYOUT_TYPES,
+      { payout: payoutAddress }, { payoutAddress });
   }
 }
 
-/** The owner's API keys; managed in signature mode (the client needs a signer). */
-class ApiKeys {
-  #transport;
-
-  constructor(transport) {
-    this.#transport = transport;
-  }
-
-  /** A new key: { id, apiKey, label, createdAt }; apiKey is shown this once. */
-  async create(label) {
-    if (label !== null && typeof label === "object") ({ label } = label);
-    return this.#transport.call({
-      method: "POST",
-      path: "/integration/api-keys",
-      action: "apikey.create",
-      body: given({ label }),
-    });
-  }
-
-  /** The owner's keys without their secrets. */
-  async list() {
-    const data = await this.#transport.call({
-      method: "GET",
-      path: "/integration/api-keys",
-      action: "apikey.list",
+/**
+ * Sign one of the owner's EIP-712 messages at its current nonce and have the service relay
+ * it; after a nonce_mismatch read the nonce and sign once more.
+ */
+async function relaySigned(transport, chainId, options, name, types, fields, bodyFields) {
+  const signer = options.signer ?? transport.signer?.signer;
+  if (!signer) throw new TypeError("give options.signer: the owner wallet signs this message");
+  const attempt = async () => {
+    const settings = await transport.call({ ...route("fees.get"), query: { chainId }, idempotent: true });
+    const factory = options.factory ?? settings.factory;
+    if (!factory) throw new TypeError("the service did not name its factory: give options.factory");
+    const deadline = options.deadline ?? Math.floor(Date.now() / 1000) + DEFAULT_DEADLINE_S;
+    const message = {
+      user: transport.ownerAddress,
+      ...fields,
+      nonce: settings.nonce,
+      deadline: BigInt(deadline),
+    };
+    const domain = { ...DOMAIN, chainId: BigInt(chainId), verifyingContract: factory };
+    const signature = await signer.signTypedData(domain, types, message);
+    // The same signed message sent twice gets the transaction of the first back.
+    return transport.call({
+      ...route(name),
+      body: {
+        chainId,
+        ...bodyFields,
+        nonce: String(settings.nonce),
+        deadline: String(deadline),
+        signature,
+      },
       idempotent: true,
     });
-    return data.items;
-  }
-
-  /** Revoke one key: { revoked: true, id, revokedAt }. */
-  async revoke(id) {
-    return this.#transport.call({
-      method: "DELETE",
-      path: "/integration/api-keys",
-      action: "apikey.revoke",
-      query: { id },
-      idempotent: true,
-    });
+  };
+  try {
+    return await attempt();
+  } catch (error) {
+    if (!(error instanceof NonceMismatch)) throw error;
+    return attempt();  // another message took the nonce meanwhile: read it again, once
   }
 }

@@ -108,7 +108,7 @@ export class RateLimited extends ApiError {
   }
 }
 
-const ERRORS_BY_CODE = new Map(
+export const ERRORS_BY_CODE = new Map(
   [
     InvalidRequest, UnsupportedChain, UnsupportedToken, FeeTooHigh, DeadlineExpired,
     InvalidOwnerSignature, InsufficientBalance, Unauthorized, TimestampOutOfWindow,

@@ -3,7 +3,8 @@ import type { Signer } from "ethers";
 
 export type InvoiceStatus = "pending" | "paid" | "completed" | "cancelled" | "expired";
 
-/** Spec 2.1, plus the owner-only fields of the service. Amounts are decimal strings. */
+/** An invoice as its owner sees it. Amounts in token units are decimal strings; raw amounts
+ * and nonces are bigints (docs/integration/sdks.md, "Numbers"). */
 export interface Invoice {
   id: string;
   ownerAddress: string;
@@ -20,16 +21,16 @@ export interface Invoice {
   paidAt: number | null;
   withdrawn: boolean;
   withdrawnAt: number | null;
-  requiredRaw: string;
-  balanceRaw: string;
+  requiredRaw: bigint;
+  balanceRaw: bigint;
   metaBalance: string;
   lastCheckedAt: number | null;
   createdAt: number;
   updatedAt: number;
   url: string;
   salt?: string;
-  refunds?: Array<Record<string, unknown>>;
-  otherBalances?: Array<{ tokenAddress: string | null; balanceRaw: string }>;
+  refunds?: Refund[];
+  otherBalances?: Array<{ tokenAddress: string | null; balanceRaw: bigint }>;
   [field: string]: unknown;
 }
 
@@ -43,8 +44,9 @@ export interface CreatedInvoice extends Invoice {
 
 export interface CreateInvoice {
   chainId: number;
-  /** A decimal string ("12.5") or a bigint; never a float. */
-  amount: string | bigint;
+  /** In the token's units: a decimal string ("12.5"). A bigint (raw units in this SDK) or a
+   * number is refused. */
+  amount: string;
   tokenAddress?: string | null;
   invoiceId?: string | null;
   webhookUrl?: string | null;
@@ -79,8 +81,8 @@ export interface DeletedInvoice {
 export interface FeeSettings {
   feeBps: number;
   payoutAddress: string | null;
-  /** The next nonce to sign, a decimal string. */
-  nonce: string;
+  /** The next nonce to sign. */
+  nonce: bigint;
   factory?: string;
 }
 
@@ -88,7 +90,7 @@ export interface FeeSubmission {
   txHash: string;
   chainId: number;
   ownerAddress: string;
-  nonce: string;
+  nonce: bigint;
   status: "submitted";
 }
 
@@ -100,6 +102,85 @@ export interface FeeOptions {
   /** The chain's PaymentFactory (default: the one the service names). */
   factory?: string;
 }
+
+export interface Refund {
+  txHash: string | null;
+  to: string;
+  tokenAddress: string | null;
+  amountRaw: bigint;
+  status: "submitted" | "confirmed" | "failed";
+  createdAt: number;
+}
+
+export interface RefundOptions extends FeeOptions {
+  /** The asset refunded (default: the invoice's own; null: the native coin). */
+  tokenAddress?: string | null;
+}
+
+export interface WebhookSecret { id: string; createdAt: number; revokedAt: number | null }
+export interface IssuedWebhookSecret { id: string; /** "whsec_…", shown this once. */ secret: string; createdAt: number }
+export interface RevokedWebhookSecret { revoked: true; id: string; revokedAt: number }
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  disabledAt: number | null;
+  failingSince: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface DeliveryAccepted { eventId: string; deliveryId: string; endpointId: string | null; status: string }
+
+export interface EventDeliveryAttempt {
+  attempt: number; attemptedAt: number; statusCode: number | null; error: string | null; durationMs: number;
+}
+export interface EventDelivery {
+  id: string; endpointId: string | null; target: string; url: string; status: string;
+  nextAttemptAt: number | null; createdAt: number; deliveredAt: number | null;
+  attempts: EventDeliveryAttempt[];
+}
+export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[] }
+
+export interface WebhookLog {
+  paymentAddress: string;
+  events: Array<{ eventId: string; status: string; attempts: number; nextAttemptAt: number | null;
+    createdAt: number; deliveredAt: number | null }>;
+  items: Array<{ eventId: string; attempt: number; attemptedAt: number; statusCode: number | null;
+    error: string | null; durationMs: number | null }>;
+}
+
+export interface EscrowExportLine {
+  paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
+  status: InvoiceStatus; chainId: number;
+}
+
+export interface OwnerSettings { webhookApiKeyHeader: boolean }
+
+export interface PaymentStatus {
+  paymentAddress: string; chainId: number; network: string; tokenAddress: string | null;
+  symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
+  remainingRaw: bigint; remaining: string; paymentUri: string; status: InvoiceStatus;
+  expiresAt: number; paidAt: number | null; description: string | null;
+}
+
+export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }
+
+/** A message the owner signed elsewhere, relayed by a public route (no credential). */
+export interface SignedMessage {
+  chainId: number;
+  nonce: bigint;
+  /** Unix seconds. */
+  deadline: number | bigint;
+  signature: string;
+}
+
+/** Every route: [method, path, x-signature-action (null: public)], by SDK method name. */
+export const ROUTES: Readonly<Record<string, readonly [string, string, string | null]>>;
 
 export interface ApiKey {
   id: string;
@@ -148,6 +229,9 @@ export class Client {
     page(options?: ListFilters & { page?: number; limit?: number }): Promise<InvoicePage>;
     list(options?: ListFilters & { pageSize?: number }): AsyncGenerator<Invoice, void, void>;
     delete(chainId: number, invoiceId: string): Promise<DeletedInvoice>;
+    /** Refund `amountRaw` (raw units) from the invoice's escrow to `to`, signed and relayed. */
+    refund(paymentAddress: string, to: string, amountRaw: bigint, options?: RefundOptions): Promise<FeeSubmission>;
+    webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
     get(chainId: number): Promise<FeeSettings>;
@@ -158,6 +242,40 @@ export class Client {
     create(label?: string | { label?: string }): Promise<IssuedApiKey>;
     list(): Promise<ApiKey[]>;
     revoke(id: string): Promise<RevokedApiKey>;
+  };
+  readonly webhookSecrets: {
+    create(): Promise<IssuedWebhookSecret>;
+    list(): Promise<WebhookSecret[]>;
+    revoke(id: string): Promise<RevokedWebhookSecret>;
+  };
+  readonly webhookEndpoints: {
+    create(endpoint: { url: string; events: string[]; description?: string }): Promise<WebhookEndpoint>;
+    list(): Promise<WebhookEndpoint[]>;
+    update(id: string, changes: { url?: string; events?: string[]; enabled?: boolean; description?: string }): Promise<WebhookEndpoint>;
+    delete(id: string): Promise<{ deleted: true; id: string }>;
+    test(id: string): Promise<DeliveryAccepted>;
+  };
+  readonly events: {
+    page(options?: { type?: string; after?: string; limit?: number }): Promise<{ items: EventEnvelope[]; hasMore: boolean }>;
+    list(options?: { type?: string; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
+    get(id: string): Promise<EventDetail>;
+    /** To one endpoint, or (no endpointId) to the invoice's webhookUrl. */
+    redeliver(id: string, target?: { endpointId?: string }): Promise<DeliveryAccepted>;
+  };
+  readonly escrows: {
+    export(chainId: number): Promise<EscrowExportLine[]>;
+  };
+  readonly settings: {
+    get(): Promise<OwnerSettings>;
+    update(settings: OwnerSettings): Promise<OwnerSettings>;
+  };
+  readonly public: {
+    health(): Promise<{ status: string }>;
+    ready(): Promise<Readiness>;
+    paymentPage(paymentAddress: string): Promise<string>;
+    paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
+    relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
+    relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };
 }
 
@@ -199,6 +317,8 @@ export class InternalError extends ApiError {}
 export class ChainUnavailable extends ApiError {}
 export class DatabaseUnavailable extends ApiError {}
 export function errorFromResponse(status: number, body: unknown): ApiError;
+/** The class of each error code the service answers with. */
+export const ERRORS_BY_CODE: ReadonlyMap<string, typeof ApiError>;
 
 export const MESSAGE_PREFIX: "Service API Request Signature";
 export const API_KEY_HEADER: "x-service-api-key";
@@ -245,8 +365,8 @@ export interface PaidWebhook {
   status: "paid";
   paid: boolean;
   paidAt: number;
-  requiredRaw: string;
-  balanceRaw: string;
+  requiredRaw: bigint;
+  balanceRaw: bigint;
   balance: number;
   updatedAt: number;
   [field: string]: unknown;

@@ -1,5 +1,6 @@
 // @invoicing/client: the invoicing service's API from JavaScript (Node 20 and browsers).
 export { Client } from "./client.js";
+export { ROUTES } from "./routes.js";
 export * from "./errors.js";
 export {
   API_KEY_HEADER,

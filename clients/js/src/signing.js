@@ -1,4 +1,4 @@
-// Signature mode (spec 5.2): the canonical request message and its EIP-191 signature.
+// Signature mode (docs/integration/authentication.md): the canonical request message and its EIP-191 signature.
 //
 // message = "Service API Request Signature" + "\n" + canonical JSON, where the canonical JSON
 // is {"action","ownerAddress","timestamp","payload"} in that order with no whitespace (what

@@ -25,6 +25,25 @@ export function queryValue(value) {
   throw new TypeError(`query values must be strings, integers or booleans, not ${value}`);
 }
 
+// The answers' raw amounts and nonces: decimal strings on the wire, bigints in this SDK (as
+// ints in the Python SDK; docs/integration/sdks.md). Amounts in token units stay strings.
+const RAW_FIELDS = new Set(["requiredRaw", "balanceRaw", "remainingRaw", "amountRaw", "nonce"]);
+const DIGITS = /^[0-9]{1,78}$/;
+
+/** JSON of the service, its raw amounts and nonces read as bigints. */
+export function parseJson(text) {
+  return JSON.parse(text, (key, value) =>
+    RAW_FIELDS.has(key) && typeof value === "string" && DIGITS.test(value) ? BigInt(value) : value);
+}
+
+/** A raw amount or a nonce as sent: a decimal string of a bigint or a safe integer. */
+export function rawString(value, name) {
+  if (typeof value === "bigint" && value >= 0n) return String(value);
+  if (Number.isSafeInteger(value) && value >= 0) return String(value);
+  if (typeof value === "string" && DIGITS.test(value)) return value;
+  throw new TypeError(`${name} is a raw amount: a bigint (or a decimal string of digits)`);
+}
+
 /** The entries whose value is given (undefined and null mean "not sent", never null). */
 export function given(fields) {
   return Object.fromEntries(
@@ -64,14 +83,18 @@ export class Transport {
    * `idempotent` calls (reads, delete, create with an invoiceId, a signed fee message) are
    * tried again after a lost connection or a 5xx; any call after a refused connection or a
    * replayed timestamp (nothing was done either way). `full`: also the answer's status and
-   * the signature sent, as { data, status, headers: { signature } }.
+   * the signature sent, as { data, status, headers: { signature } }. `action` null: a public
+   * route (no credential, no ownerAddress in the query). `signedId`: an id in the path, or in
+   * the query of a POST/PATCH, signed as the payload's first key. `text`: the answer as text
+   * (NDJSON, HTML). `accept`: error statuses whose body is still the answer.
    */
-  async call({ method, path, action, query = {}, body, idempotent = false, full = false }) {
+  async call({ method, path, action, query = {}, body, idempotent = false, full = false,
+    signedId, text = false, accept = [] }) {
     for (let attempt = 1; ; attempt += 1) {
       // A fresh timestamp and signature for each attempt (the service accepts each once).
-      const request = await this.#prepare({ method, path, action, query, body });
+      const request = await this.#prepare({ method, path, action, query, body, signedId });
       try {
-        const { data, status } = await this.#send(request);
+        const { data, status } = await this.#send(request, { text, accept });
         if (!full) return data;
         return { data, status, headers: { signature: request.init.headers[SIGNATURE_HEADER] } };
       } catch (error) {
@@ -82,34 +105,37 @@ export class Transport {
     }
   }
 
-  async #prepare({ method, path, action, query, body }) {
+  async #prepare({ method, path, action, query, body, signedId }) {
     const headers = { accept: "application/json" };
     const params = new URLSearchParams();
     let content;
-    let payload;
+    let payload = {};
+    if (body === undefined && action !== null) params.append("ownerAddress", this.ownerAddress);
+    for (const [key, value] of Object.entries(query)) {
+      params.append(key, queryValue(value));
+      if (body === undefined) payload[key] = queryValue(value);
+    }
     if (body !== undefined) {
       content = JSON.stringify({ ownerAddress: this.ownerAddress, ...body });
       headers["content-type"] = "application/json";
       payload = body;
-    } else {
-      params.append("ownerAddress", this.ownerAddress);
-      payload = {};
-      for (const [key, value] of Object.entries(query)) {
-        payload[key] = queryValue(value);
-        params.append(key, payload[key]);
-      }
     }
-    // API keys are managed in signature mode only: a client given both signs those calls.
-    if (this.#apiKey && !(action.startsWith("apikey.") && this.signer)) {
-      headers[API_KEY_HEADER] = this.#apiKey;
-    } else {
-      Object.assign(headers, await this.signer.headers(action, this.ownerAddress, payload));
-    }
-    const search = body === undefined ? `?${params}` : "";
+    if (signedId !== undefined) payload = { id: signedId, ...payload };
+    if (action !== null) Object.assign(headers, await this.#credentials(action, payload));
+    const search = params.toString() ? `?${params}` : "";
     return { url: `${this.baseUrl}${path}${search}`, init: { method, headers, body: content } };
   }
 
-  async #send({ url, init }) {
+  async #credentials(action, payload) {
+    // API keys are managed in signature mode only: a client given both signs those calls.
+    if (this.#apiKey && !(action.startsWith("apikey.") && this.signer)) {
+      return { [API_KEY_HEADER]: this.#apiKey };
+    }
+    if (!this.signer) throw new TypeError(`${action} needs an apiKey or a signer`);
+    return this.signer.headers(action, this.ownerAddress, payload);
+  }
+
+  async #send({ url, init }, { text: asText, accept }) {
     let response;
     let text;
     try {
@@ -122,11 +148,12 @@ export class Transport {
     }
     let data = null;
     try {
-      data = text ? JSON.parse(text) : null;
+      data = text ? parseJson(text) : null;
     } catch {
       data = null;  // a proxy's HTML page, say: the status alone decides
     }
-    if (response.ok) return { data, status: response.status };
+    if (response.ok && asText) return { data: text, status: response.status };
+    if (response.ok || accept.includes(response.status)) return { data, status: response.status };
     throw errorFromResponse(response.status, data);
   }
 

@@ -9,6 +9,7 @@ import { computeHmac, getAddress, toUtf8Bytes } from "ethers";
 
 import { InvoicingError } from "./errors.js";
 import { API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER } from "./signing.js";
+import { parseJson } from "./transport.js";
 
 export const WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature";
 export const EVENT_ID_HEADER = "x-service-event-id";
@@ -119,7 +120,7 @@ function headerReader(headers) {
 
 function parse(raw) {
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+    return parseJson(new TextDecoder("utf-8", { fatal: true }).decode(raw));
   } catch {
     throw new WebhookVerificationError("the body is not JSON");
   }

@@ -20,11 +20,11 @@ import {
   webhooks,
 } from "../src/index.js";
 
-// anvil account 0: the test vector of DESIGN.md section 4 (a public test key).
+// anvil account 0: the test vector of docs/integration/authentication.md (a public test key).
 const KEY0 = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
 const OWNER0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
-test("the signed message is the spec's canonical JSON (DESIGN.md test vector)", async () => {
+test("the signed message is the canonical JSON (the test vector of the authentication docs)", async () => {
   const message = requestMessage("invoice.create", OWNER0, 1760000000000,
     { chainId: 31337, amount: "1.5", invoiceId: "order-1" });
   assert.equal(message, 'Service API Request Signature\n{"action":"invoice.create",' +
@@ -121,6 +121,55 @@ describe("what is sent and signed", () => {
   test("a float amount is refused before anything is sent", async () => {
     await assert.rejects(client().invoices.create({ chainId: 1, amount: 1.5 }), TypeError);
     assert.equal(requests.length, 0);
+  });
+
+  test("a bigint amount (raw units in this SDK) is refused: amount is in token units",
+    async () => {
+      const refused = await client().invoices.create({ chainId: 1, amount: 10000000000000000n })
+        .catch((e) => e);
+      assert.ok(refused instanceof TypeError);
+      assert.match(refused.message, /token's units.*bigint means raw units/);
+      assert.equal(requests.length, 0);
+    });
+
+  test("raw amounts and nonces arrive as bigints, token amounts stay strings", async () => {
+    script.push({ status: 200, body: { invoice: { ...invoice, amount: "12.5",
+      requiredRaw: "12500000000000000000", balanceRaw: "0", metaBalance: "0",
+      refunds: [{ amountRaw: "1", to: OWNER0 }] } } });
+    script.push({ status: 200, body: { feeBps: 0, payoutAddress: null, nonce: "7" } });
+    const found = await client().invoices.status(OWNER0);
+    assert.deepEqual([found.amount, found.requiredRaw, found.balanceRaw, found.metaBalance],
+      ["12.5", 12500000000000000000n, 0n, "0"]);
+    assert.equal(found.refunds[0].amountRaw, 1n);
+    assert.equal((await client().fees.get(1)).nonce, 7n);
+  });
+
+  test("an id in the path or in a PATCH's query is signed as the payload's first key",
+    async () => {
+      script.push({ status: 200, body: {} }, { status: 200, body: {} });
+      const signed = client();
+      await signed.events.get("ev/1");
+      await signed.webhookEndpoints.update("ep-1", { enabled: true });
+      const [get, patch] = requests;
+      assert.equal(get.url, `/integration/events/ev%2F1?ownerAddress=${OWNER0}`);
+      assert.equal(patch.url, "/integration/webhook-endpoints?id=ep-1");
+      assert.equal(patch.body, `{"ownerAddress":"${OWNER0}","enabled":true}`);
+      const signer = (sent, action, payload) => verifyMessage(
+        requestMessage(action, OWNER0, Number(sent.headers["x-service-timestamp"]), payload),
+        sent.headers["x-service-signature"]);
+      assert.equal(signer(get, "event.get", { id: "ev/1" }), OWNER0);
+      assert.equal(signer(patch, "webhook_endpoint.update", { id: "ep-1", enabled: true }), OWNER0);
+    });
+
+  test("the public routes go without a credential or ownerAddress", async () => {
+    script.push({ status: 503, body: { ready: false, checks: { database: "error: x" } } });
+    const answer = await client({ apiKey: "sk_x", privateKey: undefined, ownerAddress: OWNER0 })
+      .public.ready();
+    assert.deepEqual(answer, { ready: false, checks: { database: "error: x" } });
+    const [sent] = requests;
+    assert.equal(sent.url, "/readyz");
+    assert.equal(sent.headers["x-service-api-key"], undefined);
+    assert.equal(sent.headers["x-service-signature"], undefined);
   });
 });
 

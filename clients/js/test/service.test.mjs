@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { Wallet, getAddress, parseEther } from "ethers";
+import { JsonRpcProvider, Wallet, getAddress, parseEther } from "ethers";
 
 import {
   ApiError,
@@ -75,7 +75,7 @@ describe("API key mode", () => {
       assert.equal(invoice.created, true);
       assert.equal(invoice.requestSignature, null);
       assert.equal(invoice.status, "pending");
-      assert.equal(invoice.requiredRaw, "12500000");
+      assert.equal(invoice.requiredRaw, 12500000n);
       assert.equal(invoice.ownerAddress, wallet.address);
       assert.equal(invoice.url, `${ready.base_url}/pay/${invoice.paymentAddress}`);
 
@@ -83,14 +83,14 @@ describe("API key mode", () => {
       const paid = await keyed.invoices.status(invoice.paymentAddress);
       assert.equal(paid.status, "paid");
       assert.equal(paid.paid, true);
-      assert.equal(paid.balanceRaw, "12500000");
+      assert.equal(paid.balanceRaw, 12500000n);
 
       const delivery = await receiver.delivery("key-paid");
       const payload = webhooks.verify(delivery.headers, delivery.body, { apiKey: issued.apiKey });
       assert.equal(payload.status, "paid");
       assert.equal(payload.invoiceId, "order-1");
       assert.equal(payload.paymentAddress, invoice.paymentAddress);
-      assert.equal(payload.balanceRaw, "12500000");
+      assert.equal(payload.balanceRaw, 12500000n);
       assert.throws(() => webhooks.verify(delivery.headers, delivery.body, { apiKey: "sk_other" }),
         WebhookVerificationError);
       const tampered = Buffer.from(delivery.body.toString().replace("12500000", "99"));
@@ -191,7 +191,7 @@ describe("signature mode", () => {
     await payNative(anvilAccount(ready, 6), invoice.paymentAddress, parseEther("0.25"));
     const paid = await signed.invoices.status(invoice.paymentAddress);
     assert.equal(paid.status, "paid");
-    assert.equal(paid.balanceRaw, "250000000000000000");
+    assert.equal(paid.balanceRaw, 250000000000000000n);
 
     const delivery = await receiver.delivery("signed-paid");
     const payload = webhooks.verify(delivery.headers, delivery.body, {
@@ -255,26 +255,26 @@ describe("fees", () => {
   test("setFee and setPayout are signed, relayed, and read back from the chain", async () => {
     const { wallet, signed } = await newOwner();
     const before = await signed.fees.get(ready.chain_id);
-    assert.deepEqual(settingsOf(before), { feeBps: 0, payoutAddress: null, nonce: "0" });
+    assert.deepEqual(settingsOf(before), { feeBps: 0, payoutAddress: null, nonce: 0n });
 
     // The EIP-712 domain's factory: the one the service names, else the ready line's.
     const options = before.factory ? {} : { factory: ready.factory };
     const submitted = await signed.fees.setFee(ready.chain_id, 250, options);
     assert.equal(submitted.status, "submitted");
-    assert.equal(submitted.nonce, "0");
+    assert.equal(submitted.nonce, 0n);
     assert.equal(getAddress(submitted.ownerAddress), wallet.address);
     assert.match(submitted.txHash, /^0x[0-9a-f]{64}$/);
-    await waitFor(async () => (await signed.fees.get(ready.chain_id)).nonce === "1", 20_000,
+    await waitFor(async () => (await signed.fees.get(ready.chain_id)).nonce === 1n, 20_000,
       "SetFee mined");
 
     const payout = Wallet.createRandom().address;
     const second = await signed.fees.setPayout(ready.chain_id, payout, options);
-    assert.equal(second.nonce, "1");
+    assert.equal(second.nonce, 1n);
     const settings = await waitFor(async () => {
       const read = await signed.fees.get(ready.chain_id);
-      return read.nonce === "2" && read;
+      return read.nonce === 2n && read;
     }, 20_000, "SetPayout mined");
-    assert.deepEqual(settingsOf(settings), { feeBps: 250, payoutAddress: payout, nonce: "2" });
+    assert.deepEqual(settingsOf(settings), { feeBps: 250, payoutAddress: payout, nonce: 2n });
   });
 
   test("an API-key client signs with the owner's wallet; a nonce taken meanwhile is re-read once",
@@ -297,13 +297,13 @@ describe("fees", () => {
       const submitted = await client.fees.setFee(ready.chain_id, 100,
         { signer: wallet, factory: ready.factory });
       assert.equal(raced, true);
-      assert.equal(submitted.nonce, "1");  // signed again with the nonce read after the refusal
+      assert.equal(submitted.nonce, 1n);  // signed again with the nonce read after the refusal
       const settings = await waitFor(async () => {
         const read = await client.fees.get(ready.chain_id);
-        return read.nonce === "2" && read;
+        return read.nonce === 2n && read;
       }, 20_000, "both messages mined");
       assert.deepEqual(settingsOf(settings),
-        { feeBps: 100, payoutAddress: wallet.address, nonce: "2" });
+        { feeBps: 100, payoutAddress: wallet.address, nonce: 2n });
     });
 
   test("a fee over 500 bps is refused and nothing is relayed", async () => {
@@ -313,6 +313,106 @@ describe("fees", () => {
     assert.ok(refused instanceof ApiError);
     assert.deepEqual([refused.status, refused.code], [400, "fee_too_high"]);
     assert.deepEqual(settingsOf(await signed.fees.get(ready.chain_id)),
-      { feeBps: 0, payoutAddress: null, nonce: "0" });
+      { feeBps: 0, payoutAddress: null, nonce: 0n });
   });
+});
+
+describe("notifications, settings, escrows and the public routes", () => {
+  test("a signing secret and an endpoint get a ping; the event is listed, read and redelivered",
+    async () => {
+      const { keyed } = await newOwner();
+      const secret = await keyed.webhookSecrets.create();
+      assert.match(secret.secret, /^whsec_/);
+      assert.deepEqual((await keyed.webhookSecrets.list()).map((item) => item.id), [secret.id]);
+      const endpoint = await keyed.webhookEndpoints.create({
+        url: receiver.url("js-events"), events: ["invoice.paid"], description: "shop",
+      });
+      assert.deepEqual([endpoint.enabled, endpoint.events, endpoint.description],
+        [true, ["invoice.paid"], "shop"]);
+      const updated = await keyed.webhookEndpoints.update(endpoint.id, { description: "shop 2" });
+      assert.deepEqual([updated.id, updated.description], [endpoint.id, "shop 2"]);
+      assert.deepEqual((await keyed.webhookEndpoints.list()).map((item) => item.description),
+        ["shop 2"]);
+
+      const ping = await keyed.webhookEndpoints.test(endpoint.id);
+      assert.equal(ping.endpointId, endpoint.id);
+      const [first] = await receiver.deliveries("js-events", 1);
+      const envelope = webhooks.verify(first.headers, first.body, { signingSecret: secret.secret });
+      assert.deepEqual([envelope.id, envelope.type], [ping.eventId, "ping"]);
+
+      const listed = [];
+      for await (const event of keyed.events.list({ type: "ping", pageSize: 1 })) listed.push(event.id);
+      assert.deepEqual(listed, [ping.eventId]);
+      const detail = await keyed.events.get(ping.eventId);
+      assert.equal(detail.event.id, ping.eventId);
+      assert.deepEqual(detail.deliveries.map((item) => item.endpointId), [endpoint.id]);
+      const again = await keyed.events.redeliver(ping.eventId, { endpointId: endpoint.id });
+      assert.equal(again.eventId, ping.eventId);
+      const [, second] = await receiver.deliveries("js-events", 2);
+      assert.equal(webhooks.verify(second.headers, second.body, { signingSecret: secret.secret }).id,
+        ping.eventId);
+
+      assert.deepEqual(await keyed.webhookEndpoints.delete(endpoint.id),
+        { deleted: true, id: endpoint.id });
+      assert.deepEqual(await keyed.webhookEndpoints.list(), []);
+      const revoked = await keyed.webhookSecrets.revoke(secret.id);
+      assert.deepEqual([revoked.revoked, revoked.id], [true, secret.id]);
+      const gone = await keyed.events.get("no-such-event").catch((e) => e);
+      assert.ok(gone instanceof NotFound);
+    });
+
+  test("settings, the escrow export, an invoice's webhook log and the public routes",
+    async () => {
+      const { signed } = await newOwner();
+      assert.deepEqual(await signed.settings.get(), { webhookApiKeyHeader: true });
+      assert.deepEqual(await signed.settings.update({ webhookApiKeyHeader: false }),
+        { webhookApiKeyHeader: false });
+      const invoice = await signed.invoices.create({ chainId: ready.chain_id, amount: "0.01" });
+      const lines = await signed.escrows.export(ready.chain_id);
+      assert.deepEqual(lines.map((line) => [line.paymentAddress, line.salt]),
+        [[invoice.paymentAddress, invoice.salt]]);
+      assert.deepEqual(await signed.invoices.webhooks(invoice.paymentAddress),
+        { paymentAddress: invoice.paymentAddress, events: [], items: [] });
+
+      assert.deepEqual(await signed.public.health(), { status: "ok" });
+      assert.equal((await signed.public.ready()).ready, true);
+      const status = await signed.public.paymentStatus(invoice.paymentAddress);
+      assert.deepEqual([status.requiredRaw, status.remainingRaw, status.remaining],
+        [10n ** 16n, 10n ** 16n, "0.01"]);
+      assert.match(await signed.public.paymentPage(invoice.paymentAddress), /<html/i);
+    });
+
+  test("a refund is signed, relayed and confirmed; a relayed SetFee needs no credential",
+    async () => {
+      const { wallet, signed } = await newOwner();
+      const invoice = await signed.invoices.create({ chainId: ready.chain_id, amount: "0.25" });
+      await payNative(anvilAccount(ready, 7), invoice.paymentAddress, parseEther("0.1"));
+      const refundee = Wallet.createRandom().address;
+      const refund = await signed.invoices.refund(invoice.paymentAddress, refundee,
+        4n * 10n ** 16n, { factory: ready.factory });
+      assert.deepEqual([refund.status, refund.nonce], ["submitted", 0n]);
+      const refunded = await waitFor(async () => {
+        const read = await signed.invoices.status(invoice.paymentAddress);
+        return read.refunds?.[0]?.status === "confirmed" && read;
+      }, 30_000, "the refund confirmed");
+      assert.deepEqual([refunded.refunds[0].to, refunded.refunds[0].amountRaw],
+        [refundee, 4n * 10n ** 16n]);
+      const chain = new JsonRpcProvider(ready.rpc_url, undefined, { staticNetwork: true });
+      assert.equal(await chain.getBalance(refundee), 4n * 10n ** 16n);
+      chain.destroy();
+
+      const deadline = Math.floor(Date.now() / 1000) + 600;
+      const signature = await wallet.signTypedData(
+        { name: "PaymentFactory", version: "1", chainId: ready.chain_id,
+          verifyingContract: ready.factory },
+        { SetFee: [{ name: "user", type: "address" }, { name: "feeBps", type: "uint256" },
+          { name: "nonce", type: "uint256" }, { name: "deadline", type: "uint256" }] },
+        { user: wallet.address, feeBps: 40, nonce: 1n, deadline });
+      const relayed = await signed.public.relayFee({
+        chainId: ready.chain_id, feeBps: 40, nonce: 1n, deadline, signature,
+      });
+      assert.deepEqual([relayed.status, relayed.nonce], ["submitted", 1n]);
+      await waitFor(async () => (await signed.fees.get(ready.chain_id)).feeBps === 40, 20_000,
+        "the relayed SetFee mined");
+    });
 });

@@ -102,6 +102,11 @@ export async function webhookReceiver() {
     /** The first delivery to /name, waiting up to 30 s for it. */
     delivery: (name) => waitFor(() => received.find((item) => item.path === `/${name}`),
       30_000, `a webhook at /${name}`),
+    /** The first `count` deliveries to /name, waiting up to 30 s for them. */
+    deliveries: (name, count) => waitFor(() => {
+      const found = received.filter((item) => item.path === `/${name}`);
+      return found.length >= count && found.slice(0, count);
+    }, 30_000, `${count} webhooks at /${name}`),
     close: () => new Promise((resolve) => server.close(resolve)),
   };
 }

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from invoicing.addresses import normalize_address
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import Forbidden
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,17 @@ class OwnerAdmission:
         return self._keys
 
 
+# This process's admission lists, by setting (one per database, like its caches).
+_ADMISSIONS: ProcessLocal[dict[str | None, OwnerAdmission]] = ProcessLocal(lambda _db: {})
+
+
 def owner_admission(db: Database, setting: str | None) -> OwnerAdmission:
-    """This process's admission list for ``setting`` (one per database, like its caches)."""
-    return db.shared(("auth.admission", setting), lambda: OwnerAdmission(setting))
+    """This process's admission list for ``setting``."""
+    admissions = _ADMISSIONS.of(db)
+    admission = admissions.get(setting)
+    if admission is None:
+        admission = admissions[setting] = OwnerAdmission(setting)
+    return admission
 
 
 def check_admitted(db: Database, setting: str | None, owner_address: str) -> None:

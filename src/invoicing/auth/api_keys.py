@@ -25,7 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
 
 KEY_PREFIX = "sk_"
@@ -155,9 +155,12 @@ class ActiveKeyCache:
         self.reads.pop(key_hash, None)
 
 
+_ACTIVE_KEYS: ProcessLocal[ActiveKeyCache] = ProcessLocal(lambda _db: ActiveKeyCache())
+
+
 def active_key_cache(db: Database) -> ActiveKeyCache:
     """This process's cache of ``db``'s active keys."""
-    return db.shared("auth.active_keys", ActiveKeyCache)
+    return _ACTIVE_KEYS.of(db)
 
 
 async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:

@@ -14,7 +14,7 @@ from invoicing.auth.api_keys import lookup_active_key
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import QueryTypes, signed_by
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database, upsert
+from invoicing.db import Database, ProcessLocal, upsert
 from invoicing.errors import (
     Forbidden,
     ReplayedRequest,
@@ -116,16 +116,17 @@ async def _by_signature(
 
 async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: int) -> None:
     """Accept (owner, timestamp) once, across every API process sharing the database."""
-    if not await _replay_guard(db).submit((owner_key, ts, expires_at)):
+    if not await _REPLAY_GUARD.of(db).submit((owner_key, ts, expires_at)):
         raise ReplayedRequest("this timestamp was already used by this owner")
 
 
 _Use = tuple[str, int, int]
 
 
-def _replay_guard(db: Database) -> Coalescer[_Use, bool]:
-    """Concurrent signed requests of this process record their timestamps in one transaction."""
-    return db.shared("auth.replay", lambda: Coalescer(functools.partial(_record_uses, db)))
+# Concurrent signed requests of this process record their timestamps in one transaction.
+_REPLAY_GUARD: ProcessLocal[Coalescer[_Use, bool]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_record_uses, db))
+)
 
 
 async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Exception]:

@@ -6,6 +6,12 @@ sets what the node answers next (receipts, mined counts, fee caps, a simulation 
 ``simulation_errors`` makes a simulation fail only when its calldata holds a given 32-byte
 word (an escrow's salt): a revert or a JSON-RPC error raised for one escrow of a batch.
 ``errors`` makes every call of one method raise (a JSON-RPC error, a timeout…).
+
+It answers as a node does where the interface says what a node answers
+(``tests/integration/test_gateway_contract.py`` runs one set of checks on it and on
+``EvmGateway`` over anvil): balances read at a block are those of that block (the books are
+kept as they stood when ``block`` moved on), every block up to the head has a timestamp, and
+an account's native balance is the one ``balances`` reads.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 
 FAKE_FACTORY = "0x" + "fa" * 20
+# Timestamps of blocks not set by hand: the genesis at this time, one block every 12 s.
+GENESIS_TIME_S = 1_700_000_000
+BLOCK_TIME_S = 12
 
 
 class FakeChain:
@@ -40,7 +49,9 @@ class FakeChain:
             relayer_key=None if relayer_key is None else SecretStr(relayer_key),
         )
         self.factory = normalize_address(FAKE_FACTORY)
-        self.block = 1
+        self._block = 1
+        # The books as they stood at the end of each past block (see ``block``).
+        self._history: dict[int, tuple[dict[str, int], dict[str, dict[str, int]]]] = {}
         self.node_chain_id = chain_id  # what eth_chainId answers
         self.native: dict[str, int] = {}
         self.tokens: dict[str, dict[str, int]] = {}
@@ -64,14 +75,25 @@ class FakeChain:
         self.gas_estimate = 50_000
         self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
         self.gas_caps: list[int | None] = []  # the gas cap of each estimate
-        self.account_balances: dict[str, int] = {}  # native balance of accounts, lower case
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
         # A simulation whose calldata holds one of these words raises its exception.
         self.simulation_errors: dict[bytes, Exception] = {}
         # Method name → the exception every call of it raises.
         self.errors: dict[str, Exception] = {}
-        self.block_times: dict[int, int] = {}  # block → its timestamp (unix s)
+        self.block_times: dict[int, int] = {}  # block → its timestamp (unix s), if not the default
+
+    @property
+    def block(self) -> int:
+        """The head. Moving it on keeps the books as they stood, for reads at past blocks."""
+        return self._block
+
+    @block.setter
+    def block(self, number: int) -> None:
+        if number > self._block:
+            tokens = {token: dict(book) for token, book in self.tokens.items()}
+            self._history[self._block] = (dict(self.native), tokens)
+        self._block = number
 
     def add_token(
         self, token: str, decimals: int, symbol: str = "TKN", *, allow: bool = True
@@ -101,9 +123,9 @@ class FakeChain:
 
     async def block_timestamp(self, block: int) -> int:
         self._check("block_timestamp")
-        if block not in self.block_times:
-            raise ChainUnavailable(f"fake chain has no timestamp for block {block}")
-        return self.block_times[block]
+        if block > self.block:
+            raise ChainUnavailable(f"block {block} not available")
+        return self.block_times.get(block, GENESIS_TIME_S + block * BLOCK_TIME_S)
 
     async def chain_id(self) -> int:
         self._check("chain_id")
@@ -116,8 +138,16 @@ class FakeChain:
         self.balance_calls += 1
         if token is not None and token.lower() in self.unreadable_tokens:
             return [None] * len(addresses)
-        book = self.native if token is None else self.tokens.get(token.lower(), {})
+        native, tokens = self._books_at(block)
+        book = native if token is None else tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
+
+    def _books_at(self, block: BlockRef) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """The native and token books at ``block``: the last kept at or before it, or today's."""
+        if not isinstance(block, int) or block >= self.block:
+            return self.native, self.tokens
+        kept = [number for number in self._history if number <= block]
+        return self._history[max(kept)] if kept else ({}, {})
 
     async def token_symbol(self, token: str | None) -> str:
         return configured_symbol(self.config, token)
@@ -138,6 +168,7 @@ class FakeChain:
         return address.lower() in self.contracts
 
     async def eip1559(self) -> bool:
+        self._check("eip1559")
         return self.eip1559_fees
 
     async def fee_caps(self) -> tuple[int, int]:
@@ -162,7 +193,7 @@ class FakeChain:
 
     async def native_balance(self, address: str) -> int:
         self._check("native_balance")
-        return self.account_balances.get(address.lower(), 0)
+        return self.native.get(address.lower(), 0)
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         self._check("transaction_count")

@@ -28,7 +28,7 @@ from invoicing import metrics
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
@@ -147,7 +147,7 @@ async def create_invoice(
         has_extras=False,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
-    invoice, created = await _creator(db).submit(job)
+    invoice, created = await _CREATOR.of(db).submit(job)
     if created:
         metrics.invoice_created(invoice.chain_id)
     return invoice, created
@@ -189,13 +189,11 @@ class _Job:
 _Created = tuple[InvoiceRow, bool]
 
 
-def _creator(db: Database) -> Coalescer[_Job, _Created]:
-    """Creates of this process are group-committed: concurrent requests share a transaction."""
-    return db.shared("invoices.create", lambda: Coalescer(functools.partial(_create_batch, db)))
-
-
-def _watched_counts(db: Database) -> WatchedCounts:
-    return db.shared("invoices.watched_counts", WatchedCounts)
+# Creates of this process are group-committed: concurrent requests share a transaction.
+_CREATOR: ProcessLocal[Coalescer[_Job, _Created]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_create_batch, db))
+)
+_WATCHED_COUNTS: ProcessLocal[WatchedCounts] = ProcessLocal(lambda _db: WatchedCounts())
 
 
 async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | Exception]:
@@ -203,7 +201,7 @@ async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | E
     one request's failure never becomes another's."""
     try:
         return await db.run_batch(
-            functools.partial(_create_in, jobs=jobs, watched=_watched_counts(db))
+            functools.partial(_create_in, jobs=jobs, watched=_WATCHED_COUNTS.of(db))
         )
     except Exception as exc:
         if len(jobs) == 1:
@@ -213,7 +211,7 @@ async def _create_batch(db: Database, jobs: Sequence[_Job]) -> list[_Created | E
         try:
             outcomes.extend(
                 await db.run_batch(
-                    functools.partial(_create_in, jobs=[job], watched=_watched_counts(db))
+                    functools.partial(_create_in, jobs=[job], watched=_WATCHED_COUNTS.of(db))
                 )
             )
         except Exception as exc:

@@ -64,7 +64,7 @@ Every move that changes something also moves ``updatedAt``; every reading moves
 ``lastCheckedAt`` (the monitor's bookkeeping, in ``monitor.check``). The payment page shows
 a pending invoice past its expiry as expired before the monitor records it
 (:func:`shown_status`). Funds reaching a settled escrow are swept too
-(``settlement.withdrawals.settled_candidates``): completed and cancelled ones within the
+(``settlement.candidates.settled_candidates``): completed and cancelled ones within the
 late-payment window since their withdrawal or deletion, expired ones once that window is over
 (until then a late full payment can still make the invoice paid). After those windows every
 escrow is still read for life at a low rate (``monitor.lifetime``) and what it holds is swept
@@ -190,7 +190,7 @@ def on_delete(invoice: InvoiceState) -> Step:
 def on_withdrawal_confirmed(invoice: InvoiceState) -> Step:
     """A confirmed withdrawal that moved the escrow's funds completes a paid invoice; other
     invoices (late funds of a settled one) keep their status. The caller asks only when funds
-    moved (``settlement.withdrawals.settle_withdrawal``)."""
+    moved (``settlement.swept.settle_withdrawal``)."""
     if invoice.status == _PAID:
         return Step(InvoiceStatus.COMPLETED, Effect.MARK_WITHDRAWN | Effect.TOUCH)
     return _STAYS[invoice.status]

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from invoicing.addresses import normalize_address
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
 from invoicing.invoices.models import Invoice
@@ -25,7 +25,7 @@ async def find_by_payment_address(db: Database, owner_key: str, payment_address:
     path); a lookup always waits for a query that starts after it.
     """
     address = _stored_form(payment_address)
-    invoice = None if address is None else await _finder(db).submit(address)
+    invoice = None if address is None else await _FINDER.of(db).submit(address)
     if invoice is None or invoice.owner_key != owner_key:
         raise NotFound("no invoice with this paymentAddress for this owner")
     return invoice
@@ -39,10 +39,10 @@ def _stored_form(payment_address: str) -> str | None:
         return None
 
 
-def _finder(db: Database) -> Coalescer[str, Invoice | None]:
-    return db.shared(
-        "invoices.find", lambda: Coalescer(functools.partial(_find_batch, db), max_batch=500)
-    )
+# Concurrent lookups by payment address of this process share one query.
+_FINDER: ProcessLocal[Coalescer[str, Invoice | None]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_find_batch, db), max_batch=500)
+)
 
 
 async def _find_batch(db: Database, addresses: Sequence[str]) -> list[Invoice | None | Exception]:

@@ -20,7 +20,7 @@ from invoicing import metrics
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import ChainUnavailable, NotFound
 from invoicing.invoices.lifecycle import (
     Effect,
@@ -210,12 +210,17 @@ class _Recheck:
 _Answer = Invoice | InvoiceRow
 
 
+# This process's re-check coalescers, by chain id.
+_RECHECKERS: ProcessLocal[dict[int, Coalescer[_Recheck, _Answer]]] = ProcessLocal(lambda _db: {})
+
+
 def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, _Answer]:
     """One coalescer per chain (items carry the services)."""
-    return db.shared(
-        ("monitor.recheck", chain_id),
-        lambda: Coalescer(_recheck_batch, max_batch=RECHECK_BATCH),
-    )
+    recheckers = _RECHECKERS.of(db)
+    rechecker = recheckers.get(chain_id)
+    if rechecker is None:
+        rechecker = recheckers[chain_id] = Coalescer(_recheck_batch, max_batch=RECHECK_BATCH)
+    return rechecker
 
 
 async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:

@@ -9,7 +9,7 @@ sweep) are swept to the owner. Two readers find them and write here:
 - every confirmed sweep, which reads the escrow's other assets at the sweep's block.
 
 A row is either the invoice's own token (``own``: only once the invoice is settled, so the
-invoice's withdrawals pick the escrow up again, ``withdrawals.settled_candidates``) or another
+invoice's withdrawals pick the escrow up again, ``candidates.settled_candidates``) or another
 asset (shown to the owner as ``otherBalances``, swept by ``settlement.stranded``). Only
 non-zero balances have a row; an unreadable balance (a hostile token) is unknown: it writes
 nothing, is never swept because of that reading and never shown.

@@ -3,10 +3,10 @@ whatever its invoice's own token (``settlement.assets`` finds and records them).
 
 On each full pass, the escrows with another asset waiting (``escrow_assets``, not tried
 since it was last seen) whose invoice no payment can change any more (completed, cancelled,
-or expired with its late-payment window over: ``withdrawals.settled_for_good``) are read
+or expired with its late-payment window over: ``candidates.settled_for_good``) are read
 again for that asset and swept in batches of one owner and that asset through the same
 ``withdraw(owner, token, salts)``, with the same claims, splitting and per-batch backoff as
-the invoices' own sweeps. A confirmed sweep updates the rows (``withdrawals.settle_withdrawal``);
+the invoices' own sweeps. A confirmed sweep updates the rows (``swept.settle_withdrawal``);
 an escrow that cannot be swept on its own waits for the asset's next read instead of being
 parked, so the invoice's own sweeps go on.
 """
@@ -28,18 +28,16 @@ from invoicing.settlement.assets import (
     waiting_to_sweep,
 )
 from invoicing.settlement.backoff import Backoff
-from invoicing.settlement.models import EscrowAsset, RelayerTransaction
-from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.withdrawals import (
+from invoicing.settlement.candidates import (
     MAX_CANDIDATES_PER_PASS,
     Batch,
-    Planning,
     candidates,
     max_batch,
     settled_for_good,
-    sweep_counts,
-    sweep_with_backoff,
 )
+from invoicing.settlement.models import EscrowAsset, RelayerTransaction
+from invoicing.settlement.relayer import Relayer
+from invoicing.settlement.withdrawals import Planning, sweep_counts, sweep_with_backoff
 
 
 async def waiting_assets(

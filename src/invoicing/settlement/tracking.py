@@ -1,13 +1,13 @@
 """Following the relayer's transactions to the end: confirm, re-send, replace or drop.
 
 Everything is read back from the database, so a restarted process resumes where the last
-one stopped. A transaction is final only at the chain's confirmation depth.
+one stopped. A transaction is final only at the chain's confirmation depth; what it then
+means is up to its purpose's handler (``settlement.finality``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -16,13 +16,11 @@ from invoicing import logs
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
-from invoicing.refunds.service import settle_refund
 from invoicing.services import Services
-from invoicing.settlement.assets import Reading, assets_after_sweep
 from invoicing.settlement.backoff import REQUEST_ERRORS
-from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
+from invoicing.settlement.finality import Final, handler_of
+from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.withdrawals import balances_after_sweep, settle_withdrawal
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +84,11 @@ async def track_one(
     if receipt is not None:
         if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
             return None
-        after: dict[str, int | None] = {}
-        others: list[Reading] = []
-        if row.purpose == TxPurpose.WITHDRAW and receipt["status"] == 1:
-            block = int(receipt["blockNumber"])
-            after = await balances_after_sweep(services.db, chain, row.id, block)
-            batch_size = services.settings.monitor_batch_size
-            others = await assets_after_sweep(services.db, chain, row.id, block, batch_size)
-        return await finalize(services, chain.factory, row.id, receipt, after, others)
+        handler = handler_of(row.purpose)
+        readings = None
+        if handler is not None and handler.read is not None and receipt["status"] == 1:
+            readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
+        return await finalize(services, chain.factory, row.id, receipt, readings)
     if row.nonce < mined_count:
         return await finalize(services, chain.factory, row.id, None)
     await keep_alive(services, chain, relayer, row)
@@ -131,13 +126,12 @@ async def finalize(
     factory: str,
     row_id: str,
     receipt: dict[str, Any] | None,
-    after: dict[str, int | None] | None = None,
-    others: Sequence[Reading] = (),
+    readings: Any = None,
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
-    what it means in the same database transaction (``after``: a confirmed withdrawal's
-    escrow balances at its block; ``others``: their other assets there). None if another
-    process got there first."""
+    what it means by its purpose's handler in the same database transaction (``readings``:
+    what that handler read at the receipt's block). None if another process got there
+    first."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         row = await session.scalar(
@@ -156,12 +150,10 @@ async def finalize(
             row.block_number = int(receipt["blockNumber"])
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
-        if row.purpose == TxPurpose.WITHDRAW:
-            await settle_withdrawal(
-                session, services, factory, row, receipt, after or {}, now_ms, others
-            )
-        elif row.purpose == TxPurpose.REFUND:
-            await settle_refund(session, services.settings, factory, row, receipt, now_ms)
+        handler = handler_of(row.purpose)
+        if handler is not None:
+            final = Final(row, receipt, factory, now_ms, readings)
+            await handler.settle(session, services, final)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
         row.chain_id,

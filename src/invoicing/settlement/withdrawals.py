@@ -1,61 +1,51 @@
 """Batched withdrawals: sweep escrows to their owner through ``PaymentFactory.withdraw``.
 
-What is swept, per (chain, owner, token):
-- every paid invoice not yet withdrawn (deleted ones too): it becomes completed once a
-  confirmed withdrawal has moved its funds;
-- on full passes, escrows of settled invoices that hold funds again: completed (a payment
-  after the sweep), cancelled, and expired once their late-payment window is over (until
-  then a late full payment can still make the invoice paid, so its funds are left alone).
-
-Only escrows whose balance is known and not zero are swept, and parked ones only when due
-(``settlement.parking``). A batch whose withdraw does not simulate is split in halves, down
-to single escrows; a single escrow that still fails is parked with the reason while the rest
-of the batch goes on. What a confirmed sweep moved is read from the factory's ``Withdrawn``
-event and, per escrow, from its balance after the sweep (read at the receipt's block)
-against the one planned: an escrow that still holds its funds (a token that blocks it) is not
-marked withdrawn, and is parked, so it is not swept again until its balance changes or its
-retry time comes. An RPC error fails one batch (or, for an unreachable node, the pass on
-that chain), never the others.
+What is swept is chosen in ``settlement.candidates``. Only escrows whose balance is known and
+not zero are swept, and parked ones only when due (``settlement.parking``). A batch whose
+withdraw does not simulate is split in halves, down to single escrows; a single escrow that
+still fails is parked with the reason while the rest of the batch goes on. An RPC error fails
+one batch (or, for an unreachable node, the pass on that chain), never the others.
 
 A pending withdrawal claims its invoices (``withdrawal_items``): no other batch takes them
 until its transaction is final, so an escrow is never swept twice; a reverted or dropped
-withdrawal releases them for the next pass.
+withdrawal releases them for the next pass. What a final withdrawal moved is applied by
+``settlement.swept``, registered here as the withdrawal's handler (``settlement.finality``).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing import metrics
 from invoicing.addresses import ZERO_ADDRESS
 from invoicing.chain.calldata import encode_withdraw
-from invoicing.chain.events import decode_withdrawn
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
 from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
-from invoicing.events.record import Occurrence, record_events
-from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_withdrawal_confirmed
+from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
-from invoicing.settlement.assets import (
-    Reading,
-    after_sweep,
-    asset_key,
-    mark_attempted,
-    own_funds_ids,
-    record_readings,
-)
+from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
+from invoicing.settlement.candidates import (
+    Batch,
+    by_owner_and_token,
+    claimed_ids,
+    escrow_balances,
+    group_batches,
+    max_batch,
+    paid_candidates,
+    settled_candidates,
+    waiting_candidates,
+)
+from invoicing.settlement.finality import on_final
 from invoicing.settlement.models import (
     ParkedEscrow,
     ParkKind,
@@ -65,162 +55,19 @@ from invoicing.settlement.models import (
     WithdrawalItem,
     WithdrawalStatus,
 )
-from invoicing.settlement.parking import is_due, park, parked_of, unpark
+from invoicing.settlement.parking import is_due, park, parked_of
 from invoicing.settlement.relayer import TX_GAS_CAP, Call, Relayer
+from invoicing.settlement.swept import SWEEP_FINAL
 
 log = logging.getLogger(__name__)
 
-# Gas per swept escrow is ~39k native / ~44k ERC-20 (DESIGN section 2); budgeting 60k each
-# plus 200k of fixed cost keeps a full batch well under the 16,777,216 per-transaction cap.
-MAX_ESCROWS_PER_TX = (TX_GAS_CAP - 200_000) // 60_000
-MAX_CANDIDATES_PER_PASS = 10_000
 _EMPTY = "the escrow holds nothing to sweep (swept outside this service?)"
+
+on_final(TxPurpose.WITHDRAW, SWEEP_FINAL)
 
 
 class AlreadyClaimed(Exception):
     """Another process claimed some of the batch's invoices first."""
-
-
-@dataclass(frozen=True)
-class Batch:
-    owner_address: str
-    token_address: str | None
-    invoices: list[Invoice]
-
-
-def max_batch(batch_size: int) -> int:
-    return max(1, min(batch_size, MAX_ESCROWS_PER_TX))
-
-
-def _claimed_ids() -> Any:
-    """Invoice ids held by a pending withdrawal."""
-    return (
-        select(WithdrawalItem.invoice_id)
-        .join(Withdrawal, Withdrawal.id == WithdrawalItem.withdrawal_id)
-        .where(Withdrawal.status == WithdrawalStatus.PENDING)
-    )
-
-
-def _not_refunding() -> ColumnElement[bool]:
-    """An escrow with a refund in flight is not swept (a refund and a sweep never race);
-    the refund's own check refuses while a sweep is pending (``refunds.service``)."""
-    return Invoice.id.not_in(pending_refund_ids())
-
-
-def _waiting_ids(now_ms: int) -> Any:
-    """Invoice ids of parked escrows whose retry time has not come."""
-    return select(ParkedEscrow.invoice_id).where(ParkedEscrow.next_retry_at > now_ms)
-
-
-def _paid() -> ColumnElement[bool]:
-    return and_(Invoice.status == InvoiceStatus.PAID, Invoice.withdrawn.is_(False))
-
-
-def _settled(now_ms: int, window_ms: int) -> ColumnElement[bool]:
-    """Settled invoices whose escrow may have received funds since: read, then sweep. After
-    these windows, the monitor's lifetime pass finds their funds (``settlement.assets``)."""
-    since = now_ms - window_ms
-    return or_(
-        and_(Invoice.status == InvoiceStatus.COMPLETED, Invoice.withdrawn_at >= since),
-        and_(Invoice.status == InvoiceStatus.CANCELLED, Invoice.deleted_at >= since),
-        and_(
-            Invoice.status == InvoiceStatus.EXPIRED,
-            Invoice.expires_at <= since,
-            Invoice.expires_at >= since - window_ms,
-        ),
-        and_(settled_for_good(now_ms, window_ms), Invoice.id.in_(own_funds_ids())),
-    )
-
-
-def settled_for_good(now_ms: int, window_ms: int) -> ColumnElement[bool]:
-    """Invoices no payment can change any more: completed, cancelled, or expired with their
-    late-payment window over. Any asset found in their escrows is swept to the owner."""
-    return or_(
-        Invoice.status.in_([InvoiceStatus.COMPLETED, InvoiceStatus.CANCELLED]),
-        and_(Invoice.status == InvoiceStatus.EXPIRED, Invoice.expires_at < now_ms - window_ms),
-    )
-
-
-async def candidates(
-    db: Database, chain_id: int, condition: ColumnElement[bool], owner_key: str | None = None
-) -> list[Invoice]:
-    """Invoices of ``chain_id`` meeting ``condition`` that no pending withdrawal holds."""
-    conditions = [
-        Invoice.chain_id == chain_id,
-        condition,
-        Invoice.id.not_in(_claimed_ids()),
-        _not_refunding(),
-    ]
-    if owner_key is not None:
-        conditions.append(Invoice.owner_key == owner_key)
-    async with db.sessions() as session:
-        rows = await session.scalars(
-            select(Invoice).where(*conditions).order_by(Invoice.id).limit(MAX_CANDIDATES_PER_PASS)
-        )
-        return list(rows)
-
-
-async def paid_candidates(
-    db: Database, chain_id: int, now_ms: int, owner_key: str | None = None
-) -> list[Invoice]:
-    """Paid invoices waiting for their withdrawal (deleted ones included), parked ones only
-    once their retry time has come."""
-    return await candidates(
-        db, chain_id, and_(_paid(), Invoice.id.not_in(_waiting_ids(now_ms))), owner_key
-    )
-
-
-async def settled_candidates(
-    services: Services, chain_id: int, now_ms: int, owner_key: str | None = None
-) -> list[Invoice]:
-    """Settled invoices whose escrows are read (and swept when they hold funds)."""
-    window_ms = int(services.settings.late_payment_window_s * 1000)
-    condition = and_(_settled(now_ms, window_ms), Invoice.id.not_in(_waiting_ids(now_ms)))
-    return await candidates(services.db, chain_id, condition, owner_key)
-
-
-async def waiting_candidates(
-    services: Services, chain_id: int, now_ms: int, owner_key: str | None = None
-) -> list[Invoice]:
-    """Parked escrows before their retry time: swept only if their balance changed."""
-    window_ms = int(services.settings.late_payment_window_s * 1000)
-    condition = and_(
-        or_(_paid(), _settled(now_ms, window_ms)), Invoice.id.in_(_waiting_ids(now_ms))
-    )
-    return await candidates(services.db, chain_id, condition, owner_key)
-
-
-async def escrow_balances(
-    chain: ChainGateway, invoices: Sequence[Invoice], block: int | str = "latest"
-) -> dict[str, int | None]:
-    """Balances by invoice id, one batched read per token; None where it is unreadable."""
-    by_token: dict[str | None, list[Invoice]] = defaultdict(list)
-    for invoice in invoices:
-        by_token[invoice.token_address].append(invoice)
-    balances: dict[str, int | None] = {}
-    for token, group in by_token.items():
-        values = await chain.balances(token, [i.payment_address for i in group], block)
-        balances.update({i.id: v for i, v in zip(group, values, strict=True)})
-    return balances
-
-
-def _group(invoices: Sequence[Invoice]) -> list[list[Invoice]]:
-    groups: dict[tuple[str, str | None], list[Invoice]] = defaultdict(list)
-    for invoice in invoices:
-        token = invoice.token_address.lower() if invoice.token_address else None
-        groups[(invoice.owner_key, token)].append(invoice)
-    return list(groups.values())
-
-
-def group_batches(invoices: Sequence[Invoice], size: int) -> list[Batch]:
-    """Batches per (owner, token), each at most ``size`` escrows."""
-    batches = []
-    for group in _group(invoices):
-        for start in range(0, len(group), size):
-            chunk = group[start : start + size]
-            first = chunk[0]
-            batches.append(Batch(first.owner_address, first.token_address, chunk))
-    return batches
 
 
 @dataclass(frozen=True)
@@ -287,7 +134,7 @@ async def plan_withdrawals(
         invoices += await waiting_candidates(services, chain_id, now_ms, owner_key)
     else:
         full_size = settings.withdrawal_batch_size
-        invoices = [i for g in _group(invoices) if len(g) >= full_size for i in g]
+        invoices = [i for g in by_owner_and_token(invoices) if len(g) >= full_size for i in g]
     if not invoices:
         return []
     planning = await read_planning(services, chain, relayer, invoices, now_ms)
@@ -429,7 +276,7 @@ async def park_escrows(planning: Planning, parks: Sequence[tuple[Invoice, str, s
     services = planning.services
     ids = [invoice.id for invoice, _, _ in parks]
     async with services.db.transaction() as session:
-        held = set(await session.scalars(_claimed_ids().where(WithdrawalItem.invoice_id.in_(ids))))
+        held = set(await session.scalars(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids))))
         counts = await sweep_counts(session, ids)
         for invoice, kind, reason in parks:
             if invoice.id in held or counts.get(invoice.id) != planning.seen.get(invoice.id):
@@ -479,7 +326,7 @@ async def claim_invoices(
     one read the balances. Runs under the relayer account lock, which every batch of this
     chain passes through, so two processes cannot both pass this check."""
     ids = [invoice.id for invoice in batch.invoices]
-    held = await session.scalar(_claimed_ids().where(WithdrawalItem.invoice_id.in_(ids)).limit(1))
+    held = await session.scalar(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids)).limit(1))
     if held is not None or await sweep_counts(session, ids) != planning.seen_of(ids):
         raise AlreadyClaimed(ids)
     refunding = await session.scalar(
@@ -518,159 +365,6 @@ async def claim_invoices(
         WithdrawalItem(withdrawal_id=withdrawal.id, invoice_id=i, amount_raw=str(balances[i]))
         for i in ids
     )
-
-
-def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> tuple[int, int]:
-    """(total, fee) of ``token`` in the receipt's Withdrawn events from the factory."""
-    wanted = (token or ZERO_ADDRESS).lower()
-    total = fee = 0
-    for entry in receipt.get("logs", []):
-        if str(entry.get("address", "")).lower() != factory.lower():
-            continue
-        event = decode_withdrawn(entry)
-        if event is not None and event.token.lower() == wanted:
-            total += event.total
-            fee += event.fee
-    return total, fee
-
-
-def moved_by_escrow(
-    planned: dict[str, int], after: dict[str, int | None], event_total: int
-) -> dict[str, int | None]:
-    """What a confirmed sweep moved out of each escrow: its planned balance less what it still
-    holds; 0 when it holds as much as before, or for all when the ``Withdrawn`` event reports
-    nothing moved.
-    An escrow whose balance after the sweep is unreadable moved its planned balance if the
-    event's total covers it besides what the others moved, else it is unknown (None). A lone
-    escrow moved what the event says (funds that arrived after planning included)."""
-    moved: dict[str, int | None] = {}
-    for invoice_id, before in planned.items():
-        left = after.get(invoice_id)
-        if event_total == 0:
-            moved[invoice_id] = 0
-        elif left is None:
-            moved[invoice_id] = None
-        elif left >= before:
-            moved[invoice_id] = 0
-        else:
-            moved[invoice_id] = before - left
-    unknown = [i for i, amount in moved.items() if amount is None]
-    rest = event_total - sum(amount or 0 for amount in moved.values())
-    if unknown and event_total > 0 and rest >= sum(planned[i] for i in unknown):
-        moved.update({i: planned[i] for i in unknown})
-    if len(planned) == 1:
-        (only,) = planned
-        if moved[only]:
-            moved[only] = event_total
-    return moved
-
-
-async def balances_after_sweep(
-    db: Database, chain: ChainGateway, tx_id: str, block: int
-) -> dict[str, int | None]:
-    """The balances of a withdrawal's escrows at the block that mined it (empty when the
-    transaction carries no withdrawal)."""
-    async with db.sessions() as session:
-        withdrawal = await session.scalar(
-            select(Withdrawal).where(Withdrawal.relayer_tx_id == tx_id)
-        )
-        if withdrawal is None:
-            return {}
-        invoices = list(
-            await session.scalars(
-                select(Invoice)
-                .join(WithdrawalItem, WithdrawalItem.invoice_id == Invoice.id)
-                .where(WithdrawalItem.withdrawal_id == withdrawal.id)
-                .order_by(Invoice.id)
-            )
-        )
-    # The escrows of one withdrawal share its token, whatever their invoices were priced in.
-    values = await chain.balances(
-        withdrawal.token_address, [i.payment_address for i in invoices], block
-    )
-    return {i.id: v for i, v in zip(invoices, values, strict=True)}
-
-
-async def settle_withdrawal(
-    session: AsyncSession,
-    services: Services,
-    factory: str,
-    row: RelayerTransaction,
-    receipt: dict[str, Any] | None,
-    after: dict[str, int | None],
-    now_ms: int,
-    others: Sequence[Reading] = (),
-) -> None:
-    """Apply a final withdrawal transaction. Confirmed: each escrow whose funds moved counts
-    as swept (a paid invoice completes, with its ``invoice.completed`` event); one that
-    moved nothing is parked. Reverted or dropped: the invoices are released for the next
-    pass. ``after`` holds the escrows' balances after a confirmed sweep, ``others`` their
-    other assets at that block (recorded in ``escrow_assets``). A sweep of another asset
-    than the invoice's own token changes only the escrow's asset rows."""
-    withdrawal = await session.scalar(
-        select(Withdrawal).where(Withdrawal.relayer_tx_id == row.id).with_for_update()
-    )
-    if withdrawal is None or withdrawal.status != WithdrawalStatus.PENDING:
-        return
-    withdrawal.updated_at = now_ms
-    if receipt is None or receipt["status"] != 1:
-        withdrawal.status = WithdrawalStatus.FAILED
-        return
-    total, fee = swept_by_event(receipt, factory, withdrawal.token_address)
-    withdrawal.status = WithdrawalStatus.COMPLETED
-    withdrawal.confirmed_at = now_ms
-    withdrawal.swept_raw = str(total)
-    withdrawal.fee_raw = str(fee)
-    items = {
-        item.invoice_id: item
-        for item in await session.scalars(
-            select(WithdrawalItem).where(WithdrawalItem.withdrawal_id == withdrawal.id)
-        )
-    }
-    moved = moved_by_escrow({i: int(item.amount_raw) for i, item in items.items()}, after, total)
-    gas_used = int(receipt.get("gasUsed") or 0)
-    metrics.withdrawal_confirmed(session.sync_session, row.chain_id, gas_used, len(items))
-    invoices = await session.scalars(
-        select(Invoice)
-        .where(Invoice.id.in_(list(items)))
-        .order_by(Invoice.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    swept = []
-    completed = []
-    own_token = asset_key(withdrawal.token_address)
-    for invoice in invoices:
-        amount = moved[invoice.id]
-        items[invoice.id].moved_raw = None if amount is None else str(amount)
-        if amount is None:
-            continue  # unknown: the escrow is read again by a later pass
-        if asset_key(invoice.token_address) != own_token:
-            continue  # another asset of the escrow: its row holds what is left
-        if amount > 0:
-            invoice.swept_raw = str(int(invoice.swept_raw) + amount)
-            events = apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
-            if events:
-                completed.append(Occurrence(invoice, events))
-            swept.append(invoice.id)
-            continue
-        left = after.get(invoice.id)
-        if left is None:  # unreadable, but the event says nothing moved: as planned
-            left = int(items[invoice.id].amount_raw)
-        await park(
-            session,
-            services.db.dialect,
-            services.settings,
-            invoice,
-            ParkKind.NO_EFFECT,
-            f"the sweep moved nothing; the escrow still holds {left}",
-            left,
-            now_ms,
-        )
-    await unpark(session, swept)
-    await record_events(session, services.settings, now_ms, completed)
-    await after_sweep(session, withdrawal.token_address, after, now_ms)
-    await record_readings(session, services.db.dialect, row.chain_id, others, now_ms)
 
 
 async def withdrawal_summary(db: Database, tx_id: str) -> tuple[Withdrawal, int] | None:

@@ -6,14 +6,18 @@
         invoice = client.invoices.create(31337, "1.5", invoice_id="order-1")
         redirect_to(invoice.url)
 
-``AsyncClient`` offers the same for asyncio; ``invoicing_client.webhooks.verify`` checks a
-webhook before you act on it; every error answer raises the exception of its code
-(``invoicing_client.errors``).
+``AsyncClient`` offers the same for asyncio. Both cover every route of the service:
+``invoices``, ``fees``, ``api_keys``, ``webhook_secrets``, ``webhook_endpoints``, ``events``,
+``escrows``, ``settings`` and ``public`` (no credential). ``invoicing_client.webhooks.verify``
+checks a webhook before you act on it; every error answer raises the exception of its code
+(``invoicing_client.errors``). Amounts in token units are decimal strings; raw amounts and
+nonces are ints.
 """
 
-from invoicing_client import errors, webhooks
-from invoicing_client._calls import InvoicePage
-from invoicing_client._client import AsyncClient, Client
+from invoicing_client import errors, models, webhooks
+from invoicing_client._async_client import AsyncClient
+from invoicing_client._calls import INVOICE_TOKEN, InvoicePage
+from invoicing_client._sync_client import Client
 from invoicing_client.errors import ApiError, InvoicingError, ServiceUnreachable
 from invoicing_client.models import (
     ApiKey,
@@ -36,6 +40,7 @@ __all__ = [
     "DeletedInvoice",
     "FeeSettings",
     "FeeSubmission",
+    "INVOICE_TOKEN",
     "Invoice",
     "InvoicePage",
     "InvoicingError",
@@ -44,5 +49,6 @@ __all__ = [
     "ServiceUnreachable",
     "WebhookEvent",
     "errors",
+    "models",
     "webhooks",
 ]

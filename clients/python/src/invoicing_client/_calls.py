@@ -1,29 +1,33 @@
-"""Every operation as a ``Call`` and a reader of its answer: the one description of the API
-that ``Client`` and ``AsyncClient`` both send."""
+"""Every operation as a ``Call`` built from its row of ``_routes.ROUTES``, and a reader of its
+answer: the one description of the API that ``AsyncClient`` (and ``Client``, generated from
+it) send."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
+from urllib.parse import quote
 
-from eth_utils.address import to_checksum_address
+from pydantic import BaseModel
 
+from invoicing_client import _typed
+from invoicing_client._routes import ROUTES
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (
-    ApiKey,
     CreatedInvoice,
-    DeletedInvoice,
+    EscrowExportLine,
     FeeSettings,
-    FeeSubmission,
     Invoice,
-    IssuedApiKey,
-    RevokedApiKey,
 )
 
-# list(**filters): the keyword, the query parameter it becomes.
+M = TypeVar("M", bound=BaseModel)
+
+# invoices.list(**filters): the keyword, the query parameter it becomes.
 LIST_FILTERS = {
     "chain_id": "chainId",
     "status": "status",
@@ -33,22 +37,68 @@ LIST_FILTERS = {
     "date_from": "dateFrom",
     "date_to": "dateTo",
 }
-MAX_PAGE_SIZE = 100  # the service caps limit at 100
+MAX_PAGE_SIZE = 100  # the service caps limit at 100 (invoices and events)
 DEFAULT_DEADLINE_S = 600
 
 
-def decimal_amount(amount: str | int | Decimal) -> str:
-    """An amount as the service takes it: a decimal string, never a float."""
-    if isinstance(amount, bool) or not isinstance(amount, str | int | Decimal):
-        raise TypeError("amount must be a decimal str, int or Decimal (never a float)")
+def call(
+    name: str,
+    *,
+    query: Mapping[str, Any] | None = None,
+    body: Mapping[str, Any] | None = None,
+    idempotent: bool = False,
+    signed_id: str | None = None,
+    path: Mapping[str, str] | None = None,
+    accept: frozenset[int] = frozenset(),
+) -> Call:
+    """The call of the SDK method ``name`` (its route, its signed action)."""
+    route = ROUTES[name]
+    quoted = {key: quote(value, safe="") for key, value in (path or {}).items()}
+    return Call(
+        route.method,
+        route.path.format(**quoted),
+        route.action,
+        query=dict(query or {}),
+        body=None if body is None else dict(body),
+        idempotent=idempotent or route.method in ("GET", "DELETE", "PUT"),
+        signed_id=signed_id,
+        accept=accept,
+    )
+
+
+def model(cls: type[M], key: str | None = None) -> Callable[[Reply], M]:
+    """A reader of an answer that is one ``cls`` (under ``key``, when given)."""
+    return lambda reply: cls.model_validate(reply.data if key is None else reply.data[key])
+
+
+def models(cls: type[M], key: str = "items") -> Callable[[Reply], list[M]]:
+    """A reader of an answer that lists ``cls`` under ``key``."""
+    return lambda reply: [cls.model_validate(item) for item in reply.data[key]]
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields that are given: omitted, never null (a null is another signed payload)."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def decimal_amount(amount: str | Decimal) -> str:
+    """An amount in the token's units as the service takes it: a decimal string.
+
+    An ``int`` is refused: in this SDK integers are raw units (docs/integration/sdks.md),
+    and the service takes ``amount`` in token units; a float is never exact."""
     if isinstance(amount, Decimal):
         return format(amount, "f")
-    return str(amount)
+    if isinstance(amount, str):
+        return amount
+    raise TypeError(
+        "amount is in the token's units: give a decimal str or Decimal (an int would be read"
+        " as raw units, a float is inexact)"
+    )
 
 
 def create_invoice(
     chain_id: int,
-    amount: str | int | Decimal,
+    amount: str | Decimal,
     token_address: str | None,
     invoice_id: str | None,
     webhook_url: str | None,
@@ -56,26 +106,21 @@ def create_invoice(
     description: str | None,
     metadata: Mapping[str, Any] | None,
 ) -> Call:
-    body: dict[str, Any] = {"chainId": chain_id, "amount": decimal_amount(amount)}
-    optional = {
-        "invoiceId": invoice_id,
-        "tokenAddress": token_address,
-        "webhookUrl": webhook_url,
-        "description": description,
-        "expiresAt": expires_at,
-        "metadata": dict(metadata) if metadata is not None else None,
+    body = {
+        "chainId": chain_id,
+        "amount": decimal_amount(amount),
+        **given(
+            invoiceId=invoice_id,
+            tokenAddress=token_address,
+            webhookUrl=webhook_url,
+            description=description,
+            expiresAt=expires_at,
+            metadata=dict(metadata) if metadata is not None else None,
+        ),
     }
-    # Omitted, never null: a null is a different signed payload (spec 5.2 rule 6).
-    body.update({key: value for key, value in optional.items() if value is not None})
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without
     # one the service numbers the invoice itself, so a retry could create a second one.
-    return Call(
-        "POST",
-        "/integration/invoices",
-        "invoice.create",
-        body=body,
-        idempotent=invoice_id is not None,
-    )
+    return call("invoices.create", body=body, idempotent=invoice_id is not None)
 
 
 def read_created(reply: Reply) -> CreatedInvoice:
@@ -89,35 +134,11 @@ def read_created(reply: Reply) -> CreatedInvoice:
     )
 
 
-def invoice_status(payment_address: str) -> Call:
-    return Call(
-        "GET",
-        "/integration/invoices/status",
-        "invoice.status",
-        query={"paymentAddress": payment_address},
-        idempotent=True,
-    )
-
-
-def read_status(reply: Reply) -> Invoice:
-    return Invoice.model_validate(reply.data["invoice"])
-
-
 def list_query(filters: Mapping[str, Any]) -> dict[str, Any]:
     unknown = set(filters) - set(LIST_FILTERS)
     if unknown:
         raise TypeError(f"unknown list filters: {', '.join(sorted(unknown))}")
     return {LIST_FILTERS[key]: value for key, value in filters.items() if value is not None}
-
-
-def list_page(query: Mapping[str, Any], page: int, limit: int) -> Call:
-    return Call(
-        "GET",
-        "/integration/invoices",
-        "invoice.list",
-        query={**query, "page": page, "limit": limit},
-        idempotent=True,
-    )
 
 
 @dataclass(frozen=True)
@@ -129,149 +150,45 @@ class InvoicePage:
 
     @property
     def is_last(self) -> bool:
-        """Spec 4.3: everything has been read when page * limit >= total."""
+        """Everything has been read when page * limit >= total."""
         return not self.items or self.page * self.limit >= self.total
 
 
 def read_page(reply: Reply) -> InvoicePage:
     data = reply.data
-    return InvoicePage(
-        [Invoice.model_validate(item) for item in data["items"]],
-        data["total"],
-        data["page"],
-        data["limit"],
-    )
+    items = [Invoice.model_validate(item) for item in data["items"]]
+    return InvoicePage(items, data["total"], data["page"], data["limit"])
 
 
-def delete_invoice(chain_id: int, invoice_id: str) -> Call:
-    return Call(
-        "DELETE",
-        "/integration/invoices",
-        "invoice.delete",
-        query={"chainId": chain_id, "invoiceId": invoice_id},
-        idempotent=True,
-    )
+def read_export(reply: Reply) -> list[EscrowExportLine]:
+    """The escrow export is NDJSON: one escrow per line."""
+    lines = reply.text.splitlines()
+    return [EscrowExportLine.model_validate(json.loads(line)) for line in lines if line]
 
 
-def read_deleted(reply: Reply) -> DeletedInvoice:
-    return DeletedInvoice.model_validate(reply.data)
-
-
-def get_fees(chain_id: int) -> Call:
-    return Call("GET", "/integration/fees", "fee.get", query={"chainId": chain_id}, idempotent=True)
-
-
-def read_fees(reply: Reply) -> FeeSettings:
-    return FeeSettings.model_validate(reply.data)
+def read_text(reply: Reply) -> str:
+    return reply.text
 
 
 def deadline_s(deadline: int | None) -> int:
     return deadline if deadline is not None else int(time.time()) + DEFAULT_DEADLINE_S
 
 
-def _domain(chain_id: int, factory: str) -> dict[str, Any]:
-    return {
-        "name": "PaymentFactory",
-        "version": "1",
-        "chainId": chain_id,
-        "verifyingContract": to_checksum_address(factory),
-    }
-
-
-_DOMAIN_TYPE = [
-    {"name": "name", "type": "string"},
-    {"name": "version", "type": "string"},
-    {"name": "chainId", "type": "uint256"},
-    {"name": "verifyingContract", "type": "address"},
-]
-
-
-def set_fee_typed_data(
-    chain_id: int, factory: str, owner: str, fee_bps: int, nonce: int, deadline: int
-) -> dict[str, Any]:
-    """Spec 4.7: SetFee(address user,uint256 feeBps,uint256 nonce,uint256 deadline)."""
-    return {
-        "types": {
-            "EIP712Domain": _DOMAIN_TYPE,
-            "SetFee": [
-                {"name": "user", "type": "address"},
-                {"name": "feeBps", "type": "uint256"},
-                {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "SetFee",
-        "domain": _domain(chain_id, factory),
-        "message": {
-            "user": to_checksum_address(owner),
-            "feeBps": fee_bps,
-            "nonce": nonce,
-            "deadline": deadline,
-        },
-    }
-
-
-def set_payout_typed_data(
-    chain_id: int, factory: str, owner: str, payout: str, nonce: int, deadline: int
-) -> dict[str, Any]:
-    """Spec 4.7: SetPayout(address user,address payout,uint256 nonce,uint256 deadline)."""
-    return {
-        "types": {
-            "EIP712Domain": _DOMAIN_TYPE,
-            "SetPayout": [
-                {"name": "user", "type": "address"},
-                {"name": "payout", "type": "address"},
-                {"name": "nonce", "type": "uint256"},
-                {"name": "deadline", "type": "uint256"},
-            ],
-        },
-        "primaryType": "SetPayout",
-        "domain": _domain(chain_id, factory),
-        "message": {
-            "user": to_checksum_address(owner),
-            "payout": to_checksum_address(payout),
-            "nonce": nonce,
-            "deadline": deadline,
-        },
-    }
-
-
-def submit_fee(chain_id: int, fee_bps: int, nonce: int, deadline: int, signature: str) -> Call:
-    body = {
-        "chainId": chain_id,
-        "feeBps": fee_bps,
-        "nonce": str(nonce),
-        "deadline": str(deadline),
-        "signature": signature,
-    }
-    # The same signed message sent twice gets the transaction of the first back.
-    return Call("POST", "/integration/fees/set-meta", "fee.set-meta", body=body, idempotent=True)
-
-
-def submit_payout(
-    chain_id: int, payout_address: str, nonce: int, deadline: int, signature: str
-) -> Call:
-    body = {
-        "chainId": chain_id,
-        "payoutAddress": payout_address,
-        "nonce": str(nonce),
-        "deadline": str(deadline),
-        "signature": signature,
-    }
-    return Call(
-        "POST",
-        "/integration/fees/set-payout-meta",
-        "fee.set-payout-meta",
-        body=body,
-        idempotent=True,
-    )
-
-
-def _factory(settings: FeeSettings, factory: str | None) -> str:
+def factory_of(settings: FeeSettings, factory: str | None) -> str:
     found = factory or settings.factory
     if found is None:
         raise ValueError("the service did not name its factory: give factory=")
     return found
+
+
+def fee_body(chain_id: int, fields: Mapping[str, Any], nonce: int, deadline: int) -> dict[str, Any]:
+    """A SetFee/SetPayout/Refund body: raw amounts, nonce and deadline as decimal strings."""
+    return {
+        "chainId": chain_id,
+        **fields,
+        "nonce": str(nonce),
+        "deadline": str(deadline),
+    }
 
 
 def signed_fee(
@@ -286,10 +203,12 @@ def signed_fee(
 ) -> Call:
     """SetFee at the owner's current nonce (``settings``), signed, as a submission."""
     deadline_ = deadline_s(deadline)
-    typed = set_fee_typed_data(
-        chain_id, _factory(settings, factory), owner, fee_bps, settings.nonce, deadline_
+    typed = _typed.set_fee_typed_data(
+        chain_id, factory_of(settings, factory), owner, fee_bps, settings.nonce, deadline_
     )
-    return submit_fee(chain_id, fee_bps, settings.nonce, deadline_, sign(typed))
+    body = fee_body(chain_id, {"feeBps": fee_bps}, settings.nonce, deadline_)
+    # The same signed message sent twice gets the transaction of the first back.
+    return call("fees.set_fee", body={**body, "signature": sign(typed)}, idempotent=True)
 
 
 def signed_payout(
@@ -304,38 +223,78 @@ def signed_payout(
 ) -> Call:
     """SetPayout at the owner's current nonce (``settings``), signed, as a submission."""
     deadline_ = deadline_s(deadline)
-    typed = set_payout_typed_data(
-        chain_id, _factory(settings, factory), owner, payout_address, settings.nonce, deadline_
+    typed = _typed.set_payout_typed_data(
+        chain_id, factory_of(settings, factory), owner, payout_address, settings.nonce, deadline_
     )
-    return submit_payout(chain_id, payout_address, settings.nonce, deadline_, sign(typed))
+    body = fee_body(chain_id, {"payoutAddress": payout_address}, settings.nonce, deadline_)
+    return call("fees.set_payout", body={**body, "signature": sign(typed)}, idempotent=True)
 
 
-def read_submission(reply: Reply) -> FeeSubmission:
-    return FeeSubmission.model_validate(reply.data)
+class InvoiceToken(Enum):
+    """``invoices.refund``'s default asset: the invoice's own token (or native coin)."""
+
+    INVOICE_TOKEN = "the invoice's token"
 
 
-def create_api_key(label: str | None) -> Call:
-    body = {} if label is None else {"label": label}
-    return Call("POST", "/integration/api-keys", "apikey.create", body=body)
+INVOICE_TOKEN = InvoiceToken.INVOICE_TOKEN
 
 
-def read_issued_key(reply: Reply) -> IssuedApiKey:
-    return IssuedApiKey.model_validate(reply.data)
+@dataclass(frozen=True)
+class RefundOrder:
+    """What the owner asks to refund: ``amount_raw`` of ``token_address`` (None: the native
+    coin) from the escrow of ``invoice`` to ``to``."""
+
+    invoice: Invoice
+    to: str
+    amount_raw: int
+    token_address: str | None
 
 
-def list_api_keys() -> Call:
-    return Call("GET", "/integration/api-keys", "apikey.list", idempotent=True)
-
-
-def read_api_keys(reply: Reply) -> list[ApiKey]:
-    return [ApiKey.model_validate(item) for item in reply.data["items"]]
-
-
-def revoke_api_key(key_id: str) -> Call:
-    return Call(
-        "DELETE", "/integration/api-keys", "apikey.revoke", query={"id": key_id}, idempotent=True
+def signed_refund(
+    sign: Callable[[dict[str, Any]], str],
+    owner: str,
+    order: RefundOrder,
+    settings: FeeSettings,
+    *,
+    deadline: int | None,
+    factory: str | None,
+) -> Call:
+    """Refund at the owner's current nonce (``settings``), signed, as a submission."""
+    if isinstance(order.amount_raw, bool) or not isinstance(order.amount_raw, int):
+        raise TypeError("amount_raw is an int in raw units (wei, or the token's smallest unit)")
+    invoice = order.invoice
+    if invoice.salt is None:
+        raise ValueError("the service did not give the invoice's salt")
+    deadline_ = deadline_s(deadline)
+    typed = _typed.refund_typed_data(
+        invoice.chain_id,
+        factory_of(settings, factory),
+        owner,
+        invoice.salt,
+        order.token_address,
+        order.to,
+        order.amount_raw,
+        settings.nonce,
+        deadline_,
     )
+    fields = {
+        "paymentAddress": invoice.payment_address,
+        "to": order.to,
+        "amountRaw": str(order.amount_raw),
+        "tokenAddress": order.token_address,
+    }
+    body = fee_body(invoice.chain_id, fields, settings.nonce, deadline_)
+    return call("invoices.refund", body={**body, "signature": sign(typed)}, idempotent=True)
 
 
-def read_revoked_key(reply: Reply) -> RevokedApiKey:
-    return RevokedApiKey.model_validate(reply.data)
+def relay(
+    name: str,
+    chain_id: int,
+    fields: Mapping[str, Any],
+    nonce: int,
+    deadline: int,
+    signature: str,
+) -> Call:
+    """A message the owner signed elsewhere (a wallet front end), for a public relay route."""
+    body = fee_body(chain_id, fields, nonce, deadline)
+    return call(name, body={**body, "signature": signature}, idempotent=True)

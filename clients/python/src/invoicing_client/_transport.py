@@ -1,5 +1,6 @@
 """What the sync and async clients share: building a request, reading its answer, and when
-to try again. Only the sending itself differs between them (``_client.py``)."""
+to try again. Only the sending itself differs between them (``_async_client.py`` and the
+``_sync_client.py`` generated from it)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,21 @@ RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
 @dataclass(frozen=True)
 class Call:
     """One API operation. ``query`` and ``body`` leave out ``ownerAddress`` (the client adds
-    it first) and keep their order: signature mode signs them as sent."""
+    it first) and keep their order: signature mode signs them as sent. ``action`` is None for
+    the public routes (sent without credentials)."""
 
     method: str
     path: str
-    action: str
+    action: str | None
     query: Mapping[str, Any] = field(default_factory=dict)
     body: Mapping[str, Any] | None = None
     # Safe to send twice (reads, delete, create with an invoiceId, a signed fee message):
     # retried after a lost connection or a 5xx.
     idempotent: bool = False
+    # An id in the path, or in the query of a POST/PATCH: signed as the payload's first key.
+    signed_id: str | None = None
+    # Error statuses whose body is still the answer (503 from /readyz).
+    accept: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -40,13 +46,18 @@ class Reply:
     status: int
     data: Any
     signature: str | None  # the x-service-signature sent, in signature mode
+    text: str = ""  # the body as text (the escrow export's NDJSON, the payment page's HTML)
+
+
+# httpx's type of query items (list is invariant: a list[tuple[str, str]] is not one).
+QueryItems = list[tuple[str, str | int | float | bool | None]]
 
 
 @dataclass(frozen=True)
 class Prepared:
     method: str
     url: str
-    params: list[tuple[str, str]]
+    params: QueryItems
     content: bytes | None
     headers: dict[str, str]
 
@@ -87,7 +98,7 @@ class Transport:
 
     def prepare(self, call: Call) -> Prepared:
         """The request of one attempt: a fresh timestamp and signature each time."""
-        params = [(key, query_value(value)) for key, value in call.query.items()]
+        params: QueryItems = [(key, query_value(value)) for key, value in call.query.items()]
         headers = {"accept": "application/json", "user-agent": USER_AGENT}
         content = None
         if call.body is not None:
@@ -98,26 +109,33 @@ class Transport:
             payload: dict[str, Any] = dict(call.body)
         else:
             payload = dict(params)
-        if call.method != "POST":
-            params.insert(0, ("ownerAddress", self.owner_address))
-        # API key first: API keys are managed in signature mode only, so a client given
-        # both signs where it must (the service answers 401 otherwise).
-        if self._api_key is not None and not call.action.startswith("apikey."):
-            headers[API_KEY_HEADER] = self._api_key
-        elif self.signer is not None:
-            headers.update(self.signer.headers(call.action, payload))
-        elif self._api_key is not None:
-            headers[API_KEY_HEADER] = self._api_key
+            if call.action is not None:
+                params.insert(0, ("ownerAddress", self.owner_address))
+        if call.signed_id is not None:
+            payload = {"id": call.signed_id, **payload}
+        if call.action is not None:
+            headers.update(self._credentials(call.action, payload))
         return Prepared(call.method, self.base_url + call.path, params, content, headers)
 
-    def reply(self, response: httpx.Response, prepared: Prepared) -> Reply:
+    def _credentials(self, action: str, payload: dict[str, Any]) -> dict[str, str]:
+        # API key first: API keys are managed in signature mode only, so a client given
+        # both signs where it must (the service answers 401 otherwise).
+        if self._api_key is not None and not action.startswith("apikey."):
+            return {API_KEY_HEADER: self._api_key}
+        if self.signer is not None:
+            return self.signer.headers(action, payload)
+        assert self._api_key is not None  # one of the two is given (__init__)
+        return {API_KEY_HEADER: self._api_key}
+
+    def reply(self, call: Call, response: httpx.Response, prepared: Prepared) -> Reply:
         """The answer's JSON, or the exception of its error code."""
         try:
             data = response.json()
         except ValueError:
             data = None
-        if response.is_success:
-            return Reply(response.status_code, data, prepared.headers.get(SIGNATURE_HEADER))
+        if response.is_success or response.status_code in call.accept:
+            signature = prepared.headers.get(SIGNATURE_HEADER)
+            return Reply(response.status_code, data, signature, response.text)
         raise error_from_response(response.status_code, data)
 
     def retry_delay(self, call: Call, attempt: int, error: Exception) -> float | None:

@@ -1,9 +1,12 @@
 """What the service returns, as typed models with snake_case attributes.
 
-Amounts keep the service's units: ``amount`` and ``meta_balance`` are decimal strings in the
-token's units (never floats); ``required_raw`` and ``balance_raw`` are integers in raw units
-(wei, or the token's smallest unit). Timestamps are unix milliseconds. Fields added by newer
-service versions are ignored rather than refused.
+One rule for numbers, the same in the JavaScript SDK (docs/integration/sdks.md): an amount
+in the token's units (``amount``, ``meta_balance``, ``remaining``) is a decimal string, never
+a float; an amount in raw units (``*_raw``: wei, or the token's smallest unit) and a nonce
+are integers (``int``; ``bigint`` in JavaScript), read from the service's decimal strings.
+Timestamps are unix milliseconds. Fields added by newer service versions are ignored rather
+than refused. ``tests/unit/test_sdk_coverage.py`` checks every model against the service's
+``openapi.json``.
 """
 
 from __future__ import annotations
@@ -20,8 +23,26 @@ class _Model(BaseModel):
     )
 
 
+class Refund(_Model):
+    """A relayed refund of an invoice's escrow."""
+
+    tx_hash: str | None
+    to: str
+    token_address: str | None
+    amount_raw: int
+    status: str
+    created_at: int
+
+
+class OtherBalance(_Model):
+    """What an escrow holds of an asset other than the invoice's own."""
+
+    token_address: str | None
+    balance_raw: int
+
+
 class Invoice(_Model):
-    """The Invoice object (spec 2.1) as the owner sees it."""
+    """An invoice as its owner sees it."""
 
     id: str
     owner_address: str
@@ -46,8 +67,8 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
-    refunds: list[dict[str, Any]] | None = None
-    other_balances: list[dict[str, Any]] | None = None
+    refunds: list[Refund] | None = None
+    other_balances: list[OtherBalance] | None = None
 
 
 class CreatedInvoice(Invoice):
@@ -88,6 +109,10 @@ class FeeSubmission(_Model):
     status: str
 
 
+class RefundSubmission(FeeSubmission):
+    """A relayed Refund: the transaction carrying it (202 from the service)."""
+
+
 class ApiKey(_Model):
     """An API key as listed (never with its secret)."""
 
@@ -113,9 +138,10 @@ class RevokedApiKey(_Model):
 
 
 class WebhookEvent(_Model):
-    """The paid webhook's body (spec 2.2), once verified by ``webhooks.verify``.
+    """The paid webhook's body (docs/integration/webhooks.md), once verified by
+    ``webhooks.verify``.
 
-    ``balance`` is the one JSON number of the spec, kept as the service sent it; use
+    ``balance`` is the one JSON number of the body, kept as the service sent it; use
     ``balance_raw`` (an exact integer) for arithmetic."""
 
     owner_address: str
@@ -134,3 +160,173 @@ class WebhookEvent(_Model):
     updated_at: int
     # Set from the headers: stable across retries of one event, for de-duplication.
     event_id: str | None = None
+
+
+class WebhookSecret(_Model):
+    """A webhook signing secret as listed (never the secret itself)."""
+
+    id: str
+    created_at: int
+    revoked_at: int | None
+
+
+class IssuedWebhookSecret(_Model):
+    """A new signing secret (``whsec_…``); shown this once."""
+
+    id: str
+    secret: str
+    created_at: int
+
+
+class RevokedWebhookSecret(_Model):
+    revoked: bool
+    id: str
+    revoked_at: int
+
+
+class WebhookEndpoint(_Model):
+    """A registered endpoint for events; disabled by the service after failing too long."""
+
+    id: str
+    url: str
+    events: list[str]
+    description: str | None
+    enabled: bool
+    disabled_reason: str | None
+    disabled_at: int | None
+    failing_since: int | None
+    created_at: int
+    updated_at: int
+
+
+class DeletedWebhookEndpoint(_Model):
+    deleted: bool
+    id: str
+
+
+class DeliveryAccepted(_Model):
+    """A delivery queued by ``webhook_endpoints.test`` or ``events.redeliver`` (202)."""
+
+    event_id: str
+    delivery_id: str
+    endpoint_id: str | None
+    status: str
+
+
+class Event(_Model):
+    """An event as ``events`` list it: ``{id, type, createdAt, data}`` (the envelope that
+    endpoints receive)."""
+
+    id: str
+    type: str
+    created_at: int
+    data: dict[str, Any]
+
+
+class EventPage(_Model):
+    items: list[Event]
+    has_more: bool
+
+
+class EventDeliveryAttempt(_Model):
+    attempt: int
+    attempted_at: int
+    status_code: int | None
+    error: str | None
+    duration_ms: int
+
+
+class EventDelivery(_Model):
+    """One target of an event (an endpoint, or the invoice's webhookUrl) and its attempts."""
+
+    id: str
+    endpoint_id: str | None
+    target: str
+    url: str
+    status: str
+    next_attempt_at: int | None
+    created_at: int
+    delivered_at: int | None
+    attempts: list[EventDeliveryAttempt]
+
+
+class EventDetail(_Model):
+    event: Event
+    deliveries: list[EventDelivery]
+
+
+class WebhookLogEvent(_Model):
+    """One paid-webhook event of an invoice, with its delivery state."""
+
+    event_id: str
+    status: str
+    attempts: int
+    next_attempt_at: int | None
+    created_at: int
+    delivered_at: int | None
+
+
+class WebhookAttempt(_Model):
+    event_id: str
+    attempt: int
+    attempted_at: int
+    status_code: int | None
+    error: str | None
+    duration_ms: int | None
+
+
+class WebhookLog(_Model):
+    """The paid webhook's events and delivery attempts of one invoice."""
+
+    payment_address: str
+    events: list[WebhookLogEvent]
+    items: list[WebhookAttempt]
+
+
+class EscrowExportLine(_Model):
+    """One escrow with its salt: enough to recover its funds without the service."""
+
+    payment_address: str
+    salt: str
+    token_address: str | None
+    invoice_id: str
+    status: str
+    chain_id: int
+
+
+class OwnerSettings(_Model):
+    webhook_api_key_header: bool
+
+
+class PaymentStatus(_Model):
+    """The public status of a payment page (what a payer's browser reads)."""
+
+    payment_address: str
+    chain_id: int
+    network: str
+    token_address: str | None
+    symbol: str
+    decimals: int
+    amount: str
+    required_raw: int
+    balance_raw: int
+    remaining_raw: int
+    remaining: str
+    payment_uri: str
+    status: str
+    expires_at: int
+    paid_at: int | None
+    description: str | None
+
+
+class Health(_Model):
+    status: str
+
+
+class Readiness(_Model):
+    """``ready`` is False (HTTP 503) when a check failed; ``degraded`` names a chain whose
+    relayer is short of funds (still ready)."""
+
+    ready: bool
+    checks: dict[str, str]
+    degraded: dict[str, str] | None = None

@@ -3,7 +3,7 @@
 Three proofs, each named by what you check it against:
 
 - ``api_key=``: invoices created in API-key mode carry ``x-service-api-key`` with the
-  owner's key (spec 6);
+  owner's key (docs/integration/webhooks.md);
 - ``owner_address=`` with ``request_signature=``: invoices created in signature mode carry
   ``x-service-signature``, the signature of the creation request. A signature alone proves
   nothing about a webhook (anyone who saw one can send it again), so it is compared with the

@@ -132,7 +132,8 @@ def _payout_request(body: SetPayoutBody) -> MetaRequest:
 
 
 async def _submit(request: MetaRequest, http: Request) -> JSONResponse:
-    return JSONResponse(await submit_meta(services_of(http), request), status_code=202)
+    accepted = await submit_meta(services_of(http), request)
+    return JSONResponse(FeeSubmission.of(accepted).model_dump(mode="json"), status_code=202)
 
 
 async def _client_body(request: Request) -> dict[str, Any]:

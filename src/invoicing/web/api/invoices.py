@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.coalescer import Coalescer
-from invoicing.db import Database
+from invoicing.db import Database, ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
@@ -282,7 +282,7 @@ async def owner_views(
     if not with_extras:
         extras: list[Extras] = [(None, None)] * len(invoices)
     elif len(invoices) == 1:
-        extras = [await _extras(services.db).submit(invoices[0].id)]
+        extras = [await _EXTRAS.of(services.db).submit(invoices[0].id)]
     else:
         found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
         by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
@@ -293,11 +293,10 @@ async def owner_views(
     ]
 
 
-def _extras(db: Database) -> Coalescer[str, Extras]:
-    return db.shared(
-        "invoices.owner_extras",
-        lambda: Coalescer(functools.partial(_extras_batch, db), max_batch=500),
-    )
+# Concurrent reads of invoices' refunds and other balances of this process share one query.
+_EXTRAS: ProcessLocal[Coalescer[str, Extras]] = ProcessLocal(
+    lambda db: Coalescer(functools.partial(_extras_batch, db), max_batch=500)
+)
 
 
 async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:

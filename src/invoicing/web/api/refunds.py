@@ -120,4 +120,5 @@ async def refund_meta(request: Request) -> JSONResponse:
         deadline=body.deadline,
         signature=body.signature,
     )
-    return JSONResponse(await submit_refund(services_of(request), refund), status_code=202)
+    accepted = await submit_refund(services_of(request), refund)
+    return JSONResponse(RefundSubmission.of(accepted).model_dump(mode="json"), status_code=202)

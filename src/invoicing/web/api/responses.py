@@ -1,17 +1,19 @@
 """Named models of the 2xx bodies, for ``openapi.json`` (``api.docs.documented(ok=...)``).
 
-The handlers build their bodies as dicts (``invoices.views``, the services); these models
+Most handlers build their bodies as dicts (``invoices.views``, the services); these models
 describe those dicts exactly (``extra="forbid"``: an undocumented field fails the schema
-checks of tests/acceptance/test_openapi_journey.py and test_schemathesis.py).
+checks of tests/acceptance/test_openapi_journey.py and test_schemathesis.py). A relayed
+submission is serialised by its model (``FeeSubmission.of``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
     DecimalAmount,
@@ -177,6 +179,16 @@ class FeeSubmission(_Out):
     ownerAddress: AddressOut
     nonce: Uint256String
     status: Literal["submitted"]
+
+    @classmethod
+    def of(cls, accepted: Accepted) -> Self:
+        return cls(
+            txHash=accepted.tx_hash,
+            chainId=accepted.chain_id,
+            ownerAddress=accepted.signer_address,
+            nonce=str(accepted.nonce),
+            status="submitted",
+        )
 
 
 class RefundSubmission(FeeSubmission):

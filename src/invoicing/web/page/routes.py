@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from invoicing.db import ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
     InvalidRequest,
@@ -125,11 +126,14 @@ class RecheckThrottle:
         return True
 
 
+_RECHECK_THROTTLE: ProcessLocal[RecheckThrottle] = ProcessLocal(lambda _db: RecheckThrottle())
+
+
 async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice | InvoiceRow:
     """The invoice after a live re-check when one is due; the stored state if the chain is
     unreachable (the page keeps working, the monitor catches up)."""
     interval_s = services.settings.page_recheck_interval_s
-    throttle = services.db.shared("page.recheck_throttle", RecheckThrottle)
+    throttle = _RECHECK_THROTTLE.of(services.db)
     if not throttle.allow(invoice.id, interval_s):
         return invoice
     try:
@@ -212,9 +216,12 @@ async def qr(request: Request, payment_address: str) -> Response:
     )
 
 
+QR_CACHE: ProcessLocal[QrCache] = ProcessLocal(lambda _db: QrCache())
+
+
 def qr_cache(services: Services) -> QrCache:
     """This process's QR cache for the app's database (tests read its ``stats``)."""
-    return services.db.shared("page.qr_cache", QrCache)
+    return QR_CACHE.of(services.db)
 
 
 def _error(status_code: int, title: str, message: str) -> HTMLResponse:

@@ -1,0 +1,178 @@
+// The resources that need only the transport: API keys, webhook signing secrets, webhook
+// endpoints, events, the escrow export, the owner's settings and the public routes.
+import { route } from "./routes.js";
+import { given, rawString } from "./transport.js";
+
+const MAX_PAGE_SIZE = 100;  // the service caps limit at 100
+
+class Resource {
+  constructor(transport) {
+    Object.defineProperty(this, "transport", { value: transport, enumerable: false });
+  }
+
+  call(name, { params, ...options } = {}) {
+    const idempotent = ["GET", "DELETE", "PUT"].includes(route(name).method);
+    return this.transport.call({ ...route(name, params), idempotent, ...options });
+  }
+}
+
+/** The owner's API keys; managed in signature mode (the client needs a signer). */
+export class ApiKeys extends Resource {
+  /** A new key: { id, apiKey, label, createdAt }; apiKey is shown this once. */
+  async create(label) {
+    if (label !== null && typeof label === "object") ({ label } = label);
+    return this.call("apiKeys.create", { body: given({ label }) });
+  }
+
+  /** The owner's keys without their secrets. */
+  async list() {
+    return (await this.call("apiKeys.list")).items;
+  }
+
+  /** Revoke one key: { revoked: true, id, revokedAt }. */
+  async revoke(id) {
+    return this.call("apiKeys.revoke", { query: { id } });
+  }
+}
+
+/** Secrets that sign deliveries (x-service-webhook-signature); several while rotating. */
+export class WebhookSecrets extends Resource {
+  /** A new secret: { id, secret, createdAt }; the "whsec_…" secret is shown this once. */
+  async create() {
+    return this.call("webhookSecrets.create", { body: {} });
+  }
+
+  /** The owner's secrets: ids and dates, never the secrets. */
+  async list() {
+    return (await this.call("webhookSecrets.list")).items;
+  }
+
+  async revoke(id) {
+    return this.call("webhookSecrets.revoke", { query: { id } });
+  }
+}
+
+/** Endpoints that receive the owner's events (invoice.paid, invoice.expired, …). */
+export class WebhookEndpoints extends Resource {
+  async create({ url, events, description }) {
+    return this.call("webhookEndpoints.create", { body: { url, events, ...given({ description }) } });
+  }
+
+  async list() {
+    return (await this.call("webhookEndpoints.list")).items;
+  }
+
+  /** Change what is given of { url, events, enabled, description }. */
+  async update(id, changes) {
+    const { url, events, enabled, description } = changes;
+    return this.call("webhookEndpoints.update", {
+      query: { id }, body: given({ url, events, enabled, description }), signedId: id,
+      idempotent: true,
+    });
+  }
+
+  async delete(id) {
+    return this.call("webhookEndpoints.delete", { query: { id } });
+  }
+
+  /** Send a ping event to the endpoint: { eventId, deliveryId, endpointId, status } (202). */
+  async test(id) {
+    return this.call("webhookEndpoints.test", { query: { id }, body: {}, signedId: id });
+  }
+}
+
+export class Events extends Resource {
+  /** One page, newest first: { items, hasMore }; `after`: the last id of the page before. */
+  async page({ type, after, limit = 20 } = {}) {
+    return this.call("events.page", { query: { ...given({ type, after }), limit } });
+  }
+
+  /** Every event (of `type`, when given), newest first, page after page. */
+  async *list({ type, pageSize = MAX_PAGE_SIZE } = {}) {
+    let after;
+    for (;;) {
+      const result = await this.page({ type, after, limit: pageSize });
+      yield* result.items;
+      if (!result.hasMore || result.items.length === 0) return;
+      after = result.items.at(-1).id;
+    }
+  }
+
+  /** One event with its deliveries and their attempts: { event, deliveries }. */
+  async get(id) {
+    return this.call("events.get", { params: { event_id: id }, signedId: id });
+  }
+
+  /** Send the event again: to one endpoint, or (no endpointId) to the invoice's webhookUrl
+   * (invoice.paid events only). */
+  async redeliver(id, { endpointId } = {}) {
+    const body = endpointId === undefined ? { webhookUrl: true } : { endpointId };
+    return this.call("events.redeliver", { params: { event_id: id }, body, signedId: id });
+  }
+}
+
+export class Escrows extends Resource {
+  /** Every escrow of the owner on a chain with its salt: what recovers the funds without the
+   * service. One object a line of the service's NDJSON. */
+  async export(chainId) {
+    const text = await this.call("escrows.export", { query: { chainId }, text: true });
+    return text.split("\n").filter((line) => line).map((line) => JSON.parse(line));
+  }
+}
+
+export class Settings extends Resource {
+  async get() {
+    return this.call("settings.get");
+  }
+
+  /** { webhookApiKeyHeader }: whether paid webhooks carry the owner's API key. */
+  async update({ webhookApiKeyHeader }) {
+    return this.call("settings.update", { body: { webhookApiKeyHeader } });
+  }
+}
+
+/** The routes anyone may call (no credential is sent): health, payment pages, and the relay
+ * of messages an owner signed in a wallet front end. */
+export class Public extends Resource {
+  async health() {
+    return this.call("public.health");
+  }
+
+  /** { ready, checks, degraded? }; ready is false (HTTP 503) when a check failed. */
+  async ready() {
+    return this.call("public.ready", { accept: [503] });
+  }
+
+  /** The hosted payment page's HTML. */
+  async paymentPage(paymentAddress) {
+    return this.call("public.paymentPage", {
+      params: { payment_address: paymentAddress }, text: true,
+    });
+  }
+
+  /** What the payment page shows: amounts, remaining, status. */
+  async paymentStatus(paymentAddress) {
+    return this.call("public.paymentStatus", { params: { payment_address: paymentAddress } });
+  }
+
+  /** Relay a SetFee the owner signed elsewhere, at `nonce` (no credential). */
+  async relayFee({ chainId, feeBps, nonce, deadline, signature }) {
+    return this.#relay("public.relayFee", { chainId, feeBps }, nonce, deadline, signature);
+  }
+
+  /** Relay a SetPayout the owner signed elsewhere, at `nonce` (no credential). */
+  async relayPayout({ chainId, payoutAddress, nonce, deadline, signature }) {
+    return this.#relay("public.relayPayout", { chainId, payoutAddress }, nonce, deadline,
+      signature);
+  }
+
+  async #relay(name, fields, nonce, deadline, signature) {
+    const body = {
+      ...fields,
+      nonce: rawString(nonce, "nonce"),
+      deadline: rawString(deadline, "deadline"),
+      signature,
+    };
+    return this.call(name, { body, idempotent: true });
+  }
+}

@@ -1,0 +1,219 @@
+"""The resources of the client that need only its ``_send``: webhook signing secrets,
+webhook endpoints, events, the escrow export, the owner's settings and the public routes
+(written for asyncio; the blocking ones are generated, see ``_async_client.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from invoicing_client import _calls as calls
+from invoicing_client._transport import Call, Reply
+from invoicing_client.models import (
+    DeletedWebhookEndpoint,
+    DeliveryAccepted,
+    EscrowExportLine,
+    Event,
+    EventDetail,
+    EventPage,
+    FeeSubmission,
+    Health,
+    IssuedWebhookSecret,
+    OwnerSettings,
+    PaymentStatus,
+    Readiness,
+    RevokedWebhookSecret,
+    WebhookEndpoint,
+    WebhookSecret,
+)
+
+T = TypeVar("T")
+
+
+class AsyncSend(Protocol):
+    """``AsyncClient._send``: one call with its retries, its answer read by ``read``."""
+
+    async def __call__(self, call: Call, read: Callable[[Reply], T]) -> T: ...
+
+
+class AsyncWebhookSecrets:
+    """Secrets that sign deliveries (``x-service-webhook-signature``); several may be active
+    while rotating."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def create(self) -> IssuedWebhookSecret:
+        """A new ``whsec_…`` secret; it is in the answer this once."""
+        call = calls.call("webhook_secrets.create", body={})
+        return await self._send(call, calls.model(IssuedWebhookSecret))
+
+    async def list(self) -> list[WebhookSecret]:
+        call = calls.call("webhook_secrets.list")
+        return await self._send(call, calls.models(WebhookSecret))
+
+    async def revoke(self, secret_id: str) -> RevokedWebhookSecret:
+        call = calls.call("webhook_secrets.revoke", query={"id": secret_id})
+        return await self._send(call, calls.model(RevokedWebhookSecret))
+
+
+class AsyncWebhookEndpoints:
+    """Endpoints that receive the owner's events (``invoice.paid``, ``invoice.expired``…)."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def create(
+        self, url: str, events: Sequence[str], description: str | None = None
+    ) -> WebhookEndpoint:
+        body = {"url": url, "events": list(events), **calls.given(description=description)}
+        call = calls.call("webhook_endpoints.create", body=body)
+        return await self._send(call, calls.model(WebhookEndpoint))
+
+    async def list(self) -> list[WebhookEndpoint]:
+        call = calls.call("webhook_endpoints.list")
+        return await self._send(call, calls.models(WebhookEndpoint))
+
+    async def update(
+        self,
+        endpoint_id: str,
+        *,
+        url: str | None = None,
+        events: Sequence[str] | None = None,
+        enabled: bool | None = None,
+        description: str | None = None,
+    ) -> WebhookEndpoint:
+        """Change what is given; ``enabled=True`` turns a disabled endpoint back on."""
+        body = calls.given(
+            url=url,
+            events=None if events is None else list(events),
+            enabled=enabled,
+            description=description,
+        )
+        call = calls.call(
+            "webhook_endpoints.update",
+            query={"id": endpoint_id},
+            body=body,
+            signed_id=endpoint_id,
+            idempotent=True,
+        )
+        return await self._send(call, calls.model(WebhookEndpoint))
+
+    async def delete(self, endpoint_id: str) -> DeletedWebhookEndpoint:
+        call = calls.call("webhook_endpoints.delete", query={"id": endpoint_id})
+        return await self._send(call, calls.model(DeletedWebhookEndpoint))
+
+    async def test(self, endpoint_id: str) -> DeliveryAccepted:
+        """Send a ``ping`` event to the endpoint (202: queued)."""
+        call = calls.call(
+            "webhook_endpoints.test", query={"id": endpoint_id}, body={}, signed_id=endpoint_id
+        )
+        return await self._send(call, calls.model(DeliveryAccepted))
+
+
+class AsyncEvents:
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def page(
+        self, *, type: str | None = None, after: str | None = None, limit: int = 20
+    ) -> EventPage:
+        """One page of events, newest first; ``after``: the last id of the previous page."""
+        query = {**calls.given(type=type, after=after), "limit": limit}
+        return await self._send(calls.call("events.page", query=query), calls.model(EventPage))
+
+    async def list(
+        self, *, type: str | None = None, page_size: int = calls.MAX_PAGE_SIZE
+    ) -> AsyncIterator[Event]:
+        """Every event (of ``type``, when given), newest first, fetching pages as it goes."""
+        after: str | None = None
+        while True:
+            result = await self.page(type=type, after=after, limit=page_size)
+            for event in result.items:
+                yield event
+            if not result.has_more or not result.items:
+                return
+            after = result.items[-1].id
+
+    async def get(self, event_id: str) -> EventDetail:
+        """One event with its deliveries and their attempts."""
+        call = calls.call("events.get", path={"event_id": event_id}, signed_id=event_id)
+        return await self._send(call, calls.model(EventDetail))
+
+    async def redeliver(self, event_id: str, endpoint_id: str | None = None) -> DeliveryAccepted:
+        """Send the event again: to one endpoint, or (``endpoint_id`` None) to the invoice's
+        webhookUrl (``invoice.paid`` events only)."""
+        body: dict[str, Any] = (
+            {"webhookUrl": True} if endpoint_id is None else {"endpointId": endpoint_id}
+        )
+        call = calls.call(
+            "events.redeliver", path={"event_id": event_id}, body=body, signed_id=event_id
+        )
+        return await self._send(call, calls.model(DeliveryAccepted))
+
+
+class AsyncEscrows:
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def export(self, chain_id: int) -> list[EscrowExportLine]:
+        """Every escrow of the owner on a chain with its salt: what recovers the funds
+        without the service."""
+        call = calls.call("escrows.export", query={"chainId": chain_id})
+        return await self._send(call, calls.read_export)
+
+
+class AsyncSettings:
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def get(self) -> OwnerSettings:
+        return await self._send(calls.call("settings.get"), calls.model(OwnerSettings))
+
+    async def update(self, *, webhook_api_key_header: bool) -> OwnerSettings:
+        """``webhook_api_key_header``: whether paid webhooks carry the owner's API key."""
+        body = {"webhookApiKeyHeader": webhook_api_key_header}
+        call = calls.call("settings.update", body=body)
+        return await self._send(call, calls.model(OwnerSettings))
+
+
+class AsyncPublic:
+    """The routes anyone may call (no credential is sent): health, payment pages, and the
+    relay of messages an owner signed in a wallet front end."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def health(self) -> Health:
+        return await self._send(calls.call("public.health"), calls.model(Health))
+
+    async def ready(self) -> Readiness:
+        """Whether the database and every chain answer (``ready`` False: HTTP 503)."""
+        call = calls.call("public.ready", accept=frozenset({503}))
+        return await self._send(call, calls.model(Readiness))
+
+    async def payment_page(self, payment_address: str) -> str:
+        """The hosted payment page's HTML."""
+        call = calls.call("public.payment_page", path={"payment_address": payment_address})
+        return await self._send(call, calls.read_text)
+
+    async def payment_status(self, payment_address: str) -> PaymentStatus:
+        """What the payment page shows: amounts, remaining, status."""
+        call = calls.call("public.payment_status", path={"payment_address": payment_address})
+        return await self._send(call, calls.model(PaymentStatus))
+
+    async def relay_fee(
+        self, chain_id: int, fee_bps: int, nonce: int, deadline: int, signature: str
+    ) -> FeeSubmission:
+        """Relay a SetFee the owner signed elsewhere, at ``nonce`` (no credential)."""
+        fields = {"feeBps": fee_bps}
+        call = calls.relay("public.relay_fee", chain_id, fields, nonce, deadline, signature)
+        return await self._send(call, calls.model(FeeSubmission))
+
+    async def relay_payout(
+        self, chain_id: int, payout_address: str, nonce: int, deadline: int, signature: str
+    ) -> FeeSubmission:
+        """Relay a SetPayout the owner signed elsewhere, at ``nonce`` (no credential)."""
+        fields = {"payoutAddress": payout_address}
+        call = calls.relay("public.relay_payout", chain_id, fields, nonce, deadline, signature)
+        return await self._send(call, calls.model(FeeSubmission))

@@ -1,0 +1,70 @@
+"""Every route of the service, named by the SDK method that calls it.
+
+One table for the whole client: each call is built from its row, and
+``tests/unit/test_sdk_coverage.py`` checks the table against ``openapi.json`` (every
+operation has a method, and every method of both clients is a row), so a route without an
+SDK call fails a test."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Route(NamedTuple):
+    method: str
+    path: str  # with {placeholders} for path parameters
+    action: str | None  # the x-signature-action; None for the public (unauthenticated) routes
+
+
+ROUTES: dict[str, Route] = {
+    "invoices.create": Route("POST", "/integration/invoices", "invoice.create"),
+    "invoices.status": Route("GET", "/integration/invoices/status", "invoice.status"),
+    "invoices.page": Route("GET", "/integration/invoices", "invoice.list"),
+    "invoices.list": Route("GET", "/integration/invoices", "invoice.list"),
+    "invoices.delete": Route("DELETE", "/integration/invoices", "invoice.delete"),
+    "invoices.refund": Route("POST", "/integration/invoices/refund-meta", "invoice.refund"),
+    "invoices.webhooks": Route("GET", "/integration/invoices/webhooks", "invoice.webhooks"),
+    "fees.get": Route("GET", "/integration/fees", "fee.get"),
+    "fees.set_fee": Route("POST", "/integration/fees/set-meta", "fee.set-meta"),
+    "fees.set_payout": Route("POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"),
+    "api_keys.create": Route("POST", "/integration/api-keys", "apikey.create"),
+    "api_keys.list": Route("GET", "/integration/api-keys", "apikey.list"),
+    "api_keys.revoke": Route("DELETE", "/integration/api-keys", "apikey.revoke"),
+    "webhook_secrets.create": Route(
+        "POST", "/integration/webhook-secrets", "webhook_secret.create"
+    ),
+    "webhook_secrets.list": Route("GET", "/integration/webhook-secrets", "webhook_secret.list"),
+    "webhook_secrets.revoke": Route(
+        "DELETE", "/integration/webhook-secrets", "webhook_secret.revoke"
+    ),
+    "webhook_endpoints.create": Route(
+        "POST", "/integration/webhook-endpoints", "webhook_endpoint.create"
+    ),
+    "webhook_endpoints.list": Route(
+        "GET", "/integration/webhook-endpoints", "webhook_endpoint.list"
+    ),
+    "webhook_endpoints.update": Route(
+        "PATCH", "/integration/webhook-endpoints", "webhook_endpoint.update"
+    ),
+    "webhook_endpoints.delete": Route(
+        "DELETE", "/integration/webhook-endpoints", "webhook_endpoint.delete"
+    ),
+    "webhook_endpoints.test": Route(
+        "POST", "/integration/webhook-endpoints/test", "webhook_endpoint.test"
+    ),
+    "events.page": Route("GET", "/integration/events", "event.list"),
+    "events.list": Route("GET", "/integration/events", "event.list"),
+    "events.get": Route("GET", "/integration/events/{event_id}", "event.get"),
+    "events.redeliver": Route(
+        "POST", "/integration/events/{event_id}/redeliver", "event.redeliver"
+    ),
+    "escrows.export": Route("GET", "/integration/escrows/export", "escrow.export"),
+    "settings.get": Route("GET", "/integration/settings", "settings.get"),
+    "settings.update": Route("PUT", "/integration/settings", "settings.update"),
+    "public.health": Route("GET", "/healthz", None),
+    "public.ready": Route("GET", "/readyz", None),
+    "public.payment_page": Route("GET", "/pay/{payment_address}", None),
+    "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
+    "public.relay_fee": Route("POST", "/fees/set-meta", None),
+    "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),
+}

@@ -1,0 +1,317 @@
+# Generated from _async_client.py by clients/python/generate_sync.py: edit that file instead.
+"""The client of one owner wallet: every route of the service, sent with httpx.
+
+Written once, for asyncio, in ``_async_client.py`` and ``_async_resources.py``;
+``clients/python/generate_sync.py`` writes the blocking ``_sync_*.py`` modules from them, and
+a test fails when they differ. Each method builds its ``Call`` in ``_calls.py`` from its row
+of ``_routes.ROUTES``."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal
+from typing import Any, TypeVar
+
+import httpx
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+
+from invoicing_client import _calls as calls
+from invoicing_client._sync_resources import (
+    Escrows,
+    Events,
+    Public,
+    Settings,
+    WebhookEndpoints,
+    WebhookSecrets,
+)
+from invoicing_client._transport import Call, Reply, Transport
+from invoicing_client.errors import ApiError, NonceMismatch, ServiceUnreachable
+from invoicing_client.models import (
+    ApiKey,
+    CreatedInvoice,
+    DeletedInvoice,
+    FeeSettings,
+    FeeSubmission,
+    Invoice,
+    IssuedApiKey,
+    RefundSubmission,
+    RevokedApiKey,
+    WebhookLog,
+)
+from invoicing_client.signing import sign_typed_data
+
+T = TypeVar("T")
+S = TypeVar("S", bound=FeeSubmission)
+Signer = str | LocalAccount
+DEFAULT_TIMEOUT_S = 30.0
+
+
+def _typed_signer(
+    signer: Signer | None, transport: Transport, owner_address: str
+) -> Callable[[dict[str, Any]], str]:
+    """What signs the owner's EIP-712 messages: ``signer``, else the client's private_key."""
+    if signer is None:
+        if transport.signer is None:
+            raise ValueError("give signer= (the owner's private key) in API-key mode")
+        return transport.signer.sign_typed_data
+    key = signer if isinstance(signer, str) else "0x" + bytes(signer.key).hex()
+    if Account.from_key(key).address.lower() != owner_address.lower():
+        raise ValueError("signer is not the owner_address wallet")
+    return functools.partial(sign_typed_data, key)
+
+
+class Client:
+    """A client for one owner wallet.
+
+    ``Client(base_url, owner_address, api_key=...)`` or, signing every request with the
+    owner's wallet (EIP-191), ``Client(base_url, owner_address, private_key=...)``. Both
+    may be given: the API key is sent, and the key signs API-key management and the owner's
+    EIP-712 messages. Idempotent calls are retried ``max_retries`` times after a lost
+    connection or a 5xx, with jittered exponential backoff from ``backoff_s``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        owner_address: str,
+        *,
+        api_key: str | None = None,
+        private_key: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = 3,
+        backoff_s: float = 0.25,
+        http: httpx.Client | None = None,
+    ) -> None:
+        self.owner_address = owner_address
+        self._transport = Transport(
+            base_url, owner_address, api_key, private_key, max_retries, backoff_s
+        )
+        self._http = http or httpx.Client(timeout=timeout_s)
+        self.invoices = Invoices(self)
+        self.fees = Fees(self)
+        self.api_keys = ApiKeys(self)
+        self.webhook_secrets = WebhookSecrets(self._send)
+        self.webhook_endpoints = WebhookEndpoints(self._send)
+        self.events = Events(self._send)
+        self.escrows = Escrows(self._send)
+        self.settings = Settings(self._send)
+        self.public = Public(self._send)
+
+    def __repr__(self) -> str:
+        return f"Client({self._transport!r})"
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _send(self, call: Call, read: Callable[[Reply], T]) -> T:
+        attempt = 1
+        while True:
+            prepared = self._transport.prepare(call)
+            try:
+                response = self._http.request(
+                    prepared.method,
+                    prepared.url,
+                    params=prepared.params,
+                    content=prepared.content,
+                    headers=prepared.headers,
+                )
+                return read(self._transport.reply(call, response, prepared))
+            except (httpx.TransportError, ApiError) as exc:
+                delay = self._transport.retry_delay(call, attempt, exc)
+                if delay is None:
+                    if isinstance(exc, httpx.TransportError):
+                        raise ServiceUnreachable(f"{call.method} {call.path}: {exc!r}") from exc
+                    raise
+            time.sleep(delay)
+            attempt += 1
+
+    def _relay(
+        self, chain_id: int, build: Callable[[FeeSettings], Call], read: Callable[[Reply], S]
+    ) -> S:
+        """Read the owner's nonce, sign, submit; after a nonce_mismatch read it again, once."""
+        try:
+            return self._send(build(self.fees.get(chain_id)), read)
+        except NonceMismatch:
+            return self._send(build(self.fees.get(chain_id)), read)
+
+    def _message(
+        self,
+        build: Callable[..., Call],
+        *args: Any,
+        signer: Signer | None,
+        deadline: int | None,
+        factory: str | None,
+    ) -> Callable[[FeeSettings], Call]:
+        """The owner's EIP-712 message ``build`` (``_calls.signed_*``) signed by ``signer``,
+        once the owner's settings (the nonce) are read."""
+        sign = _typed_signer(signer, self._transport, self.owner_address)
+        return functools.partial(
+            build, sign, self.owner_address, *args, deadline=deadline, factory=factory
+        )
+
+
+class Invoices:
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(
+        self,
+        chain_id: int,
+        amount: str | Decimal,
+        token_address: str | None = None,
+        invoice_id: str | None = None,
+        webhook_url: str | None = None,
+        expires_at: int | None = None,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> CreatedInvoice:
+        """Create an invoice of ``amount`` in the token's units (a decimal string); with
+        ``invoice_id`` a retry is safe and an identical earlier invoice comes back with
+        ``created=False``."""
+        call = calls.create_invoice(
+            chain_id,
+            amount,
+            token_address,
+            invoice_id,
+            webhook_url,
+            expires_at,
+            description,
+            metadata,
+        )
+        return self._client._send(call, calls.read_created)
+
+    def status(self, payment_address: str) -> Invoice:
+        """One invoice by its payment address, re-checked on-chain by the service."""
+        call = calls.call("invoices.status", query={"paymentAddress": payment_address})
+        return self._client._send(call, calls.model(Invoice, "invoice"))
+
+    def page(self, page: int = 1, limit: int = 20, **filters: Any) -> calls.InvoicePage:
+        """One page of the list, with its ``total``."""
+        query = {**calls.list_query(filters), "page": page, "limit": limit}
+        return self._client._send(calls.call("invoices.page", query=query), calls.read_page)
+
+    def list(self, *, page_size: int = calls.MAX_PAGE_SIZE, **filters: Any) -> Iterator[Invoice]:
+        """Every invoice matching ``filters`` (chain_id, status, paid, token_address,
+        invoice_id, date_from, date_to), newest first, fetching pages as it goes."""
+        seen: set[str] = set()
+        page = 1
+        while True:
+            result = self.page(page, page_size, **filters)
+            for invoice in result.items:
+                # An invoice created while paging shifts the pages by one: never twice.
+                if invoice.id not in seen:
+                    seen.add(invoice.id)
+                    yield invoice
+            if result.is_last:
+                return
+            page += 1
+
+    def delete(self, chain_id: int, invoice_id: str) -> DeletedInvoice:
+        """Soft-delete an invoice: a pending one is cancelled."""
+        query = {"chainId": chain_id, "invoiceId": invoice_id}
+        call = calls.call("invoices.delete", query=query)
+        return self._client._send(call, calls.model(DeletedInvoice))
+
+    def refund(
+        self,
+        payment_address: str,
+        to: str,
+        amount_raw: int,
+        *,
+        token_address: str | None | calls.InvoiceToken = calls.INVOICE_TOKEN,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> RefundSubmission:
+        """Sign a Refund (EIP-712) of ``amount_raw`` (raw units) from the invoice's escrow to
+        ``to`` and have the service relay it. ``token_address``: the asset (default the
+        invoice's own; None: the native coin); ``signer``, ``deadline`` and ``factory`` as
+        for ``fees.set_fee``."""
+        invoice = self.status(payment_address)
+        token = invoice.token_address if token_address is calls.INVOICE_TOKEN else token_address
+        assert not isinstance(token, calls.InvoiceToken)
+        order = calls.RefundOrder(invoice, to, amount_raw, token)
+        build = self._client._message(
+            calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
+        )
+        read = calls.model(RefundSubmission)
+        return self._client._relay(invoice.chain_id, build, read)
+
+    def webhooks(self, payment_address: str) -> WebhookLog:
+        """The paid webhook's events and delivery attempts of one invoice."""
+        call = calls.call("invoices.webhooks", query={"paymentAddress": payment_address})
+        return self._client._send(call, calls.model(WebhookLog))
+
+
+class Fees:
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def get(self, chain_id: int) -> FeeSettings:
+        """The owner's fee, payout address and next nonce, read from the chain."""
+        call = calls.call("fees.get", query={"chainId": chain_id})
+        return self._client._send(call, calls.model(FeeSettings))
+
+    def set_fee(
+        self,
+        chain_id: int,
+        fee_bps: int,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> FeeSubmission:
+        """Sign SetFee (EIP-712) with the owner's key (``signer``, else the client's
+        private_key) and have the service relay it. ``deadline``: unix seconds (default in
+        10 minutes); ``factory``: the factory the service names, unless given."""
+        build = self._client._message(
+            calls.signed_fee, chain_id, fee_bps, signer=signer, deadline=deadline, factory=factory
+        )
+        return self._client._relay(chain_id, build, calls.model(FeeSubmission))
+
+    def set_payout(
+        self,
+        chain_id: int,
+        payout_address: str,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> FeeSubmission:
+        """Sign SetPayout (EIP-712) with the owner's key and have the service relay it."""
+        build = self._client._message(
+            calls.signed_payout,
+            chain_id,
+            payout_address,
+            signer=signer,
+            deadline=deadline,
+            factory=factory,
+        )
+        return self._client._relay(chain_id, build, calls.model(FeeSubmission))
+
+
+class ApiKeys:
+    """API keys of the owner; managed in signature mode (the client needs private_key)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def create(self, label: str | None = None) -> IssuedApiKey:
+        """A new key; its secret is in the answer this once."""
+        call = calls.call("api_keys.create", body=calls.given(label=label))
+        return self._client._send(call, calls.model(IssuedApiKey))
+
+    def list(self) -> list[ApiKey]:
+        return self._client._send(calls.call("api_keys.list"), calls.models(ApiKey))
+
+    def revoke(self, key_id: str) -> RevokedApiKey:
+        call = calls.call("api_keys.revoke", query={"id": key_id})
+        return self._client._send(call, calls.model(RevokedApiKey))
