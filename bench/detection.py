@@ -30,9 +30,9 @@ from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor import worker as monitor_worker
+from invoicing.notifications import worker as webhook_worker
 from invoicing.services import build_services
 from invoicing.settings import Settings
-from invoicing.webhooks import worker as webhook_worker
 from invoicing.workers import run_workers
 
 sys.path.insert(0, str(Path(__file__).parent))

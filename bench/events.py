@@ -35,10 +35,10 @@ from sqlalchemy.engine import make_url
 from invoicing.addresses import checksum_encode
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
-from invoicing.events.models import EventEndpoint
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import store_balances
+from invoicing.notifications.models import EventEndpoint
 from invoicing.services import Services
 from invoicing.settings import Settings
 

@@ -75,12 +75,12 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
+from invoicing.notifications.endpoints import endpoint_host, endpoint_key
+from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.signing import create_secret
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.webhooks.endpoints import endpoint_host, endpoint_key
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import create_secret
-from invoicing.webhooks.worker import Dispatcher, client_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import invoice_row  # noqa: E402

@@ -396,7 +396,7 @@ def api_keys_create(
                 )
             return {
                 "id": row.id,
-                "apiKey": api_key,
+                "apiKey": api_key.get_secret_value(),
                 "ownerAddress": owner_address,
                 "label": label,
                 "createdAt": row.created_at,

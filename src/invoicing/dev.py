@@ -162,7 +162,7 @@ async def _issue_dev_key(services: Services, owner: str) -> str:
         _row, api_key = await create_api_key(
             session, owner, "invoicing dev", services.settings.secret, services.clock.now_ms()
         )
-    return api_key
+    return api_key.get_secret_value()
 
 
 async def _announce_when_started(

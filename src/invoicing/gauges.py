@@ -15,9 +15,9 @@ from sqlalchemy import func, select
 from invoicing import metrics
 from invoicing.db import ProcessLocal
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import EventStatus, WebhookEvent
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
-from invoicing.webhooks.models import EventStatus, WebhookEvent
 
 
 class _GaugeReads:

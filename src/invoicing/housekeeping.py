@@ -4,8 +4,8 @@
   (``auth.guard.purge_used_timestamps``);
 - rate-limit counters of windows that are over (``ratelimit.purge_windows``);
 - finished webhook events and their attempts past ``webhook_event_retention_s``
-  (``webhooks.retention.prune_finished_events``);
-- events past the same retention (``events.service.prune_events``).
+  (``notifications.retention.prune_finished_events``);
+- events past the same retention (``notifications.retention.prune_events``).
 
 The request paths never delete: each table stays as small as its window because of this
 loop. Each step fails alone (logged, tried again next round), never the loop.
@@ -21,11 +21,10 @@ from collections.abc import Awaitable, Callable
 
 from invoicing.auth.guard import purge_used_timestamps
 from invoicing.db import Database
-from invoicing.events.service import prune_events
+from invoicing.notifications.retention import prune_events, prune_finished_events
 from invoicing.ratelimit import purge_windows
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.webhooks.retention import prune_finished_events
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, object_session
 
 # The transitions an invoice can make (pending is only ever the start).
 TRANSITION_TARGETS = ("paid", "expired", "cancelled", "completed")
-# Webhook attempt outcomes (``webhooks.client.Outcome.kind``).
+# Webhook attempt outcomes (``notifications.client.Outcome.kind``).
 WEBHOOK_OUTCOMES = ("success", "http_error", "timeout", "refused", "connect_error")
 # HTTP requests no route matched share this one label (never the raw path).
 UNMATCHED_ROUTE = "unmatched"

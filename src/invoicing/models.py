@@ -2,8 +2,16 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
-from invoicing.events.models import Event, EventEndpoint
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.notifications.models import (
+    EndpointHealth,
+    Event,
+    EventEndpoint,
+    OwnerSettings,
+    WebhookAttempt,
+    WebhookEvent,
+    WebhookSecret,
+)
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund
 from invoicing.settlement.models import (
@@ -15,12 +23,11 @@ from invoicing.settlement.models import (
     Withdrawal,
     WithdrawalItem,
 )
-from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEvent
-from invoicing.webhooks.signing import OwnerSettings, WebhookSecret
 
 __all__ = [
     "ApiKey",
     "Base",
+    "EndpointHealth",
     "EscrowAsset",
     "Event",
     "EventEndpoint",
@@ -35,7 +42,6 @@ __all__ = [
     "RelayerTransaction",
     "UsedRequestTimestamp",
     "WebhookAttempt",
-    "WebhookEndpoint",
     "WebhookEvent",
     "WebhookSecret",
     "Withdrawal",

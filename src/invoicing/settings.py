@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
@@ -110,7 +111,7 @@ class Settings(BaseSettings):
     # API keys issued per owner:
     api_key_issuance_per_hour: int = 10
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
-    # webhooks/signing.py; this bounds a create-and-revoke loop):
+    # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
@@ -195,8 +196,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_owners(self) -> Settings:
-        from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
-
         if self.owners is not None and self.owners.startswith(FILE_PREFIX):
             try:
                 text = Path(self.owners[len(FILE_PREFIX) :]).read_text("utf-8")

@@ -25,8 +25,8 @@ def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
     from invoicing import housekeeping
     from invoicing.monitor import worker as monitor
+    from invoicing.notifications import worker as webhooks
     from invoicing.settlement import worker as settlement
-    from invoicing.webhooks import worker as webhooks
 
     return [monitor.run, webhooks.run, settlement.run, housekeeping.run]
 

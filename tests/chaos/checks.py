@@ -11,13 +11,13 @@ import httpx
 from sqlalchemy import func, select
 
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import WebhookEvent
 from invoicing.settlement.models import (
     RelayerTransaction,
     Withdrawal,
     WithdrawalItem,
     WithdrawalStatus,
 )
-from invoicing.webhooks.models import WebhookEvent
 from tests.chaos.topology import Api, Topology
 
 

@@ -51,6 +51,11 @@ def test_secrets_endpoints_events_and_redelivery(
         detail = client.events.get(ping.event_id)
         again = client.events.redeliver(ping.event_id, endpoint.id)
         second = raw_receiver.wait_for("/events", count=2)[1]
+        delivered = wait_for(
+            lambda: [e.id for e in client.events.list(delivery_status="delivered")] or None,
+            "the ping recorded as delivered",
+        )
+        failing = list(client.events.list(delivery_status="failing"))
         secrets = client.webhook_secrets.list()
         deleted = client.webhook_endpoints.delete(endpoint.id)
         revoked = client.webhook_secrets.revoke(secret.id)
@@ -74,6 +79,7 @@ def test_secrets_endpoints_events_and_redelivery(
     )
     assert [delivery.endpoint_id for delivery in detail.deliveries] == [endpoint.id]
     assert again.event_id == ping.event_id
+    assert (delivered, failing) == ([ping.event_id], [])
     for delivery in (first, second):
         event = webhooks.verify(delivery.headers, delivery.body, signing_secret=secret.secret)
         assert isinstance(event, webhooks.EventEnvelope)

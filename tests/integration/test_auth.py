@@ -11,12 +11,12 @@ from sqlalchemy import event, func, select
 from invoicing import housekeeping
 from invoicing.auth.api_keys import (
     active_key_cache,
-    hash_key,
     list_api_keys,
     lookup_active_key,
     revoke_api_key,
 )
 from invoicing.auth.models import UsedRequestTimestamp
+from invoicing.auth.secrets import secret_hash
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
 from invoicing.web.app import create_app
@@ -430,6 +430,6 @@ async def test_a_revoked_key_is_refused_at_once_by_the_revoking_process(
     async with services.db.transaction() as session:
         key_id = (await list_api_keys(session, owner.address.lower()))[0].id
         await revoke_api_key(session, owner.address.lower(), key_id, services.clock.now_ms())
-    active_key_cache(services.db).forget(hash_key(api_key))
+    active_key_cache(services.db).forget(secret_hash(api_key))
 
     assert await lookup_active_key(services.db, api_key) is None

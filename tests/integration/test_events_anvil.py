@@ -19,11 +19,11 @@ from sqlalchemy import select, update
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import EventStatus, WebhookEvent
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
-from invoicing.webhooks.models import EventStatus, WebhookEvent
-from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.conftest import MakeServices
 from tests.integration.test_refunds import REFUND, refund_body
 from tests.integration.test_withdraw_helpers import gateway, pay, relayer_of, settle_all

@@ -20,12 +20,11 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
 from invoicing.chain.fake import FakeChain
-from invoicing.events.models import Event, EventEndpoint
-from invoicing.events.service import prune_events
+from invoicing.notifications.models import Event, EventEndpoint, EventStatus, WebhookEvent
+from invoicing.notifications.retention import prune_events
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.web.app import create_app
-from invoicing.webhooks.models import EventStatus, WebhookEvent
-from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain
@@ -552,6 +551,60 @@ async def test_bad_event_queries_are_400(api: Api, params: dict[str, str]) -> No
 
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "invalid_request"
+
+
+async def test_events_are_filtered_by_the_status_of_their_deliveries(
+    api: Api, hooks: Receiver
+) -> None:
+    owner, headers = await api.owner()
+    stranger, stranger_headers = await api.owner()
+    good = await create_endpoint(api, headers, owner, hooks.url("good"), ["*"])
+    bad = await create_endpoint(api, headers, owner, REFUSED_URL, ["*"])
+    theirs = await create_endpoint(api, stranger_headers, stranger, REFUSED_URL, ["*"])
+    delivered = (await send_ping(api, owner, headers, good["id"]))["eventId"]
+    failed = (await send_ping(api, owner, headers, bad["id"]))["eventId"]  # a ping: one try
+    await send_ping(api, stranger, stranger_headers, theirs["id"])
+    await cancelled_invoice(api, owner, headers)  # to both: one delivered, one retried
+    await deliver_due(api.services)
+    await cancelled_invoice(api, owner, headers)  # not tried yet
+    newest_first = (await page(api, owner, headers, type="invoice.cancelled")).json()["items"]
+    waiting, retried = (event["id"] for event in newest_first)
+
+    async def ids(**params: str) -> list[str]:
+        answer = await page(api, owner, headers, **params)
+        assert answer.status_code == 200, answer.text
+        return [event["id"] for event in answer.json()["items"]]
+
+    assert await ids(deliveryStatus="pending") == [waiting, retried]
+    assert await ids(deliveryStatus="failing") == [retried]
+    assert await ids(deliveryStatus="delivered") == [retried, delivered]
+    assert await ids(deliveryStatus="failed") == [failed]
+    assert await ids(deliveryStatus="delivered", type="ping") == [delivered]
+    assert await ids(deliveryStatus="delivered", limit="1") == [retried]
+    assert await ids(deliveryStatus="delivered", after=retried) == [delivered]
+    signed = await api.http.get(
+        EVENTS,
+        params={"ownerAddress": owner.address, "deliveryStatus": "failing"},
+        headers=signed_headers(owner, "event.list", {"deliveryStatus": "failing"}),
+    )
+    assert [event["id"] for event in signed.json()["items"]] == [retried]
+
+
+@pytest.mark.parametrize("value", ["nope", "", "Pending", "pending,failed"])
+async def test_an_unknown_delivery_status_is_400(api: Api, value: str) -> None:
+    owner, headers = await api.owner()
+
+    answer = await page(api, owner, headers, deliveryStatus=value)
+
+    problem = "Value error, must be one of pending, failing, delivered, failed"
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "error": {
+            "code": "invalid_request",
+            "message": f"invalid deliveryStatus: {problem}",
+            "details": {"problems": [{"field": "deliveryStatus", "problem": problem}]},
+        }
+    }
 
 
 async def test_redelivery_to_an_endpoint_keeps_the_event_id(api: Api, hooks: Receiver) -> None:

@@ -14,11 +14,12 @@ from sqlalchemy import select, update
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
 from invoicing.chain.rpc import ContractRevert
+from invoicing.db import Database
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.owner_view import other_balances_in
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.lifetime import PAGES_PER_PASS, run_lifetime_pass
-from invoicing.settlement.assets import other_balances
 from invoicing.settlement.models import EscrowAsset, ParkedEscrow, RelayerTransaction
 from invoicing.settlement.worker import settlement_step
 from tests.support.monitoring import TOKEN, new_invoice, reload
@@ -32,6 +33,12 @@ HOUR_MS = 3_600_000
 WINDOW_S = 3600
 DAY_MS = 86_400_000
 OTHER_TOKEN = "0x" + "5d" * 20
+
+
+async def other_balances(db: Database, invoice_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The ``otherBalances`` of the owner's view, by invoice."""
+    async with db.sessions() as session:
+        return await other_balances_in(session, invoice_ids)
 
 
 @dataclass

@@ -5,7 +5,9 @@ counted by route template; JSON-RPC requests by outcome."""
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
@@ -14,15 +16,16 @@ from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.worker import client_for
 from invoicing.settlement.worker import settlement_step
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.worker import client_for
-from tests.conftest import RunningApp
+from invoicing.web.app import create_app
+from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import gateway, relayer_of, settle_all
 from tests.support.api import issue_api_key, key_headers
 from tests.support.receiver import receiver
 from tests.support.scrape import scrape, value
-from tests.support.server import free_port
+from tests.support.server import free_port, serve
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -73,9 +76,22 @@ async def test_created_invoices_are_counted_per_chain(app: RunningApp) -> None:
         assert gained == count, status
 
 
+@pytest.fixture
+async def own_app(make_services: MakeServices, own_database: str) -> AsyncIterator[RunningApp]:
+    """The app on a database of its own: the block pass must find this test's invoice alone,
+    not one that an earlier test paid and left for a monitor pass it never ran."""
+    services = await make_services(database_url=own_database)
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        yield RunningApp(base_url, services, http)
+
+
 async def test_a_payment_on_anvil_is_counted_from_detection_to_sweep(
-    app: RunningApp, evm: EvmClient
+    own_app: RunningApp, evm: EvmClient
 ) -> None:
+    app = own_app
     services, chain = app.services, gateway(app.services)
     chain_id = chain.config.chain_id
     owner = new_owner()

@@ -127,7 +127,7 @@ async def test_each_process_counts_its_own_work_and_reads_shared_gauges_alike(
                         "amount": amount,
                         "webhookUrl": hooks.url("/paid"),
                     },
-                    headers=key_headers(key),
+                    headers=key_headers(key.get_secret_value()),
                 )
             assert response.status_code == 201, response.text
             created.append(response.json())

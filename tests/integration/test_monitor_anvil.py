@@ -22,9 +22,9 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications import worker as webhook_worker
 from invoicing.services import Services
 from invoicing.web.app import create_app
-from invoicing.webhooks import worker as webhook_worker
 from invoicing.workers import run_workers
 from tests.conftest import MakeServices
 from tests.support.monitoring import events_of, reload

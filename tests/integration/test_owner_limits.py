@@ -15,11 +15,11 @@ from sqlalchemy import func, select
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.guard import webhook_url_problem
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.invoices import create_rules
 from invoicing.web.app import create_app
-from invoicing.webhooks.guard import webhook_url_problem
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve

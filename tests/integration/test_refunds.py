@@ -288,6 +288,9 @@ async def test_every_rejection_in_order_sends_nothing(
         evm, dev, owner, invoice, payer, 4 * 10**15 + 1, deadline_s=in_seconds
     )
     ms_deadline["deadline"] = str(in_seconds * 1000)  # signed in seconds, sent in ms
+    signed_in_ms = await refund_body(
+        evm, dev, owner, invoice, payer, 10**15, deadline_s=in_seconds * 1000
+    )
 
     assert [
         await post(not_owners),
@@ -312,6 +315,13 @@ async def test_every_rejection_in_order_sends_nothing(
     ]
     mismatch = await app.http.post(REFUND, json=wrong_nonce, headers=key_headers(api_key))
     assert mismatch.json()["error"]["details"] == {"expected": "0"}
+    # As for the fee settings (one pipeline): a signature over the milliseconds is named.
+    over_ms = await app.http.post(REFUND, json=signed_in_ms, headers=key_headers(api_key))
+    assert (over_ms.status_code, over_ms.json()["error"]["code"]) == (
+        400,
+        "invalid_owner_signature",
+    )
+    assert over_ms.json()["error"]["details"] == {"signedDeadline": str(in_seconds)}
     short = await app.http.post(REFUND, json=too_much, headers=key_headers(api_key))
     assert short.json()["error"]["details"] == {
         "balanceRaw": "4000000000000000",

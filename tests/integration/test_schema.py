@@ -13,7 +13,7 @@ from invoicing.db import create_engine
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.migrate import alembic_config, upgrade
 from invoicing.models import Base
-from invoicing.webhooks.endpoints import endpoint_key
+from invoicing.notifications.endpoints import endpoint_key
 from tests.conftest import new_database_url
 
 pytestmark = pytest.mark.integration

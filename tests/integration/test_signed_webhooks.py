@@ -19,12 +19,12 @@ from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications.client import Outcome
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.models import WebhookAttempt, WebhookEvent
+from invoicing.notifications.signing import create_secret, revoke_secret, update_settings
+from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
-from invoicing.webhooks.client import Outcome
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.models import WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import create_secret, revoke_secret, update_settings
-from invoicing.webhooks.worker import Dispatcher, client_for
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.receiver import Received, receiver
 from tests.support.signing import new_owner
@@ -94,7 +94,7 @@ async def add_secret(services: Services, owner: str) -> tuple[str, str]:
         row, secret = await create_secret(
             session, owner, services.settings.secret, services.clock.now_ms()
         )
-    return row.id, secret
+    return row.id, secret.get_secret_value()
 
 
 async def revoke(services: Services, owner: str, secret_id: str) -> None:
@@ -179,9 +179,9 @@ async def test_owners_can_stop_sending_the_api_key(services: Services, fake: Fak
         await pay(services, fake, owner, recv.url("/without-key"), caller=caller)
         (without_key,) = await recv.wait_for("/without-key")
 
-    assert with_key.headers["x-service-api-key"] == api_key
+    assert with_key.headers["x-service-api-key"] == api_key.get_secret_value()
     assert "x-service-api-key" not in without_key.headers
-    assert api_key not in str(without_key.headers)
+    assert api_key.get_secret_value() not in str(without_key.headers)
     assert verified_secrets(without_key, [secret])[1] == [secret]
     assert without_key.headers["x-service-event-id"]
     assert without_key.body["status"] == "paid"
@@ -231,4 +231,4 @@ async def test_a_claimed_batch_reads_its_owners_secrets_in_one_query(
     by_owner = {c.delivery.body: c.signing_secrets for c in claimed}
     for body, signing in by_owner.items():
         owner = next(o for o in owners if o.encode() in body)
-        assert list(signing) == secrets[owner]
+        assert [secret.get_secret_value() for secret in signing] == secrets[owner]

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from invoicing import __version__
-from invoicing.webhooks.client import Delivery, HttpWebhookClient
-from invoicing.webhooks.guard import Resolver
+from invoicing.notifications.client import Delivery, HttpWebhookClient
+from invoicing.notifications.guard import Resolver
 from tests.support.receiver import receiver
 
 pytestmark = pytest.mark.integration

@@ -16,11 +16,11 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.models import WebhookAttempt
+from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
-from invoicing.webhooks.client import Delivery, FakeWebhookClient, Outcome
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.models import WebhookAttempt
-from invoicing.webhooks.worker import Dispatcher
 from tests.support.monitoring import (
     clock_of,
     events_of,
@@ -121,7 +121,7 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
 
     (claimed,) = await claim_events(services, services.clock.now_ms(), 10)
 
-    assert claimed.delivery.headers["x-service-api-key"] == api_key
+    assert claimed.delivery.headers["x-service-api-key"] == api_key.get_secret_value()
     assert "x-service-signature" not in claimed.delivery.headers
     assert "x-service-timestamp" not in claimed.delivery.headers
 

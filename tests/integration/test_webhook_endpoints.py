@@ -16,12 +16,12 @@ from sqlalchemy import select
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications import worker
+from invoicing.notifications.client import WebhookClient
+from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
+from invoicing.notifications.worker import client_for
 from invoicing.services import Services
-from invoicing.webhooks import worker
-from invoicing.webhooks.client import WebhookClient
-from invoicing.webhooks.delivery import AttemptResult, claim_events, record_results
-from invoicing.webhooks.models import WebhookAttempt, WebhookEndpoint, WebhookEvent
-from invoicing.webhooks.worker import client_for
 from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver
 
@@ -81,7 +81,7 @@ async def deliver(services: Services, client: WebhookClient, limit: int = 1000) 
 async def health(services: Services) -> dict[str, int]:
     """Failing streaks by URL (endpoints without a row have none)."""
     async with services.db.sessions() as session:
-        rows = await session.scalars(select(WebhookEndpoint))
+        rows = await session.scalars(select(EndpointHealth))
         return {row.url: row.consecutive_failures for row in rows}
 
 

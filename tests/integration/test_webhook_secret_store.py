@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 from pydantic import SecretStr
@@ -11,10 +11,10 @@ from sqlalchemy import select
 
 from invoicing.db import Database
 from invoicing.errors import NotFound, TooManyWebhookSecrets
-from invoicing.webhooks.signing import (
+from invoicing.notifications.models import WebhookSecret
+from invoicing.notifications.signing import (
     MAX_ACTIVE_SECRETS,
     WebhookOptions,
-    WebhookSecret,
     active_secrets,
     create_secret,
     get_settings,
@@ -37,7 +37,11 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 async def create(db: Database, owner: str, now_ms: int = 1) -> tuple[str, str]:
     async with db.transaction() as session:
         row, secret = await create_secret(session, owner, SERVER_SECRET, now_ms)
-    return row.id, secret
+    return row.id, secret.get_secret_value()
+
+
+def clear(secrets: Sequence[SecretStr]) -> list[str]:
+    return [secret.get_secret_value() for secret in secrets]
 
 
 async def test_secrets_are_stored_encrypted_and_read_back_oldest_first(db: Database) -> None:
@@ -53,7 +57,7 @@ async def test_secrets_are_stored_encrypted_and_read_back_oldest_first(db: Datab
 
     assert first.startswith("whsec_") and len(first) == 6 + 43
     assert stored is not None and first not in stored
-    assert found == [first, second]
+    assert clear(found) == [first, second]
 
 
 async def test_a_revoked_secret_no_longer_signs(db: Database) -> None:
@@ -67,7 +71,7 @@ async def test_a_revoked_secret_no_longer_signs(db: Database) -> None:
         found = await active_secrets(session, owner, SERVER_SECRET)
 
     assert row.revoked_at == 30
-    assert found == [second]
+    assert clear(found) == [second]
 
 
 async def test_another_owners_secret_cannot_be_revoked(db: Database) -> None:
@@ -80,7 +84,7 @@ async def test_another_owners_secret_cannot_be_revoked(db: Database) -> None:
     async with db.sessions() as session:
         found = await active_secrets(session, owner, SERVER_SECRET)
 
-    assert found == [secret]
+    assert clear(found) == [secret]
 
 
 async def test_at_most_five_active_secrets_even_when_created_at_once(db: Database) -> None:
@@ -126,10 +130,13 @@ async def test_options_of_a_batch_of_owners_in_one_read(db: Database) -> None:
         )
 
     assert options == {
-        signed.lower(): WebhookOptions(api_key_header=True, secrets=(secret_a, secret_b)),
+        signed.lower(): WebhookOptions(
+            api_key_header=True, secrets=(SecretStr(secret_a), SecretStr(secret_b))
+        ),
         quiet.lower(): WebhookOptions(api_key_header=True, secrets=()),
-        keyless.lower(): WebhookOptions(api_key_header=False, secrets=(secret_c,)),
+        keyless.lower(): WebhookOptions(api_key_header=False, secrets=(SecretStr(secret_c),)),
     }
+    assert all(secret not in repr(options) for secret in (secret_a, secret_b, secret_c))
 
 
 async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
@@ -140,9 +147,10 @@ async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
     async with db.transaction() as session:
         _row, readable = await create_secret(session, owner, SecretStr("another-" * 5), 2)
 
-    with caplog.at_level("WARNING", logger="invoicing.webhooks.signing"):
+    with caplog.at_level("WARNING", logger="invoicing.notifications.signing"):
         async with db.sessions() as session:
             options = await webhook_options_by_owner(session, [owner], SecretStr("another-" * 5))
 
     assert options == {owner.lower(): WebhookOptions(secrets=(readable,))}
     assert f"webhook secret of {owner.lower()} cannot be decrypted" in caplog.text
+    assert readable.get_secret_value() not in caplog.text

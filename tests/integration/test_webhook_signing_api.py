@@ -8,8 +8,8 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
+from invoicing.notifications.signing import active_secrets
 from invoicing.web.app import create_app
-from invoicing.webhooks.signing import active_secrets
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post
 from tests.support.server import serve
@@ -26,7 +26,8 @@ def refused(response: httpx.Response, status: int, code: str) -> None:
 
 async def stored_secrets(app: RunningApp, owner: str) -> list[str]:
     async with app.services.db.sessions() as session:
-        return await active_secrets(session, owner, app.services.settings.secret)
+        found = await active_secrets(session, owner, app.services.settings.secret)
+    return [secret.get_secret_value() for secret in found]
 
 
 async def create_signed(app: RunningApp, owner: LocalAccount) -> httpx.Response:

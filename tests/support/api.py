@@ -17,7 +17,7 @@ async def issue_api_key(services: Services, owner: LocalAccount) -> str:
         _row, api_key = await create_api_key(
             session, owner.address, "test", services.settings.secret, services.clock.now_ms()
         )
-    return api_key
+    return api_key.get_secret_value()
 
 
 def key_headers(api_key: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from invoicing.webhooks.client import HttpWebhookClient
-from invoicing.webhooks.http11 import ConnectionPool, Streams
+from invoicing.notifications.client import HttpWebhookClient
+from invoicing.notifications.http11 import ConnectionPool, Streams
 
 Connects = list[tuple[str, int, str | None]]
 

@@ -14,9 +14,9 @@ from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import WebhookEvent
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.webhooks.models import WebhookEvent
 from tests.support.signing import new_owner
 
 TOKEN = "0x" + "7e" * 20

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from invoicing import logs
-from invoicing.webhooks.client import Outcome
+from invoicing.notifications.client import Outcome
 
 
 def record(

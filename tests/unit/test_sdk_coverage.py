@@ -1,11 +1,13 @@
 """Both SDKs against the service's ``openapi.json``: every route has a call in each, every
-method of each is a route, every Python model matches its schema, and the blocking Python
-client is the one generated from the asyncio one."""
+method of each is a route, every Python model and every TypeScript declaration matches its
+schema (raw amounts and nonces as int / bigint), every answer has one, and the blocking
+Python client is the one generated from the asyncio one."""
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 import runpy
 import types
 import typing
@@ -16,6 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from invoicing_client import AsyncClient, Client, models
+from invoicing_client import _calls as calls
 from invoicing_client._routes import ROUTES
 from tests.support.node import node_json
 
@@ -29,7 +32,6 @@ RAW = "^[0-9]{1,78}$"  # a uint256 as a decimal string: an int in the SDKs
 SCHEMA_OF = {
     "CreatedInvoice": "Invoice",
     "DeletedInvoice": "DeleteResult",
-    "Event": "EventEnvelope",
     "EventPage": "EventList",
     "WebhookLogEvent": "WebhookEvent",
 }
@@ -50,11 +52,28 @@ def operations() -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
-def test_every_route_has_an_sdk_call_with_its_signed_action() -> None:
+def query_names(op: dict[str, Any]) -> set[str]:
+    """The query parameters of an operation that an SDK call sends (the client adds
+    ownerAddress to every authenticated one)."""
+    names = {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
+    return names - {"ownerAddress"}
+
+
+def test_every_route_has_an_sdk_call_with_its_signed_action_and_query() -> None:
     ops = operations()
-    routes = {(route.method, route.path): route.action for route in ROUTES.values()}
+    routes = {(route.method, route.path): route for route in ROUTES.values()}
     assert set(routes) == set(ops)
-    assert routes == {key: op.get("x-signature-action") for key, op in ops.items()}
+    assert {key: route.action for key, route in routes.items()} == {
+        key: op.get("x-signature-action") for key, op in ops.items()
+    }
+    assert {key: set(route.query) for key, route in routes.items()} == {
+        key: query_names(op) for key, op in ops.items()
+    }
+
+
+def test_a_query_parameter_the_route_does_not_take_is_refused() -> None:
+    with pytest.raises(TypeError, match="events.page takes no query parameter state"):
+        calls.call("events.page", query={"type": "ping", "state": "failing"})
 
 
 def public_methods(client: object) -> dict[str, Any]:
@@ -101,12 +120,15 @@ def test_every_route_and_method_of_the_js_sdk() -> None:
         console.log(JSON.stringify({ routes: ROUTES, methods }));
     """
     answer = node_json(script)
-    routes = {name: tuple(route) for name, route in answer["routes"].items()}
-    assert sorted(answer["methods"]) == sorted(routes)
+    routes = {(row[0], row[1]): row for row in answer["routes"].values()}
+    assert sorted(answer["methods"]) == sorted(answer["routes"])
     ops = operations()
-    assert {(method, path) for method, path, _action in routes.values()} == set(ops)
-    assert {(m, p): action for m, p, action in routes.values()} == {
+    assert set(routes) == set(ops)
+    assert {key: row[2] for key, row in routes.items()} == {
         key: op.get("x-signature-action") for key, op in ops.items()
+    }
+    assert {key: set(row[3] if len(row) > 3 else []) for key, row in routes.items()} == {
+        key: query_names(op) for key, op in ops.items()
     }
 
 
@@ -170,8 +192,8 @@ def test_every_model_reads_its_schema_field_for_field(model: type[BaseModel]) ->
             assert alias in schema["required"], alias
 
 
-def test_every_answer_of_the_api_has_a_model() -> None:
-    read = {SCHEMA_OF.get(cls.__name__, cls.__name__) for cls in answer_models()}
+def response_schemas() -> set[str]:
+    """The schema of every answer of every route (an NDJSON route's: of one line)."""
     answers = set()
     for op in operations().values():
         for status, response in op["responses"].items():
@@ -179,4 +201,93 @@ def test_every_answer_of_the_api_has_a_model() -> None:
                 ref = content.get("x-ndjson-item", content["schema"]).get("$ref")
                 if status.startswith("2") and ref:
                     answers.add(ref.rsplit("/", 1)[1])
-    assert answers - WRAPPERS - read == set()
+    return answers
+
+
+def test_every_answer_of_the_api_has_a_model() -> None:
+    read = {SCHEMA_OF.get(cls.__name__, cls.__name__) for cls in answer_models()}
+    assert response_schemas() - WRAPPERS - read == set()
+
+
+# The JS SDK's models are its type declarations: interface -> schema, where the names differ.
+TS_SCHEMA_OF = {
+    "CreatedInvoice": "Invoice",
+    "CreateInvoice": "CreateInvoiceBody",
+    "DeletedInvoice": "DeleteResult",
+    "EventPage": "EventList",
+    "InvoicePage": "InvoiceList",
+    "WebhookLogEvent": "WebhookEvent",
+}
+# Fields a declaration adds to, or leaves out of, its schema's.
+TS_CLIENT_FIELDS = {"CreatedInvoice": {"created", "requestSignature"}}
+TS_LEFT_OUT = {"CreateInvoice": {"ownerAddress"}}  # the client adds it
+# Declarations of no schema: options of the client's own calls, and the paid webhook's body.
+TS_NOT_SCHEMAS = {"ClientOptions", "FeeOptions", "RefundOptions", "ListFilters"}
+TS_NOT_SCHEMAS |= {"SignedMessage", "VerifyOptions", "PaidWebhook"}
+
+
+def ts_interfaces() -> dict[str, dict[str, str]]:
+    """Each ``export interface`` of index.d.ts: its fields (``name?`` when optional) and types."""
+    text = re.sub(r"/\*.*?\*/", "", (REPO / "clients/js/src/index.d.ts").read_text(), flags=re.S)
+    found = {}
+    for match in re.finditer(r"export interface (\w+)(?: extends (\w+))? \{", text):
+        depth, start = 1, match.end()
+        end = start
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        fields = dict(found.get(match[2] or "", {}))
+        for member in re.split(r";|\n(?=\s*\w+\??:)", text[start : end - 1]):
+            name, colon, kind = member.strip().partition(":")
+            if colon and not name.startswith("["):
+                fields[name.strip()] = kind.strip()
+        found[match[1]] = fields
+    return found
+
+
+def test_every_js_declaration_reads_its_schema_field_for_field() -> None:
+    interfaces = ts_interfaces()
+    assert set(interfaces) - TS_NOT_SCHEMAS <= {
+        name for name in interfaces if TS_SCHEMA_OF.get(name, name) in SCHEMAS
+    }
+    for name, fields in interfaces.items():
+        if name in TS_NOT_SCHEMAS:
+            continue
+        schema = SCHEMAS[TS_SCHEMA_OF.get(name, name)]
+        names = {field.rstrip("?") for field in fields}
+        expected = set(schema["properties"]) - TS_LEFT_OUT.get(name, set())
+        assert names - TS_CLIENT_FIELDS.get(name, set()) == expected, name
+        for field, kind in fields.items():
+            prop = schema["properties"].get(field.rstrip("?"))
+            if prop is None:
+                continue
+            wire = wire_kinds(prop)
+            # A raw amount or a nonce is a bigint; other integers are numbers.
+            assert ("raw" in wire) == ("bigint" in kind), (name, field, kind)
+            assert ("integer" in wire) <= ("number" in kind), (name, field, kind)
+            assert ("null" in wire) <= ("null" in kind), (name, field, kind)
+            if not field.endswith("?"):
+                assert field in schema["required"], (name, field)
+
+
+def test_every_answer_of_the_api_has_a_js_declaration() -> None:
+    declared = {TS_SCHEMA_OF.get(name, name) for name in ts_interfaces()}
+    assert response_schemas() - WRAPPERS - declared == set()
+
+
+def test_the_js_sdk_reads_as_bigints_every_raw_field_the_service_answers() -> None:
+    raw = {
+        field
+        for name, schema in SCHEMAS.items()
+        if not name.endswith("Body")
+        for field, prop in schema.get("properties", {}).items()
+        if "raw" in wire_kinds(prop)
+    }
+    script = f"const raw = {json.dumps(sorted(raw))};" + (
+        "const { parseJson } = await import('./clients/js/src/transport.js');"
+        "const sample = Object.fromEntries(raw.map((key) => [key, '12']));"
+        "const read = parseJson(JSON.stringify({ ...sample, amount: '12' }));"
+        "console.log(JSON.stringify(Object.entries(read).map(([k, v]) => [k, typeof v])));"
+    )
+    kinds = dict(node_json(script))
+    assert kinds == {**dict.fromkeys(raw, "bigint"), "amount": "string"}

@@ -13,7 +13,7 @@ import ipaddress
 import pytest
 
 from invoicing import __version__
-from invoicing.webhooks.client import (
+from invoicing.notifications.client import (
     Delivery,
     FakeWebhookClient,
     HttpWebhookClient,

@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from invoicing import __version__
-from invoicing.webhooks.client import Delivery
+from invoicing.notifications.client import Delivery
 from tests.support.local_http import Connects, LocalServer, make_client
 
 BODY = b'{"status":"paid"}'

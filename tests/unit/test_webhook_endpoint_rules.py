@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from invoicing.webhooks.delivery import within_host_cap
-from invoicing.webhooks.endpoints import endpoint_host, endpoint_key, tally
+from invoicing.notifications.delivery import within_host_cap
+from invoicing.notifications.endpoints import endpoint_host, endpoint_key, tally
 
 
 def test_an_endpoint_is_its_url_and_its_key_the_urls_sha256() -> None:

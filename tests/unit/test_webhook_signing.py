@@ -12,16 +12,20 @@ from typing import Any, cast
 
 from pydantic import SecretStr
 
-from invoicing.webhooks.client import Delivery
-from invoicing.webhooks.delivery import ClaimedEvent
-from invoicing.webhooks.signing import (
+from invoicing.auth.api_keys import API_KEY
+from invoicing.notifications.client import Delivery
+from invoicing.notifications.delivery import ClaimedEvent
+from invoicing.notifications.signing import (
+    WEBHOOK_SECRET,
     WebhookOptions,
-    decrypt_secret,
-    encrypt_secret,
     signature_header,
 )
 
 BODY = b'{"invoiceId":"1","status":"paid","balance":1.5}'
+
+
+def secrets(*values: str) -> list[SecretStr]:
+    return [SecretStr(value) for value in values]
 
 
 def expected(secret: str, timestamp: int, body: bytes) -> str:
@@ -30,7 +34,7 @@ def expected(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def test_one_v1_per_secret_in_order_over_the_raw_body() -> None:
-    header = signature_header(["whsec_old", "whsec_new"], 1_760_000_000, BODY)
+    header = signature_header(secrets("whsec_old", "whsec_new"), 1_760_000_000, BODY)
 
     assert header == (
         "t=1760000000,"
@@ -41,7 +45,7 @@ def test_one_v1_per_secret_in_order_over_the_raw_body() -> None:
 
 def test_a_known_vector() -> None:
     # Computed once with: printf '1700000000.{}' | openssl dgst -sha256 -hmac whsec_test
-    assert signature_header(["whsec_test"], 1_700_000_000, b"{}") == (
+    assert signature_header(secrets("whsec_test"), 1_700_000_000, b"{}") == (
         "t=1700000000,v1=35495024f4ef3f94e5a93e22221544c4b75e9a42300cd965ab81cb85cd994e91"
     )
 
@@ -51,18 +55,21 @@ def test_no_secrets_no_header() -> None:
 
 
 def test_one_changed_byte_changes_the_signature() -> None:
-    signed = signature_header(["whsec_a"], 1, BODY)
-    tampered = signature_header(["whsec_a"], 1, BODY.replace(b"1.5", b"2.5"))
+    signed = signature_header(secrets("whsec_a"), 1, BODY)
+    tampered = signature_header(secrets("whsec_a"), 1, BODY.replace(b"1.5", b"2.5"))
 
     assert signed != tampered
 
 
 def test_secrets_decrypt_only_under_the_server_secret_that_stored_them() -> None:
-    stored = encrypt_secret("whsec_abc", SecretStr("server-secret-one-" * 2))
+    stored = WEBHOOK_SECRET.seal(SecretStr("whsec_abc"), SecretStr("server-secret-one-" * 2))
 
     assert "whsec_abc" not in stored
-    assert decrypt_secret(stored, SecretStr("server-secret-one-" * 2)) == "whsec_abc"
-    assert decrypt_secret(stored, SecretStr("server-secret-two-" * 2)) is None
+    assert WEBHOOK_SECRET.unseal(stored, SecretStr("server-secret-one-" * 2)) == SecretStr(
+        "whsec_abc"
+    )
+    assert WEBHOOK_SECRET.unseal(stored, SecretStr("server-secret-two-" * 2)) is None
+    assert API_KEY.unseal(stored, SecretStr("server-secret-one-" * 2)) is None  # another kind
 
 
 def docs_verifier() -> Callable[..., bool]:
@@ -78,20 +85,21 @@ def docs_verifier() -> Callable[..., bool]:
 def test_the_docs_example_accepts_our_header_and_nothing_else() -> None:
     verify = docs_verifier()
     now_s = int(time.time())
-    header = signature_header(["whsec_old", "whsec_new"], now_s, BODY)
+    header = signature_header(secrets("whsec_old", "whsec_new"), now_s, BODY)
     assert header is not None
 
     assert verify(BODY, header, "whsec_old") is True
     assert verify(BODY, header, "whsec_new") is True
     assert verify(BODY, header, "whsec_other") is False
     assert verify(BODY + b" ", header, "whsec_new") is False
-    stale = signature_header(["whsec_new"], now_s - 301, BODY)
+    stale = signature_header(secrets("whsec_new"), now_s - 301, BODY)
     assert stale is not None and verify(BODY, stale, "whsec_new") is False
 
 
 def test_secrets_stay_out_of_reprs() -> None:
-    options = WebhookOptions(api_key_header=False, secrets=("whsec_hidden",))
-    event = ClaimedEvent("e", 1, "h:443", Delivery("https://h/", b"{}", {}), ("whsec_hidden",))
+    options = WebhookOptions(api_key_header=False, secrets=(SecretStr("whsec_hidden"),))
+    hidden = (SecretStr("whsec_hidden"),)
+    event = ClaimedEvent("e", 1, "h:443", Delivery("https://h/", b"{}", {}), hidden)
 
     assert "whsec_hidden" not in repr(options)
     assert "whsec_hidden" not in repr(event)

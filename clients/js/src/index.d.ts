@@ -13,8 +13,8 @@ export interface Invoice {
   paymentAddress: string;
   amount: string;
   tokenAddress: string | null;
-  description?: string;
-  metadata?: Record<string, unknown>;
+  description?: string | null;
+  metadata?: Record<string, unknown> | null;
   expiresAt: number;
   status: InvoiceStatus;
   paid: boolean;
@@ -29,8 +29,8 @@ export interface Invoice {
   updatedAt: number;
   url: string;
   salt?: string;
-  refunds?: Refund[];
-  otherBalances?: Array<{ tokenAddress: string | null; balanceRaw: bigint }>;
+  refunds?: Refund[] | null;
+  otherBalances?: OtherBalance[] | null;
   [field: string]: unknown;
 }
 
@@ -94,6 +94,15 @@ export interface FeeSubmission {
   status: "submitted";
 }
 
+/** A relayed Refund: the transaction carrying it (202). */
+export interface RefundSubmission {
+  txHash: string;
+  chainId: number;
+  ownerAddress: string;
+  nonce: bigint;
+  status: "submitted";
+}
+
 export interface FeeOptions {
   /** The owner wallet (default: the client's own signer). */
   signer?: Signer;
@@ -101,6 +110,11 @@ export interface FeeOptions {
   deadline?: number;
   /** The chain's PaymentFactory (default: the one the service names). */
   factory?: string;
+}
+
+export interface OtherBalance {
+  tokenAddress: string | null;
+  balanceRaw: bigint;
 }
 
 export interface Refund {
@@ -134,6 +148,8 @@ export interface WebhookEndpoint {
   updatedAt: number;
 }
 
+export interface DeletedWebhookEndpoint { deleted: true; id: string }
+
 export interface DeliveryAccepted { eventId: string; deliveryId: string; endpointId: string | null; status: string }
 
 export interface EventDeliveryAttempt {
@@ -145,14 +161,20 @@ export interface EventDelivery {
   attempts: EventDeliveryAttempt[];
 }
 export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[] }
+/** An events filter: events with at least one delivery in this state. */
+export type DeliveryStatus = "pending" | "failing" | "delivered" | "failed";
+export interface EventPage { items: EventEnvelope[]; hasMore: boolean }
 
-export interface WebhookLog {
-  paymentAddress: string;
-  events: Array<{ eventId: string; status: string; attempts: number; nextAttemptAt: number | null;
-    createdAt: number; deliveredAt: number | null }>;
-  items: Array<{ eventId: string; attempt: number; attemptedAt: number; statusCode: number | null;
-    error: string | null; durationMs: number | null }>;
+/** One paid-webhook event of an invoice, with its delivery state. */
+export interface WebhookLogEvent {
+  eventId: string; status: string; attempts: number; nextAttemptAt: number | null;
+  createdAt: number; deliveredAt: number | null;
 }
+export interface WebhookAttempt {
+  eventId: string; attempt: number; attemptedAt: number; statusCode: number | null;
+  error: string | null; durationMs: number | null;
+}
+export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[]; items: WebhookAttempt[] }
 
 export interface EscrowExportLine {
   paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
@@ -168,6 +190,7 @@ export interface PaymentStatus {
   expiresAt: number; paidAt: number | null; description: string | null;
 }
 
+export interface Health { status: string }
 export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }
 
 /** A message the owner signed elsewhere, relayed by a public route (no credential). */
@@ -230,7 +253,7 @@ export class Client {
     list(options?: ListFilters & { pageSize?: number }): AsyncGenerator<Invoice, void, void>;
     delete(chainId: number, invoiceId: string): Promise<DeletedInvoice>;
     /** Refund `amountRaw` (raw units) from the invoice's escrow to `to`, signed and relayed. */
-    refund(paymentAddress: string, to: string, amountRaw: bigint, options?: RefundOptions): Promise<FeeSubmission>;
+    refund(paymentAddress: string, to: string, amountRaw: bigint, options?: RefundOptions): Promise<RefundSubmission>;
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
@@ -252,12 +275,12 @@ export class Client {
     create(endpoint: { url: string; events: string[]; description?: string }): Promise<WebhookEndpoint>;
     list(): Promise<WebhookEndpoint[]>;
     update(id: string, changes: { url?: string; events?: string[]; enabled?: boolean; description?: string }): Promise<WebhookEndpoint>;
-    delete(id: string): Promise<{ deleted: true; id: string }>;
+    delete(id: string): Promise<DeletedWebhookEndpoint>;
     test(id: string): Promise<DeliveryAccepted>;
   };
   readonly events: {
-    page(options?: { type?: string; after?: string; limit?: number }): Promise<{ items: EventEnvelope[]; hasMore: boolean }>;
-    list(options?: { type?: string; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
+    page(options?: { type?: string; deliveryStatus?: DeliveryStatus; after?: string; limit?: number }): Promise<EventPage>;
+    list(options?: { type?: string; deliveryStatus?: DeliveryStatus; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
     get(id: string): Promise<EventDetail>;
     /** To one endpoint, or (no endpointId) to the invoice's webhookUrl. */
     redeliver(id: string, target?: { endpointId?: string }): Promise<DeliveryAccepted>;
@@ -270,7 +293,7 @@ export class Client {
     update(settings: OwnerSettings): Promise<OwnerSettings>;
   };
   readonly public: {
-    health(): Promise<{ status: string }>;
+    health(): Promise<Health>;
     ready(): Promise<Readiness>;
     paymentPage(paymentAddress: string): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;

@@ -82,16 +82,23 @@ export class WebhookEndpoints extends Resource {
 }
 
 export class Events extends Resource {
-  /** One page, newest first: { items, hasMore }; `after`: the last id of the page before. */
-  async page({ type, after, limit = 20 } = {}) {
-    return this.call("events.page", { query: { ...given({ type, after }), limit } });
+  /**
+   * One page, newest first: { items, hasMore }; `after`: the last id of the page before.
+   * `deliveryStatus` (pending, failing, delivered, failed): only events with a delivery in
+   * that state, such as every failing delivery across events.
+   */
+  async page({ type, deliveryStatus, after, limit = 20 } = {}) {
+    return this.call("events.page", {
+      query: { ...given({ type, deliveryStatus, after }), limit },
+    });
   }
 
-  /** Every event (of `type`, when given), newest first, page after page. */
-  async *list({ type, pageSize = MAX_PAGE_SIZE } = {}) {
+  /** Every event (of `type`, with a delivery in `deliveryStatus`, when given), newest first,
+   * page after page. */
+  async *list({ type, deliveryStatus, pageSize = MAX_PAGE_SIZE } = {}) {
     let after;
     for (;;) {
-      const result = await this.page({ type, after, limit: pageSize });
+      const result = await this.page({ type, deliveryStatus, after, limit: pageSize });
       yield* result.items;
       if (!result.hasMore || result.items.length === 0) return;
       after = result.items.at(-1).id;

@@ -86,10 +86,13 @@ export class Transport {
    * the signature sent, as { data, status, headers: { signature } }. `action` null: a public
    * route (no credential, no ownerAddress in the query). `signedId`: an id in the path, or in
    * the query of a POST/PATCH, signed as the payload's first key. `text`: the answer as text
-   * (NDJSON, HTML). `accept`: error statuses whose body is still the answer.
+   * (NDJSON, HTML). `accept`: error statuses whose body is still the answer. `queryNames`:
+   * the query parameters the route takes (routes.js); any other is refused.
    */
   async call({ method, path, action, query = {}, body, idempotent = false, full = false,
-    signedId, text = false, accept = [] }) {
+    signedId, text = false, accept = [], queryNames = [] }) {
+    const unknown = Object.keys(query).filter((key) => !queryNames.includes(key));
+    if (unknown.length > 0) throw new TypeError(`${path} takes no query ${unknown.join(", ")}`);
     for (let attempt = 1; ; attempt += 1) {
       // A fresh timestamp and signature for each attempt (the service accepts each once).
       const request = await this.#prepare({ method, path, action, query, body, signedId });

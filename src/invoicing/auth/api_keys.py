@@ -1,102 +1,59 @@
-"""API keys: issued once, stored as a hash (lookup) plus an encrypted copy (webhook headers).
+"""API keys: issued once, stored as a hash (lookup) plus a sealed copy (webhook headers).
 
-The copy is encrypted with Fernet under a key derived from ``INVOICING_SECRET`` with
-HKDF-SHA256 (RFC 5869, info :data:`ENCRYPTION_INFO`). Keys stored before that were encrypted
-under ``sha256(secret)``: they still decrypt (the old key is tried second), and
-``invoicing migrate`` re-encrypts them under the HKDF key (:func:`reencrypt_legacy_keys`).
+Issuing, sealing, listing and revoking are the owner-secret stack of ``auth.secrets``
+(:data:`API_KEY`), shared with webhook signing secrets. Keys stored before HKDF were sealed
+under ``sha256(secret)``: they still open, and ``invoicing migrate`` seals them again under
+the HKDF key (:func:`reencrypt_legacy_keys`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
-import hashlib
-import secrets
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives.hashes import SHA256
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import SecretStr
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
+from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned, secret_hash
 from invoicing.db import Database, ProcessLocal
-from invoicing.errors import NotFound
 
-KEY_PREFIX = "sk_"
-
-
-def hash_key(api_key: str) -> str:
-    return hashlib.sha256(api_key.encode()).hexdigest()
-
-
-ENCRYPTION_INFO = b"invoicing api-key encryption v1"
-
-
-def hkdf_sha256(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> bytes:
-    """HKDF-SHA256 (RFC 5869): extract with ``salt`` (zeros when None), expand with ``info``."""
-    return HKDF(algorithm=SHA256(), length=length, salt=salt, info=info).derive(ikm)
-
-
-@functools.lru_cache(maxsize=4)
-def _fernets(secret: str) -> tuple[Fernet, MultiFernet]:
-    """(the HKDF key, HKDF then the legacy sha256(secret) key) for ``secret``."""
-    current = Fernet(
-        base64.urlsafe_b64encode(hkdf_sha256(secret.encode(), None, ENCRYPTION_INFO, 32))
-    )
-    legacy = Fernet(base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()))
-    return current, MultiFernet([current, legacy])
-
-
-def encrypt_key(api_key: str, secret: SecretStr) -> str:
-    return _fernets(secret.get_secret_value())[0].encrypt(api_key.encode()).decode()
-
-
-def decrypt_key(encrypted: str, secret: SecretStr) -> str | None:
-    """The API key in clear, whether stored under the HKDF key or the legacy one."""
-    try:
-        return _fernets(secret.get_secret_value())[1].decrypt(encrypted.encode()).decode()
-    except InvalidToken:
-        return None
+API_KEY = SecretKind(
+    noun="API key",
+    prefix="sk_",
+    encryption_info=b"invoicing api-key encryption v1",
+    legacy_key=True,
+)
 
 
 async def reencrypt_legacy_keys(session: AsyncSession, secret: SecretStr) -> int:
-    """Re-encrypt under the HKDF key every stored key still under the legacy key; returns
-    how many. Keys that decrypt under neither (another secret) are left as they are."""
-    current, both = _fernets(secret.get_secret_value())
+    """Seal again under the HKDF key every stored key still under the legacy key; returns
+    how many. Keys that open under neither (another secret) are left as they are."""
     moved = 0
     for row in await session.scalars(select(ApiKey)):
-        encrypted = row.key_encrypted.encode()
-        try:
-            current.decrypt(encrypted)
-            continue
-        except InvalidToken:
-            pass
-        try:
-            row.key_encrypted = both.rotate(encrypted).decode()
-        except InvalidToken:
-            continue
-        moved += 1
+        resealed = API_KEY.reseal(row.key_encrypted, secret)
+        if resealed is not None:
+            row.key_encrypted = resealed
+            moved += 1
     return moved
 
 
 async def create_api_key(
     session: AsyncSession, owner_address: str, label: str | None, secret: SecretStr, now_ms: int
-) -> tuple[ApiKey, str]:
-    """Issue a key for an owner; returns the row and the key in clear (shown once)."""
-    api_key = KEY_PREFIX + secrets.token_urlsafe(32)
+) -> tuple[ApiKey, SecretStr]:
+    """Issue a key for an owner; returns the row and the key (shown once)."""
+    api_key = API_KEY.issue()
     row = ApiKey(
         id=str(uuid.uuid4()),
         owner_address=owner_address,
         owner_key=owner_address.lower(),
         label=label,
-        key_hash=hash_key(api_key),
-        key_encrypted=encrypt_key(api_key, secret),
+        key_hash=secret_hash(api_key.get_secret_value()),
+        key_encrypted=API_KEY.seal(api_key, secret),
         created_at=now_ms,
     )
     session.add(row)
@@ -169,7 +126,7 @@ async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
     Concurrent misses for one key share a single read (when a busy key's entry expires,
     every request in flight would otherwise read the database at the same moment)."""
     cache = active_key_cache(db)
-    key_hash = hash_key(api_key)
+    key_hash = secret_hash(api_key)
     found = cache.get(key_hash)
     if found is not None:
         return found
@@ -197,28 +154,9 @@ async def _read_active_key(db: Database, cache: ActiveKeyCache, key_hash: str) -
     return found
 
 
-async def list_api_keys(session: AsyncSession, owner_key: str) -> list[ApiKey]:
-    rows = await session.scalars(
-        select(ApiKey).where(ApiKey.owner_key == owner_key).order_by(ApiKey.created_at, ApiKey.id)
-    )
-    return list(rows)
+async def list_api_keys(session: AsyncSession, owner_key: str) -> Sequence[ApiKey]:
+    return await list_owned(session, ApiKey, owner_key)
 
 
 async def revoke_api_key(session: AsyncSession, owner_key: str, key_id: str, now_ms: int) -> ApiKey:
-    row = await session.scalar(
-        select(ApiKey).where(ApiKey.id == key_id, ApiKey.owner_key == owner_key)
-    )
-    if row is None:
-        raise NotFound("no such API key for this owner")
-    if row.revoked_at is None:
-        row.revoked_at = now_ms
-    return row
-
-
-def key_to_dict(row: ApiKey) -> dict[str, object]:
-    return {
-        "id": row.id,
-        "label": row.label,
-        "createdAt": row.created_at,
-        "revokedAt": row.revoked_at,
-    }
+    return await revoke_owned(session, API_KEY, ApiKey, owner_key, key_id, now_ms)

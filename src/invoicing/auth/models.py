@@ -5,22 +5,22 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from invoicing.auth.secrets import OwnedSecret
 from invoicing.db import Base
 
 
-class ApiKey(Base):
+class ApiKey(OwnedSecret, Base):
+    """An owner's API key (``auth.secrets``: id, owner, created and revoked times)."""
+
     __tablename__ = "api_keys"
 
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
     owner_address: Mapped[str] = mapped_column(String(42))
     owner_key: Mapped[str] = mapped_column(String(42), index=True)
     label: Mapped[str | None] = mapped_column(String(200), nullable=True)
     # sha256 of the key: how a presented key is found. Never the key itself.
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    # The key encrypted with the server secret, only to put it in webhook headers.
+    # The key sealed with the server secret, only to put it in webhook headers.
     key_encrypted: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class UsedRequestTimestamp(Base):

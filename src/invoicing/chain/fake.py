@@ -217,6 +217,9 @@ class FakeChain:
         self._check("is_known_transaction")
         return tx_hash in self.known
 
+    async def aclose(self) -> None:
+        """Nothing to close: no connection."""
+
 
 if TYPE_CHECKING:  # mypy holds the fake to the interface
     _fake_is_a_gateway: ChainGateway = FakeChain()

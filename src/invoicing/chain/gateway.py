@@ -104,6 +104,10 @@ class ChainGateway(Protocol):
         """Whether the node holds the transaction (pending or mined)."""
         ...
 
+    async def aclose(self) -> None:
+        """Close the connections to the node (the registry closes every gateway)."""
+        ...
+
 
 class EvmGateway:
     """ChainGateway over JSON-RPC and the deployed PaymentFactory."""
@@ -252,6 +256,4 @@ class ChainRegistry:
 
     async def aclose(self) -> None:
         for gateway in self._gateways.values():
-            close = getattr(gateway, "aclose", None)
-            if close is not None:
-                await close()
+            await gateway.aclose()

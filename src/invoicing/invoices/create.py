@@ -35,7 +35,7 @@ from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, inse
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
-from invoicing.webhooks.guard import webhook_url_problem
+from invoicing.notifications.guard import webhook_url_problem
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ others       a withdrawal sweeping late funds is confirmed        (same)       n
 ===========  ==================================================  ===========  ================
 
 Each move also names the events it writes (issue 17; :func:`apply_step` returns them, the
-caller records them in the same transaction with ``events.record.record_events``):
+caller records them in the same transaction with ``invoices.notify.record_events``):
 
 ====================================================  ==========================================
 move                                                  events

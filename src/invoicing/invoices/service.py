@@ -15,6 +15,7 @@ from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.settings import Settings
 
 
@@ -111,8 +112,6 @@ async def delete_invoice(
 
     Idempotent: deleting an invoice that is already deleted changes nothing and returns it,
     so a client retrying after a timeout gets the same answer, not 404."""
-    from invoicing.events.record import Occurrence, record_events
-
     async with db.transaction() as session:
         invoice = await session.scalar(
             select(Invoice)

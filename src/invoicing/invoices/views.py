@@ -21,9 +21,9 @@ def invoice_to_dict(
     other_balances: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked).
-    Owner routes pass the invoice's ``refunds`` (``refunds.service.refunds_of``) and
-    ``other_balances``: other assets found in the escrow and not swept yet
-    (``settlement.assets.other_balances``); each key is present only when there are some."""
+    The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
+    found in the escrow and not swept yet (``invoices.owner_view``); each key is present
+    only when there are some."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,

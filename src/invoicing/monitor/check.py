@@ -30,6 +30,7 @@ from invoicing.invoices.lifecycle import (
     reading_changes,
 )
 from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
+from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,6 @@ async def store_balances(
     An invoice whose reading is unreadable (None) is left as it is and not returned.
     ``paid_from_block``: the first block a payment found now can be in (the detection lag
     of each invoice marked paid is measured from its timestamp)."""
-    from invoicing.events.record import Occurrence, record_events
-
     now_ms = services.clock.now_ms()
     newly_paid: list[Invoice] = []
     async with services.db.transaction() as session:

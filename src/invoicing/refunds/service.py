@@ -17,8 +17,6 @@ event), which completes a paid native invoice as a withdrawal would.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +37,10 @@ from invoicing.errors import (
     SweepInProgress,
     UnsupportedToken,
 )
-from invoicing.events.record import Occurrence, record_events
 from invoicing.invoices.lifecycle import InvoiceEvent, apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.notify import Occurrence, record_events
+from invoicing.invoices.owner_view import refund_view
 from invoicing.invoices.service import find_by_payment_address
 from invoicing.refunds.models import Refund, RefundStatus
 from invoicing.services import Services
@@ -198,41 +197,6 @@ async def _refuse_during_sweep(session: AsyncSession, invoice_id: str) -> None:
         )
 
 
-async def refunds_of(db: Database, invoice_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-    """The ``refunds`` of owner representations, oldest first, by invoice id (invoices
-    without refunds are absent)."""
-    if not invoice_ids:
-        return {}
-    async with db.sessions() as session:
-        return await refunds_in(session, invoice_ids)
-
-
-async def refunds_in(
-    session: AsyncSession, invoice_ids: Sequence[str]
-) -> dict[str, list[dict[str, Any]]]:
-    """``refunds_of`` within an open session."""
-    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    rows = await session.scalars(
-        select(Refund)
-        .where(Refund.invoice_id.in_(list(invoice_ids)))
-        .order_by(Refund.created_at, Refund.relayer_tx_id)
-    )
-    for refund in rows:
-        found[refund.invoice_id].append(_refund_view(refund))
-    return found
-
-
-def _refund_view(refund: Refund) -> dict[str, Any]:
-    return {
-        "txHash": refund.tx_hash,
-        "to": refund.to_address,
-        "tokenAddress": refund.token_address,
-        "amountRaw": refund.amount_raw,
-        "status": refund.status,
-        "createdAt": refund.created_at,
-    }
-
-
 async def settle_refund(session: AsyncSession, services: Services, final: Final[None]) -> None:
     """Apply a final refund transaction (``settlement.finality``): confirmed (with its
     ``invoice.refunded`` event), or failed (reverted or dropped). The rest of a native refund
@@ -265,8 +229,8 @@ async def settle_refund(session: AsyncSession, services: Services, final: Final[
         invoice.swept_raw = str(int(invoice.swept_raw) + paid_out)
         events += apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
         await unpark(session, [invoice.id])
-    refund_view = {"refund": _refund_view(refund)}
-    occurrence = Occurrence(invoice, events, extra=refund_view)
+    extra = {"refund": refund_view(refund)}
+    occurrence = Occurrence(invoice, events, extra=extra)
     await record_events(session, services.settings, now_ms, [occurrence])
 
 

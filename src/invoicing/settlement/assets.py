@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import and_, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.addresses import ZERO_ADDRESS, normalize_address
+from invoicing.addresses import ZERO_ADDRESS
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, upsert
@@ -239,41 +239,6 @@ def waiting_to_sweep() -> Any:
 def own_funds_ids() -> Any:
     """Invoice ids whose escrow holds their own token again after they were settled."""
     return select(EscrowAsset.invoice_id).where(EscrowAsset.own.is_(True))
-
-
-async def other_balances(
-    db: Database, invoice_ids: Sequence[str]
-) -> dict[str, list[dict[str, Any]]]:
-    """The ``otherBalances`` of each invoice that has some (owner representations only):
-    other allow-listed tokens and native coin found in its escrow and not swept yet."""
-    if not invoice_ids:
-        return {}
-    async with db.sessions() as session:
-        return await other_balances_in(session, invoice_ids)
-
-
-async def other_balances_in(
-    session: AsyncSession, invoice_ids: Sequence[str]
-) -> dict[str, list[dict[str, Any]]]:
-    """``other_balances`` within an open session."""
-    found: dict[str, list[dict[str, Any]]] = {}
-    for start in range(0, len(invoice_ids), _CHUNK):
-        rows = await session.execute(
-            select(EscrowAsset.invoice_id, EscrowAsset.token_address, EscrowAsset.balance_raw)
-            .where(
-                EscrowAsset.invoice_id.in_(list(invoice_ids[start : start + _CHUNK])),
-                EscrowAsset.own.is_(False),
-            )
-            .order_by(EscrowAsset.invoice_id, EscrowAsset.token_address)
-        )
-        for invoice_id, key, balance_raw in rows:
-            entry = {"tokenAddress": _shown_token(key), "balanceRaw": balance_raw}
-            found.setdefault(invoice_id, []).append(entry)
-    return found
-
-
-def _shown_token(key: str) -> str | None:
-    return None if key == ZERO_ADDRESS else normalize_address(key)
 
 
 async def assets_after_sweep(

@@ -9,6 +9,9 @@ Per (chain, owner, token):
 
 No invoice that a pending withdrawal claims (``withdrawal_items``) or a refund in flight
 holds is a candidate. Parked escrows wait for their retry time (``settlement.parking``).
+
+One import runs up a floor: ``refunds.models``, the refunds table (it imports nothing of
+ours above the invoices), for the refunds in flight that hold their escrows.
 """
 
 from __future__ import annotations

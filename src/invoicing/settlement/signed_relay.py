@@ -27,6 +27,7 @@ errors); a purpose aimed at another contract (a token's EIP-3009
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -192,7 +193,7 @@ async def check_signature(
 
 
 @dataclass(frozen=True)
-class FactoryPurpose:
+class FactoryPurpose(ABC):
     """What the factory's meta-transactions share: the signer's nonce is the factory's
     ``nonces(owner)``, and the factory's custom errors name a revert. Subclasses supply
     ``typed_data``, ``call`` and ``own_revert``, and may check more."""
@@ -221,9 +222,15 @@ class FactoryPurpose:
             return InvalidOwnerSignature(_NOT_THE_SIGNER)
         return self.own_revert(name)
 
+    @abstractmethod
+    def typed_data(self, deadline: int) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def call(self, deadline: int, signature: bytes) -> Call: ...
+
+    @abstractmethod
     def own_revert(self, name: str | None) -> Exception:
         """The error for a revert the factory's meta-transactions do not share."""
-        raise NotImplementedError
 
     async def before_relay(self, services: Services, chain: ChainGateway) -> None:
         return None

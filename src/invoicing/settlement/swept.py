@@ -21,9 +21,9 @@ from invoicing.addresses import ZERO_ADDRESS
 from invoicing.chain.events import decode_withdrawn
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
-from invoicing.events.record import Occurrence, record_events
 from invoicing.invoices.lifecycle import apply_step, on_withdrawal_confirmed
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.services import Services
 from invoicing.settlement.assets import (
     Reading,

@@ -10,6 +10,9 @@ A pending withdrawal claims its invoices (``withdrawal_items``): no other batch 
 until its transaction is final, so an escrow is never swept twice; a reverted or dropped
 withdrawal releases them for the next pass. What a final withdrawal moved is applied by
 ``settlement.swept``, registered here as the withdrawal's handler (``settlement.finality``).
+
+One import runs up a floor: ``refunds.models``, the refunds table, for the last look under
+the relayer lock that no refund of a claimed escrow is in flight.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from invoicing_client.models import (
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EscrowExportLine,
-    Event,
     EventDetail,
+    EventEnvelope,
     EventPage,
     FeeSubmission,
     Health,
@@ -116,19 +116,34 @@ class AsyncEvents:
         self._send = send
 
     async def page(
-        self, *, type: str | None = None, after: str | None = None, limit: int = 20
+        self,
+        *,
+        type: str | None = None,
+        delivery_status: str | None = None,
+        after: str | None = None,
+        limit: int = 20,
     ) -> EventPage:
-        """One page of events, newest first; ``after``: the last id of the previous page."""
-        query = {**calls.given(type=type, after=after), "limit": limit}
-        return await self._send(calls.call("events.page", query=query), calls.model(EventPage))
+        """One page of events, newest first; ``after``: the last id of the previous page.
+        ``delivery_status`` (pending, failing, delivered, failed): only events with a
+        delivery in that state, such as every failing delivery across events."""
+        filters = calls.given(type=type, deliveryStatus=delivery_status, after=after)
+        call = calls.call("events.page", query={**filters, "limit": limit})
+        return await self._send(call, calls.model(EventPage))
 
     async def list(
-        self, *, type: str | None = None, page_size: int = calls.MAX_PAGE_SIZE
-    ) -> AsyncIterator[Event]:
-        """Every event (of ``type``, when given), newest first, fetching pages as it goes."""
+        self,
+        *,
+        type: str | None = None,
+        delivery_status: str | None = None,
+        page_size: int = calls.MAX_PAGE_SIZE,
+    ) -> AsyncIterator[EventEnvelope]:
+        """Every event (of ``type``, with a delivery in ``delivery_status``, when given),
+        newest first, fetching pages as it goes."""
         after: str | None = None
         while True:
-            result = await self.page(type=type, after=after, limit=page_size)
+            result = await self.page(
+                type=type, delivery_status=delivery_status, after=after, limit=page_size
+            )
             for event in result.items:
                 yield event
             if not result.has_more or not result.items:

@@ -53,6 +53,9 @@ def call(
 ) -> Call:
     """The call of the SDK method ``name`` (its route, its signed action)."""
     route = ROUTES[name]
+    unknown = set(query or {}) - set(route.query)
+    if unknown:
+        raise TypeError(f"{name} takes no query parameter {', '.join(sorted(unknown))}")
     quoted = {key: quote(value, safe="") for key, value in (path or {}).items()}
     return Call(
         route.method,

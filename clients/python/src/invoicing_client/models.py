@@ -213,9 +213,9 @@ class DeliveryAccepted(_Model):
     status: str
 
 
-class Event(_Model):
-    """An event as ``events`` list it: ``{id, type, createdAt, data}`` (the envelope that
-    endpoints receive)."""
+class EventEnvelope(_Model):
+    """An event: ``{id, type, createdAt, data}``, as ``events`` list it and as a registered
+    webhook endpoint receives it (``webhooks.verify``)."""
 
     id: str
     type: str
@@ -224,7 +224,7 @@ class Event(_Model):
 
 
 class EventPage(_Model):
-    items: list[Event]
+    items: list[EventEnvelope]
     has_more: bool
 
 
@@ -251,7 +251,7 @@ class EventDelivery(_Model):
 
 
 class EventDetail(_Model):
-    event: Event
+    event: EventEnvelope
     deliveries: list[EventDelivery]
 
 

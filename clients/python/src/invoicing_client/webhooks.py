@@ -24,13 +24,11 @@ import hmac
 import json
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
 
 from invoicing_client.errors import InvoicingError
-from invoicing_client.models import WebhookEvent
+from invoicing_client.models import EventEnvelope, WebhookEvent
 from invoicing_client.signing import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 __all__ = [
@@ -49,17 +47,6 @@ DEFAULT_TOLERANCE_S = 300
 class WebhookVerificationError(InvoicingError):
     """The request is not a genuine webhook of the service (or not for this owner): answer
     it with a 4xx and do nothing."""
-
-
-class EventEnvelope(BaseModel):
-    """A delivery to a registered webhook endpoint: ``{id, type, createdAt, data}``."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-    id: str
-    type: str
-    created_at: int
-    data: dict[str, Any]
 
 
 def verify(

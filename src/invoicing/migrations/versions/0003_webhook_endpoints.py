@@ -37,7 +37,7 @@ def upgrade() -> None:
 
 
 def _fill_endpoints() -> None:
-    """Key and host of the events already queued (same rules as invoicing.webhooks.endpoints)."""
+    """Key and host of the events already queued (as ``notifications.endpoints`` computes them)."""
     events = sa.table(
         "webhook_events",
         sa.column("id", sa.String),

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from invoicing.auth.api_keys import (
     active_key_cache,
     create_api_key,
-    key_to_dict,
     list_api_keys,
     revoke_api_key,
 )
@@ -17,7 +16,7 @@ from invoicing.errors import NotFound
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
-from invoicing.web.api.responses import ApiKeyList, IssuedApiKey, RevokedApiKey
+from invoicing.web.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
@@ -84,7 +83,12 @@ async def create(request: Request) -> JSONResponse:
             services.clock.now_ms(),
         )
     return JSONResponse(
-        {"id": row.id, "apiKey": api_key, "label": row.label, "createdAt": row.created_at},
+        {
+            "id": row.id,
+            "apiKey": api_key.get_secret_value(),
+            "label": row.label,
+            "createdAt": row.created_at,
+        },
         status_code=201,
     )
 
@@ -105,7 +109,11 @@ async def list_(request: Request) -> JSONResponse:
     _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
     async with services.db.sessions() as session:
         rows = await list_api_keys(session, caller.owner_key)
-    return JSONResponse({"items": [key_to_dict(row) for row in rows]})
+    items = [
+        ApiKey(id=row.id, label=row.label, createdAt=row.created_at, revokedAt=row.revoked_at)
+        for row in rows
+    ]
+    return JSONResponse(ApiKeyList(items=items).model_dump())
 
 
 @router.delete(

@@ -4,8 +4,9 @@
   ``GET`` (``webhook_endpoint.list``); ``PATCH ?id=`` (``webhook_endpoint.update``);
   ``DELETE ?id=`` (``webhook_endpoint.delete``); ``POST /test?id=``
   (``webhook_endpoint.test``) → 202, a ``ping`` event to that endpoint.
-- ``GET /integration/events`` (``event.list``), ``GET /integration/events/{id}``
-  (``event.get``), ``POST /integration/events/{id}/redeliver`` (``event.redeliver``) → 202.
+- ``GET /integration/events`` (``event.list``; filters ``type=`` and ``deliveryStatus=``),
+  ``GET /integration/events/{id}`` (``event.get``), ``POST /integration/events/{id}/redeliver``
+  (``event.redeliver``) → 202.
 
 In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
 ``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.events.endpoints import (
+from invoicing.notifications.endpoints import (
     EVENT_TYPES,
     EndpointChange,
     EndpointRules,
@@ -32,8 +33,14 @@ from invoicing.events.endpoints import (
     list_endpoints,
     update_endpoint,
 )
-from invoicing.events.models import PING
-from invoicing.events.service import get_event, list_events, ping, redeliver
+from invoicing.notifications.models import PING
+from invoicing.notifications.service import (
+    DELIVERY_STATUSES,
+    get_event,
+    list_events,
+    ping,
+    redeliver,
+)
 from invoicing.settings import Settings
 from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
 from invoicing.web.api.inputs import (
@@ -111,15 +118,32 @@ class EventsQuery(BaseModel):
 
     ownerAddress: Address
     type: str | None = None
+    deliveryStatus: str | None = Field(
+        default=None,
+        description=(
+            "Only events with at least one delivery that is pending (due or being retried), "
+            "failing (pending after a failed attempt), delivered, or failed (given up)."
+        ),
+        json_schema_extra={"enum": list(DELIVERY_STATUSES)},
+    )
     after: str | None = Field(default=None, min_length=1, max_length=36)
     limit: int = Field(default=20, ge=1, lt=2**31)
 
     @field_validator("type")
     @classmethod
     def _known_type(cls, value: str | None) -> str | None:
-        if value is not None and value not in (*EVENT_TYPES, PING):
-            raise ValueError(f"must be one of {', '.join((*EVENT_TYPES, PING))}")
-        return value
+        return _one_of(value, (*EVENT_TYPES, PING))
+
+    @field_validator("deliveryStatus")
+    @classmethod
+    def _known_delivery_status(cls, value: str | None) -> str | None:
+        return _one_of(value, DELIVERY_STATUSES)
+
+
+def _one_of(value: str | None, known: tuple[str, ...]) -> str | None:
+    if value is not None and value not in known:
+        raise ValueError(f"must be one of {', '.join(known)}")
+    return value
 
 
 class RedeliverBody(BaseModel):
@@ -307,6 +331,7 @@ async def events(request: Request) -> JSONResponse:
         caller.owner_key,
         services.clock.now_ms(),
         event_type=query.type,
+        delivery_status=query.deliveryStatus,
         after=query.after,
         limit=query.limit,
     )

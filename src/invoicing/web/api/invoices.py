@@ -24,6 +24,7 @@ from invoicing.errors import (
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -32,10 +33,8 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.service import refunds_in
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.settlement.assets import other_balances_in
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult

@@ -16,6 +16,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.errors import NotFound, TooManyWebhookSecrets
+from invoicing.notifications.signing import (
+    create_secret,
+    get_settings,
+    list_secrets,
+    revoke_secret,
+    update_settings,
+)
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
@@ -23,18 +30,11 @@ from invoicing.web.api.responses import (
     IssuedWebhookSecret,
     OwnerSettings,
     RevokedWebhookSecret,
+    WebhookSecret,
     WebhookSecretList,
 )
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
-from invoicing.webhooks.signing import (
-    create_secret,
-    get_settings,
-    list_secrets,
-    revoke_secret,
-    secret_to_dict,
-    update_settings,
-)
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
 
@@ -79,7 +79,8 @@ async def create(request: Request) -> JSONResponse:
             session, caller.owner_key, services.settings.secret, services.clock.now_ms()
         )
     return JSONResponse(
-        {"id": row.id, "secret": secret, "createdAt": row.created_at}, status_code=201
+        {"id": row.id, "secret": secret.get_secret_value(), "createdAt": row.created_at},
+        status_code=201,
     )
 
 
@@ -98,7 +99,10 @@ async def list_(request: Request) -> JSONResponse:
     _query, caller = await authorized_query(request, "webhook_secret.list", OwnerQuery)
     async with services.db.sessions() as session:
         rows = await list_secrets(session, caller.owner_key)
-    return JSONResponse({"items": [secret_to_dict(row) for row in rows]})
+    items = [
+        WebhookSecret(id=row.id, createdAt=row.created_at, revokedAt=row.revoked_at) for row in rows
+    ]
+    return JSONResponse(WebhookSecretList(items=items).model_dump())
 
 
 @router.delete(

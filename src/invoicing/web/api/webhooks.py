@@ -7,12 +7,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from invoicing.errors import NotFound
+from invoicing.invoices.service import find_by_payment_address
+from invoicing.notifications.service import paid_webhook_log
 from invoicing.web.api.deps import authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import WebhookLog
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, documented
-from invoicing.webhooks.service import list_deliveries
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
 
@@ -37,4 +38,5 @@ class WebhooksQuery(BaseModel):
 async def list_webhooks(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
-    return JSONResponse(await list_deliveries(services.db, caller.owner_key, query.paymentAddress))
+    invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
+    return JSONResponse(await paid_webhook_log(services.db, invoice))

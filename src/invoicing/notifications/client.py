@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from invoicing import __version__
-from invoicing.webhooks.guard import (
+from invoicing.notifications.guard import (
     Resolver,
     Target,
     TargetRefused,
@@ -42,7 +42,7 @@ from invoicing.webhooks.guard import (
     refused_reason,
     resolve_host,
 )
-from invoicing.webhooks.http11 import Connect, ConnectionPool, open_streams
+from invoicing.notifications.http11 import Connect, ConnectionPool, open_streams
 
 __all__ = ["TargetRefused", "refused_reason"]
 

@@ -1,8 +1,10 @@
-"""Reading an owner's events, redelivering one, pinging an endpoint.
+"""Reading an owner's events and deliveries, redelivering an event, pinging an endpoint.
 
 Events are listed newest first for ``webhook_event_retention_s`` (housekeeping deletes them
-after it). Every lookup is scoped to the owner: another owner's event or endpoint id is 404,
-exactly like an id that does not exist.
+after it), by type and by the status of their deliveries (:data:`DELIVERY_STATUSES`). Every
+lookup is scoped to the owner: another owner's event or endpoint id is 404, exactly like an
+id that does not exist. One attempt view (:func:`attempt_view`) serves both logs: an event's
+deliveries and an invoice's paid webhooks.
 """
 
 from __future__ import annotations
@@ -11,22 +13,26 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import ColumnElement, and_, exists, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, NotFound
-from invoicing.events.endpoints import owned_endpoint
-from invoicing.events.models import PING, Event
-from invoicing.events.record import endpoint_delivery_row, new_event
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.models import Invoice
+from invoicing.notifications.endpoints import owned_endpoint
+from invoicing.notifications.models import PING, Event, EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.outbox import endpoint_delivery_row, paid_webhook_row
+from invoicing.notifications.record import new_event
 from invoicing.settings import Settings
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.webhooks.outbox import paid_webhook_row
 
 # Events a page holds at most (a larger limit is capped, as for invoices).
 MAX_PAGE = 100
+# The events list's ``deliveryStatus`` filter: events with at least one delivery that is
+# pending (due or being retried), failing (pending after a failed attempt), delivered, or
+# failed (given up).
+FAILING = "failing"
+DELIVERY_STATUSES = (EventStatus.PENDING, FAILING, EventStatus.DELIVERED, EventStatus.FAILED)
 
 
 @dataclass(frozen=True)
@@ -47,11 +53,13 @@ async def list_events(
     now_ms: int,
     *,
     event_type: str | None = None,
+    delivery_status: str | None = None,
     after: str | None = None,
     limit: int = 20,
 ) -> EventPage:
     """The owner's events, newest first; ``after``: only those older than that event (the
-    last id of the previous page). An ``after`` that is not the owner's event is 404."""
+    last id of the previous page). An ``after`` that is not the owner's event is 404.
+    ``delivery_status``: only events with a delivery in that state (:data:`DELIVERY_STATUSES`)."""
     limit = min(limit, MAX_PAGE)
     conditions: list[Any] = [
         Event.owner_key == owner_key,
@@ -59,6 +67,8 @@ async def list_events(
     ]
     if event_type is not None:
         conditions.append(Event.type == event_type)
+    if delivery_status is not None:
+        conditions.append(_has_delivery(delivery_status))
     async with db.sessions() as session:
         if after is not None:
             cursor = await _owned_event(session, settings, owner_key, after, now_ms)
@@ -69,6 +79,17 @@ async def list_events(
             )
         )
     return EventPage([event.envelope() for event in rows[:limit]], len(rows) > limit)
+
+
+def _has_delivery(status: str) -> ColumnElement[bool]:
+    """SQL condition on ``events``: the event has a delivery in ``status``."""
+    if status not in DELIVERY_STATUSES:
+        raise ValueError(f"unknown delivery status {status!r}")
+    condition: ColumnElement[bool] = WebhookEvent.status == status
+    if status == FAILING:
+        failed_before = exists().where(WebhookAttempt.event_id == WebhookEvent.id)
+        condition = and_(WebhookEvent.status == EventStatus.PENDING, failed_before)
+    return exists().where(WebhookEvent.event_id == Event.id, condition)
 
 
 async def get_event(
@@ -91,7 +112,7 @@ async def get_event(
             .where(WebhookAttempt.event_id.in_([d.id for d in deliveries]))
             .order_by(WebhookAttempt.attempt, WebhookAttempt.id)
         ):
-            attempts[attempt.event_id].append(_attempt_view(attempt))
+            attempts[attempt.event_id].append(attempt_view(attempt))
     return {
         "event": event.envelope(),
         "deliveries": [_delivery_view(d, attempts.get(d.id, [])) for d in deliveries],
@@ -135,24 +156,6 @@ async def ping(
         row = endpoint_delivery_row(event, endpoint, now_ms, retry_until=now_ms)
         await session.execute(insert(WebhookEvent), [row])
     return _accepted(event.id, row)
-
-
-async def prune_events(db: Database, now_ms: int, retention_ms: int, chunk: int = 1000) -> int:
-    """Delete events created before ``now_ms - retention_ms``, a chunk per transaction;
-    returns how many went (their deliveries go with ``webhooks.retention``)."""
-    pruned = 0
-    while True:
-        async with db.transaction() as session:
-            seqs = list(
-                await session.scalars(
-                    select(Event.seq).where(Event.created_at < now_ms - retention_ms).limit(chunk)
-                )
-            )
-            if seqs:
-                await session.execute(delete(Event).where(Event.seq.in_(seqs)))
-        pruned += len(seqs)
-        if len(seqs) < chunk:
-            return pruned
 
 
 async def _owned_event(
@@ -205,16 +208,57 @@ def _delivery_view(delivery: WebhookEvent, attempts: list[dict[str, Any]]) -> di
         "target": "endpoint" if delivery.endpoint_id is not None else "webhookUrl",
         "url": delivery.url,
         "status": delivery.status,
-        "nextAttemptAt": (
-            delivery.next_attempt_at if delivery.status == EventStatus.PENDING else None
-        ),
+        "nextAttemptAt": _next_attempt_at(delivery),
         "createdAt": delivery.created_at,
         "deliveredAt": delivery.delivered_at,
         "attempts": attempts,
     }
 
 
-def _attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
+async def paid_webhook_log(db: Database, invoice: Invoice) -> dict[str, Any]:
+    """The invoice's paid-webhook deliveries and every attempt of them, oldest first (the
+    deliveries of its events to endpoints are read per event, with :func:`get_event`)."""
+    async with db.sessions() as session:
+        deliveries = list(
+            await session.scalars(
+                select(WebhookEvent)
+                .where(WebhookEvent.invoice_pk == invoice.id, WebhookEvent.endpoint_id.is_(None))
+                .order_by(WebhookEvent.created_at, WebhookEvent.id)
+            )
+        )
+        attempts = list(
+            await session.scalars(
+                select(WebhookAttempt)
+                .where(WebhookAttempt.event_id.in_([d.id for d in deliveries]))
+                .order_by(WebhookAttempt.attempted_at, WebhookAttempt.attempt, WebhookAttempt.id)
+            )
+        )
+    return {
+        "paymentAddress": invoice.payment_address,
+        "events": [_paid_delivery_view(delivery) for delivery in deliveries],
+        "items": [{"eventId": a.event_id, **attempt_view(a)} for a in attempts],
+    }
+
+
+def _paid_delivery_view(delivery: WebhookEvent) -> dict[str, Any]:
+    """A paid webhook's delivery as the invoice's log shows it (its id is the
+    ``x-service-event-id`` it is sent with)."""
+    return {
+        "eventId": delivery.id,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "nextAttemptAt": _next_attempt_at(delivery),
+        "createdAt": delivery.created_at,
+        "deliveredAt": delivery.delivered_at,
+    }
+
+
+def _next_attempt_at(delivery: WebhookEvent) -> int | None:
+    return delivery.next_attempt_at if delivery.status == EventStatus.PENDING else None
+
+
+def attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
+    """One attempt, in both logs: an event's deliveries and an invoice's paid webhooks."""
     return {
         "attempt": attempt.attempt,
         "attemptedAt": attempt.attempted_at,

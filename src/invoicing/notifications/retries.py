@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.events.models import EventEndpoint
+from invoicing.notifications.models import EventEndpoint, EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.settings import Settings
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ async def record_endpoint_results(
 ) -> list[str]:
     """Move each enabled endpoint's failure streak on and disable the ones failing for the
     whole window; returns the ids disabled. Runs in the transaction that stored the attempts
-    (``webhooks.delivery.record_results``)."""
+    (``notifications.delivery.record_results``)."""
     if not results:
         return []
     succeeded, first_failure = _tally(results)

@@ -29,7 +29,7 @@ import ssl
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 
-from invoicing.webhooks.guard import Target
+from invoicing.notifications.guard import Target
 
 # Answers longer than this are not read to the end; their connection is dropped instead.
 MAX_ANSWER_BYTES = 64 * 1024

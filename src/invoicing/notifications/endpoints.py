@@ -1,31 +1,55 @@
-"""An owner's event endpoints: register, list, change, remove.
+"""Endpoints: the URLs the outbox delivers to. Two tables, one concept, two questions.
 
-A URL is checked like an invoice's ``webhookUrl`` (``webhooks.guard.webhook_url_problem``:
-absolute http(s), https outside development, no address that can never be delivered), and
-again at every delivery by the SSRF guard. ``events`` lists event types from
-``invoices.lifecycle.InvoiceEvent``, or is ``["*"]`` for all of them. An owner holds at most
-``max_event_endpoints_per_owner`` endpoints; creates are counted under the owner's lock, so
-concurrent ones on several processes cannot pass the cap.
+*Where do an owner's events go?* ``event_endpoints`` (``models.EventEndpoint``): the URLs an
+owner registered: register, list, change, remove. A URL is checked like an invoice's
+``webhookUrl`` (``guard.webhook_url_problem``: absolute http(s), https outside development,
+no address that can never be delivered), and again at every delivery by the SSRF guard.
+``events`` lists event types (``invoices.lifecycle.InvoiceEvent``), or is ``["*"]`` for all
+of them. An owner holds at most ``max_event_endpoints_per_owner`` endpoints; creates are
+counted under the owner's lock, so concurrent ones on several processes cannot pass the cap.
+
+*Is this URL failing?* ``webhook_endpoints`` (``models.EndpointHealth``): a row exists only
+while a URL's latest attempts failed: every failure adds to ``consecutive_failures`` and the
+first success deletes the row. Due deliveries to failing URLs are claimed after every other
+due delivery (``delivery.claim_events``), never skipped. That order matters only while a
+worker has more due deliveries than free slots, and a failing URL's delivery waits so for at
+most one retry delay; so one failure is enough to count: waiting for three lets a dead URL
+take several rounds of slots before it is noticed. Concurrency is capped per *host*
+(``host:port`` of the URL), the thing that actually hangs.
+
+Why the two tables stay two: health is keyed by the URL (its SHA-256), for every URL the
+outbox sends to, invoices' ``webhookUrl`` included, which no owner registered; one URL may be
+registered by several owners, or several times by one. A registration is keyed by its id,
+holds an owner's subscription and its own failure window (``retries``), and is disabled, not
+deleted, when it keeps failing. One table would need a row per URL that is no registration,
+and a registration per owner that shares one streak: merging them changes what is counted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlsplit
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import ColumnElement, Table, delete, exists, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.events.models import EventEndpoint
-from invoicing.events.retries import drop_pending
 from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.webhooks.endpoints import endpoint_host, endpoint_key
-from invoicing.webhooks.guard import webhook_url_problem
-from invoicing.webhooks.models import EventStatus, WebhookEvent
-from invoicing.webhooks.signing import lock_owner
+from invoicing.notifications.guard import webhook_url_problem
+from invoicing.notifications.models import (
+    EndpointHealth,
+    EventEndpoint,
+    EventStatus,
+    WebhookEvent,
+)
+from invoicing.notifications.retries import drop_pending
+from invoicing.notifications.signing import lock_owner
 
 ALL_EVENTS = "*"
 EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
@@ -206,3 +230,98 @@ def endpoint_to_dict(endpoint: EventEndpoint) -> dict[str, Any]:
         "createdAt": endpoint.created_at,
         "updatedAt": endpoint.updated_at,
     }
+
+
+# ---- health of the URLs delivered to ------------------------------------------------
+
+# An endpoint is failing from this many consecutive failed attempts on.
+FAILING_AFTER = 1
+
+
+def endpoint_key(url: str) -> str:
+    """The endpoint's key: the SHA-256 of its URL (URLs are too long to index)."""
+    return hashlib.sha256(url.encode()).hexdigest()
+
+
+def endpoint_host(url: str) -> str:
+    """``host:port`` of a webhook URL, the unit of the per-host concurrency cap."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default_port = 443 if parts.scheme == "https" else 80
+    return f"{parts.hostname or ''}:{port or default_port}"[:300]
+
+
+def endpoint_is_failing() -> ColumnElement[bool]:
+    """SQL condition on ``webhook_events``: the event's endpoint is currently failing."""
+    return exists(
+        select(EndpointHealth.key).where(
+            EndpointHealth.key == WebhookEvent.endpoint_key,
+            EndpointHealth.consecutive_failures >= FAILING_AFTER,
+        )
+    )
+
+
+def tally(outcomes: Iterable[tuple[str, bool]]) -> tuple[set[str], Counter[str]]:
+    """Endpoints that had a success in the batch, and each one's failures after its last one.
+
+    ``outcomes`` are (URL, delivered) in the order the attempts finished.
+    """
+    succeeded: set[str] = set()
+    failures: Counter[str] = Counter()
+    for url, delivered in outcomes:
+        key = endpoint_key(url)
+        if delivered:
+            succeeded.add(key)
+            failures.pop(key, None)
+        else:
+            failures[key] += 1
+    return succeeded, failures
+
+
+async def record_health(
+    session: AsyncSession, outcomes: list[tuple[str, bool]], now_ms: int
+) -> None:
+    """Reset the endpoints that answered 2xx; add the failures after that to their streaks.
+
+    ``outcomes`` are (URL, delivered) in the order the attempts finished. The endpoints' rows
+    are locked first, in key order, so concurrent workers never wait on each other in a circle.
+    """
+    urls = {endpoint_key(url): url for url, _ in outcomes}
+    succeeded, failures = tally(outcomes)
+    known = await session.scalars(
+        select(EndpointHealth.key)
+        .where(EndpointHealth.key.in_(sorted(urls)))
+        .order_by(EndpointHealth.key)
+        .with_for_update()
+    )
+    reset = succeeded.intersection(known)
+    if reset:
+        await session.execute(delete(EndpointHealth).where(EndpointHealth.key.in_(reset)))
+    if failures:
+        await _add_failures(session, failures, urls, now_ms)
+
+
+async def _add_failures(
+    session: AsyncSession, failures: Counter[str], urls: dict[str, str], now_ms: int
+) -> None:
+    rows = [
+        {"key": key, "url": urls[key], "consecutive_failures": count, "last_failure_at": now_ms}
+        for key, count in sorted(failures.items())
+    ]
+    connection = await session.connection()
+    endpoints = cast(Table, EndpointHealth.__table__)
+    statement = upsert(connection.dialect.name, endpoints)
+    await connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=[endpoints.c.key],
+            set_={
+                "consecutive_failures": endpoints.c.consecutive_failures
+                + statement.excluded.consecutive_failures,
+                "last_failure_at": statement.excluded.last_failure_at,
+            },
+        ),
+        rows,
+    )

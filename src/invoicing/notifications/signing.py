@@ -7,9 +7,9 @@ message = "<t>.<raw body>")``: a receiver that knows any one active secret can c
 delivery, so a secret is rotated by creating the new one, switching the receiver, then
 revoking the old one. ``t`` is the send time, so a receiver can refuse old (replayed) ones.
 
-Secrets are stored like API keys' webhook copies (``auth.api_keys``): Fernet under a key
-derived from ``INVOICING_SECRET`` with HKDF-SHA256, with an info string of their own, and
-shown in clear only in the answer that creates them.
+Secrets are issued, sealed, listed and revoked by the owner-secret stack of ``auth.secrets``
+(:data:`WEBHOOK_SECRET`), shared with API keys: shown in clear only in the answer that
+creates them, ``SecretStr`` everywhere else.
 
 ``owner_settings`` holds what an owner chose about their webhooks: ``webhookApiKeyHeader``
 (default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``.
@@ -17,135 +17,73 @@ shown in clear only in the answer that creates them.
 
 from __future__ import annotations
 
-import base64
-import functools
 import hashlib
 import hmac
 import logging
-import secrets as token_source
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from cryptography.fernet import Fernet, InvalidToken
 from pydantic import SecretStr
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Index,
     String,
     Text,
     func,
     literal,
     null,
     select,
-    true,
     union_all,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
 
-from invoicing.auth.api_keys import hkdf_sha256
-from invoicing.db import Base, upsert
-from invoicing.errors import NotFound, TooManyWebhookSecrets
+from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned
+from invoicing.db import upsert
+from invoicing.errors import TooManyWebhookSecrets
+from invoicing.notifications.models import OwnerSettings, WebhookSecret
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_SIGNATURE_HEADER = "x-service-webhook-signature"
-SECRET_PREFIX = "whsec_"
-ENCRYPTION_INFO = b"invoicing webhook-secret encryption v1"
+WEBHOOK_SECRET = SecretKind(
+    noun="webhook secret",
+    prefix="whsec_",
+    encryption_info=b"invoicing webhook-secret encryption v1",
+)
 # Active secrets an owner may hold at once (two are enough to rotate; a few spare).
 MAX_ACTIVE_SECRETS = 5
-
-
-class WebhookSecret(Base):
-    """One owner's webhook signing secret; revoked ones stay listed with ``revoked_at``."""
-
-    __tablename__ = "webhook_secrets"
-    __table_args__ = (Index("ix_webhook_secrets_owner_key_revoked_at", "owner_key", "revoked_at"),)
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    owner_key: Mapped[str] = mapped_column(String(42))
-    # Fernet token of the secret (HKDF key, see the module docstring). Never the secret.
-    secret_encrypted: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-
-
-class OwnerSettings(Base):
-    """What an owner chose about the service's behaviour towards them (absent row: defaults)."""
-
-    __tablename__ = "owner_settings"
-
-    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
-    webhook_api_key_header: Mapped[bool] = mapped_column(Boolean, server_default=true())
-    updated_at: Mapped[int] = mapped_column(BigInteger)
 
 
 # ---- the header -------------------------------------------------------------------------
 
 
-def signature_header(secrets: Sequence[str], timestamp: int, body: bytes) -> str | None:
+def signature_header(secrets: Sequence[SecretStr], timestamp: int, body: bytes) -> str | None:
     """The ``x-service-webhook-signature`` value for ``body`` sent at ``timestamp`` (unix
     seconds), one ``v1`` per secret; None without secrets (then no header is sent)."""
     if not secrets:
         return None
     message = b"%d.%s" % (timestamp, body)
     signatures = (
-        hmac.new(secret.encode(), message, hashlib.sha256).hexdigest() for secret in secrets
+        hmac.new(secret.get_secret_value().encode(), message, hashlib.sha256).hexdigest()
+        for secret in secrets
     )
     return f"t={timestamp}," + ",".join(f"v1={signature}" for signature in signatures)
 
 
-# ---- secrets at rest --------------------------------------------------------------------
+# ---- the secrets ------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4)
-def _fernet(server_secret: str) -> Fernet:
-    key = hkdf_sha256(server_secret.encode(), None, ENCRYPTION_INFO, 32)
-    return Fernet(base64.urlsafe_b64encode(key))
+async def active_secrets(
+    session: AsyncSession, owner: str, server_secret: SecretStr
+) -> tuple[SecretStr, ...]:
+    """The owner's active signing secrets, oldest first (empty: deliveries unsigned)."""
+    options = await webhook_options_by_owner(session, [owner], server_secret)
+    return options.get(owner.lower(), WebhookOptions()).secrets
 
 
-def encrypt_secret(secret: str, server_secret: SecretStr) -> str:
-    return _fernet(server_secret.get_secret_value()).encrypt(secret.encode()).decode()
-
-
-def decrypt_secret(encrypted: str, server_secret: SecretStr) -> str | None:
-    """The secret in clear; None if it was stored under another server secret."""
-    try:
-        return _fernet(server_secret.get_secret_value()).decrypt(encrypted.encode()).decode()
-    except InvalidToken:
-        return None
-
-
-async def active_secrets(session: AsyncSession, owner: str, server_secret: SecretStr) -> list[str]:
-    """The owner's active signing secrets in clear, oldest first (empty: deliveries unsigned)."""
-    return (await active_secrets_by_owner(session, [owner], server_secret)).get(owner.lower(), [])
-
-
-async def active_secrets_by_owner(
-    session: AsyncSession, owners: Collection[str], server_secret: SecretStr
-) -> dict[str, list[str]]:
-    """Active secrets of several owners in one query (a claimed batch of deliveries), keyed
-    by lowercased owner; owners without any are left out."""
-    keys = sorted({owner.lower() for owner in owners})
-    if not keys:
-        return {}
-    rows = await session.execute(
-        select(WebhookSecret.owner_key, WebhookSecret.secret_encrypted)
-        .where(WebhookSecret.owner_key.in_(keys), WebhookSecret.revoked_at.is_(None))
-        .order_by(WebhookSecret.owner_key, WebhookSecret.created_at, WebhookSecret.id)
-    )
-    found: dict[str, list[str]] = {}
-    for owner_key, encrypted in rows:
-        secret = _readable(owner_key, encrypted, server_secret)
-        if secret is not None:
-            found.setdefault(owner_key, []).append(secret)
-    return found
-
-
-def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> str | None:
-    secret = decrypt_secret(encrypted, server_secret)
+def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> SecretStr | None:
+    secret = WEBHOOK_SECRET.unseal(encrypted, server_secret)
     if secret is None:
         # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
         log.warning(
@@ -156,8 +94,8 @@ def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> str |
 
 async def create_secret(
     session: AsyncSession, owner: str, server_secret: SecretStr, now_ms: int
-) -> tuple[WebhookSecret, str]:
-    """Issue a signing secret; returns the row and the secret in clear (shown once).
+) -> tuple[WebhookSecret, SecretStr]:
+    """Issue a signing secret; returns the row and the secret (shown once).
 
     Refused (409 ``too_many_webhook_secrets``) when the owner already has
     :data:`MAX_ACTIVE_SECRETS` active ones. The owner's settings row is locked first, so
@@ -175,11 +113,11 @@ async def create_secret(
             "revoke one first",
             {"maxActive": MAX_ACTIVE_SECRETS},
         )
-    secret = SECRET_PREFIX + token_source.token_urlsafe(32)
+    secret = WEBHOOK_SECRET.issue()
     row = WebhookSecret(
         id=str(uuid.uuid4()),
         owner_key=owner_key,
-        secret_encrypted=encrypt_secret(secret, server_secret),
+        secret_encrypted=WEBHOOK_SECRET.seal(secret, server_secret),
         created_at=now_ms,
     )
     session.add(row)
@@ -187,14 +125,9 @@ async def create_secret(
     return row, secret
 
 
-async def list_secrets(session: AsyncSession, owner: str) -> list[WebhookSecret]:
+async def list_secrets(session: AsyncSession, owner: str) -> Sequence[WebhookSecret]:
     """Every secret of the owner, revoked ones included, oldest first."""
-    rows = await session.scalars(
-        select(WebhookSecret)
-        .where(WebhookSecret.owner_key == owner.lower())
-        .order_by(WebhookSecret.created_at, WebhookSecret.id)
-    )
-    return list(rows)
+    return await list_owned(session, WebhookSecret, owner.lower())
 
 
 async def revoke_secret(
@@ -202,21 +135,9 @@ async def revoke_secret(
 ) -> WebhookSecret:
     """Stop signing with one of the owner's secrets (404 if not theirs; revoking twice keeps
     the first time)."""
-    row = await session.scalar(
-        select(WebhookSecret).where(
-            WebhookSecret.id == secret_id, WebhookSecret.owner_key == owner.lower()
-        )
+    return await revoke_owned(
+        session, WEBHOOK_SECRET, WebhookSecret, owner.lower(), secret_id, now_ms
     )
-    if row is None:
-        raise NotFound("no such webhook secret for this owner")
-    if row.revoked_at is None:
-        row.revoked_at = now_ms
-    return row
-
-
-def secret_to_dict(row: WebhookSecret) -> dict[str, object]:
-    """A secret as listed: never the secret itself."""
-    return {"id": row.id, "createdAt": row.created_at, "revokedAt": row.revoked_at}
 
 
 # ---- owner settings ---------------------------------------------------------------------
@@ -227,7 +148,7 @@ class WebhookOptions:
     """What a delivery to one owner needs: whether to send the API key, and the secrets."""
 
     api_key_header: bool = True
-    secrets: tuple[str, ...] = field(default=(), repr=False)  # in clear: never in a repr
+    secrets: tuple[SecretStr, ...] = ()
 
 
 async def webhook_options_by_owner(
@@ -257,7 +178,7 @@ async def webhook_options_by_owner(
     rows = await session.execute(
         select(both).order_by(both.c.owner_key, both.c.created_at, both.c.id)
     )
-    found: dict[str, tuple[bool, list[str]]] = {}
+    found: dict[str, tuple[bool, list[SecretStr]]] = {}
     for owner_key, encrypted, api_key_header, _created_at, _id in rows:
         header, secrets = found.setdefault(owner_key, (True, []))
         if api_key_header is not None:

@@ -13,7 +13,7 @@ is computed when the attempt is sent (``signed_delivery``), over the exact body 
 Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
-the event's id, signed, retried with backoff until ``retry_until``: ``events.retries``).
+the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
 """
 
 from __future__ import annotations
@@ -21,29 +21,30 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from pydantic import SecretStr
 from sqlalchemy import Select, Table, and_, bindparam, insert, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
-from invoicing.auth.api_keys import decrypt_key
+from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
-from invoicing.events.retries import EndpointResult, next_attempt, record_endpoint_results
 from invoicing.invoices.models import Invoice
-from invoicing.services import Services
-from invoicing.settings import Settings
-from invoicing.webhooks.client import Delivery, Outcome
-from invoicing.webhooks.endpoints import endpoint_is_failing, record_health
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.webhooks.signing import (
+from invoicing.notifications.client import Delivery, Outcome
+from invoicing.notifications.endpoints import endpoint_is_failing, record_health
+from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.retries import EndpointResult, next_attempt, record_endpoint_results
+from invoicing.notifications.signing import (
     WEBHOOK_SIGNATURE_HEADER,
     WebhookOptions,
     signature_header,
     webhook_options_by_owner,
 )
+from invoicing.services import Services
+from invoicing.settings import Settings
 
 EVENT_ID_HEADER = "x-service-event-id"
 ATTEMPT_HEADER = "x-service-delivery-attempt"
@@ -61,7 +62,7 @@ class ClaimedEvent:
     endpoint_host: str
     delivery: Delivery
     # The owner's active signing secrets, oldest first (empty: sent unsigned).
-    signing_secrets: tuple[str, ...] = field(default=(), repr=False)
+    signing_secrets: tuple[SecretStr, ...] = ()
     # An event to an owner's endpoint (None: the spec's paid webhook), and its last try.
     endpoint_id: str | None = None
     retry_until: int | None = None
@@ -90,12 +91,12 @@ class AttemptResult:
 
 
 def event_headers(
-    event_id: str, attempt: int, invoice: Invoice | None, api_key: str | None
+    event_id: str, attempt: int, invoice: Invoice | None, api_key: SecretStr | None
 ) -> dict[str, str]:
     """Headers of DESIGN section 6: the creation credential, the event id and attempt number."""
     headers = {"content-type": "application/json"}
     if invoice is not None and invoice.auth_mode == "api_key" and api_key:
-        headers[API_KEY_HEADER] = api_key
+        headers[API_KEY_HEADER] = api_key.get_secret_value()
     elif invoice is not None and invoice.auth_signature and invoice.auth_timestamp:
         headers[SIGNATURE_HEADER] = invoice.auth_signature
         headers[TIMESTAMP_HEADER] = invoice.auth_timestamp
@@ -205,7 +206,7 @@ async def _load_claimed(
     for event, invoice, key_encrypted in loaded:
         owner = options.get(event.owner_key, DEFAULT_OPTIONS)
         send_key = key_encrypted and owner.api_key_header
-        api_key = decrypt_key(key_encrypted, secret) if send_key else None
+        api_key = API_KEY.unseal(key_encrypted, secret) if send_key else None
         if event.endpoint_id is None:
             headers = event_headers(event.id, event.attempts, invoice, api_key)
         else:

@@ -15,15 +15,15 @@ from collections import Counter
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from invoicing.services import Services
-from invoicing.webhooks.client import HttpWebhookClient, WebhookClient
-from invoicing.webhooks.delivery import (
+from invoicing.notifications.client import HttpWebhookClient, WebhookClient
+from invoicing.notifications.delivery import (
     AttemptResult,
     ClaimedEvent,
     claim_events,
     record_results,
     signed_delivery,
 )
+from invoicing.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
-"""Pruning finished webhook events and their delivery attempts past the retention.
+"""Pruning events, and finished deliveries with their attempts, past the retention.
 
-Only events that are over (delivered, or failed for good) and older than
-``webhook_event_retention_s`` (default 30 days) go, with their attempts; pending events stay
-whatever their age. Deleted in chunks, each its own short transaction, so a large backlog
+Events older than ``webhook_event_retention_s`` (default 30 days) go whatever their
+deliveries' state: the events list stops showing them at that age. Deliveries go, with their
+attempts, only once they are over (delivered, or failed for good) and that old; pending ones
+stay whatever their age. Deleted in chunks, each its own short transaction, so a large backlog
 never holds the outbox's locks for long (housekeeping runs this every minute).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 
 from invoicing.db import Database
-from invoicing.webhooks.models import EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.notifications.models import Event, EventStatus, WebhookAttempt, WebhookEvent
 
 FINISHED = (EventStatus.DELIVERED, EventStatus.FAILED)
 # Events per transaction (their ids are bound as parameters: well under every driver's cap).
@@ -41,4 +42,24 @@ async def prune_finished_events(
                 await session.execute(delete(WebhookEvent).where(WebhookEvent.id.in_(ids)))
         pruned += len(ids)
         if len(ids) < chunk:
+            return pruned
+
+
+async def prune_events(
+    db: Database, now_ms: int, retention_ms: int, chunk: int = PRUNE_CHUNK
+) -> int:
+    """Delete events created before ``now_ms - retention_ms``, a chunk per transaction;
+    returns how many went (their deliveries go with :func:`prune_finished_events`)."""
+    pruned = 0
+    while True:
+        async with db.transaction() as session:
+            seqs = list(
+                await session.scalars(
+                    select(Event.seq).where(Event.created_at < now_ms - retention_ms).limit(chunk)
+                )
+            )
+            if seqs:
+                await session.execute(delete(Event).where(Event.seq.in_(seqs)))
+        pruned += len(seqs)
+        if len(seqs) < chunk:
             return pruned

@@ -1,0 +1,17 @@
+"""Notifications: events, the endpoints that receive them, and the outbox that delivers them.
+
+Below the domains: invoices, refunds and settlement record their moves' events through
+``invoices.notify``, which hands them to ``record``; nothing here imports a domain's service.
+It reads the invoices and API-key tables (models only) for what a paid webhook carries.
+
+- ``models``: events, the outbox (one row per delivery) and its attempts, endpoints,
+  signing secrets and owner settings;
+- ``record``: events and their deliveries written in the caller's transaction; ``outbox``:
+  the rows of the two kinds of delivery (the spec's paid webhook, an event to an endpoint);
+- ``endpoints``: owners' endpoints and the health of every URL delivered to;
+- ``delivery`` (claim, send, record results), ``retries`` (backoff, disabling endpoints),
+  ``worker`` (deliveries in flight), ``signing`` (the signature header and its secrets),
+  ``client``, ``guard`` and ``http11`` (the outbound HTTP with its SSRF guard);
+- ``service``: the events list, an event's deliveries, redelivery, pings, an invoice's paid
+  webhook log; ``retention``: pruning.
+"""

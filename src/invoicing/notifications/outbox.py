@@ -1,0 +1,56 @@
+"""Rows of the outbox (``models.WebhookEvent``), due now: one per delivery to make.
+
+Two kinds share it: the spec's paid webhook to an invoice's ``webhookUrl`` (written in the
+paid transition's transaction by ``invoices.notify``, or again by a redelivery) and an event's
+envelope to one of the owner's endpoints (``record.write_events``, redeliveries and pings).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from invoicing.invoices.models import Invoice
+from invoicing.invoices.views import webhook_payload
+from invoicing.notifications.endpoints import endpoint_host, endpoint_key
+from invoicing.notifications.models import Event, EventEndpoint, EventStatus
+
+
+def paid_webhook_row(invoice: Invoice, now_ms: int, event_id: str | None) -> dict[str, Any]:
+    """The paid webhook (spec 6) to the invoice's webhookUrl; ``event_id`` is its
+    ``invoice.paid`` event (the events API lists and redelivers it from there)."""
+    assert invoice.webhook_url is not None
+    row = _due_row(invoice.owner_key, invoice.id, invoice.webhook_url, now_ms)
+    row.update(payload=webhook_payload(invoice), event_id=event_id, endpoint_id=None)
+    return row
+
+
+def endpoint_delivery_row(
+    event: Event, endpoint: EventEndpoint, now_ms: int, retry_until: int
+) -> dict[str, Any]:
+    """``event``'s envelope to ``endpoint``, retried until ``retry_until``."""
+    row = _due_row(event.owner_key, event.invoice_pk, endpoint.url, now_ms)
+    row.update(
+        payload=event.envelope(),
+        event_id=event.id,
+        endpoint_id=endpoint.id,
+        retry_until=retry_until,
+    )
+    return row
+
+
+def _due_row(owner_key: str, invoice_pk: str | None, url: str, now_ms: int) -> dict[str, Any]:
+    return {
+        "id": str(uuid.uuid4()),
+        "invoice_pk": invoice_pk,
+        "owner_key": owner_key,
+        "url": url,
+        "endpoint_key": endpoint_key(url),
+        "endpoint_host": endpoint_host(url),
+        "status": EventStatus.PENDING,
+        "attempts": 0,
+        "next_attempt_at": now_ms,
+        "claimed_until": 0,
+        "created_at": now_ms,
+        "retry_until": None,
+    }

@@ -1,1 +1,0 @@
-"""Paid webhooks: a durable outbox and its delivery worker."""
