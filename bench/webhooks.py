@@ -37,7 +37,7 @@ endpoint fails before its only event is attempted and the failing attempts take 
 share (a 500 answer costs what a 204 costs). It is not part of the goal.
 
 The fourth line is the all-healthy case again with the owner holding two active signing
-secrets (``webhooks/signing.py``): every delivery carries ``x-service-webhook-signature``
+secrets (``notifications/signing.py``): every delivery carries ``x-service-webhook-signature``
 with two ``v1`` HMACs computed at send time, and each claimed batch reads the owner's
 secrets (one query, Fernet-decrypted). ``signing_cost`` compares it with the unsigned
 healthy case, best round against best round (``signing_cpu_cost``: per CPU second). The

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -14,7 +16,7 @@ import httpx
 import pytest
 
 from invoicing.chain import artifacts
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import deterministic_address
 from tests.support.server import free_port
 
@@ -128,3 +130,113 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
     # The ready line is printed on stdout too, exactly once.
     assert sum(1 for line in output.splitlines() if line.startswith('{"base_url"')) == 1
     assert not port_is_open(chain_port)
+
+
+@pytest.mark.parametrize(
+    ("busy_option", "says"),
+    [
+        ("--chain-port", "(anvil's, chain 31337) is in use; choose another with --chain-port"),
+        ("--port", "(the API's) is in use; choose another with --port"),
+    ],
+    ids=["chain-port", "api-port"],
+)
+def test_dev_refuses_a_busy_port_in_one_line(busy_option: str, says: str) -> None:
+    ports = {"--port": free_port(), "--chain-port": free_port()}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports[busy_option]))
+        taken.listen()
+        result = subprocess.run(
+            [INVOICING, "dev", *(str(part) for option in ports.items() for part in option)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == f"refusing to start: port {ports[busy_option]} {says}\n"
+
+
+def run_operator(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([INVOICING, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_dev_files_live_in_one_temporary_directory_that_operator_commands_read(
+    tmp_path: Path,
+) -> None:
+    temp_dir = tmp_path / "tmp"
+    temp_dir.mkdir()
+    ready_file = tmp_path / "ready.json"
+    process = subprocess.Popen(
+        [INVOICING, "dev", "--port", str(free_port()), "--chain-port", str(free_port())]
+        + ["--ready-file", str(ready_file)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "TMPDIR": str(temp_dir)},
+    )
+    try:
+        ready = json.loads(wait_for_file(ready_file, process))
+        # Given a dev service that names its database and its settings file, both in one
+        # directory of the temporary directory,
+        env_file = Path(ready["env_file"])
+        run_dir = env_file.parent
+        assert run_dir.parent == temp_dir and run_dir.name.startswith("invoicing-dev-")
+        assert ready["database_url"] == f"sqlite+aiosqlite:///{run_dir}/dev.db"
+        assert (run_dir / "dev.db").is_file() and env_file.name == "dev.env"
+        # and an invoice paid on its chain,
+        owner, key = ready["owner"], ready["api_key"]
+        headers = {"x-service-api-key": key}
+        created = httpx.post(
+            f"{ready['base_url']}/integration/invoices",
+            json={"ownerAddress": owner, "chainId": 31337, "amount": "0.01"},
+            headers=headers,
+        )
+        assert created.status_code == 201, created.text
+        escrow = created.json()["paymentAddress"]
+        payment = {"from": DEV_ADDRESSES[1], "to": escrow, "value": hex(10**16)}
+        httpx.post(
+            ready["rpc_url"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "eth_sendTransaction", "params": [payment]},
+        ).raise_for_status()
+        status_url = f"{ready['base_url']}/integration/invoices/status"
+        lookup = {"ownerAddress": owner, "paymentAddress": escrow}
+        assert (
+            httpx.get(status_url, params=lookup, headers=headers).json()["invoice"]["status"]
+            == "paid"
+        )
+        # when a shell that exports another service's database runs the operator commands
+        # with the dev service's env file,
+        shell = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("INVOICING_")},
+            "INVOICING_DATABASE_URL": f"sqlite:///{tmp_path}/another-service.db",
+        }
+        parked = run_operator(["parked", "--env-file", str(env_file)], shell)
+        withdrawn = run_operator(
+            ["withdraw", "--now", "--owner", owner, "--timeout-s", "60"]
+            + ["--env-file", str(env_file)],
+            shell,
+        )
+        without_the_file = run_operator(["parked"], shell)
+
+        # then they work on the dev service's database and chain:
+        assert (parked.returncode, parked.stdout, parked.stderr) == (0, "", "")
+        assert withdrawn.returncode == 0, withdrawn.stdout + withdrawn.stderr
+        hash_ = "0x[0-9a-f]{64}"
+        assert re.fullmatch(
+            "chain 31337: 1 withdrawal transaction\\(s\\) sent\n"
+            f"  sent {hash_} \\(nonce \\d+\\): 1 escrow\\(s\\) of {owner}\n"
+            f"  confirmed {hash_} in block \\d+\n",
+            withdrawn.stdout,
+        ), withdrawn.stdout
+        invoice = httpx.get(status_url, params=lookup, headers=headers).json()["invoice"]
+        assert (invoice["status"], invoice["withdrawn"]) == ("completed", True)
+        assert not (tmp_path / "another-service.db").exists()
+        # (without it they stop on the production defaults, as before)
+        assert without_the_file.returncode == 2
+        assert "INVOICING_SECRET must be set" in without_the_file.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    # and a normal stop leaves nothing behind in the temporary directory.
+    assert process.returncode == 128 + signal.SIGTERM
+    assert list(temp_dir.iterdir()) == []

@@ -14,6 +14,7 @@ from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.signing import (
     MAX_ACTIVE_SECRETS,
+    OwnerChoices,
     WebhookOptions,
     active_secrets,
     create_secret,
@@ -111,8 +112,8 @@ async def test_settings_default_to_sending_the_api_key(db: Database) -> None:
     async with db.sessions() as session:
         after = await get_settings(session, owner.lower())
 
-    assert before == {"webhookApiKeyHeader": True}
-    assert after == {"webhookApiKeyHeader": False}
+    assert before == OwnerChoices(webhook_api_key_header=True)
+    assert after == OwnerChoices(webhook_api_key_header=False)
 
 
 async def test_options_of_a_batch_of_owners_in_one_read(db: Database) -> None:

@@ -25,7 +25,14 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxStatus, Withdrawal, WithdrawalItem
+from invoicing.settlement.models import (
+    ParkedEscrow,
+    RelayerTransaction,
+    TxStatus,
+    Withdrawal,
+    WithdrawalItem,
+)
+from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from tests.conftest import dev_tokens
@@ -134,6 +141,14 @@ async def withdrawals_of(services: Services, invoice_id: str) -> list[Withdrawal
             .order_by(Withdrawal.created_at)
         )
         return list(rows)
+
+
+async def parked_of(services: Services, owner: str) -> list[ParkedEscrow]:
+    """``owner``'s parked escrows on the test chain, the next to be retried first. The run
+    shares one database and one chain, so a test reads only its own owner's: another file's
+    parked escrows are still there."""
+    parked = await parked_escrows(services.db, gateway(services).config.chain_id)
+    return [p for p in parked if p.owner_address == owner]
 
 
 async def set_owner_fee(

@@ -34,6 +34,7 @@ from tests.integration.test_withdraw_helpers import (
     gateway,
     paid_in,
     paid_invoice,
+    parked_of,
     relayer_of,
     reload,
     settle_all,
@@ -95,7 +96,7 @@ async def test_an_escrow_its_token_blocks_is_not_completed_nor_swept_every_pass(
     ]
     (withdrawal,) = await withdrawals_of(services, blocked.id)
     assert (withdrawal.planned_raw, withdrawal.swept_raw) == (str(moved + held), str(moved))
-    (parked,) = await parked_escrows(services.db, chain.config.chain_id)
+    (parked,) = await parked_of(services, owner)
     assert (parked.invoice_id, parked.kind, parked.attempts, parked.balance_raw) == (
         blocked.id,
         "no_effect",
@@ -119,7 +120,7 @@ async def test_an_escrow_its_token_blocks_is_not_completed_nor_swept_every_pass(
     done = await reload(services, blocked.id)
     assert (done.status, done.withdrawn, done.swept_raw) == ("completed", True, str(held))
     assert await balance_of(evm, owner, token) == moved + held
-    assert await parked_escrows(services.db, chain.config.chain_id) == []
+    assert await parked_of(services, owner) == []
     assert [(await reload(services, i.id)).swept_raw for i in (good, other)] == [
         good.required_raw,
         other.required_raw,

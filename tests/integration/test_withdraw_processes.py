@@ -15,13 +15,13 @@ from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
-from invoicing.settlement.parking import parked_escrows
 from tests.conftest import MakeServices
 from tests.integration.test_withdraw_helpers import (
     balance_of,
     deploy_blocking_token,
     paid_in,
     paid_invoice,
+    parked_of,
     reload,
     token_call,
     with_token,
@@ -161,11 +161,7 @@ async def test_two_processes_park_each_failing_escrow_once_and_sweep_the_rest_on
     )
 
     assert [code for code, _, _ in results] == [0, 0], results
-    parked = {
-        p.invoice_id: p
-        for p in await parked_escrows(services.db, dev.chain_id)
-        if p.owner_address == owner
-    }
+    parked = {p.invoice_id: p for p in await parked_of(services, owner)}
     assert sorted(parked) == sorted(i.id for i in failing)
     assert {(p.kind, p.attempts) for p in parked.values()} == {("failing", 1)}
     assert await balance_of(evm, owner) == 2 * 3 * 10**14

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,7 @@ def _start(config: pytest.Config) -> DevService:
             process.wait()
         log.close()
         drop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
     config.add_cleanup(stop)
     deadline = time.monotonic() + READY_TIMEOUT_S

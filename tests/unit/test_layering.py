@@ -11,7 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "invoicing"
 WEB = "invoicing.web"
 # The commands that build and serve the app may import ``invoicing.web.app``, nothing else.
-ENTRY_POINTS = {"cli.py", "dev.py"}
+ENTRY_POINTS = {"cli/dev.py", "cli/serve.py"}
 # What serves HTTP: only the web layer uses these (the entry points also run the server).
 HTTP_LIBRARIES = ("fastapi", "starlette")
 

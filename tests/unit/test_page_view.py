@@ -66,10 +66,12 @@ def test_overpayment_floors_remaining_at_zero_and_the_uri_keeps_the_full_amount(
     assert over.uri == f"ethereum:{ESCROW}@8453?value={15 * 10**17}"
 
 
-def test_public_json_holds_only_what_the_page_shows() -> None:
-    data = view(
-        token_address=TOKEN, symbol="USDC", decimals=6, required_raw=5_000_000
-    ).public_json()
+def test_public_status_holds_only_what_the_page_shows() -> None:
+    data = (
+        view(token_address=TOKEN, symbol="USDC", decimals=6, required_raw=5_000_000)
+        .public_status()
+        .model_dump(mode="json")
+    )
 
     assert data == {
         "paymentAddress": ESCROW,

@@ -19,8 +19,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
+from invoicing.invoices.views import webhook_payload
 from invoicing.notifications.models import Event
-from invoicing.notifications.outbox import paid_webhook_row
+from invoicing.notifications.outbox import webhook_url_row
 from invoicing.notifications.record import new_event, write_events
 from invoicing.settings import Settings
 
@@ -63,3 +64,13 @@ async def record_events(
     ]
     await write_events(session, settings, now_ms, events, paid_webhooks)
     return events
+
+
+def paid_webhook_row(invoice: Invoice, now_ms: int, event_id: str | None) -> dict[str, Any]:
+    """The spec's paid webhook to the invoice's webhookUrl, due now; ``event_id`` is its
+    ``invoice.paid`` event."""
+    assert invoice.webhook_url is not None
+    payload = webhook_payload(invoice)
+    return webhook_url_row(
+        invoice.owner_key, invoice.id, invoice.webhook_url, payload, now_ms, event_id
+    )

@@ -1,8 +1,10 @@
 """Notifications: events, the endpoints that receive them, and the outbox that delivers them.
 
 Below the domains: invoices, refunds and settlement record their moves' events through
-``invoices.notify``, which hands them to ``record``; nothing here imports a domain's service.
-It reads the invoices and API-key tables (models only) for what a paid webhook carries.
+``invoices.notify``, which builds them (the owner's view of the invoice, the spec's paid
+webhook) and hands them to ``record``; the event types endpoints may take come in with the
+endpoint rules. Nothing here imports a domain's service; one module reads the invoices table
+(``delivery``: the credential a paid webhook carries, named in its docstring).
 
 - ``models``: events, the outbox (one row per delivery) and its attempts, endpoints,
   signing secrets and owner settings;

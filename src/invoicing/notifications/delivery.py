@@ -14,6 +14,10 @@ Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
 the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
+
+The import that runs up: ``invoices.models``. The paid webhook carries the credential that
+created its invoice (the API key, or the creation request's signature and timestamp), read at
+claim time from the invoice's row and its API key's, in the claim's one query.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 owner registered: register, list, change, remove. A URL is checked like an invoice's
 ``webhookUrl`` (``guard.webhook_url_problem``: absolute http(s), https outside development,
 no address that can never be delivered), and again at every delivery by the SSRF guard.
-``events`` lists event types (``invoices.lifecycle.InvoiceEvent``), or is ``["*"]`` for all
+``events`` lists event types (the caller's ``rules.event_types``), or is ``["*"]`` for all
 of them. An owner holds at most ``max_event_endpoints_per_owner`` endpoints; creates are
 counted under the owner's lock, so concurrent ones on several processes cannot pass the cap.
 
@@ -32,7 +32,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 from urllib.parse import urlsplit
 
 from sqlalchemy import ColumnElement, Table, delete, exists, func, select, update
@@ -40,7 +40,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.notifications.guard import webhook_url_problem
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -52,16 +51,17 @@ from invoicing.notifications.retries import drop_pending
 from invoicing.notifications.signing import lock_owner
 
 ALL_EVENTS = "*"
-EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
 
 
 @dataclass(frozen=True)
 class EndpointRules:
-    """The settings' rules on endpoint URLs, and the per-owner cap."""
+    """The settings' rules on endpoint URLs, the per-owner cap, and the event types an
+    endpoint may subscribe to (the invoices' events)."""
 
     require_https: bool
     allow_private: bool
     max_per_owner: int
+    event_types: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,15 @@ def checked_url(url: str, rules: EndpointRules) -> str:
     return url
 
 
-def checked_events(events: Sequence[str]) -> list[str]:
+def checked_events(events: Sequence[str], known: Sequence[str]) -> list[str]:
     """The subscribed types, each once, in the order given; ``["*"]`` stands alone."""
     if not events:
         raise InvalidRequest('events: list at least one event type, or "*"', {"field": "events"})
-    unknown = [event for event in events if event not in EVENT_TYPES and event != ALL_EVENTS]
+    unknown = [event for event in events if event not in known and event != ALL_EVENTS]
     if unknown:
         raise InvalidRequest(
             f"events: unknown event type {unknown[0]!r}",
-            {"field": "events", "known": [*EVENT_TYPES, ALL_EVENTS]},
+            {"field": "events", "known": [*known, ALL_EVENTS]},
         )
     if ALL_EVENTS in events and len(set(events)) > 1:
         raise InvalidRequest('events: "*" already takes every type', {"field": "events"})
@@ -112,7 +112,7 @@ async def create_endpoint(
         id=str(uuid.uuid4()),
         owner_key=owner_key,
         url=checked_url(url, rules),
-        events=checked_events(events),
+        events=checked_events(events, rules.event_types),
         description=description,
         enabled=True,
         created_at=now_ms,
@@ -168,7 +168,7 @@ async def update_endpoint(
     """Apply a PATCH. A new URL also takes the endpoint's pending deliveries; disabling drops
     them; enabling clears the disabled reason and the failure streak."""
     url = None if change.url is None else checked_url(change.url, rules)
-    events = None if change.events is None else checked_events(change.events)
+    events = None if change.events is None else checked_events(change.events, rules.event_types)
     endpoint = await owned_endpoint(session, owner_key, endpoint_id)
     # Deliveries first, then the endpoint: the order the worker locks them in.
     if url is not None and url != endpoint.url:
@@ -214,22 +214,6 @@ async def _move_pending(session: AsyncSession, endpoint_id: str, url: str) -> No
         .values(url=url, endpoint_key=endpoint_key(url), endpoint_host=endpoint_host(url))
         .execution_options(synchronize_session=False)
     )
-
-
-def endpoint_to_dict(endpoint: EventEndpoint) -> dict[str, Any]:
-    """An endpoint as the API shows it."""
-    return {
-        "id": endpoint.id,
-        "url": endpoint.url,
-        "events": endpoint.events,
-        "description": endpoint.description,
-        "enabled": endpoint.enabled,
-        "disabledReason": endpoint.disabled_reason,
-        "disabledAt": endpoint.disabled_at,
-        "failingSince": endpoint.failing_since,
-        "createdAt": endpoint.created_at,
-        "updatedAt": endpoint.updated_at,
-    }
 
 
 # ---- health of the URLs delivered to ------------------------------------------------

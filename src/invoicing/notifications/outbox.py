@@ -1,8 +1,9 @@
 """Rows of the outbox (``models.WebhookEvent``), due now: one per delivery to make.
 
-Two kinds share it: the spec's paid webhook to an invoice's ``webhookUrl`` (written in the
-paid transition's transaction by ``invoices.notify``, or again by a redelivery) and an event's
-envelope to one of the owner's endpoints (``record.write_events``, redeliveries and pings).
+Two kinds share it: a webhook to an invoice's ``webhookUrl`` (the spec's paid webhook, built
+by ``invoices.notify`` in the paid transition's transaction, or copied by a redelivery) and
+an event's envelope to one of the owner's endpoints (``record.write_events``, redeliveries
+and pings).
 """
 
 from __future__ import annotations
@@ -10,18 +11,22 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from invoicing.invoices.models import Invoice
-from invoicing.invoices.views import webhook_payload
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key
 from invoicing.notifications.models import Event, EventEndpoint, EventStatus
 
 
-def paid_webhook_row(invoice: Invoice, now_ms: int, event_id: str | None) -> dict[str, Any]:
-    """The paid webhook (spec 6) to the invoice's webhookUrl; ``event_id`` is its
-    ``invoice.paid`` event (the events API lists and redelivers it from there)."""
-    assert invoice.webhook_url is not None
-    row = _due_row(invoice.owner_key, invoice.id, invoice.webhook_url, now_ms)
-    row.update(payload=webhook_payload(invoice), event_id=event_id, endpoint_id=None)
+def webhook_url_row(
+    owner_key: str,
+    invoice_pk: str,
+    url: str,
+    payload: dict[str, Any],
+    now_ms: int,
+    event_id: str | None,
+) -> dict[str, Any]:
+    """``payload`` to an invoice's webhookUrl, ``webhook_max_attempts`` attempts; ``event_id``
+    is the event it belongs to (the events API lists and redelivers it from there)."""
+    row = _due_row(owner_key, invoice_pk, url, now_ms)
+    row.update(payload=payload, event_id=event_id, endpoint_id=None)
     return row
 
 

@@ -3,13 +3,15 @@
 Events are listed newest first for ``webhook_event_retention_s`` (housekeeping deletes them
 after it), by type and by the status of their deliveries (:data:`DELIVERY_STATUSES`). Every
 lookup is scoped to the owner: another owner's event or endpoint id is 404, exactly like an
-id that does not exist. One attempt view (:func:`attempt_view`) serves both logs: an event's
-deliveries and an invoice's paid webhooks.
+id that does not exist. Answers are typed values (:class:`EventRecord`, :class:`Queued`,
+:class:`PaidWebhookLog`), one :class:`Attempt` in both logs; the web layer's response models
+serialise them.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, NotFound
-from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.endpoints import owned_endpoint
 from invoicing.notifications.models import PING, Event, EventStatus, WebhookAttempt, WebhookEvent
-from invoicing.notifications.outbox import endpoint_delivery_row, paid_webhook_row
+from invoicing.notifications.outbox import endpoint_delivery_row, webhook_url_row
 from invoicing.notifications.record import new_event
 from invoicing.settings import Settings
 
@@ -37,8 +37,84 @@ DELIVERY_STATUSES = (EventStatus.PENDING, FAILING, EventStatus.DELIVERED, EventS
 
 @dataclass(frozen=True)
 class EventPage:
-    items: list[dict[str, Any]]
+    items: list[dict[str, Any]]  # envelopes, as sent
     has_more: bool
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt of a delivery; both logs show it (an event's deliveries, an invoice's
+    paid webhooks)."""
+
+    delivery_id: str
+    attempt: int
+    attempted_at: int
+    status_code: int | None
+    error: str | None
+    duration_ms: int
+
+    @classmethod
+    def of(cls, row: WebhookAttempt) -> Attempt:
+        return cls(
+            row.event_id, row.attempt, row.attempted_at, row.status_code, row.error, row.duration_ms
+        )
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """One delivery (an outbox row): to an endpoint, or (``endpoint_id`` None) to the
+    invoice's webhookUrl; ``next_attempt_at`` only while it is pending."""
+
+    id: str
+    endpoint_id: str | None
+    url: str
+    status: str
+    attempt_count: int
+    next_attempt_at: int | None
+    created_at: int
+    delivered_at: int | None
+    attempts: tuple[Attempt, ...] = ()
+
+    @classmethod
+    def of(cls, row: WebhookEvent, attempts: Sequence[Attempt] = ()) -> DeliveryRecord:
+        pending = row.status == EventStatus.PENDING
+        return cls(
+            id=row.id,
+            endpoint_id=row.endpoint_id,
+            url=row.url,
+            status=row.status,
+            attempt_count=row.attempts,
+            next_attempt_at=row.next_attempt_at if pending else None,
+            created_at=row.created_at,
+            delivered_at=row.delivered_at,
+            attempts=tuple(attempts),
+        )
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """An event's envelope and its deliveries, oldest first, each with its attempts."""
+
+    envelope: dict[str, Any]
+    deliveries: list[DeliveryRecord]
+
+
+@dataclass(frozen=True)
+class PaidWebhookLog:
+    """An invoice's paid-webhook deliveries and all their attempts, oldest first."""
+
+    payment_address: str
+    deliveries: list[DeliveryRecord]
+    attempts: list[Attempt]
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A delivery just queued (a redelivery or a ping): pending."""
+
+    event_id: str
+    delivery_id: str
+    endpoint_id: str | None
 
 
 def _retained(settings: Settings, now_ms: int) -> int:
@@ -94,7 +170,7 @@ def _has_delivery(status: str) -> ColumnElement[bool]:
 
 async def get_event(
     db: Database, settings: Settings, owner_key: str, event_id: str, now_ms: int
-) -> dict[str, Any]:
+) -> EventRecord:
     """The event's envelope and every delivery of it (endpoints and the invoice's
     webhookUrl), oldest first, each with its attempts."""
     async with db.sessions() as session:
@@ -106,17 +182,15 @@ async def get_event(
                 .order_by(WebhookEvent.created_at, WebhookEvent.id)
             )
         )
-        attempts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        attempts: dict[str, list[Attempt]] = defaultdict(list)
         for attempt in await session.scalars(
             select(WebhookAttempt)
             .where(WebhookAttempt.event_id.in_([d.id for d in deliveries]))
             .order_by(WebhookAttempt.attempt, WebhookAttempt.id)
         ):
-            attempts[attempt.event_id].append(attempt_view(attempt))
-    return {
-        "event": event.envelope(),
-        "deliveries": [_delivery_view(d, attempts.get(d.id, [])) for d in deliveries],
-    }
+            attempts[attempt.event_id].append(Attempt.of(attempt))
+    records = [DeliveryRecord.of(d, attempts.get(d.id, ())) for d in deliveries]
+    return EventRecord(event.envelope(), records)
 
 
 async def redeliver(
@@ -127,7 +201,7 @@ async def redeliver(
     now_ms: int,
     *,
     endpoint_id: str | None = None,
-) -> dict[str, Any]:
+) -> Queued:
     """Send the event again, as a new delivery: to one of the owner's endpoints (the
     envelope, retried as usual), or with ``endpoint_id`` None to the invoice's webhookUrl
     (the spec's paid webhook as first sent: ``invoice.paid`` events only)."""
@@ -145,7 +219,7 @@ async def redeliver(
 
 async def ping(
     db: Database, settings: Settings, owner_key: str, endpoint_id: str, now_ms: int
-) -> dict[str, Any]:
+) -> Queued:
     """A ``ping`` event sent to one endpoint (enabled or not), once: its outcome shows in
     ``get_event``. It does not go to other endpoints."""
     async with db.transaction() as session:
@@ -174,55 +248,37 @@ async def _owned_event(
 
 
 async def _paid_webhook_again(session: AsyncSession, event: Event, now_ms: int) -> dict[str, Any]:
-    invoice = None if event.invoice_pk is None else await session.get(Invoice, event.invoice_pk)
-    if event.type != InvoiceEvent.PAID or invoice is None or not invoice.webhook_url:
-        raise InvalidRequest(
-            "only an invoice.paid event of an invoice created with a webhookUrl goes to it",
-            {"field": "webhookUrl"},
-        )
-    row = paid_webhook_row(invoice, now_ms, event.id)
+    """The event's first delivery to the invoice's webhookUrl, sent again: the body first
+    sent, not the invoice as it is now. Only an ``invoice.paid`` event of an invoice created
+    with a webhookUrl has one (written with the event, and kept while the event is listed)."""
     first = await session.scalar(
-        select(WebhookEvent.payload)
+        select(WebhookEvent)
         .where(WebhookEvent.event_id == event.id, WebhookEvent.endpoint_id.is_(None))
         .order_by(WebhookEvent.created_at)
         .limit(1)
     )
-    if first is not None:
-        row["payload"] = first  # the body first sent, not the invoice as it is now
-    return row
+    if first is None or first.invoice_pk is None:
+        raise InvalidRequest(
+            "only an invoice.paid event of an invoice created with a webhookUrl goes to it",
+            {"field": "webhookUrl"},
+        )
+    return webhook_url_row(
+        first.owner_key, first.invoice_pk, first.url, first.payload, now_ms, event.id
+    )
 
 
-def _accepted(event_id: str, row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "eventId": event_id,
-        "deliveryId": row["id"],
-        "endpointId": row["endpoint_id"],
-        "status": EventStatus.PENDING,
-    }
+def _accepted(event_id: str, row: dict[str, Any]) -> Queued:
+    return Queued(event_id, row["id"], row["endpoint_id"])
 
 
-def _delivery_view(delivery: WebhookEvent, attempts: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": delivery.id,
-        "endpointId": delivery.endpoint_id,
-        "target": "endpoint" if delivery.endpoint_id is not None else "webhookUrl",
-        "url": delivery.url,
-        "status": delivery.status,
-        "nextAttemptAt": _next_attempt_at(delivery),
-        "createdAt": delivery.created_at,
-        "deliveredAt": delivery.delivered_at,
-        "attempts": attempts,
-    }
-
-
-async def paid_webhook_log(db: Database, invoice: Invoice) -> dict[str, Any]:
+async def paid_webhook_log(db: Database, invoice_pk: str, payment_address: str) -> PaidWebhookLog:
     """The invoice's paid-webhook deliveries and every attempt of them, oldest first (the
     deliveries of its events to endpoints are read per event, with :func:`get_event`)."""
     async with db.sessions() as session:
         deliveries = list(
             await session.scalars(
                 select(WebhookEvent)
-                .where(WebhookEvent.invoice_pk == invoice.id, WebhookEvent.endpoint_id.is_(None))
+                .where(WebhookEvent.invoice_pk == invoice_pk, WebhookEvent.endpoint_id.is_(None))
                 .order_by(WebhookEvent.created_at, WebhookEvent.id)
             )
         )
@@ -233,36 +289,8 @@ async def paid_webhook_log(db: Database, invoice: Invoice) -> dict[str, Any]:
                 .order_by(WebhookAttempt.attempted_at, WebhookAttempt.attempt, WebhookAttempt.id)
             )
         )
-    return {
-        "paymentAddress": invoice.payment_address,
-        "events": [_paid_delivery_view(delivery) for delivery in deliveries],
-        "items": [{"eventId": a.event_id, **attempt_view(a)} for a in attempts],
-    }
-
-
-def _paid_delivery_view(delivery: WebhookEvent) -> dict[str, Any]:
-    """A paid webhook's delivery as the invoice's log shows it (its id is the
-    ``x-service-event-id`` it is sent with)."""
-    return {
-        "eventId": delivery.id,
-        "status": delivery.status,
-        "attempts": delivery.attempts,
-        "nextAttemptAt": _next_attempt_at(delivery),
-        "createdAt": delivery.created_at,
-        "deliveredAt": delivery.delivered_at,
-    }
-
-
-def _next_attempt_at(delivery: WebhookEvent) -> int | None:
-    return delivery.next_attempt_at if delivery.status == EventStatus.PENDING else None
-
-
-def attempt_view(attempt: WebhookAttempt) -> dict[str, Any]:
-    """One attempt, in both logs: an event's deliveries and an invoice's paid webhooks."""
-    return {
-        "attempt": attempt.attempt,
-        "attemptedAt": attempt.attempted_at,
-        "statusCode": attempt.status_code,
-        "error": attempt.error,
-        "durationMs": attempt.duration_ms,
-    }
+    return PaidWebhookLog(
+        payment_address,
+        [DeliveryRecord.of(delivery) for delivery in deliveries],
+        [Attempt.of(attempt) for attempt in attempts],
+    )

@@ -191,23 +191,30 @@ async def webhook_options_by_owner(
     }
 
 
-async def get_settings(session: AsyncSession, owner: str) -> dict[str, object]:
-    """The owner's settings as the API shows them (defaults when never set)."""
+@dataclass(frozen=True)
+class OwnerChoices:
+    """What an owner chose about their webhooks (the defaults until they choose)."""
+
+    webhook_api_key_header: bool = True
+
+
+async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
+    """The owner's choices (defaults when never set)."""
     row = await session.get(OwnerSettings, owner.lower())
-    return {"webhookApiKeyHeader": True if row is None else row.webhook_api_key_header}
+    return OwnerChoices() if row is None else OwnerChoices(row.webhook_api_key_header)
 
 
 async def update_settings(
     session: AsyncSession, owner: str, webhook_api_key_header: bool, now_ms: int
-) -> dict[str, object]:
-    """Store the owner's choice; returns the settings as they now are."""
+) -> OwnerChoices:
+    """Store the owner's choice; returns the choices as they now are."""
     owner_key = owner.lower()
     await lock_owner(session, owner_key, now_ms)
     row = await session.get(OwnerSettings, owner_key, populate_existing=True)
     assert row is not None  # locked (so created) just above
     row.webhook_api_key_header = webhook_api_key_header
     row.updated_at = now_ms
-    return {"webhookApiKeyHeader": webhook_api_key_header}
+    return OwnerChoices(webhook_api_key_header)
 
 
 async def lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from invoicing import __version__
 from invoicing.services import Services
-from invoicing.web import health
+from invoicing.web import health, home
 from invoicing.web.api import (
     api_keys,
     escrows,
@@ -28,6 +28,21 @@ from invoicing.web.observability import Observability
 from invoicing.web.page import routes as page
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
+
+# Every router the app serves, in the order they are matched.
+ROUTERS = (
+    home.router,
+    health.router,
+    invoices.router,
+    api_keys.router,
+    webhooks.router,
+    page.router,
+    fees.router,
+    refunds.router,
+    escrows.router,
+    webhook_signing.router,
+    events.router,
+)
 
 
 def create_app(services: Services, run_workers_in_process: bool | None = None) -> FastAPI:
@@ -53,6 +68,8 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
         version=__version__,
         description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # no Swagger UI or ReDoc: see web/home.py
+        redoc_url=None,
     )
     app.state.services = services
     install_error_handlers(app)
@@ -62,18 +79,21 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     if rules:
         app.add_middleware(CorsByPath, rules=rules)
     app.add_middleware(Observability)
-    routers = (health.router, invoices.router, api_keys.router, webhooks.router, page.router)
-    for router in (*routers, fees.router, refunds.router, escrows.router):
+    for router in ROUTERS:
         app.include_router(router)
-    app.include_router(webhook_signing.router)
-    app.include_router(events.router)
     return app
 
 
 def create_health_app(services: Services) -> FastAPI:
     """Only ``/healthz``, ``/readyz`` and ``/metrics``: what ``invoicing worker
     --metrics-port`` serves, so that worker processes are scraped and probed like the API."""
-    app = FastAPI(title="Invoicing worker", version=__version__, openapi_url=None)
+    app = FastAPI(
+        title="Invoicing worker",
+        version=__version__,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.services = services
     install_error_handlers(app)
     app.add_middleware(Observability)

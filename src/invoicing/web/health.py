@@ -6,7 +6,7 @@ import hmac
 import logging
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
@@ -19,15 +19,16 @@ from invoicing.settlement.relayer import relayer_shortfall
 from invoicing.web.api.responses import Health, Readiness
 from invoicing.web.context import services_of
 from invoicing.web.errors import error_response
-from invoicing.web.routedocs import PUBLIC, documented
+from invoicing.web.routedocs import PUBLIC, Answer, documented
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
+HEALTHY = Health(status="ok")
 
 
 @router.get("/healthz", **documented("The process is up", ok=Health, auth=PUBLIC))
-async def healthz() -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+async def healthz() -> Answer[Health]:
+    return Answer(HEALTHY)
 
 
 @router.get(
@@ -41,7 +42,7 @@ async def healthz() -> JSONResponse:
         },
     ),
 )
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(request: Request) -> Answer[Readiness]:
     # 503 when a check fails; a chain whose relayer is short of funds is "degraded" (still
     # 200, with the reason under "degraded").
     services = services_of(request)
@@ -71,10 +72,8 @@ async def readyz(request: Request) -> JSONResponse:
         else:
             checks[key] = "ok"
     ready = all(value in ("ok", "degraded") for value in checks.values())
-    body: dict[str, object] = {"ready": ready, "checks": checks}
-    if degraded:
-        body["degraded"] = degraded
-    return JSONResponse(body, status_code=200 if ready else 503)
+    body = Readiness(ready=ready, checks=checks, **({"degraded": degraded} if degraded else {}))
+    return Answer(body, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", include_in_schema=False)

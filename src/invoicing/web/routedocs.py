@@ -24,15 +24,21 @@ models in ``web/api/responses.py`` (the payment page's beside it) and use the sa
 committed ``openapi.json`` is regenerated with ``make openapi`` and checked by
 tests/unit/test_openapi.py, and tests/acceptance/test_schemathesis.py drives every documented
 route.
+
+The model that documents a route's success is also what writes it: a handler returns
+``Answer(Model(...))`` and is annotated ``-> Answer[Model]`` (mypy holds the two together;
+tests/unit/test_wire_shapes.py holds the annotation to ``ok=``), so each resource has one wire
+shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
@@ -48,6 +54,22 @@ from invoicing.errors import (
 )
 
 REF = "#/components/schemas/"
+M = TypeVar("M", bound=BaseModel)
+
+
+class Answer(JSONResponse, Generic[M]):
+    """A JSON answer written by the response model that documents the route: the model's
+    fields in its order, those never set (the "present only when" ones) left out. The JSON
+    is written as every other answer is (``JSONResponse``), so a number, a null or an
+    absent key is the same on the wire as in the document."""
+
+    def __init__(
+        self, body: M, status_code: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
+        self.answered = body
+        content = body.model_dump(mode="json", exclude_unset=True)
+        super().__init__(content, status_code=status_code, headers=headers)
+
 
 # Types of response fields, as the service writes them.
 ADDRESS_PATTERN = "^0x[0-9a-fA-F]{40}$"
@@ -278,6 +300,9 @@ def documented(
     return {
         "summary": summary,
         "status_code": status,
+        # The handler writes its answer itself (``Answer``): FastAPI neither validates nor
+        # documents it a second time from the return annotation.
+        "response_model": None,
         "responses": {status: success, **error_responses(errors), **(other_responses or {})},
         "openapi_extra": extra,
     }

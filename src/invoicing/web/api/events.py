@@ -23,13 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
+from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.notifications.endpoints import (
-    EVENT_TYPES,
     EndpointChange,
     EndpointRules,
     create_endpoint,
     delete_endpoint,
-    endpoint_to_dict,
     list_endpoints,
     update_endpoint,
 )
@@ -69,6 +68,8 @@ router = APIRouter(prefix="/integration", tags=["events"])
 
 ID = Field(min_length=1, max_length=36)
 URL = Field(max_length=2048)
+# The types an endpoint subscribes to and the events list filters on: the invoices' events.
+EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
 EVENTS = Field(min_length=1, max_length=len(EVENT_TYPES))
 DESCRIPTION = Field(default=None, max_length=1000)
 
@@ -169,6 +170,7 @@ def endpoint_rules(settings: Settings) -> EndpointRules:
         require_https=settings.environment != "development" and not settings.webhook_allow_http,
         allow_private=settings.webhook_allow_private,
         max_per_owner=settings.max_event_endpoints_per_owner,
+        event_types=EVENT_TYPES,
     )
 
 
@@ -217,7 +219,7 @@ async def create(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = endpoint_to_dict(endpoint)
+        view = WebhookEndpoint.of(endpoint).model_dump()
     return JSONResponse(view, status_code=201)
 
 
@@ -236,7 +238,8 @@ async def list_(request: Request) -> JSONResponse:
     _query, caller = await authorized_query(request, "webhook_endpoint.list", OwnerQuery)
     async with services.db.sessions() as session:
         endpoints = await list_endpoints(session, caller.owner_key)
-        return JSONResponse({"items": [endpoint_to_dict(e) for e in endpoints]})
+        items = [WebhookEndpoint.of(endpoint) for endpoint in endpoints]
+    return JSONResponse(WebhookEndpointList(items=items).model_dump())
 
 
 @router.patch(
@@ -267,7 +270,7 @@ async def update(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = endpoint_to_dict(endpoint)
+        view = WebhookEndpoint.of(endpoint).model_dump()
     return JSONResponse(view)
 
 
@@ -309,7 +312,7 @@ async def test(request: Request) -> JSONResponse:
     accepted = await ping(
         services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
     )
-    return JSONResponse(accepted, status_code=202)
+    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)
 
 
 @router.get(
@@ -363,7 +366,7 @@ async def event(request: Request, event_id: str) -> JSONResponse:
     found = await get_event(
         services.db, services.settings, caller.owner_key, event_id, services.clock.now_ms()
     )
-    return JSONResponse(found)
+    return JSONResponse(EventDetail.of(found).model_dump(mode="json"))
 
 
 @router.post(
@@ -390,4 +393,4 @@ async def redeliver_event(request: Request, event_id: str) -> JSONResponse:
         services.clock.now_ms(),
         endpoint_id=body.endpointId,
     )
-    return JSONResponse(accepted, status_code=202)
+    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)

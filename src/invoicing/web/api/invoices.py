@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.coalescer import Coalescer
@@ -40,7 +39,7 @@ from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
 from invoicing.web.api.responses import Invoice as InvoiceOut
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -150,7 +149,7 @@ def create_rules(settings: Settings) -> CreateRules:
         action="invoice.create",
     ),
 )
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request) -> Answer[InvoiceOut]:
     services = services_of(request)
     body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
     chain = services.chains.get(body.chainId)
@@ -175,10 +174,7 @@ async def create(request: Request) -> JSONResponse:
     )
     # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
     (view,) = await owner_views(services, [invoice], fresh=created)
-    return JSONResponse(
-        view,
-        status_code=201 if created else 200,
-    )
+    return Answer(view, status_code=201 if created else 200)
 
 
 @router.get(
@@ -191,13 +187,13 @@ async def create(request: Request) -> JSONResponse:
         action="invoice.status",
     ),
 )
-async def status(request: Request) -> JSONResponse:
+async def status(request: Request) -> Answer[InvoiceStatusResult]:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
     (view,) = await owner_views(services, [invoice])
-    return JSONResponse({"invoice": view})
+    return Answer(InvoiceStatusResult(invoice=view))
 
 
 @router.get(
@@ -210,7 +206,7 @@ async def status(request: Request) -> JSONResponse:
         action="invoice.list",
     ),
 )
-async def list_(request: Request) -> JSONResponse:
+async def list_(request: Request) -> Answer[InvoiceList]:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.list", ListQuery)
     limit_ = min(query.limit, 100)
@@ -229,14 +225,8 @@ async def list_(request: Request) -> JSONResponse:
             limit=limit_,
         ),
     )
-    return JSONResponse(
-        {
-            "items": await owner_views(services, invoices),
-            "total": total,
-            "page": query.page,
-            "limit": limit_,
-        }
-    )
+    items = await owner_views(services, invoices)
+    return Answer(InvoiceList(items=items, total=total, page=query.page, limit=limit_))
 
 
 @router.delete(
@@ -249,7 +239,7 @@ async def list_(request: Request) -> JSONResponse:
         action="invoice.delete",
     ),
 )
-async def delete(request: Request) -> JSONResponse:
+async def delete(request: Request) -> Answer[DeleteResult]:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.delete", DeleteQuery)
     invoice = await delete_invoice(
@@ -260,8 +250,8 @@ async def delete(request: Request) -> JSONResponse:
         services.clock.now_ms(),
         services.settings,
     )
-    return JSONResponse(
-        {"deleted": True, "invoiceId": invoice.invoice_id, "chainId": invoice.chain_id}
+    return Answer(
+        DeleteResult(deleted=True, invoiceId=invoice.invoice_id, chainId=invoice.chain_id)
     )
 
 
@@ -270,7 +260,7 @@ Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 
 async def owner_views(
     services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
-) -> list[dict[str, Any]]:
+) -> list[InvoiceOut]:
     """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
     (never shown on the public /pay routes). ``fresh``: just created, so there are none.
 
@@ -287,7 +277,9 @@ async def owner_views(
         by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
         extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
     return [
-        invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+        InvoiceOut.model_validate(
+            invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+        )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)
     ]
 

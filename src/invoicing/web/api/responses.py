@@ -13,6 +13,15 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.notifications.models import EventEndpoint
+from invoicing.notifications.service import (
+    Attempt,
+    DeliveryRecord,
+    EventRecord,
+    PaidWebhookLog,
+    Queued,
+)
+from invoicing.notifications.signing import OwnerChoices
 from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
@@ -158,6 +167,10 @@ class OwnerSettings(_Out):
         description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
     )
 
+    @classmethod
+    def of(cls, choices: OwnerChoices) -> Self:
+        return cls(webhookApiKeyHeader=choices.webhook_api_key_header)
+
 
 class FeeSettings(_Out):
     """An owner's settings as the factory holds them."""
@@ -196,6 +209,8 @@ class RefundSubmission(FeeSubmission):
 
 
 class WebhookEvent(_Out):
+    """A paid webhook's delivery (``eventId``: the ``x-service-event-id`` it is sent with)."""
+
     eventId: str
     status: Literal["pending", "delivered", "failed"]
     attempts: int = Field(ge=0)
@@ -203,14 +218,34 @@ class WebhookEvent(_Out):
     createdAt: TimestampMs
     deliveredAt: TimestampMs | None
 
+    @classmethod
+    def of(cls, delivery: DeliveryRecord) -> Self:
+        return cls.model_validate(
+            {
+                "eventId": delivery.id,
+                "status": delivery.status,
+                "attempts": delivery.attempt_count,
+                "nextAttemptAt": delivery.next_attempt_at,
+                "createdAt": delivery.created_at,
+                "deliveredAt": delivery.delivered_at,
+            }
+        )
+
 
 class WebhookAttempt(_Out):
+    """One attempt of a paid webhook's delivery (the same attempt as an event's detail
+    shows, with the delivery's id)."""
+
     eventId: str
     attempt: int = Field(ge=1)
     attemptedAt: TimestampMs
     statusCode: int | None
     error: str | None
     durationMs: int | None
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> Self:
+        return cls(eventId=attempt.delivery_id, **_attempt_fields(attempt))
 
 
 class WebhookLog(_Out):
@@ -219,6 +254,14 @@ class WebhookLog(_Out):
     paymentAddress: AddressOut
     events: list[WebhookEvent]
     items: list[WebhookAttempt]
+
+    @classmethod
+    def of(cls, log: PaidWebhookLog) -> Self:
+        return cls(
+            paymentAddress=log.payment_address,
+            events=[WebhookEvent.of(delivery) for delivery in log.deliveries],
+            items=[WebhookAttempt.of(attempt) for attempt in log.attempts],
+        )
 
 
 class EscrowExportLine(_Out):
@@ -265,6 +308,20 @@ class EventDeliveryAttempt(_Out):
     error: str | None
     durationMs: int
 
+    @classmethod
+    def of(cls, attempt: Attempt) -> Self:
+        return cls(**_attempt_fields(attempt))
+
+
+def _attempt_fields(attempt: Attempt) -> dict[str, Any]:
+    return {
+        "attempt": attempt.attempt,
+        "attemptedAt": attempt.attempted_at,
+        "statusCode": attempt.status_code,
+        "error": attempt.error,
+        "durationMs": attempt.duration_ms,
+    }
+
 
 class EventDelivery(_Out):
     id: str
@@ -277,10 +334,33 @@ class EventDelivery(_Out):
     deliveredAt: TimestampMs | None
     attempts: list[EventDeliveryAttempt]
 
+    @classmethod
+    def of(cls, delivery: DeliveryRecord) -> Self:
+        return cls.model_validate(
+            {
+                "id": delivery.id,
+                "endpointId": delivery.endpoint_id,
+                "target": "endpoint" if delivery.endpoint_id is not None else "webhookUrl",
+                "url": delivery.url,
+                "status": delivery.status,
+                "nextAttemptAt": delivery.next_attempt_at,
+                "createdAt": delivery.created_at,
+                "deliveredAt": delivery.delivered_at,
+                "attempts": [EventDeliveryAttempt.of(attempt) for attempt in delivery.attempts],
+            }
+        )
+
 
 class EventDetail(_Out):
     event: EventEnvelope
     deliveries: list[EventDelivery] = Field(description="Oldest first.")
+
+    @classmethod
+    def of(cls, record: EventRecord) -> Self:
+        return cls(
+            event=EventEnvelope.model_validate(record.envelope),
+            deliveries=[EventDelivery.of(delivery) for delivery in record.deliveries],
+        )
 
 
 class DeliveryAccepted(_Out):
@@ -290,6 +370,15 @@ class DeliveryAccepted(_Out):
     deliveryId: str
     endpointId: str | None
     status: Literal["pending"]
+
+    @classmethod
+    def of(cls, queued: Queued) -> Self:
+        return cls(
+            eventId=queued.event_id,
+            deliveryId=queued.delivery_id,
+            endpointId=queued.endpoint_id,
+            status="pending",
+        )
 
 
 class WebhookEndpoint(_Out):
@@ -303,6 +392,21 @@ class WebhookEndpoint(_Out):
     failingSince: TimestampMs | None
     createdAt: TimestampMs
     updatedAt: TimestampMs
+
+    @classmethod
+    def of(cls, endpoint: EventEndpoint) -> Self:
+        return cls(
+            id=endpoint.id,
+            url=endpoint.url,
+            events=endpoint.events,
+            description=endpoint.description,
+            enabled=endpoint.enabled,
+            disabledReason=endpoint.disabled_reason,
+            disabledAt=endpoint.disabled_at,
+            failingSince=endpoint.failing_since,
+            createdAt=endpoint.created_at,
+            updatedAt=endpoint.updated_at,
+        )
 
 
 class WebhookEndpointList(_Out):

@@ -137,7 +137,8 @@ async def read_settings(request: Request) -> JSONResponse:
     services = services_of(request)
     _query, caller = await authorized_query(request, "settings.get", OwnerQuery)
     async with services.db.sessions() as session:
-        return JSONResponse(await get_settings(session, caller.owner_key))
+        choices = await get_settings(session, caller.owner_key)
+    return JSONResponse(OwnerSettings.of(choices).model_dump())
 
 
 @router.put(
@@ -154,7 +155,7 @@ async def change_settings(request: Request) -> JSONResponse:
     services = services_of(request)
     body, caller = await authorized_body(request, "settings.update", SettingsBody)
     async with services.db.transaction() as session:
-        settings = await update_settings(
+        choices = await update_settings(
             session, caller.owner_key, body.webhookApiKeyHeader, services.clock.now_ms()
         )
-    return JSONResponse(settings)
+    return JSONResponse(OwnerSettings.of(choices).model_dump())

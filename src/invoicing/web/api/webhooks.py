@@ -39,4 +39,5 @@ async def list_webhooks(request: Request) -> JSONResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
     invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
-    return JSONResponse(await paid_webhook_log(services.db, invoice))
+    log = await paid_webhook_log(services.db, invoice.id, invoice.payment_address)
+    return JSONResponse(WebhookLog.of(log).model_dump(mode="json"))

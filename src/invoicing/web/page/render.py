@@ -118,7 +118,7 @@ def payment_page(view: PaymentView) -> str:
         pay_hidden_html=_hidden(pending),
         done_hidden_html=_hidden(not pending),
         done_text=DONE_TEXT.get(view.status, ""),
-        data_html=_script_json(view.public_json()),
+        data_html=_script_json(view.public_status().model_dump(mode="json")),
     )
 
 

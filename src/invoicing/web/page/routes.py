@@ -11,8 +11,7 @@ import logging
 import time
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.responses import HTMLResponse, Response
 
 from invoicing.db import ProcessLocal
 from invoicing.errors import (
@@ -22,7 +21,6 @@ from invoicing.errors import (
     RateLimited,
     UnsupportedChain,
 )
-from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import hit_deferred
@@ -31,6 +29,7 @@ from invoicing.web.context import client_address, services_of
 from invoicing.web.page.qr import QrCache
 from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
 from invoicing.web.page.view import (
+    PaymentStatus,
     PaymentView,
     find_invoice_for_page,
     parse_payment_address,
@@ -38,10 +37,7 @@ from invoicing.web.page.view import (
 )
 from invoicing.web.routedocs import (
     PUBLIC,
-    AddressOut,
-    DecimalAmount,
-    RawAmount,
-    TimestampMs,
+    Answer,
     documented,
     error_responses,
 )
@@ -63,30 +59,6 @@ async def _limit_client(request: Request) -> None:
 
 
 router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
-
-
-class PaymentStatus(BaseModel):
-    """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
-    no owner data; ``page.view.PaymentView.public_json``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    paymentAddress: AddressOut
-    chainId: int
-    network: str
-    tokenAddress: AddressOut | None
-    symbol: str
-    decimals: int = Field(ge=0)
-    amount: DecimalAmount
-    requiredRaw: RawAmount
-    balanceRaw: RawAmount
-    remainingRaw: RawAmount
-    remaining: DecimalAmount
-    paymentUri: str = Field(description="EIP-681 URI.")
-    status: InvoiceStatus
-    expiresAt: TimestampMs
-    paidAt: TimestampMs | None
-    description: str | None
 
 
 def _html(description: str) -> dict[str, object]:
@@ -198,9 +170,9 @@ async def page(request: Request, payment_address: str) -> HTMLResponse:
         errors=(InvalidRequest, NotFound, RateLimited),
     ),
 )
-async def status(request: Request, payment_address: str) -> JSONResponse:
+async def status(request: Request, payment_address: str) -> Answer[PaymentStatus]:
     view = await _view(request, payment_address, recheck=True)
-    return JSONResponse(view.public_json(), headers={"Cache-Control": "no-store"})
+    return Answer(view.public_status(), headers={"Cache-Control": "no-store"})
 
 
 @router.get("/{payment_address}/qr.svg", include_in_schema=False)

@@ -1,14 +1,15 @@
 """What the payment page shows about one invoice, and the EIP-681 URI its QR code carries.
 
-The public status JSON is exactly :func:`PaymentView.public_json`; the HTML page renders the
-same fields, so the page never leaks more than it shows (no owner, webhook or metadata).
+The public status JSON is exactly :meth:`PaymentView.public_status` (``PaymentStatus``, the
+model that documents the route and writes its body); the HTML page renders the same fields,
+so the page never leaks more than it shows (no owner, webhook or metadata).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from invoicing.addresses import normalize_address
@@ -16,8 +17,9 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
-from invoicing.invoices.lifecycle import shown_status
+from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.web.routedocs import AddressOut, DecimalAmount, RawAmount, TimestampMs
 
 
 def parse_payment_address(text: str) -> str:
@@ -50,6 +52,30 @@ def payment_uri(
         f"ethereum:{token_address}@{chain_id}/transfer"
         f"?address={payment_address}&uint256={amount_raw}"
     )
+
+
+class PaymentStatus(BaseModel):
+    """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
+    no owner data): the fields the page renders, built by ``PaymentView.public_status``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paymentAddress: AddressOut
+    chainId: int
+    network: str
+    tokenAddress: AddressOut | None
+    symbol: str
+    decimals: int = Field(ge=0)
+    amount: DecimalAmount
+    requiredRaw: RawAmount
+    balanceRaw: RawAmount
+    remainingRaw: RawAmount
+    remaining: DecimalAmount
+    paymentUri: str = Field(description="EIP-681 URI.")
+    status: InvoiceStatus
+    expiresAt: TimestampMs
+    paidAt: TimestampMs | None
+    description: str | None
 
 
 @dataclass(frozen=True)
@@ -89,25 +115,25 @@ class PaymentView:
         owed = self.remaining_raw or self.required_raw
         return payment_uri(self.payment_address, self.chain_id, self.token_address, owed)
 
-    def public_json(self) -> dict[str, Any]:
-        return {
-            "paymentAddress": self.payment_address,
-            "chainId": self.chain_id,
-            "network": self.network,
-            "tokenAddress": self.token_address,
-            "symbol": self.symbol,
-            "decimals": self.decimals,
-            "amount": self.amount,
-            "requiredRaw": str(self.required_raw),
-            "balanceRaw": str(self.balance_raw),
-            "remainingRaw": str(self.remaining_raw),
-            "remaining": self.remaining,
-            "paymentUri": self.uri,
-            "status": self.status,
-            "expiresAt": self.expires_at,
-            "paidAt": self.paid_at,
-            "description": self.description,
-        }
+    def public_status(self) -> PaymentStatus:
+        return PaymentStatus(
+            paymentAddress=self.payment_address,
+            chainId=self.chain_id,
+            network=self.network,
+            tokenAddress=self.token_address,
+            symbol=self.symbol,
+            decimals=self.decimals,
+            amount=self.amount,
+            requiredRaw=str(self.required_raw),
+            balanceRaw=str(self.balance_raw),
+            remainingRaw=str(self.remaining_raw),
+            remaining=self.remaining,
+            paymentUri=self.uri,
+            status=InvoiceStatus(self.status),
+            expiresAt=self.expires_at,
+            paidAt=self.paid_at,
+            description=self.description,
+        )
 
 
 async def payment_view(

@@ -1,0 +1,36 @@
+"""The ``invoicing`` command, one module per kind of command:
+
+- ``dev``: the whole service on local anvil chains, in one process (:mod:`.dev`);
+- ``serve``, ``worker``, ``migrate``: the service's processes (:mod:`.serve`);
+- ``withdraw``, ``parked``, ``api-keys create``, ``escrows export``: the operator's commands on
+  the service's database (:mod:`.operator`);
+- ``deploy``, ``recover``: the commands that need only a chain's node (:mod:`.factory`).
+
+:mod:`.common` holds what they share (logging, settings, one-line refusals).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from invoicing.cli import dev, factory, operator, serve
+
+app = typer.Typer(help="Self-hostable crypto invoicing for EVM chains.", no_args_is_help=True)
+api_keys_app = typer.Typer(help="Manage API keys as an operator.", no_args_is_help=True)
+app.add_typer(api_keys_app, name="api-keys")
+escrows_app = typer.Typer(help="Export owners' escrows as an operator.", no_args_is_help=True)
+app.add_typer(escrows_app, name="escrows")
+
+for command in (
+    dev.dev,
+    factory.deploy,
+    serve.serve,
+    serve.worker,
+    serve.migrate,
+    operator.withdraw,
+    operator.parked,
+    factory.recover,
+):
+    app.command()(command)
+api_keys_app.command("create")(operator.api_keys_create)
+escrows_app.command("export")(operator.escrows_export)

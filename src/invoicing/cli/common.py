@@ -1,0 +1,85 @@
+"""What every command shares: logging set up, settings read, chains checked, refusals printed
+as one line on stderr (no traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+from invoicing import logs
+from invoicing.chain.checks import ChainCheckFailed, verify_chains
+from invoicing.settings import Settings
+
+# ``--env-file`` of the operator commands: the file ``invoicing dev`` writes (its ready line's
+# ``env_file``), or any file of ``INVOICING_*=value`` lines.
+EnvFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        exists=True,
+        dir_okay=False,
+        help="read INVOICING_* settings from this file; they win over the environment's "
+        "(`invoicing dev` names its own: env_file)",
+    ),
+]
+
+
+class _EnvFileFirst(Settings):
+    """Settings whose env file, named on the command line, wins over the environment: a
+    command pointed at a file must not reach another database because the shell happens to
+    export one."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, dotenv_settings, env_settings, file_secret_settings
+
+
+def configure_logging() -> None:
+    """Logging as INVOICING_LOG_FORMAT / INVOICING_LOG_LEVEL say (invoicing.logs)."""
+    try:
+        options = logs.LogSettings()
+    except ValidationError as exc:
+        typer.echo(f"invalid configuration: INVOICING_LOG_*: {_problems(exc)}", err=True)
+        raise typer.Exit(2) from None
+    logs.configure(options)
+
+
+def load_settings(env_file: Path | None = None) -> Settings:
+    """Settings from the environment (and ``env_file`` first, when given); a bad
+    configuration exits with its reason, no traceback."""
+    try:
+        if env_file is None:
+            return Settings()
+        # pydantic-settings' own argument, which mypy's view of the model's fields leaves out.
+        return _EnvFileFirst(_env_file=env_file)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        typer.echo(f"invalid configuration: {_problems(exc)}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(str(error["msg"]) for error in exc.errors())
+
+
+async def verify_chains_or_refuse(settings: Settings) -> None:
+    """Refuse to start (exit 1, one line on stderr) when a configured chain is not what the
+    configuration says (chain.checks)."""
+    try:
+        await verify_chains(settings.chain_configs().values(), policy=settings.rpc_policy())
+    except ChainCheckFailed as exc:
+        refuse(exc)
+
+
+def refuse(reason: Exception | str) -> NoReturn:
+    typer.echo(f"refusing to start: {reason}", err=True)
+    raise typer.Exit(1) from None

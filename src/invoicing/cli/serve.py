@@ -1,0 +1,149 @@
+"""The service's processes: ``serve`` (the HTTP API), ``worker`` (the background workers)
+and ``migrate`` (the database schema), each configured by ``INVOICING_*`` variables."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Annotated
+
+import typer
+import uvicorn
+from pydantic import ValidationError
+
+from invoicing.auth.api_keys import reencrypt_legacy_keys
+from invoicing.cli.common import configure_logging, load_settings, refuse, verify_chains_or_refuse
+from invoicing.db import Database
+from invoicing.migrate import upgrade_sync
+from invoicing.runtime import freeze_startup_objects
+from invoicing.services import Services, build_services
+from invoicing.settings import Settings
+from invoicing.web.app import create_app, create_health_app
+from invoicing.workers import run_workers
+
+
+def serve(
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8000,
+    workers: Annotated[bool, typer.Option(help="also run the workers in this process")] = False,
+    access_log: Annotated[bool, typer.Option(help="log every request")] = True,
+) -> None:
+    """Run the HTTP API (configured by INVOICING_* variables)."""
+    configure_logging()
+    settings = load_settings()
+    asyncio.run(verify_chains_or_refuse(settings))
+    application = create_app(build_services(settings), run_workers_in_process=workers)
+    freeze_startup_objects()
+    # X-Forwarded-For is read only from INVOICING_TRUSTED_PROXIES (invoicing.ratelimit), not
+    # by uvicorn (which trusts 127.0.0.1 by default).
+    uvicorn.run(
+        application,
+        host=host,
+        port=port,
+        log_level="info",
+        log_config=None,  # uvicorn's lines go through invoicing.logs like every other
+        access_log=access_log,
+        proxy_headers=False,
+    )
+
+
+def worker(
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="serve /metrics, /healthz and /readyz on this port", min=1, max=65535),
+    ] = None,
+    metrics_host: Annotated[str, typer.Option(help="bind address of --metrics-port")] = "127.0.0.1",
+) -> None:
+    """Run the background workers (monitor, webhooks, withdrawals, relayer)."""
+    configure_logging()
+
+    async def main() -> None:
+        settings = load_settings()
+        await verify_chains_or_refuse(settings)
+        services = build_services(settings)
+        freeze_startup_objects()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        stop_health = None
+        if metrics_port is not None:
+            stop_health = await _serve_health(services, metrics_host, metrics_port)
+        try:
+            await run_workers(services, stop)
+        finally:
+            if stop_health is not None:
+                await stop_health()
+            await services.aclose()
+
+    asyncio.run(main())
+
+
+class _HealthServer(uvicorn.Server):
+    """A uvicorn server that leaves the process's signals to the worker."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _serve_health(services: Services, host: str, port: int) -> Callable[[], Awaitable[None]]:
+    """Start serving the health app (``/metrics``, ``/healthz``, ``/readyz``) of a worker
+    process; its signals stay with the worker (SIGTERM stops the workers, then this).
+    Returns what stops it."""
+    config = uvicorn.Config(
+        create_health_app(services),
+        host=host,
+        port=port,
+        log_level="warning",
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        proxy_headers=False,
+    )
+    server = _HealthServer(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task  # it could not bind: the error says why
+            refuse(RuntimeError(f"cannot serve metrics on {host}:{port}"))
+        await asyncio.sleep(0.02)
+
+    async def stop() -> None:
+        server.should_exit = True
+        await task
+
+    return stop
+
+
+def migrate(
+    database_url: Annotated[str | None, typer.Option(help="else INVOICING_DATABASE_URL")] = None,
+) -> None:
+    """Bring the database schema up to date (Alembic); re-encrypt API keys stored under the
+    old key derivation when INVOICING_SECRET is configured."""
+    settings: Settings | None
+    if database_url is None:
+        settings = load_settings()
+    else:
+        try:
+            settings = Settings()
+        except ValidationError:
+            settings = None
+    url = database_url or (settings.database_url if settings else "")
+    upgrade_sync(url)
+    typer.echo("database is up to date")
+    if settings is not None:
+        moved = asyncio.run(_reencrypt_api_keys(url, settings))
+        if moved:
+            typer.echo(f"re-encrypted {moved} API key(s) under the HKDF-derived key")
+
+
+async def _reencrypt_api_keys(database_url: str, settings: Settings) -> int:
+    db = Database(database_url)
+    try:
+        async with db.transaction() as session:
+            return await reencrypt_legacy_keys(session, settings.secret)
+    finally:
+        await db.dispose()

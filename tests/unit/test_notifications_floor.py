@@ -1,0 +1,49 @@
+"""Notifications sit below the domains: nothing in ``notifications/`` imports a domain's
+module (counting imports inside functions and under ``TYPE_CHECKING``) but the invoices
+table that ``delivery`` reads, and the owner's view of an invoice reads the refund and
+settlement tables, never their services."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "invoicing"
+DOMAINS = ("invoicing.invoices", "invoicing.refunds", "invoicing.settlement", "invoicing.fees")
+DOMAINS += ("invoicing.monitor", "invoicing.web")
+
+
+def imported(path: Path) -> set[str]:
+    """Every module ``path`` imports from, wherever the import statement stands."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def domain_imports(path: Path) -> set[str]:
+    return {name for name in imported(path) if name.startswith(DOMAINS)}
+
+
+def test_notifications_import_no_domain_but_the_invoices_table_in_delivery() -> None:
+    found = {
+        path.name: domain_imports(path)
+        for path in sorted((PACKAGE / "notifications").glob("*.py"))
+        if domain_imports(path)
+    }
+
+    assert found == {"delivery.py": {"invoicing.invoices.models"}}
+
+
+def test_the_owner_view_reads_refund_and_settlement_tables_not_services() -> None:
+    found = domain_imports(PACKAGE / "invoices" / "owner_view.py")
+
+    assert found == {
+        "invoicing.invoices.models",
+        "invoicing.invoices.views",
+        "invoicing.refunds.models",
+        "invoicing.settlement.models",
+    }
