@@ -18,37 +18,6 @@ from invoicing.web.app import ROUTERS
 from invoicing.web.routedocs import Answer
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.json"
-# Routes whose handlers still answer a dict their domain builds; each leaves this set when
-# its domain returns typed values (the events, endpoint, fee and refund handlers are being
-# reshaped with notifications/ and the signed-relay pipeline).
-NOT_YET: set[str] = {
-    # api keys, webhook secrets and settings, the webhook log: with the one owner-secret stack
-    "POST /integration/api-keys",
-    "GET /integration/api-keys",
-    "DELETE /integration/api-keys",
-    "POST /integration/webhook-secrets",
-    "GET /integration/webhook-secrets",
-    "DELETE /integration/webhook-secrets",
-    "GET /integration/settings",
-    "PUT /integration/settings",
-    "GET /integration/invoices/webhooks",
-    # events and endpoints: with notifications/
-    "GET /integration/events",
-    "GET /integration/events/{event_id}",
-    "POST /integration/events/{event_id}/redeliver",
-    "POST /integration/webhook-endpoints",
-    "GET /integration/webhook-endpoints",
-    "PATCH /integration/webhook-endpoints",
-    "DELETE /integration/webhook-endpoints",
-    "POST /integration/webhook-endpoints/test",
-    # fees and refunds: with the signed-relay pipeline
-    "GET /integration/fees",
-    "POST /integration/fees/set-meta",
-    "POST /integration/fees/set-payout-meta",
-    "POST /fees/set-meta",
-    "POST /fees/set-payout-meta",
-    "POST /integration/invoices/refund-meta",
-}
 
 
 def documented_routes() -> list[APIRoute]:
@@ -90,20 +59,12 @@ def test_every_documented_operation_is_checked() -> None:
 def test_each_route_answers_with_the_model_that_documents_it() -> None:
     mismatched = {}
     for route in documented_routes():
-        if name(route) in NOT_YET:
-            continue
         documented = documented_models(route)
         answered = answered_model(route)
         expected = next(iter(documented)) if len(documented) == 1 else documented
         if answered != expected and not (answered is None and not documented):
             mismatched[name(route)] = (answered, documented)
     assert mismatched == {}
-
-
-def test_the_routes_not_yet_answered_by_their_model_are_named() -> None:
-    routes = {name(route): route for route in documented_routes()}
-    assert NOT_YET <= set(routes)
-    assert {r for r in NOT_YET if answered_model(routes[r]) is not None} == set()
 
 
 def invoice_fields(**given: Any) -> dict[str, Any]:

@@ -86,11 +86,21 @@ async def submit_meta(services: Services, request: MetaRequest) -> Accepted:
     return await relay_signed(services, chain, purpose)
 
 
-async def fee_settings(services: Services, chain_id: int, owner_address: str) -> dict[str, Any]:
-    """An owner's settings as the factory holds them: ``{feeBps, payoutAddress, nonce}``,
-    and the ``factory`` (the EIP-712 verifyingContract a client signs SetFee/SetPayout for)."""
+@dataclass(frozen=True)
+class OwnerFees:
+    """An owner's settings as the factory holds them, and the ``factory`` (the EIP-712
+    verifyingContract a client signs SetFee/SetPayout for)."""
+
+    fee_bps: int
+    payout_address: str | None
+    nonce: int
+    factory: str
+
+
+async def fee_settings(services: Services, chain_id: int, owner_address: str) -> OwnerFees:
+    """The owner's fee settings on one chain, read from its factory."""
     chain = services.chains.get(chain_id)
     fee_bps, payout = await chain.fee_settings(owner_address)
     nonce = await chain.factory_nonce(owner_address)
     factory = normalize_address(chain.config.factory)
-    return {"feeBps": fee_bps, "payoutAddress": payout, "nonce": str(nonce), "factory": factory}
+    return OwnerFees(fee_bps=fee_bps, payout_address=payout, nonce=nonce, factory=factory)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.auth.api_keys import (
@@ -22,6 +21,7 @@ from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,
     SIGNATURE_AUTH,
+    Answer,
     documented,
 )
 
@@ -62,7 +62,7 @@ class OwnerQuery(BaseModel):
         action="apikey.create",
     ),
 )
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request) -> Answer[IssuedApiKey]:
     services = services_of(request)
     body, caller = await authorized_body(
         request, "apikey.create", CreateKeyBody, allow_api_key=False
@@ -82,15 +82,10 @@ async def create(request: Request) -> JSONResponse:
             services.settings.secret,
             services.clock.now_ms(),
         )
-    return JSONResponse(
-        {
-            "id": row.id,
-            "apiKey": api_key.get_secret_value(),
-            "label": row.label,
-            "createdAt": row.created_at,
-        },
-        status_code=201,
+    issued = IssuedApiKey(
+        id=row.id, apiKey=api_key.get_secret_value(), label=row.label, createdAt=row.created_at
     )
+    return Answer(issued, status_code=201)
 
 
 @router.get(
@@ -104,7 +99,7 @@ async def create(request: Request) -> JSONResponse:
         action="apikey.list",
     ),
 )
-async def list_(request: Request) -> JSONResponse:
+async def list_(request: Request) -> Answer[ApiKeyList]:
     services = services_of(request)
     _query, caller = await authorized_query(request, "apikey.list", OwnerQuery, allow_api_key=False)
     async with services.db.sessions() as session:
@@ -113,7 +108,7 @@ async def list_(request: Request) -> JSONResponse:
         ApiKey(id=row.id, label=row.label, createdAt=row.created_at, revokedAt=row.revoked_at)
         for row in rows
     ]
-    return JSONResponse(ApiKeyList(items=items).model_dump())
+    return Answer(ApiKeyList(items=items))
 
 
 @router.delete(
@@ -127,7 +122,7 @@ async def list_(request: Request) -> JSONResponse:
         action="apikey.revoke",
     ),
 )
-async def revoke(request: Request) -> JSONResponse:
+async def revoke(request: Request) -> Answer[RevokedApiKey]:
     services = services_of(request)
     query, caller = await authorized_query(
         request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False
@@ -138,4 +133,5 @@ async def revoke(request: Request) -> JSONResponse:
         cache.forget(row.key_hash)
     # Again once committed: a lookup that read the row before the commit stores nothing.
     cache.forget(row.key_hash)
-    return JSONResponse({"revoked": True, "id": row.id, "revokedAt": row.revoked_at})
+    assert row.revoked_at is not None  # revoked just above, or before
+    return Answer(RevokedApiKey(revoked=True, id=row.id, revokedAt=row.revoked_at))

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from invoicing.auth.guard import Caller
@@ -57,12 +56,13 @@ from invoicing.web.api.responses import (
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EventDetail,
+    EventEnvelope,
     EventList,
     WebhookEndpoint,
     WebhookEndpointList,
 )
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["events"])
 
@@ -206,7 +206,7 @@ def _checked_path_id(value: str) -> str:
         action="webhook_endpoint.create",
     ),
 )
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request) -> Answer[WebhookEndpoint]:
     services = services_of(request)
     body, caller = await authorized_body(request, "webhook_endpoint.create", CreateEndpointBody)
     async with services.db.transaction() as session:
@@ -219,8 +219,8 @@ async def create(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = WebhookEndpoint.of(endpoint).model_dump()
-    return JSONResponse(view, status_code=201)
+        view = WebhookEndpoint.of(endpoint)
+    return Answer(view, status_code=201)
 
 
 @router.get(
@@ -233,13 +233,13 @@ async def create(request: Request) -> JSONResponse:
         action="webhook_endpoint.list",
     ),
 )
-async def list_(request: Request) -> JSONResponse:
+async def list_(request: Request) -> Answer[WebhookEndpointList]:
     services = services_of(request)
     _query, caller = await authorized_query(request, "webhook_endpoint.list", OwnerQuery)
     async with services.db.sessions() as session:
         endpoints = await list_endpoints(session, caller.owner_key)
         items = [WebhookEndpoint.of(endpoint) for endpoint in endpoints]
-    return JSONResponse(WebhookEndpointList(items=items).model_dump())
+    return Answer(WebhookEndpointList(items=items))
 
 
 @router.patch(
@@ -253,7 +253,7 @@ async def list_(request: Request) -> JSONResponse:
         action="webhook_endpoint.update",
     ),
 )
-async def update(request: Request) -> JSONResponse:
+async def update(request: Request) -> Answer[WebhookEndpoint]:
     services = services_of(request)
     body, caller, endpoint_id = await authorized_body_with_id(
         request, "webhook_endpoint.update", UpdateEndpointBody
@@ -270,8 +270,8 @@ async def update(request: Request) -> JSONResponse:
             endpoint_rules(services.settings),
             services.clock.now_ms(),
         )
-        view = WebhookEndpoint.of(endpoint).model_dump()
-    return JSONResponse(view)
+        view = WebhookEndpoint.of(endpoint)
+    return Answer(view)
 
 
 @router.delete(
@@ -284,12 +284,12 @@ async def update(request: Request) -> JSONResponse:
         action="webhook_endpoint.delete",
     ),
 )
-async def delete(request: Request) -> JSONResponse:
+async def delete(request: Request) -> Answer[DeletedWebhookEndpoint]:
     services = services_of(request)
     query, caller = await authorized_query(request, "webhook_endpoint.delete", EndpointQuery)
     async with services.db.transaction() as session:
         await delete_endpoint(session, caller.owner_key, query.id, services.clock.now_ms())
-    return JSONResponse({"deleted": True, "id": query.id})
+    return Answer(DeletedWebhookEndpoint(deleted=True, id=query.id))
 
 
 @router.post(
@@ -304,7 +304,7 @@ async def delete(request: Request) -> JSONResponse:
         action="webhook_endpoint.test",
     ),
 )
-async def test(request: Request) -> JSONResponse:
+async def test(request: Request) -> Answer[DeliveryAccepted]:
     services = services_of(request)
     _body, caller, endpoint_id = await authorized_body_with_id(
         request, "webhook_endpoint.test", OwnerBody
@@ -312,7 +312,7 @@ async def test(request: Request) -> JSONResponse:
     accepted = await ping(
         services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
     )
-    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)
+    return Answer(DeliveryAccepted.of(accepted), status_code=202)
 
 
 @router.get(
@@ -325,7 +325,7 @@ async def test(request: Request) -> JSONResponse:
         action="event.list",
     ),
 )
-async def events(request: Request) -> JSONResponse:
+async def events(request: Request) -> Answer[EventList]:
     services = services_of(request)
     query, caller = await authorized_query(request, "event.list", EventsQuery)
     page = await list_events(
@@ -338,7 +338,8 @@ async def events(request: Request) -> JSONResponse:
         after=query.after,
         limit=query.limit,
     )
-    return JSONResponse({"items": page.items, "hasMore": page.has_more})
+    items = [EventEnvelope.model_validate(envelope) for envelope in page.items]
+    return Answer(EventList(items=items, hasMore=page.has_more))
 
 
 @router.get(
@@ -351,7 +352,7 @@ async def events(request: Request) -> JSONResponse:
         action="event.get",
     ),
 )
-async def event(request: Request, event_id: str) -> JSONResponse:
+async def event(request: Request, event_id: str) -> Answer[EventDetail]:
     services = services_of(request)
     items = query_items(request)
     payload: dict[str, Any] = {"id": _checked_path_id(event_id), **without_owner(items)}
@@ -366,7 +367,7 @@ async def event(request: Request, event_id: str) -> JSONResponse:
     found = await get_event(
         services.db, services.settings, caller.owner_key, event_id, services.clock.now_ms()
     )
-    return JSONResponse(EventDetail.of(found).model_dump(mode="json"))
+    return Answer(EventDetail.of(found))
 
 
 @router.post(
@@ -380,7 +381,7 @@ async def event(request: Request, event_id: str) -> JSONResponse:
         action="event.redeliver",
     ),
 )
-async def redeliver_event(request: Request, event_id: str) -> JSONResponse:
+async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAccepted]:
     services = services_of(request)
     body, caller, event_id = await authorized_body_with_id(
         request, "event.redeliver", RedeliverBody, path_id=event_id
@@ -393,4 +394,4 @@ async def redeliver_event(request: Request, event_id: str) -> JSONResponse:
         services.clock.now_ms(),
         endpoint_id=body.endpointId,
     )
-    return JSONResponse(DeliveryAccepted.of(accepted).model_dump(mode="json"), status_code=202)
+    return Answer(DeliveryAccepted.of(accepted), status_code=202)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from invoicing.auth.admission import check_admitted
@@ -40,7 +39,13 @@ from invoicing.web.api.inputs import (
 )
 from invoicing.web.api.responses import FeeSettings, FeeSubmission
 from invoicing.web.context import client_address, services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, PUBLIC, documented
+from invoicing.web.routedocs import (
+    BODY_ROUTE_ERRORS,
+    OWNER_ROUTE_ERRORS,
+    PUBLIC,
+    Answer,
+    documented,
+)
 
 router = APIRouter(tags=["fees"])
 
@@ -131,9 +136,9 @@ def _payout_request(body: SetPayoutBody) -> MetaRequest:
     )
 
 
-async def _submit(request: MetaRequest, http: Request) -> JSONResponse:
+async def _submit(request: MetaRequest, http: Request) -> Answer[FeeSubmission]:
     accepted = await submit_meta(services_of(http), request)
-    return JSONResponse(FeeSubmission.of(accepted).model_dump(mode="json"), status_code=202)
+    return Answer(FeeSubmission.of(accepted), status_code=202)
 
 
 async def _client_body(request: Request) -> dict[str, Any]:
@@ -162,7 +167,7 @@ async def _client_body(request: Request) -> dict[str, Any]:
         action="fee.set-meta",
     ),
 )
-async def integration_set_fee(request: Request) -> JSONResponse:
+async def integration_set_fee(request: Request) -> Answer[FeeSubmission]:
     body, _caller = await authorized_body(request, "fee.set-meta", SetFeeBody)
     return await _submit(_fee_request(body), request)
 
@@ -178,7 +183,7 @@ async def integration_set_fee(request: Request) -> JSONResponse:
         action="fee.set-payout-meta",
     ),
 )
-async def integration_set_payout(request: Request) -> JSONResponse:
+async def integration_set_payout(request: Request) -> Answer[FeeSubmission]:
     body, _caller = await authorized_body(request, "fee.set-payout-meta", SetPayoutBody)
     return await _submit(_payout_request(body), request)
 
@@ -193,9 +198,10 @@ async def integration_set_payout(request: Request) -> JSONResponse:
         action="fee.get",
     ),
 )
-async def get_fees(request: Request) -> JSONResponse:
+async def get_fees(request: Request) -> Answer[FeeSettings]:
     query, _caller = await authorized_query(request, "fee.get", FeesQuery)
-    return JSONResponse(await fee_settings(services_of(request), query.chainId, query.ownerAddress))
+    found = await fee_settings(services_of(request), query.chainId, query.ownerAddress)
+    return Answer(FeeSettings.of(found))
 
 
 @router.post(
@@ -209,7 +215,7 @@ async def get_fees(request: Request) -> JSONResponse:
         auth=PUBLIC,
     ),
 )
-async def client_set_fee(request: Request) -> JSONResponse:
+async def client_set_fee(request: Request) -> Answer[FeeSubmission]:
     data = await _client_body(request)
     return await _submit(_fee_request(validate(SetFeeBody, data)), request)
 
@@ -225,6 +231,6 @@ async def client_set_fee(request: Request) -> JSONResponse:
         auth=PUBLIC,
     ),
 )
-async def client_set_payout(request: Request) -> JSONResponse:
+async def client_set_payout(request: Request) -> Answer[FeeSubmission]:
     data = await _client_body(request)
     return await _submit(_payout_request(validate(SetPayoutBody, data)), request)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -33,7 +32,7 @@ from invoicing.web.api.deps import authorized_body
 from invoicing.web.api.inputs import UINT256_MAX, Address, decimal_digits
 from invoicing.web.api.responses import RefundSubmission
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, documented
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(tags=["refunds"])
 
@@ -106,7 +105,7 @@ class RefundBody(BaseModel):
         action="invoice.refund",
     ),
 )
-async def refund_meta(request: Request) -> JSONResponse:
+async def refund_meta(request: Request) -> Answer[RefundSubmission]:
     body, _caller = await authorized_body(request, "invoice.refund", RefundBody)
     refund = RefundRequest(
         owner_address=body.ownerAddress,
@@ -121,4 +120,4 @@ async def refund_meta(request: Request) -> JSONResponse:
         signature=body.signature,
     )
     accepted = await submit_refund(services_of(request), refund)
-    return JSONResponse(RefundSubmission.of(accepted).model_dump(mode="json"), status_code=202)
+    return Answer(RefundSubmission.of(accepted), status_code=202)

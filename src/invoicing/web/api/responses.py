@@ -1,9 +1,10 @@
-"""Named models of the 2xx bodies, for ``openapi.json`` (``api.docs.documented(ok=...)``).
-
-Most handlers build their bodies as dicts (``invoices.views``, the services); these models
-describe those dicts exactly (``extra="forbid"``: an undocumented field fails the schema
-checks of tests/acceptance/test_openapi_journey.py and test_schemathesis.py). A relayed
-submission is serialised by its model (``FeeSubmission.of``).
+"""The response models: each documents its routes' 2xx body in ``openapi.json``
+(``documented(ok=...)``) and is what writes it (``Answer``, web/routedocs.py), so each resource
+has one wire shape. The domain hands over typed values (rows, records); ``of`` builds a model
+from one. Two bodies are also what the domain sends elsewhere, so the domain builds them and
+the model checks and writes them: the Invoice object (``invoices.views``, also every event's
+``data.invoice``) and the event envelope (also the body of a delivery). ``extra="forbid"``:
+an undocumented field is refused rather than sent.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from invoicing.fees.service import OwnerFees
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.notifications.models import EventEndpoint
 from invoicing.notifications.service import (
@@ -182,6 +184,15 @@ class FeeSettings(_Out):
         description="The factory contract SetFee and SetPayout signatures are made for "
         "(the EIP-712 domain's verifyingContract)."
     )
+
+    @classmethod
+    def of(cls, fees: OwnerFees) -> Self:
+        return cls(
+            feeBps=fees.fee_bps,
+            payoutAddress=fees.payout_address,
+            nonce=str(fees.nonce),
+            factory=fees.factory,
+        )
 
 
 class FeeSubmission(_Out):

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.errors import NotFound, TooManyWebhookSecrets
@@ -34,7 +33,7 @@ from invoicing.web.api.responses import (
     WebhookSecretList,
 )
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, documented
+from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
 
@@ -64,7 +63,7 @@ class SettingsBody(BaseModel):
         action="webhook_secret.create",
     ),
 )
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request) -> Answer[IssuedWebhookSecret]:
     services = services_of(request)
     _body, caller = await authorized_body(request, "webhook_secret.create", OwnerBody)
     await hit(
@@ -78,10 +77,10 @@ async def create(request: Request) -> JSONResponse:
         row, secret = await create_secret(
             session, caller.owner_key, services.settings.secret, services.clock.now_ms()
         )
-    return JSONResponse(
-        {"id": row.id, "secret": secret.get_secret_value(), "createdAt": row.created_at},
-        status_code=201,
+    issued = IssuedWebhookSecret(
+        id=row.id, secret=secret.get_secret_value(), createdAt=row.created_at
     )
+    return Answer(issued, status_code=201)
 
 
 @router.get(
@@ -94,7 +93,7 @@ async def create(request: Request) -> JSONResponse:
         action="webhook_secret.list",
     ),
 )
-async def list_(request: Request) -> JSONResponse:
+async def list_(request: Request) -> Answer[WebhookSecretList]:
     services = services_of(request)
     _query, caller = await authorized_query(request, "webhook_secret.list", OwnerQuery)
     async with services.db.sessions() as session:
@@ -102,7 +101,7 @@ async def list_(request: Request) -> JSONResponse:
     items = [
         WebhookSecret(id=row.id, createdAt=row.created_at, revokedAt=row.revoked_at) for row in rows
     ]
-    return JSONResponse(WebhookSecretList(items=items).model_dump())
+    return Answer(WebhookSecretList(items=items))
 
 
 @router.delete(
@@ -115,12 +114,13 @@ async def list_(request: Request) -> JSONResponse:
         action="webhook_secret.revoke",
     ),
 )
-async def revoke(request: Request) -> JSONResponse:
+async def revoke(request: Request) -> Answer[RevokedWebhookSecret]:
     services = services_of(request)
     query, caller = await authorized_query(request, "webhook_secret.revoke", RevokeSecretQuery)
     async with services.db.transaction() as session:
         row = await revoke_secret(session, caller.owner_key, query.id, services.clock.now_ms())
-    return JSONResponse({"revoked": True, "id": row.id, "revokedAt": row.revoked_at})
+    assert row.revoked_at is not None  # revoked just above, or before
+    return Answer(RevokedWebhookSecret(revoked=True, id=row.id, revokedAt=row.revoked_at))
 
 
 @router.get(
@@ -133,12 +133,12 @@ async def revoke(request: Request) -> JSONResponse:
         action="settings.get",
     ),
 )
-async def read_settings(request: Request) -> JSONResponse:
+async def read_settings(request: Request) -> Answer[OwnerSettings]:
     services = services_of(request)
     _query, caller = await authorized_query(request, "settings.get", OwnerQuery)
     async with services.db.sessions() as session:
         choices = await get_settings(session, caller.owner_key)
-    return JSONResponse(OwnerSettings.of(choices).model_dump())
+    return Answer(OwnerSettings.of(choices))
 
 
 @router.put(
@@ -151,11 +151,11 @@ async def read_settings(request: Request) -> JSONResponse:
         action="settings.update",
     ),
 )
-async def change_settings(request: Request) -> JSONResponse:
+async def change_settings(request: Request) -> Answer[OwnerSettings]:
     services = services_of(request)
     body, caller = await authorized_body(request, "settings.update", SettingsBody)
     async with services.db.transaction() as session:
         choices = await update_settings(
             session, caller.owner_key, body.webhookApiKeyHeader, services.clock.now_ms()
         )
-    return JSONResponse(OwnerSettings.of(choices).model_dump())
+    return Answer(OwnerSettings.of(choices))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from invoicing.errors import NotFound
@@ -13,7 +12,7 @@ from invoicing.web.api.deps import authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import WebhookLog
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, documented
+from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration/invoices", tags=["webhooks"])
 
@@ -35,9 +34,9 @@ class WebhooksQuery(BaseModel):
         action="invoice.webhooks",
     ),
 )
-async def list_webhooks(request: Request) -> JSONResponse:
+async def list_webhooks(request: Request) -> Answer[WebhookLog]:
     services = services_of(request)
     query, caller = await authorized_query(request, "invoice.webhooks", WebhooksQuery)
     invoice = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     log = await paid_webhook_log(services.db, invoice.id, invoice.payment_address)
-    return JSONResponse(WebhookLog.of(log).model_dump(mode="json"))
+    return Answer(WebhookLog.of(log))
