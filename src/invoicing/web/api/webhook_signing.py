@@ -24,14 +24,14 @@ from invoicing.notifications.signing import (
 )
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
-from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
-from invoicing.web.api.responses import (
+from invoicing.web.api.event_responses import (
     IssuedWebhookSecret,
     OwnerSettings,
     RevokedWebhookSecret,
     WebhookSecret,
     WebhookSecretList,
 )
+from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
