@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint setup browser-deps bench compile clean openapi docs
+.PHONY: run test lint setup browser-deps bench compile clean openapi docs fuzz
 
 setup: $(STAMP) $(NPM_STAMP)
 
@@ -51,6 +51,11 @@ docs: setup
 
 compile: $(NPM_STAMP)
 	node scripts/compile.mjs
+
+# forge's fuzz and invariant tests of the contracts (tests/fuzz, settings in foundry.toml);
+# offline, compiled by the pinned npm solc through scripts/solc.
+fuzz: $(NPM_STAMP)
+	node_modules/.bin/forge test
 
 bench: setup
 	$(PY) bench/gas.py

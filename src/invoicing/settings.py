@@ -142,6 +142,8 @@ class Settings(BaseSettings):
     # from rpc_backoff_s (doubling up to rpc_backoff_max_s), at most rpc_max_attempts tries
     # per request; a 429's Retry-After is honoured up to rpc_retry_after_max_s; a URL that
     # failed rpc_failures_before_cooldown times in a row is set aside for rpc_cooldown_s.
+    # A head that no second URL reports is believed only rpc_head_lead_max_blocks ahead of
+    # the believed head, plus rpc_head_max_blocks_per_s for each second since it last moved.
     rpc_timeout_s: float = Field(default=10.0, gt=0)
     rpc_max_attempts: int = Field(default=4, ge=1)
     rpc_backoff_s: float = Field(default=0.25, ge=0)
@@ -149,6 +151,8 @@ class Settings(BaseSettings):
     rpc_retry_after_max_s: float = Field(default=30.0, ge=0)
     rpc_failures_before_cooldown: int = Field(default=3, ge=1)
     rpc_cooldown_s: float = Field(default=60.0, ge=0)
+    rpc_head_lead_max_blocks: int = Field(default=16, ge=0)
+    rpc_head_max_blocks_per_s: float = Field(default=5.0, ge=0)
 
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True
@@ -216,6 +220,8 @@ class Settings(BaseSettings):
             retry_after_max_s=self.rpc_retry_after_max_s,
             failures_before_cooldown=self.rpc_failures_before_cooldown,
             cooldown_s=self.rpc_cooldown_s,
+            head_lead_max_blocks=self.rpc_head_lead_max_blocks,
+            head_max_blocks_per_s=self.rpc_head_max_blocks_per_s,
         )
 
     def chain_configs(self) -> dict[int, ChainConfig]:

@@ -82,17 +82,33 @@ async def track_one(
 ) -> RelayerTransaction | None:
     receipt = await find_receipt(chain, row.hashes)
     if receipt is not None:
-        if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
-            return None
-        handler = handler_of(row.purpose)
-        readings = None
-        if handler is not None and handler.read is not None and receipt["status"] == 1:
-            readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
-        return await finalize(services, chain.factory, row.id, receipt, readings)
+        return await mined(services, chain, row, head, receipt)
     if row.nonce < mined_count:
-        return await finalize(services, chain.factory, row.id, None)
+        # Dropped only when no URL holds a receipt and one reports the nonce mined in the
+        # same answer: a URL that lags or hides receipts never fails a mined refund or sweep.
+        use = await chain.nonce_use(relayer.address, row.nonce, [str(h) for h in row.hashes])
+        if use.receipt is not None:
+            return await mined(services, chain, row, head, use.receipt)
+        return await finalize(services, chain.factory, row.id, None) if use.taken else None
     await keep_alive(services, chain, relayer, row)
     return None
+
+
+async def mined(
+    services: Services,
+    chain: ChainGateway,
+    row: RelayerTransaction,
+    head: int,
+    receipt: dict[str, Any],
+) -> RelayerTransaction | None:
+    """Finalize a mined transaction once its receipt's block is at the confirmation depth."""
+    if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
+        return None
+    handler = handler_of(row.purpose)
+    readings = None
+    if handler is not None and handler.read is not None and receipt["status"] == 1:
+        readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
+    return await finalize(services, chain.factory, row.id, receipt, readings)
 
 
 async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
