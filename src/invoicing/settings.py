@@ -80,8 +80,8 @@ class Settings(BaseSettings):
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
-    # Events to owners' endpoints (issue 17): a failed delivery is tried again after
-    # event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
+    # Events to owners' endpoints (docs/architecture.md#retries): a failed delivery is tried
+    # again after event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
     # event_retry_window_s old (then once more); an endpoint that failed every attempt for
     # event_retry_window_s is disabled. Events are listed (and kept) for
     # webhook_event_retention_s.
@@ -127,8 +127,8 @@ class Settings(BaseSettings):
     max_watched_invoices_per_owner: int = 10_000
     # Outside development, webhookUrl must be https unless this is true.
     webhook_allow_http: bool = False
-    # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many
-    # the relayer sends per owner and chain per UTC day.
+    # Relayer spend (docs/architecture.md#relayer-spend-rules): gas a relayed meta-transaction may
+    # use at most, and how many the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
     # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per

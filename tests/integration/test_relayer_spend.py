@@ -1,4 +1,4 @@
-"""Attacks on the relayer's gas money (issue 12), on anvil through real HTTP: a contract wallet
+"""Attacks on the relayer's gas money, on anvil through real HTTP: a contract wallet
 whose signature check burns gas, one signed request posted many times (to two API processes),
 an owner's daily budget, a relayer short of funds (degraded, withdrawals wait), and a
 withdrawal whose fees reach the chain's ceiling."""

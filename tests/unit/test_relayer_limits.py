@@ -52,7 +52,7 @@ async def test_a_capped_estimate_asks_the_node_with_the_cap_and_stays_under_it(
 
 async def test_a_call_that_needs_more_than_the_cap_is_refused(chain: FakeChain) -> None:
     relayer = relayer_on(chain)
-    chain.gas_estimate = 18_314_244  # the gas-burning EIP-1271 wallet of issue 12
+    chain.gas_estimate = 18_314_244  # a gas-burning EIP-1271 wallet
 
     with pytest.raises(GasCapExceeded) as raised:
         await relayer.simulate(CALL, 200_000)

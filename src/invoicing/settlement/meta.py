@@ -1,6 +1,7 @@
 """Relaying owner-signed meta-transactions (SetFee, SetPayout and Refund).
 
-The relayer pays their gas, so what one owner can make it spend is bounded (DESIGN 11):
+The relayer pays their gas, so what one owner can make it spend is bounded
+(docs/architecture.md#relayer-spend-rules):
 
 - gas: each call is estimated with at most ``relayer_meta_gas_limit`` gas before anything is
   sent, and sent with no more. An EIP-1271 wallet whose ``isValidSignature`` burns gas fails

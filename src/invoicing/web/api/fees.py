@@ -1,6 +1,6 @@
-"""Routes of spec 4.5-4.8: gasless owner settings (SetFee, SetPayout) and reading them.
+"""Routes of docs/integration/fees.md: gasless owner settings (SetFee, SetPayout) and reading them.
 
-``/integration/fees/*`` need request authentication (spec 5); the client-facing
+``/integration/fees/*`` need request authentication; the client-facing
 ``/fees/*`` routes take the same bodies with the EIP-712 signature as the only
 authorization, rate limited per client IP and per owner.
 """
@@ -51,7 +51,7 @@ router = APIRouter(tags=["fees"])
 
 
 def _decimal_uint(value: Any) -> Any:
-    """A decimal string (as the spec sends nonce and deadline) or a non-negative integer."""
+    """A decimal string (as the docs send nonce and deadline) or a non-negative integer."""
     if isinstance(value, bool):
         raise ValueError("must be a decimal string")
     if isinstance(value, str):
@@ -82,14 +82,14 @@ class _MetaBody(BaseModel):
 
 
 class SetFeeBody(_MetaBody):
-    """Body of POST /integration/fees/set-meta and /fees/set-meta (spec 4.5)."""
+    """Body of POST /integration/fees/set-meta and /fees/set-meta."""
 
     # Larger values are refused with 400 fee_too_high (not invalid_request).
     feeBps: int = Field(ge=0, le=UINT256_MAX, json_schema_extra={"maximum": MAX_FEE_BPS})
 
 
 class SetPayoutBody(_MetaBody):
-    """Body of POST /integration/fees/set-payout-meta and /fees/set-payout-meta (spec 4.6)."""
+    """Body of POST /integration/fees/set-payout-meta and /fees/set-payout-meta."""
 
     payoutAddress: Address
 

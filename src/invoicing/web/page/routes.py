@@ -1,4 +1,5 @@
-"""Routes of the hosted payment page (DESIGN 7): the page, its status JSON, QR and assets.
+"""Routes of the hosted payment page (docs/integration/invoices.md): the page, its status
+JSON, QR and assets.
 
 Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
 carry only what the page shows. Every route counts against the client's rate limit
