@@ -17,11 +17,13 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.rpc import JsonRpc
 from invoicing.errors import ChainUnavailable
+from invoicing.refunds.models import RefundStatus
 from invoicing.settlement.models import TxStatus
 from invoicing.settlement.withdrawals import WithdrawalStatus, plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
 from tests.integration.test_log_secrets import captured  # noqa: F401 - a fixture
+from tests.integration.test_refunds import REFUND, expire, refund_body, refund_rows
 from tests.integration.test_rpc_failover import FAST_POLICY, detect, services_over
 from tests.integration.test_withdraw_helpers import (
     balance_of,
@@ -34,6 +36,7 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     withdrawals_of,
 )
+from tests.support.api import issue_api_key, key_headers
 from tests.support.rpc_faults import FaultyRpc, faulty_rpc
 from tests.support.server import serve
 from tests.support.signing import new_owner
@@ -113,6 +116,37 @@ async def test_a_url_that_hides_receipts_never_fails_a_mined_sweep(
     ]
     assert (await reload(services, invoice.id)).status == "completed"
     assert liar.methods["eth_getTransactionReceipt"] > 0  # it was asked, and hid it
+
+
+async def test_a_url_that_hides_receipts_never_fails_a_mined_refund(
+    make_services: MakeServices,
+    honest: FaultyRpc,
+    liar: FaultyRpc,
+    evm: EvmClient,
+    dev: DevDeployment,
+) -> None:
+    """A refund marked failed although it was mined would have the owner sign it again and
+    pay twice: with the preferred URL hiding its receipt, it is confirmed from the other."""
+    liar.hide_receipts = True
+    services = await services_over(make_services, liar.url, honest.url)
+    owner, payer = new_owner(), new_owner().address
+    api_key = await issue_api_key(services, owner)
+    invoice = await new_invoice(services, owner.address, "0.01")
+    await pay(evm, invoice, 4 * 10**15)
+    invoice = await expire(services, invoice)
+    body = await refund_body(evm, dev, owner, invoice, payer, 4 * 10**15)
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url) as http,
+    ):
+        answer = await http.post(REFUND, json=body, headers=key_headers(api_key))
+    assert answer.status_code == 202, answer.text
+
+    await settle_all(services, timeout_s=10)
+
+    assert [r.status for r in await refund_rows(services, invoice.id)] == [RefundStatus.CONFIRMED]
+    assert await balance_of(evm, payer) == 4 * 10**15
+    assert liar.methods["eth_getTransactionReceipt"] > 0
 
 
 async def test_an_over_reported_nonce_is_not_the_relayers_next(

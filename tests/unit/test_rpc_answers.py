@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invoicing.chain.rpc import RpcPolicy, believed_head, quantity, redact_url
+from invoicing.chain.rpc import HeadBelief, RpcPolicy, quantity, redact_url
 
-POLICY = RpcPolicy(head_lead_max_blocks=64, head_max_blocks_per_s=5.0)
+POLICY = RpcPolicy(head_lead_max_blocks=16, head_max_blocks_per_s=5.0)
 heads = st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=5)
 
 
@@ -37,30 +37,59 @@ def test_signs_blanks_and_oversize_are_refused(answer: str) -> None:
         quantity(answer)
 
 
-@given(heads, st.integers(min_value=0, max_value=10**12), st.floats(min_value=0, max_value=10**4))
-def test_the_believed_head_never_falls_and_never_runs_ahead_of_a_second_url_or_the_pace(
-    answers: list[int], best: int, still_s: float
-) -> None:
-    believed = believed_head(answers, best, still_s, POLICY)
+def believe(rounds: list[tuple[list[int], float]]) -> list[int]:
+    """The believed head after each round of answers (heads, monotonic time)."""
+    belief, believed = HeadBelief(), []
+    for answers, now in rounds:
+        belief = belief.after(answers, now, POLICY)
+        believed.append(belief.believed)
+    return believed
 
-    assert believed >= best
-    assert believed == best or believed in answers
-    ordered = sorted(answers, reverse=True)
-    if best == 0 and len(answers) == 1:
-        assert believed == answers[0]
-        return
-    seconded = ordered[1] if len(ordered) > 1 else 0
-    assert believed >= seconded
-    pace = 64 + int(still_s * 5.0)
-    assert believed <= max(best, seconded) + pace
+
+rounds = st.lists(
+    st.tuples(heads, st.floats(min_value=0, max_value=1.0e4)), min_size=1, max_size=8
+).map(lambda rs: [(answers, float(i) + t / 1.0e4) for i, (answers, t) in enumerate(rs)])
+
+
+@given(rounds)
+def test_the_believed_head_never_falls_and_never_runs_ahead_of_a_second_url_or_the_pace(
+    answers_in_time: list[tuple[list[int], float]],
+) -> None:
+    believed = believe(answers_in_time)
+
+    assert believed == sorted(believed)  # never goes down
+    anchor, anchor_at, before = 0, 0.0, 0
+    for (answers, now), head in zip(answers_in_time, believed, strict=True):
+        ordered = sorted(answers, reverse=True)
+        seconded = ordered[1] if len(ordered) > 1 else (ordered[0] if anchor == 0 else 0)
+        if seconded > anchor:
+            anchor, anchor_at = seconded, now
+        assert head >= seconded
+        assert head <= anchor + 16 + int((now - anchor_at) * 5.0)
+        assert head in answers or head in (before, anchor)
+        before = head
 
 
 def test_a_lone_head_far_ahead_is_held_until_the_pace_allows_it() -> None:
-    assert believed_head([100, 1100], 0, 0.0, POLICY) == 100
-    assert believed_head([100, 130], 0, 0.0, POLICY) == 130
-    assert believed_head([1100], 100, 10.0, POLICY) == 100
-    assert believed_head([1100], 100, 200.0, POLICY) == 1100  # 100 + 64 + 1000
-    assert believed_head([1100, 1099], 100, 0.0, POLICY) == 1100  # a second URL agrees
+    assert believe([([100, 1100], 0.0)]) == [100]
+    assert believe([([100, 110], 0.0)]) == [110]
+    # The other URL goes down: the liar alone is held to 5 blocks a second.
+    assert believe([([100, 100], 0.0), ([1100], 10.0), ([1100], 200.0)]) == [100, 100, 1100]
+    assert believe([([100, 1100], 0.0), ([1100, 1099], 1.0)]) == [100, 1100]  # seconded
+
+
+def test_a_head_that_creeps_ahead_of_the_other_url_is_held_to_the_lead() -> None:
+    """A liar that reports the believed head plus the lead at every read does not run away:
+    the allowance counts from the head two URLs reported, not from the last believed."""
+    liar = [([100, 100 + 16 * step], float(step) / 100) for step in range(1, 6)]
+    assert believe(liar) == [116, 116, 116, 116, 116]
+
+
+def test_a_url_stuck_behind_does_not_hold_the_chain_for_long() -> None:
+    """One URL stays at block 100 while the chain makes 2 blocks a second: the other URL's
+    head is believed all along, within the lead at first, then within the pace."""
+    stuck = [([100, 100 + 2 * step], float(step)) for step in range(1, 31)]
+    assert believe(stuck) == [100 + 2 * step for step in range(1, 31)]
 
 
 @given(

@@ -12,9 +12,9 @@ Every HTTP attempt of a client that knows its chain is counted in
 http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
 
 Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs, a head is
-believed when a second URL reports it too, or when it is no further ahead of the believed
+believed when a second URL reports it too, or when it is no further ahead of the last such
 head than the chain's pace allows (``head_lead_max_blocks``, plus ``head_max_blocks_per_s``
-for every second since the believed head last moved). A URL that reports more than is
+for every second since that head rose: :class:`HeadBelief`). A URL that reports more than is
 believed, like one that lags, serves requests only after the others.
 
 A URL is a secret (its path, query or user part often holds a provider's key): no repr, log
@@ -114,9 +114,9 @@ class RpcPolicy:
     retry_after_max_s: float = 30.0  # a longer Retry-After is cut to this
     failures_before_cooldown: int = 3
     cooldown_s: float = 60.0
-    # A head no second URL reports is believed only this far ahead of the believed head,
-    # plus this many blocks for every second since the believed head last moved.
-    head_lead_max_blocks: int = 64
+    # A head no second URL reports is believed only this far ahead of the last head two URLs
+    # reported, plus this many blocks for every second since that head rose (HeadBelief).
+    head_lead_max_blocks: int = 16
     head_max_blocks_per_s: float = 5.0
 
 
@@ -166,21 +166,36 @@ def _retry_after_s(value: str | None) -> float | None:
         return None
 
 
-def believed_head(heads: Sequence[int], best: int, still_s: float, policy: RpcPolicy) -> int:
-    """The head to believe among the URLs' answers ``heads``, given the head believed so far
-    (``best``, 0 for none) and how long it has not moved (``still_s``): never below ``best``;
-    the highest head a second URL reports too (or passes), or a higher one that only one URL
-    reports if it is within the chain's pace (``policy.head_lead_max_blocks`` plus
-    ``policy.head_max_blocks_per_s`` per second still) of that. A first answer with no
-    second one to compare it with is believed."""
-    ordered = sorted(heads, reverse=True)
-    if not ordered:
-        return best
-    if len(ordered) == 1 and best == 0:
-        return ordered[0]
-    base = max(best, ordered[1] if len(ordered) > 1 else 0)
-    allowed = base + policy.head_lead_max_blocks + int(still_s * policy.head_max_blocks_per_s)
-    return max([base, *(head for head in ordered if head <= allowed)])
+@dataclass(frozen=True)
+class HeadBelief:
+    """Which head a client over several URLs believes (see ``JsonRpc.head``).
+
+    ``anchor`` is the highest head that two URLs have reported (or the first head, before any
+    second answer), and ``anchor_at`` when it last rose (monotonic seconds). A head that only
+    one URL reports is believed only up to the anchor plus ``head_lead_max_blocks`` plus
+    ``head_max_blocks_per_s`` for every second since the anchor rose: a provider cannot run
+    ahead of the other URLs faster than the chain's pace, whether it jumps or creeps, while a
+    URL stuck behind does not hold the chain back for long."""
+
+    believed: int = 0
+    anchor: int = 0
+    anchor_at: float = 0.0
+
+    def after(self, heads: Sequence[int], now: float, policy: RpcPolicy) -> HeadBelief:
+        """The belief once the URLs answered ``heads`` at ``now``; it never goes down."""
+        ordered = sorted(heads, reverse=True)
+        if not ordered:
+            return self
+        anchor, anchor_at = self.anchor, self.anchor_at
+        seconded = ordered[1] if len(ordered) > 1 else None
+        if seconded is None and anchor == 0:
+            seconded = ordered[0]  # a first answer, and no second one to compare it with
+        if seconded is not None and seconded > anchor:
+            anchor, anchor_at = seconded, now
+        paced = int(max(0.0, now - anchor_at) * policy.head_max_blocks_per_s)
+        allowed = anchor + policy.head_lead_max_blocks + paced
+        believed = max([self.believed, anchor, *(h for h in ordered if h <= allowed)])
+        return HeadBelief(believed, anchor, anchor_at)
 
 
 class JsonRpc:
@@ -209,7 +224,7 @@ class JsonRpc:
         self.calls = 0
         self._endpoints = [_Endpoint(url) for url in urls]
         self.best_head = 0  # the believed head (see head)
-        self._best_since = time.monotonic()  # when best_head last moved
+        self._belief = HeadBelief()
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=policy.timeout_s)
 
@@ -339,7 +354,7 @@ class JsonRpc:
     async def head(self) -> int:
         """The believed head: with one URL its ``eth_blockNumber``; with several, every URL is
         asked at once and the highest head that a second URL reports too, or that is within
-        the chain's pace of the believed head (see the module), is believed. The answer never
+        the chain's pace of the last such head (see ``HeadBelief``), is believed. The answer never
         goes below one given before. Each URL's answer is kept: one behind or ahead of the
         believed head serves requests only after the others. URLs set aside are asked too
         when the others answer nothing newer than a head seen before (they lag, or fail).
@@ -366,11 +381,9 @@ class JsonRpc:
             raise ChainUnavailable("RPC sent a malformed block number") from None
 
     def _believe(self, heads: list[int]) -> None:
-        """Raise ``best_head`` to the head believed among ``heads`` (see ``believed_head``)."""
-        now = time.monotonic()
-        believed = believed_head(heads, self.best_head, now - self._best_since, self.policy)
-        if believed > self.best_head:
-            self.best_head, self._best_since = believed, now
+        """Raise ``best_head`` to the head believed among ``heads`` (see ``HeadBelief``)."""
+        self._belief = self._belief.after(heads, time.monotonic(), self.policy)
+        self.best_head = max(self.best_head, self._belief.believed)
         for number, endpoint in enumerate(self._endpoints, 1):
             ahead = endpoint.head is not None and endpoint.head > self.best_head
             if ahead and not endpoint.ahead:

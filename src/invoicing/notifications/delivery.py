@@ -10,7 +10,7 @@ Each claimed batch also reads its owners' webhook options (signing secrets and w
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
 is computed when the attempt is sent (``signed_delivery``), over the exact body bytes.
 
-Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
+Two kinds of row share the outbox: the paid webhook (``endpoint_id`` null: the
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
 the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
@@ -67,7 +67,7 @@ class ClaimedEvent:
     delivery: Delivery
     # The owner's active signing secrets, oldest first (empty: sent unsigned).
     signing_secrets: tuple[SecretStr, ...] = ()
-    # An event to an owner's endpoint (None: the spec's paid webhook), and its last try.
+    # An event to an owner's endpoint (None: the paid webhook), and its last try.
     endpoint_id: str | None = None
     retry_until: int | None = None
 
@@ -97,7 +97,8 @@ class AttemptResult:
 def event_headers(
     event_id: str, attempt: int, invoice: Invoice | None, api_key: SecretStr | None
 ) -> dict[str, str]:
-    """Headers of DESIGN section 6: the creation credential, the event id and attempt number."""
+    """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential,
+    the event id and attempt number."""
     headers = {"content-type": "application/json"}
     if invoice is not None and invoice.auth_mode == "api_key" and api_key:
         headers[API_KEY_HEADER] = api_key.get_secret_value()
