@@ -1,4 +1,4 @@
-"""Scraping several processes as the README says: two `invoicing serve` and one
+"""Scraping several processes as docs/operations/metrics.md says: two `invoicing serve` and one
 `invoicing worker --metrics-port` on one database. Each process counts what it did itself;
 the gauges read from the database answer the same in all three."""
 

@@ -37,6 +37,7 @@ from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
+from invoicing.settlement.budget import TX_GAS_MIN, BudgetExhausted, SetAside, Spender, check
 from invoicing.settlement.candidates import (
     Batch,
     by_owner_and_token,
@@ -192,7 +193,7 @@ async def sweep_with_backoff(
 ) -> list[RelayerTransaction]:
     """Sweep one batch; an RPC error fails it alone, and it waits before its next try."""
     key = (batch.owner_address.lower(), (batch.token_address or ZERO_ADDRESS).lower())
-    if not backoff.ready(key, planning.now_ms):
+    if not backoff.ready(key, planning.now_ms) or not await within_budget(planning, batch):
         return []
     try:
         sent = await sweep_batch(planning, batch)
@@ -221,6 +222,7 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
         TxPurpose.WITHDRAW,
         planning.chain.factory,
         encode_withdraw(batch.owner_address, token, salts),
+        spender=Spender.owner(batch.owner_address),
     )
     try:
         gas = await planning.relayer.simulate(call)
@@ -337,6 +339,36 @@ async def send_batch(
     except AlreadyClaimed:
         log.info("withdrawal batch for %s was claimed by another process", batch.owner_address)
         return []
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return []
+
+
+async def within_budget(planning: Planning, batch: Batch) -> bool:
+    """Whether the day's budget has room for a sweep of ``batch`` and its owner is not set
+    aside: read before simulating, so a batch that would be refused costs no node call (the
+    send checks again, under the relayer account lock)."""
+    relayer = planning.relayer
+    spender = Spender.owner(batch.owner_address)
+    try:
+        async with planning.services.db.sessions() as session:
+            now_ms = planning.now_ms
+            await check(session, relayer.limits, relayer.chain_id, spender, TX_GAS_MIN, now_ms)
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return False
+    return True
+
+
+def _waits(planning: Planning, batch: Batch, exc: BudgetExhausted | SetAside) -> None:
+    log.warning(
+        "withdrawal of %s escrow(s) of %s on chain %s waits %s s: %s",
+        len(batch.invoices),
+        batch.owner_address,
+        planning.relayer.chain_id,
+        exc.retry_after_s,
+        exc,
+    )
 
 
 async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:

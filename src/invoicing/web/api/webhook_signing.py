@@ -1,4 +1,4 @@
-"""Webhook signing secrets and owner settings (issue 17, "Signed deliveries"): both auth modes.
+"""Webhook signing secrets and owner settings (docs/integration/webhooks.md): both modes.
 
 - ``POST /integration/webhook-secrets`` (``webhook_secret.create``) → 201, the secret shown
   only in this answer; at most ``signing.MAX_ACTIVE_SECRETS`` active per owner (409
