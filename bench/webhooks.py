@@ -43,8 +43,9 @@ secrets (one query, Fernet-decrypted). ``signing_cost`` compares it with the uns
 healthy case, best round against best round (``signing_cpu_cost``: per CPU second). The
 goal of >= 1,000 deliveries/s holds for it too.
 
-Only first attempts are measured: a run lasts seconds, so a retry delay of 3600 s and the
-production 60 s (DESIGN section 6) give the same run; no retry falls inside it either way.
+Only first attempts are measured: a run lasts seconds, so a retry delay of 3600 s and
+the production 60 s (docs/architecture.md#retries) give the same run; no retry falls
+inside it either way.
 
     .venv/bin/python bench/webhooks.py [--events 5000] [--endpoints 100] [--rounds 3]
 """

@@ -26,7 +26,7 @@ from tests.conftest import new_database_url
 from tests.support.rpc_log import Rewrite, recording_proxy
 from tests.support.server import free_port
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 RELAYER_KEY = DEV_PRIVATE_KEYS[0]

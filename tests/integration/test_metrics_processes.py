@@ -1,4 +1,4 @@
-"""Scraping several processes as the README says: two `invoicing serve` and one
+"""Scraping several processes as docs/operations/metrics.md says: two `invoicing serve` and one
 `invoicing worker --metrics-port` on one database. Each process counts what it did itself;
 the gauges read from the database answer the same in all three."""
 
@@ -31,7 +31,7 @@ from tests.support.scrape import Samples, scrape, value
 from tests.support.server import free_port
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).with_name("invoicing"))
 TOKEN = "scrape-token-" + "s" * 24

@@ -1,7 +1,7 @@
 """Signed paid webhooks end to end: a paid invoice, the worker, a real HTTP receiver.
 
 Signatures are checked with this file's own HMAC code (``verified_secrets``), the way a
-receiver following the README would, never with the service's.
+receiver following docs/integration/webhooks.md would, never with the service's.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ async def test_rotation_two_secrets_then_one_then_none(services: Services, fake:
     assert verified_secrets(two, [old, new]) == (now_s, [old, new])
     assert verified_secrets(one, [old, new]) == (now_s, [new])
     assert HEADER not in none.headers
-    # The spec's headers are all still there.
+    # The paid webhook's headers are all still there.
     for received in (two, one, none):
         assert received.headers["x-service-signature"] == "0xsig"
         assert received.headers["x-service-event-id"]

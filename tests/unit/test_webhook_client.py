@@ -171,7 +171,7 @@ async def test_a_garbage_answer_is_a_retryable_error(server: LocalServer) -> Non
     outcome = await client.send(Delivery("http://hooks.example/", BODY, {}))
 
     assert (outcome.status_code, outcome.terminal) == (None, False)
-    assert outcome.error == "ProtocolError: not an HTTP/1.x answer: 'SMTP ready'"
+    assert outcome.error == "ProtocolError: not an HTTP/1.x status line: 'SMTP ready'"
     await client.aclose()
 
 

@@ -109,7 +109,7 @@ def test_answer_leaves_out_what_was_never_set_and_keeps_nulls() -> None:
     "given",
     [
         {},
-        {"description": "Café ✓", "metadata": {"n": 1e-07, "big": 10**30, "f": 1.0}},
+        {"description": "Café ✓", "metadata": {"n": 1e-07, "m": 5e-05, "big": 10**30, "f": 1.0}},
         {"metadata": {"nested": [{"b": None, "a": True}], "s": "\u2028 </script> \x00"}},
     ],
 )

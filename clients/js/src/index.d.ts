@@ -378,7 +378,7 @@ export interface EventEnvelope {
   data: { invoice?: Invoice; [key: string]: unknown };
 }
 
-/** The spec's paid webhook (2.2); signed events carry their own envelope. */
+/** The paid webhook's body; signed events carry their own envelope. */
 export interface PaidWebhook {
   ownerAddress: string;
   chainId: number;

@@ -11,6 +11,15 @@ Every HTTP attempt of a client that knows its chain is counted in
 ``invoicing_rpc_requests_total`` (outcome ok, rpc_error, timeout, connect_error,
 http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
 
+Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs, a head is
+believed when a second URL reports it too, or when it is no further ahead of the last such
+head than the chain's pace allows (``head_lead_max_blocks``, plus ``head_max_blocks_per_s``
+for every second since that head rose: :class:`HeadBelief`). A URL that reports more than is
+believed, like one that lags, serves requests only after the others.
+
+A URL is a secret (its path, query or user part often holds a provider's key): no repr, log
+line, metric label or error shows one; :func:`redact_url` keeps the scheme and host only.
+
 A JSON-RPC error that is the call's own answer becomes :class:`RpcError` at once (never
 retried), and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
 :class:`ContractRevert` carrying the revert data.
@@ -24,8 +33,9 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -37,6 +47,21 @@ log = logging.getLogger(__name__)
 # JSON-RPC errors about the provider, not the call: another URL may answer.
 PROVIDER_ERROR_CODES = {-32005, 429}
 PROVIDER_ERROR_WORDS = ("header not found", "unknown block", "rate limit", "too many requests")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with only its scheme, host and port: the path, query and user part, where
+    providers put their keys, become ``…``."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "…"
+    shown = f"{parts.scheme}://{host}{port}" if parts.scheme and host else ""
+    hidden = bool(parts.username or parts.password or parts.path.strip("/") or parts.query)
+    return (shown + "/…" if hidden else shown + "/") if shown else "…"
 
 
 class RpcError(Exception):
@@ -89,6 +114,10 @@ class RpcPolicy:
     retry_after_max_s: float = 30.0  # a longer Retry-After is cut to this
     failures_before_cooldown: int = 3
     cooldown_s: float = 60.0
+    # A head no second URL reports is believed only this far ahead of the last head two URLs
+    # reported, plus this many blocks for every second since that head rose (HeadBelief).
+    head_lead_max_blocks: int = 16
+    head_max_blocks_per_s: float = 5.0
 
 
 class _Retry(Exception):
@@ -102,11 +131,23 @@ class _Retry(Exception):
 
 @dataclass
 class _Endpoint:
-    url: str
+    url: str = field(repr=False)  # a secret: see redact_url
     failures: int = 0  # in a row
     resting_until: float = 0.0  # monotonic time; set aside (used only if all are) until then
     retry_at: float = 0.0  # monotonic time; its Retry-After asked for no request before then
     head: int | None = None  # the block number it last reported
+    ahead: bool = False  # it reported a head beyond the believed one
+
+
+def quantity(value: Any) -> int:
+    """A JSON-RPC quantity (``0x``-prefixed hex, no sign, at most 256 bits) as an int;
+    ValueError for anything else a provider may send."""
+    if not isinstance(value, str) or not value[:2].lower() == "0x" or not 2 < len(value) <= 66:
+        raise ValueError("not a JSON-RPC quantity")
+    digits = value[2:]
+    if not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise ValueError("not a JSON-RPC quantity")
+    return int(digits, 16)
 
 
 def _provider_error(error: Any) -> bool:
@@ -123,6 +164,38 @@ def _retry_after_s(value: str | None) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:  # an HTTP date: not worth parsing, the default backoff applies
         return None
+
+
+@dataclass(frozen=True)
+class HeadBelief:
+    """Which head a client over several URLs believes (see ``JsonRpc.head``).
+
+    ``anchor`` is the highest head that two URLs have reported (or the first head, before any
+    second answer), and ``anchor_at`` when it last rose (monotonic seconds). A head that only
+    one URL reports is believed only up to the anchor plus ``head_lead_max_blocks`` plus
+    ``head_max_blocks_per_s`` for every second since the anchor rose: a provider cannot run
+    ahead of the other URLs faster than the chain's pace, whether it jumps or creeps, while a
+    URL stuck behind does not hold the chain back for long."""
+
+    believed: int = 0
+    anchor: int = 0
+    anchor_at: float = 0.0
+
+    def after(self, heads: Sequence[int], now: float, policy: RpcPolicy) -> HeadBelief:
+        """The belief once the URLs answered ``heads`` at ``now``; it never goes down."""
+        ordered = sorted(heads, reverse=True)
+        if not ordered:
+            return self
+        anchor, anchor_at = self.anchor, self.anchor_at
+        seconded = ordered[1] if len(ordered) > 1 else None
+        if seconded is None and anchor == 0:
+            seconded = ordered[0]  # a first answer, and no second one to compare it with
+        if seconded is not None and seconded > anchor:
+            anchor, anchor_at = seconded, now
+        paced = int(max(0.0, now - anchor_at) * policy.head_max_blocks_per_s)
+        allowed = anchor + policy.head_lead_max_blocks + paced
+        believed = max([self.believed, anchor, *(h for h in ordered if h <= allowed)])
+        return HeadBelief(believed, anchor, anchor_at)
 
 
 class JsonRpc:
@@ -150,13 +223,18 @@ class JsonRpc:
         self.url = urls[0]
         self.calls = 0
         self._endpoints = [_Endpoint(url) for url in urls]
-        self.best_head = 0  # the highest block number any URL reported
+        self.best_head = 0  # the believed head (see head)
+        self._belief = HeadBelief()
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=policy.timeout_s)
 
     @property
     def urls(self) -> list[str]:
         return [endpoint.url for endpoint in self._endpoints]
+
+    def url_name(self, index: int) -> str:
+        """How lines and errors name the URL at ``index``: its position and redacted URL."""
+        return f"RPC URL #{index + 1} ({redact_url(self._endpoints[index].url)})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -168,11 +246,11 @@ class JsonRpc:
 
         def rank(i: int) -> tuple[bool, bool, bool, float, int]:
             endpoint = self._endpoints[i]
-            lagging = endpoint.head is not None and endpoint.head < self.best_head
+            off_head = endpoint.head is not None and endpoint.head != self.best_head
             return (
                 endpoint.resting_until > now,
                 i in tried,
-                lagging,
+                off_head,  # lagging, or reporting a head that is not believed
                 max(endpoint.retry_at, now),
                 i,
             )
@@ -190,8 +268,8 @@ class JsonRpc:
         endpoint.resting_until = now + self.policy.cooldown_s
         if endpoint.failures == self.policy.failures_before_cooldown:
             log.warning(
-                "RPC URL #%d set aside for %.1f s after %d failures in a row (%s)",
-                self._endpoints.index(endpoint) + 1,
+                "%s set aside for %.1f s after %d failures in a row (%s)",
+                self.url_name(self._endpoints.index(endpoint)),
                 self.policy.cooldown_s,
                 endpoint.failures,
                 failure,
@@ -274,23 +352,49 @@ class JsonRpc:
         return answer
 
     async def head(self) -> int:
-        """The highest ``eth_blockNumber`` of the URLs, asked all at once. Each URL's answer is
-        kept: one behind the highest is lagging and serves requests only after the others
-        until it catches up. URLs set aside are asked too when the others answer nothing
-        newer than a head seen before (they lag, or fail). When none answers, the request
-        goes through the usual failover (or raises ChainUnavailable)."""
-        if len(self._endpoints) > 1:
-            now = time.monotonic()
-            live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
-            answered = await self._heads(live)
-            if not answered or max(answered) <= self.best_head:
-                answered += await self._heads([e for e in self._endpoints if e not in live])
-            if answered:
-                self.best_head = max(self.best_head, *answered)
-                return max(answered)
-        head = int(await self.call("eth_blockNumber"), 16)
-        self.best_head = max(self.best_head, head)
-        return head
+        """The believed head: with one URL its ``eth_blockNumber``; with several, every URL is
+        asked at once and the highest head that a second URL reports too, or that is within
+        the chain's pace of the last such head (see ``HeadBelief``), is believed. The answer never
+        goes below one given before. Each URL's answer is kept: one behind or ahead of the
+        believed head serves requests only after the others. URLs set aside are asked too
+        when the others answer nothing newer than a head seen before (they lag, or fail).
+        When none answers, the request goes through the usual failover (or raises
+        ChainUnavailable)."""
+        if len(self._endpoints) == 1:
+            head = await self._called_head()
+            self.best_head = max(self.best_head, head)
+            return head
+        now = time.monotonic()
+        live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
+        answered = await self._heads(live)
+        if not answered or max(answered) <= self.best_head:
+            answered += await self._heads([e for e in self._endpoints if e not in live])
+        if not answered:
+            answered = [await self._called_head()]
+        self._believe(answered)
+        return self.best_head
+
+    async def _called_head(self) -> int:
+        try:
+            return quantity(await self.call("eth_blockNumber"))
+        except ValueError:
+            raise ChainUnavailable("RPC sent a malformed block number") from None
+
+    def _believe(self, heads: list[int]) -> None:
+        """Raise ``best_head`` to the head believed among ``heads`` (see ``HeadBelief``)."""
+        self._belief = self._belief.after(heads, time.monotonic(), self.policy)
+        self.best_head = max(self.best_head, self._belief.believed)
+        for number, endpoint in enumerate(self._endpoints, 1):
+            ahead = endpoint.head is not None and endpoint.head > self.best_head
+            if ahead and not endpoint.ahead:
+                log.warning(
+                    "%s reports head %d, ahead of the believed %d that no other URL "
+                    "or the chain's pace confirms: not believed",
+                    self.url_name(number - 1),
+                    endpoint.head,
+                    self.best_head,
+                )
+            endpoint.ahead = ahead
 
     async def _heads(self, endpoints: list[_Endpoint]) -> list[int]:
         heads = await asyncio.gather(*(self._head_of(endpoint) for endpoint in endpoints))
@@ -300,7 +404,7 @@ class JsonRpc:
         body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "eth_blockNumber", "params": []}
         try:
             answer = await self._attempt(endpoint.url, body)
-            head = int(answer["result"], 16)
+            head = quantity(answer["result"])
         except _Retry as failure:
             self._failed(endpoint, failure)
             return None
@@ -309,6 +413,30 @@ class JsonRpc:
         endpoint.head = head
         endpoint.failures = 0
         return head
+
+    async def batch_each(self, requests: Sequence[tuple[str, list[Any]]]) -> list[list[Any] | None]:
+        """Send the same JSON-RPC batch to every URL not set aside, all at once (no failover):
+        for each URL in order its results (a JSON-RPC error as the RpcError in its place), or
+        None when it did not answer or answered malformed. For answers that must not be taken
+        on one URL's word."""
+        now = time.monotonic()
+
+        async def ask(endpoint: _Endpoint) -> list[Any] | None:
+            if endpoint.resting_until > now:
+                return None
+            first, body = self._batch_body(requests)
+            try:
+                answers = await self._attempt(endpoint.url, body)
+            except _Retry as failure:
+                self._failed(endpoint, failure)
+                return None
+            endpoint.failures = 0
+            try:
+                return self._results(first, len(requests), answers, return_errors=True)
+            except ChainUnavailable:
+                return None
+
+        return list(await asyncio.gather(*(ask(endpoint) for endpoint in self._endpoints)))
 
     async def call(self, method: str, params: list[Any] | None = None) -> Any:
         """Send one request and return its ``result``."""
@@ -329,6 +457,10 @@ class JsonRpc:
         its place as the RpcError."""
         if not requests:
             return []
+        first, body = self._batch_body(requests)
+        return self._results(first, len(requests), await self._post(body), return_errors)
+
+    def _batch_body(self, requests: Sequence[tuple[str, list[Any]]]) -> tuple[int, Any]:
         first = next(self._ids)
         for _ in requests[1:]:
             next(self._ids)
@@ -336,12 +468,15 @@ class JsonRpc:
             {"jsonrpc": "2.0", "id": first + i, "method": method, "params": params}
             for i, (method, params) in enumerate(requests)
         ]
-        answers = await self._post(body)
+        return first, body
+
+    @staticmethod
+    def _results(first: int, count: int, answers: Any, return_errors: bool) -> list[Any]:
         if not isinstance(answers, list):
             raise ChainUnavailable("RPC sent a malformed batch answer")
         by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
         results: list[Any] = []
-        for i in range(len(requests)):
+        for i in range(count):
             answer = by_id.get(first + i)
             if answer is None:
                 raise ChainUnavailable("RPC dropped a batch item")

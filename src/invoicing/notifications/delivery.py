@@ -10,7 +10,7 @@ Each claimed batch also reads its owners' webhook options (signing secrets and w
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
 is computed when the attempt is sent (``signed_delivery``), over the exact body bytes.
 
-Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
+Two kinds of row share the outbox: the paid webhook (``endpoint_id`` null: the
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
 the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
@@ -68,7 +68,7 @@ class ClaimedEvent:
     delivery: Delivery
     # The owner's active signing secrets, oldest first (empty: sent unsigned).
     signing_secrets: tuple[SecretStr, ...] = ()
-    # An event to an owner's endpoint (None: the spec's paid webhook), and its last try.
+    # An event to an owner's endpoint (None: the paid webhook), and its last try.
     endpoint_id: str | None = None
     retry_until: int | None = None
 
@@ -98,7 +98,8 @@ class AttemptResult:
 def event_headers(
     event_id: str, attempt: int, invoice: Invoice | None, api_key: SecretStr | None
 ) -> dict[str, str]:
-    """Headers of DESIGN section 6: the creation credential, the event id and attempt number."""
+    """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential,
+    the event id and attempt number."""
     headers = {"content-type": "application/json"}
     if invoice is not None and invoice.auth_mode == "api_key" and api_key:
         headers[API_KEY_HEADER] = api_key.get_secret_value()
@@ -234,6 +235,7 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
     """Store attempts and move each event on: delivered, failed, or due again after the delay."""
     if not results:
         return
+    results = [replace(r, outcome=recordable(r.outcome)) for r in results]
     settings = services.settings
     now_ms = services.clock.now_ms()
     changes = []
@@ -298,6 +300,38 @@ def _next_attempt(settings: Settings, result: AttemptResult, now_ms: int) -> int
     if result.attempt >= settings.webhook_max_attempts:
         return None
     return now_ms + int(settings.webhook_retry_delay_s * 1000)
+
+
+# Bounds of what an attempt row stores (``recordable``).
+MAX_ERROR_CHARS = 500
+MAX_DURATION_MS = 10**12
+
+
+def recordable(outcome: Outcome) -> Outcome:
+    """The outcome as the attempt row can hold it on every database: a status code outside
+    100..599 becomes a failed attempt with the reason, the error loses control characters
+    (PostgreSQL refuses NUL in text) and is cut to ``MAX_ERROR_CHARS``, the duration is
+    bounded. A client should never hand over such values; a stranger's answer must not be
+    able to stop the write of everyone's results if one does."""
+    status, error = outcome.status_code, outcome.error
+    if status is not None and not 100 <= status <= 599:
+        status, error = None, "ProtocolError: the status code is not three digits"
+    if error is not None:
+        error = "".join(c if c.isprintable() else "\ufffd" for c in error)[:MAX_ERROR_CHARS]
+    duration_ms = min(max(outcome.duration_ms, 0), MAX_DURATION_MS)
+    if (status, error, duration_ms) == (outcome.status_code, outcome.error, outcome.duration_ms):
+        return outcome
+    return replace(outcome, status_code=status, error=error, duration_ms=duration_ms)
+
+
+def unrecorded(result: AttemptResult, reason: str) -> AttemptResult:
+    """A result the database refused, as a failed attempt that says why (retried as any
+    failed attempt is)."""
+    failed = Outcome(
+        error=f"the attempt's result could not be stored: {reason}"[:MAX_ERROR_CHARS],
+        duration_ms=recordable(result.outcome).duration_ms,
+    )
+    return replace(result, outcome=failed)
 
 
 def _attempt_row(result: AttemptResult) -> dict[str, Any]:

@@ -25,14 +25,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import ssl
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from invoicing.notifications.guard import Target
 
 # Answers longer than this are not read to the end; their connection is dropped instead.
 MAX_ANSWER_BYTES = 64 * 1024
+# Bounds on what an answer's head may be (``parse_head``); past them the attempt fails.
+MAX_STATUS_LINE_BYTES = 1024
+MAX_HEAD_BYTES = 16 * 1024
+MAX_HEADERS = 100
+MAX_INTERIM_ANSWERS = 8
 MAX_IDLE_PER_TARGET = 32
 
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -75,38 +82,104 @@ def _request_head(target: Target, headers: dict[str, str], length: int) -> bytes
     return "\r\n".join(lines).encode("latin-1")
 
 
+@dataclass(frozen=True)
+class AnswerHead:
+    """The status line and headers of one answer, as ``parse_head`` accepted them."""
+
+    version: str  # "HTTP/1.0" or "HTTP/1.1"
+    status: int  # three digits, 100 to 599
+    headers: dict[str, str]  # lower-cased names and values; a repeated name keeps the last
+
+
+def parse_head(head: bytes) -> AnswerHead:
+    """The answer's head (up to and including the blank line), parsed strictly: anything
+    else raises ``ProtocolError``. A stranger writes these bytes, so every bound is checked
+    before a value is used: the status line (``MAX_STATUS_LINE_BYTES``), the whole head
+    (``MAX_HEAD_BYTES``), the number of headers (``MAX_HEADERS``), the status code (three
+    digits, 100 to 599) and the header names (RFC 9110 tokens; no folded lines)."""
+    status_line, _, rest = head.partition(b"\r\n")
+    if len(status_line) > MAX_STATUS_LINE_BYTES:
+        raise ProtocolError(f"the status line is longer than {MAX_STATUS_LINE_BYTES} bytes")
+    if len(head) > MAX_HEAD_BYTES:
+        raise ProtocolError(f"the answer's headers are longer than {MAX_HEAD_BYTES} bytes")
+    matched = _STATUS_LINE.fullmatch(status_line)
+    if matched is None:
+        if _LOOSE_STATUS.match(status_line):
+            raise ProtocolError("the status code is not three digits")
+        shown = status_line[:80].decode("latin-1")
+        raise ProtocolError(f"not an HTTP/1.x status line: {shown!r}")
+    status = int(matched[2])
+    if not 100 <= status <= 599:
+        raise ProtocolError(f"the status code {status} is not between 100 and 599")
+    lines = rest.split(b"\r\n")
+    if lines[-2:] != [b"", b""]:
+        raise ProtocolError("the answer's headers do not end with a blank line")
+    if len(lines) - 2 > MAX_HEADERS:
+        raise ProtocolError(f"the answer has more than {MAX_HEADERS} headers")
+    headers: dict[str, str] = {}
+    for line in lines[:-2]:
+        field = _HEADER.fullmatch(line)
+        if field is None:
+            raise ProtocolError(f"not a header line: {line[:80].decode('latin-1')!r}")
+        headers[field[1].decode().lower()] = field[2].strip(b" \t").decode("latin-1").lower()
+    return AnswerHead(f"HTTP/1.{matched[1].decode()}", status, headers)
+
+
+_STATUS_LINE = re.compile(rb"HTTP/1\.([0-9]) ([0-9]{3})(?: [\t\x20-\x7e\x80-\xff]*)?")
+_LOOSE_STATUS = re.compile(rb"HTTP/1\.[0-9] +[0-9]")
+_HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):([\t\x20-\x7e\x80-\xff]*)")
+
+
+def body_length(headers: dict[str, str]) -> int | None:
+    """The Content-Length header's value; None when absent; ``ProtocolError`` when it is not
+    a plain decimal number of at most 18 digits."""
+    length = headers.get("content-length")
+    if length is None:
+        return None
+    if not (length.isascii() and length.isdigit() and len(length) <= 18):
+        raise ProtocolError(f"not a content length: {length[:40]!r}")
+    return int(length)
+
+
 async def _read_answer(reader: asyncio.StreamReader, head: bytes) -> tuple[int, bool]:
     """(status code, whether the connection can be reused) of the answer starting at ``head``."""
-    while True:
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-            raise ProtocolError(f"not an HTTP/1.x answer: {lines[0][:80]!r}")
-        status = int(parts[1])
-        if status >= 200 or status < 100:
-            break
-        head = await reader.readuntil(b"\r\n\r\n")  # 1xx: the real answer follows
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip().lower()
-    reusable = headers.get("connection") != "close" and parts[0] == "HTTP/1.1"
+    answer = parse_head(head)
+    interim = 0
+    while answer.status < 200:  # 1xx: the real answer follows
+        interim += 1
+        if interim > MAX_INTERIM_ANSWERS:
+            raise ProtocolError(f"more than {MAX_INTERIM_ANSWERS} interim (1xx) answers")
+        answer = parse_head(await _read_head(reader))
+    status, headers = answer.status, answer.headers
+    reusable = headers.get("connection") != "close" and answer.version == "HTTP/1.1"
     if "chunked" in headers.get("transfer-encoding", ""):
         return status, reusable and await _skip_chunks(reader)
-    length = headers.get("content-length")
-    if length is None or not length.isdigit():
+    length = body_length(headers)
+    if length is None:
         return status, status in (204, 304)
-    if int(length) > MAX_ANSWER_BYTES:
+    if length > MAX_ANSWER_BYTES:
         return status, False
-    await reader.readexactly(int(length))
+    await reader.readexactly(length)
     return status, reusable
+
+
+async def _read_head(reader: asyncio.StreamReader) -> bytes:
+    """The next head on the connection, up to its blank line (``ProtocolError`` past
+    ``MAX_HEAD_BYTES``)."""
+    try:
+        return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.LimitOverrunError as exc:
+        raise ProtocolError(f"the answer's headers are longer than {MAX_HEAD_BYTES} bytes") from exc
 
 
 async def _skip_chunks(reader: asyncio.StreamReader) -> bool:
     """Read a chunked body to its end; False when it is too long to bother."""
     total = 0
     while True:
-        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16)
+        line = (await reader.readuntil(b"\r\n")).split(b";")[0].strip()
+        if not _CHUNK_SIZE.fullmatch(line):
+            raise ProtocolError(f"not a chunk size: {line[:40].decode('latin-1')!r}")
+        size = int(line, 16)
         total += size
         if total > MAX_ANSWER_BYTES:
             return False
@@ -115,6 +188,9 @@ async def _skip_chunks(reader: asyncio.StreamReader) -> bool:
                 pass  # trailers
             return True
         await reader.readexactly(size + 2)
+
+
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
 
 
 class ConnectionPool:
@@ -162,7 +238,9 @@ class ConnectionPool:
             try:
                 writer.write(request)
                 await writer.drain()
-                head = await reader.readuntil(b"\r\n\r\n")
+                head = await _read_head(reader)
+            except ProtocolError:
+                raise  # an answer came: never sent again
             except (asyncio.IncompleteReadError, ConnectionError) as exc:
                 read = exc.partial if isinstance(exc, asyncio.IncompleteReadError) else b""
                 if reused and not read:
@@ -171,7 +249,7 @@ class ConnectionPool:
             status, reusable = await _read_answer(reader, head)
             return status
         except asyncio.LimitOverrunError as exc:
-            raise ProtocolError("answer headers are too long") from exc
+            raise ProtocolError("an answer line is too long") from exc
         finally:
             if reusable and len(self._idle[key]) < MAX_IDLE_PER_TARGET:
                 self._idle[key].append(streams)

@@ -13,15 +13,22 @@ import contextlib
 import logging
 from collections import Counter
 
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import (
+    DBAPIError,
+    DisconnectionError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
 
-from invoicing.notifications.client import HttpWebhookClient, WebhookClient
+from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
 from invoicing.notifications.delivery import (
     AttemptResult,
     ClaimedEvent,
     claim_events,
     record_results,
     signed_delivery,
+    unrecorded,
 )
 from invoicing.services import Services
 
@@ -30,6 +37,24 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 30.0
 # After a wake-up, results that finish within this window are written in the same batch.
 BATCH_WINDOW_S = 0.01
+
+
+# What a write of results may raise: a database outage (``is_outage``: kept, retried) or
+# a refusal of the values (a number out of range, a deleted row: written one by one).
+REFUSALS = (SQLAlchemyError, OSError, ValueError, OverflowError)
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether a failed write says the database is unreachable, not that it refused a value."""
+    if isinstance(exc, OSError | DisconnectionError | OperationalError | InterfaceError):
+        return True
+    return isinstance(exc, DBAPIError) and exc.connection_invalidated
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of an error, short enough for an attempt row and a log line."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"[:200]
 
 
 def client_for(services: Services) -> HttpWebhookClient:
@@ -93,12 +118,50 @@ class Dispatcher:
         return len(claimed)
 
     async def flush(self) -> None:
+        """Write the finished attempts. A database outage keeps them for the next flush; a
+        batch the database refuses is written one result at a time (``_record_each``)."""
         results, self.results = self.results, []
         try:
             await record_results(self.services, results)
+        except REFUSALS as exc:
+            if is_outage(exc):
+                self.results = results + self.results
+                raise
+            log.warning("webhook worker: a batch of results was refused (%s)", _reason(exc))
+            await self._record_each(results)
         except BaseException:
             self.results = results + self.results
             raise
+
+    async def _record_each(self, results: list[AttemptResult]) -> None:
+        """Write each result on its own; one the database refuses is written as a failed
+        attempt with the reason, and one refused even so is dropped (logged): its lease
+        ends and it is attempted again, as after a crash, with the next attempt number."""
+        for index, result in enumerate(results):
+            try:
+                refused = await self._record_one(result)
+                if refused is not None:
+                    refused = await self._record_one(unrecorded(result, _reason(refused)))
+            except REFUSALS:  # an outage: this result and the rest wait for the next flush
+                self.results = results[index:] + self.results
+                raise
+            if refused is not None:
+                log.error(
+                    "webhook event %s attempt %d: result not stored (%s)",
+                    result.event_id,
+                    result.attempt,
+                    _reason(refused),
+                )
+
+    async def _record_one(self, result: AttemptResult) -> BaseException | None:
+        """Write one result; the error when the database refuses it (an outage raises)."""
+        try:
+            await record_results(self.services, [result])
+        except REFUSALS as exc:
+            if is_outage(exc):
+                raise
+            return exc
+        return None
 
     async def drain(self) -> None:
         """Let attempts in flight finish and record them (on shutdown)."""
@@ -111,6 +174,9 @@ class Dispatcher:
         attempted_at = self.services.clock.now_ms()
         try:
             outcome = await self.client.send(signed_delivery(event, attempted_at))
+        except Exception as exc:  # a client defect: still a failed attempt, never a lost one
+            log.exception("webhook event %s: the client raised", event.event_id)
+            outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
         finally:
             self.in_flight_per_host[event.endpoint_host] -= 1
             if not self.in_flight_per_host[event.endpoint_host]:

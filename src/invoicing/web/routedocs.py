@@ -59,14 +59,16 @@ M = TypeVar("M", bound=BaseModel)
 
 class Answer(JSONResponse, Generic[M]):
     """A JSON answer written by the response model that documents the route: the model's
-    fields in its order, those never set (the "present only when" ones) left out. The JSON
-    is written as every other answer is (``JSONResponse``), so a number, a null or an
-    absent key is the same on the wire as in the document."""
+    fields in its order, those never set (the "present only when" ones) left out.
+
+    The model gives the content and ``JSONResponse`` writes it, as it writes every other
+    answer (errors included). Pydantic's own JSON writer would be quicker but spells some
+    floats otherwise (``1e-7``, ``0.00005``, where the service has always written ``1e-07``,
+    ``5e-05``), and an invoice's ``metadata`` is the owner's JSON, floats and all."""
 
     def __init__(
         self, body: M, status_code: int = 200, headers: dict[str, str] | None = None
     ) -> None:
-        self.answered = body
         content = body.model_dump(mode="json", exclude_unset=True)
         super().__init__(content, status_code=status_code, headers=headers)
 
@@ -123,13 +125,13 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "type": "apiKey",
         "in": "header",
         "name": API_KEY_HEADER,
-        "description": "API key mode (spec 5.1): an API key of the request's ownerAddress.",
+        "description": "API key mode: an API key of the request's ownerAddress.",
     },
     "signature": {
         "type": "apiKey",
         "in": "header",
         "name": SIGNATURE_HEADER,
-        "description": "Request signature mode (spec 5.2): the owner wallet's EIP-191 "
+        "description": "Request signature mode: the owner wallet's EIP-191 "
         'personal_sign of "Service API Request Signature\\n" + JSON.stringify({action, '
         "ownerAddress, timestamp, payload}); sent with x-service-timestamp.",
     },

@@ -1,4 +1,4 @@
-"""API key management (DESIGN section 4): signature mode only."""
+"""API key management (docs/integration/authentication.md): signature mode only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Events and webhook endpoints (issue 17, "Events"): both auth modes.
+"""Events and webhook endpoints (docs/integration/webhooks.md): both auth modes.
 
 - ``POST /integration/webhook-endpoints`` (``webhook_endpoint.create``) → 201 the endpoint;
   ``GET`` (``webhook_endpoint.list``); ``PATCH ?id=`` (``webhook_endpoint.update``);
@@ -41,6 +41,15 @@ from invoicing.notifications.service import (
 )
 from invoicing.settings import Settings
 from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
+from invoicing.web.api.event_responses import (
+    DeletedWebhookEndpoint,
+    DeliveryAccepted,
+    EventDetail,
+    EventEnvelope,
+    EventList,
+    WebhookEndpoint,
+    WebhookEndpointList,
+)
 from invoicing.web.api.inputs import (
     Address,
     OwnerBody,
@@ -51,15 +60,6 @@ from invoicing.web.api.inputs import (
     query_types,
     validate,
     without_owner,
-)
-from invoicing.web.api.responses import (
-    DeletedWebhookEndpoint,
-    DeliveryAccepted,
-    EventDetail,
-    EventEnvelope,
-    EventList,
-    WebhookEndpoint,
-    WebhookEndpointList,
 )
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented

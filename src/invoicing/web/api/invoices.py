@@ -1,4 +1,4 @@
-"""Routes of spec 4.1-4.4: create, status, list and delete invoices."""
+"""Routes of docs/integration/invoices.md: create, status, list and delete invoices."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ MAX_METADATA_BYTES = 16 * 1024
 
 
 class CreateInvoiceBody(BaseModel):
-    """Body of POST /integration/invoices (spec 4.1)."""
+    """Body of POST /integration/invoices."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -269,7 +269,7 @@ Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 async def owner_views(
     services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
 ) -> list[InvoiceOut]:
-    """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
+    """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
     (never shown on the public /pay routes). ``fresh``: just created, so there are none.
 
     One invoice (create, status: the hot paths) shares its reads with the other requests

@@ -4,7 +4,8 @@ has one wire shape. The domain hands over typed values (rows, records); ``of`` b
 from one. Two bodies are also what the domain sends elsewhere, so the domain builds them and
 the model checks and writes them: the Invoice object (``invoices.views``, also every event's
 ``data.invoice``) and the event envelope (also the body of a delivery). ``extra="forbid"``:
-an undocumented field is refused rather than sent.
+an undocumented field is refused rather than sent. The notifications' models (events,
+endpoints, the paid-webhook log, signing secrets and settings) are in ``event_responses.py``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.fees.service import OwnerFees
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.notifications.models import EventEndpoint
-from invoicing.notifications.service import (
-    Attempt,
-    DeliveryRecord,
-    EventRecord,
-    PaidWebhookLog,
-    Queued,
-)
-from invoicing.notifications.signing import OwnerChoices
 from invoicing.settlement.signed_relay import Accepted
 from invoicing.web.routedocs import (
     AddressOut,
@@ -36,11 +28,13 @@ from invoicing.web.routedocs import (
 )
 
 
-class _Out(BaseModel):
+class WireModel(BaseModel):
+    """A response model: what is not declared is refused, never sent."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class Refund(_Out):
+class Refund(WireModel):
     """A relayed refund from the invoice's escrow."""
 
     txHash: TxHash | None
@@ -51,15 +45,15 @@ class Refund(_Out):
     createdAt: TimestampMs
 
 
-class OtherBalance(_Out):
+class OtherBalance(WireModel):
     """An asset in the escrow other than the invoice's own, not swept yet."""
 
     tokenAddress: AddressOut | None = Field(description="null: the native coin.")
     balanceRaw: RawAmount
 
 
-class Invoice(_Out):
-    """The Invoice object (spec 2.1), plus the escrow's ``salt`` and, when there are some,
+class Invoice(WireModel):
+    """The Invoice object, plus the escrow's ``salt`` and, when there are some,
     its ``refunds`` and ``otherBalances``."""
 
     id: str
@@ -91,12 +85,12 @@ class Invoice(_Out):
     )
 
 
-class InvoiceStatusResult(_Out):
+class InvoiceStatusResult(WireModel):
     invoice: Invoice
 
 
-class InvoiceList(_Out):
-    """A page of invoices (spec 2.3); everything is read when page * limit >= total."""
+class InvoiceList(WireModel):
+    """A page of invoices; everything is read when page * limit >= total."""
 
     items: list[Invoice]
     total: int = Field(ge=0)
@@ -104,7 +98,7 @@ class InvoiceList(_Out):
     limit: int = Field(ge=1, le=100)
 
 
-class DeleteResult(_Out):
+class DeleteResult(WireModel):
     """Also the answer to a repeated DELETE of the same invoice."""
 
     deleted: Literal[True]
@@ -112,7 +106,7 @@ class DeleteResult(_Out):
     chainId: int
 
 
-class IssuedApiKey(_Out):
+class IssuedApiKey(WireModel):
     """A new API key; ``apiKey`` is shown this once."""
 
     id: str
@@ -121,60 +115,24 @@ class IssuedApiKey(_Out):
     createdAt: TimestampMs
 
 
-class ApiKey(_Out):
+class ApiKey(WireModel):
     id: str
     label: str | None
     createdAt: TimestampMs
     revokedAt: TimestampMs | None
 
 
-class ApiKeyList(_Out):
+class ApiKeyList(WireModel):
     items: list[ApiKey]
 
 
-class RevokedApiKey(_Out):
+class RevokedApiKey(WireModel):
     revoked: Literal[True]
     id: str
     revokedAt: TimestampMs
 
 
-class IssuedWebhookSecret(_Out):
-    """A new webhook signing secret; ``secret`` is shown this once."""
-
-    id: str
-    secret: str
-    createdAt: TimestampMs
-
-
-class WebhookSecret(_Out):
-    id: str
-    createdAt: TimestampMs
-    revokedAt: TimestampMs | None
-
-
-class WebhookSecretList(_Out):
-    items: list[WebhookSecret]
-
-
-class RevokedWebhookSecret(_Out):
-    revoked: Literal[True]
-    id: str
-    revokedAt: TimestampMs
-
-
-class OwnerSettings(_Out):
-    """An owner's settings (defaults when never set)."""
-
-    webhookApiKeyHeader: bool = Field(
-        description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
-    )
-
-    @classmethod
-    def of(cls, choices: OwnerChoices) -> Self:
-        return cls(webhookApiKeyHeader=choices.webhook_api_key_header)
-
-
-class FeeSettings(_Out):
+class FeeSettings(WireModel):
     """An owner's settings as the factory holds them."""
 
     feeBps: int = Field(ge=0, le=500)
@@ -195,7 +153,7 @@ class FeeSettings(_Out):
         )
 
 
-class FeeSubmission(_Out):
+class FeeSubmission(WireModel):
     """A relayed SetFee or SetPayout: the transaction that carries it."""
 
     txHash: TxHash
@@ -219,63 +177,7 @@ class RefundSubmission(FeeSubmission):
     """A relayed Refund: the transaction that carries it."""
 
 
-class WebhookEvent(_Out):
-    """A paid webhook's delivery (``eventId``: the ``x-service-event-id`` it is sent with)."""
-
-    eventId: str
-    status: Literal["pending", "delivered", "failed"]
-    attempts: int = Field(ge=0)
-    nextAttemptAt: TimestampMs | None
-    createdAt: TimestampMs
-    deliveredAt: TimestampMs | None
-
-    @classmethod
-    def of(cls, delivery: DeliveryRecord) -> Self:
-        return cls.model_validate(
-            {
-                "eventId": delivery.id,
-                "status": delivery.status,
-                "attempts": delivery.attempt_count,
-                "nextAttemptAt": delivery.next_attempt_at,
-                "createdAt": delivery.created_at,
-                "deliveredAt": delivery.delivered_at,
-            }
-        )
-
-
-class WebhookAttempt(_Out):
-    """One attempt of a paid webhook's delivery (the same attempt as an event's detail
-    shows, with the delivery's id)."""
-
-    eventId: str
-    attempt: int = Field(ge=1)
-    attemptedAt: TimestampMs
-    statusCode: int | None
-    error: str | None
-    durationMs: int | None
-
-    @classmethod
-    def of(cls, attempt: Attempt) -> Self:
-        return cls(eventId=attempt.delivery_id, **_attempt_fields(attempt))
-
-
-class WebhookLog(_Out):
-    """An invoice's paid-webhook events and every delivery attempt, oldest first."""
-
-    paymentAddress: AddressOut
-    events: list[WebhookEvent]
-    items: list[WebhookAttempt]
-
-    @classmethod
-    def of(cls, log: PaidWebhookLog) -> Self:
-        return cls(
-            paymentAddress=log.payment_address,
-            events=[WebhookEvent.of(delivery) for delivery in log.deliveries],
-            items=[WebhookAttempt.of(attempt) for attempt in log.attempts],
-        )
-
-
-class EscrowExportLine(_Out):
+class EscrowExportLine(WireModel):
     """One line of the escrow export (NDJSON)."""
 
     paymentAddress: AddressOut
@@ -286,144 +188,13 @@ class EscrowExportLine(_Out):
     chainId: int
 
 
-class Health(_Out):
+class Health(WireModel):
     status: Literal["ok"]
 
 
-class Readiness(_Out):
+class Readiness(WireModel):
     """200 when every check passes (a relayer short of funds is ``degraded``), else 503."""
 
     ready: bool
     checks: dict[str, str]
     degraded: dict[str, str] | None = Field(default=None, description="Present only when any.")
-
-
-class EventEnvelope(_Out):
-    """An event as sent to webhook endpoints and listed by ``GET /integration/events``."""
-
-    id: str
-    type: str = Field(description="invoice.paid, invoice.partially_paid, … or ping.")
-    createdAt: TimestampMs
-    data: dict[str, Any] = Field(description='{"invoice": {…}} (ping: {"endpointId"}).')
-
-
-class EventList(_Out):
-    items: list[EventEnvelope] = Field(description="Newest first.")
-    hasMore: bool = Field(description="More, older events: ask again with after=<last id>.")
-
-
-class EventDeliveryAttempt(_Out):
-    attempt: int
-    attemptedAt: TimestampMs
-    statusCode: int | None
-    error: str | None
-    durationMs: int
-
-    @classmethod
-    def of(cls, attempt: Attempt) -> Self:
-        return cls(**_attempt_fields(attempt))
-
-
-def _attempt_fields(attempt: Attempt) -> dict[str, Any]:
-    return {
-        "attempt": attempt.attempt,
-        "attemptedAt": attempt.attempted_at,
-        "statusCode": attempt.status_code,
-        "error": attempt.error,
-        "durationMs": attempt.duration_ms,
-    }
-
-
-class EventDelivery(_Out):
-    id: str
-    endpointId: str | None
-    target: Literal["endpoint", "webhookUrl"]
-    url: str
-    status: str = Field(description="pending, delivered or failed.")
-    nextAttemptAt: TimestampMs | None
-    createdAt: TimestampMs
-    deliveredAt: TimestampMs | None
-    attempts: list[EventDeliveryAttempt]
-
-    @classmethod
-    def of(cls, delivery: DeliveryRecord) -> Self:
-        return cls.model_validate(
-            {
-                "id": delivery.id,
-                "endpointId": delivery.endpoint_id,
-                "target": "endpoint" if delivery.endpoint_id is not None else "webhookUrl",
-                "url": delivery.url,
-                "status": delivery.status,
-                "nextAttemptAt": delivery.next_attempt_at,
-                "createdAt": delivery.created_at,
-                "deliveredAt": delivery.delivered_at,
-                "attempts": [EventDeliveryAttempt.of(attempt) for attempt in delivery.attempts],
-            }
-        )
-
-
-class EventDetail(_Out):
-    event: EventEnvelope
-    deliveries: list[EventDelivery] = Field(description="Oldest first.")
-
-    @classmethod
-    def of(cls, record: EventRecord) -> Self:
-        return cls(
-            event=EventEnvelope.model_validate(record.envelope),
-            deliveries=[EventDelivery.of(delivery) for delivery in record.deliveries],
-        )
-
-
-class DeliveryAccepted(_Out):
-    """A delivery queued (redelivery, or a ping): its outcome shows in the event's detail."""
-
-    eventId: str
-    deliveryId: str
-    endpointId: str | None
-    status: Literal["pending"]
-
-    @classmethod
-    def of(cls, queued: Queued) -> Self:
-        return cls(
-            eventId=queued.event_id,
-            deliveryId=queued.delivery_id,
-            endpointId=queued.endpoint_id,
-            status="pending",
-        )
-
-
-class WebhookEndpoint(_Out):
-    id: str
-    url: str
-    events: list[str] = Field(description='Event types, or ["*"] for all.')
-    description: str | None
-    enabled: bool
-    disabledReason: str | None
-    disabledAt: TimestampMs | None
-    failingSince: TimestampMs | None
-    createdAt: TimestampMs
-    updatedAt: TimestampMs
-
-    @classmethod
-    def of(cls, endpoint: EventEndpoint) -> Self:
-        return cls(
-            id=endpoint.id,
-            url=endpoint.url,
-            events=endpoint.events,
-            description=endpoint.description,
-            enabled=endpoint.enabled,
-            disabledReason=endpoint.disabled_reason,
-            disabledAt=endpoint.disabled_at,
-            failingSince=endpoint.failing_since,
-            createdAt=endpoint.created_at,
-            updatedAt=endpoint.updated_at,
-        )
-
-
-class WebhookEndpointList(_Out):
-    items: list[WebhookEndpoint]
-
-
-class DeletedWebhookEndpoint(_Out):
-    deleted: Literal[True]
-    id: str

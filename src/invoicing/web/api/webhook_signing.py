@@ -1,4 +1,4 @@
-"""Webhook signing secrets and owner settings (issue 17, "Signed deliveries"): both auth modes.
+"""Webhook signing secrets and owner settings (docs/integration/webhooks.md): both modes.
 
 - ``POST /integration/webhook-secrets`` (``webhook_secret.create``) → 201, the secret shown
   only in this answer; at most ``signing.MAX_ACTIVE_SECRETS`` active per owner (409
@@ -25,14 +25,14 @@ from invoicing.notifications.signing import (
 )
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
-from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
-from invoicing.web.api.responses import (
+from invoicing.web.api.event_responses import (
     IssuedWebhookSecret,
     OwnerSettings,
     RevokedWebhookSecret,
     WebhookSecret,
     WebhookSecretList,
 )
+from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 

@@ -9,8 +9,8 @@ from invoicing.errors import NotFound
 from invoicing.invoices.service import find_by_payment_address
 from invoicing.notifications.service import paid_webhook_log
 from invoicing.web.api.deps import authorized_query
+from invoicing.web.api.event_responses import WebhookLog
 from invoicing.web.api.inputs import Address
-from invoicing.web.api.responses import WebhookLog
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import OWNER_ROUTE_ERRORS, Answer, documented
 
