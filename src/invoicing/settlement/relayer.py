@@ -29,9 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
 from invoicing.addresses import normalize_address
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.evm import fee_fields
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.clock import Clock
 from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable

@@ -26,10 +26,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.calldata import encode_withdraw
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
