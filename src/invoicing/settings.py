@@ -131,6 +131,16 @@ class Settings(BaseSettings):
     # use at most, and how many the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
+    # chain and UTC day, and the share of one owner (all owners without a paid invoice on
+    # the chain share one); an owner whose relayed transactions revert on-chain waits this
+    # long, doubled at each revert in a row up to the maximum.
+    relayer_chain_tx_per_day: int = Field(default=5_000, ge=1)
+    relayer_chain_gas_per_day: int = Field(default=500_000_000, ge=21_000)
+    relayer_owner_tx_per_day: int = Field(default=200, ge=1)
+    relayer_owner_gas_per_day: int = Field(default=50_000_000, ge=21_000)
+    relayer_owner_revert_retry_s: float = Field(default=600.0, gt=0)
+    relayer_owner_revert_retry_max_s: float = Field(default=86_400.0, gt=0)
     # Defaults of each chain's ``max_fee_per_gas`` and ``relayer_min_balance`` (wei).
     relayer_max_fee_per_gas: int = Field(default=200 * 10**9, gt=0)
     relayer_min_balance: int = Field(default=10**16, ge=0)

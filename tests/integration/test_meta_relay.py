@@ -28,6 +28,7 @@ from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
@@ -60,7 +61,7 @@ async def relaying(database_url: str) -> AsyncIterator[Relaying]:
         relayer_meta_per_owner_per_day=PER_DAY,
     )
     services = Services(settings, db, ChainRegistry({chain.config.chain_id: chain}), clock)
-    yield Relaying(services, chain, clock, Relayer(chain, db, clock))
+    yield Relaying(services, chain, clock, Relayer(chain, db, clock, Limits.of(services.settings)))
     await db.dispose()
 
 

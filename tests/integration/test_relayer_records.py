@@ -27,6 +27,7 @@ from invoicing.db import Database
 from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Call, Relayer, bump
 from invoicing.settlement.tracking import track_pending
@@ -60,7 +61,7 @@ async def sending(database_url: str) -> AsyncIterator[Sending]:
         relayer_resend_after_s=RESEND_AFTER_S,
     )
     services = Services(settings, db, ChainRegistry({chain.config.chain_id: chain}), clock)
-    yield Sending(services, chain, clock, Relayer(chain, db, clock))
+    yield Sending(services, chain, clock, Relayer(chain, db, clock, Limits.of(services.settings)))
     await db.dispose()
 
 

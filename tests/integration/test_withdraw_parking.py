@@ -393,7 +393,10 @@ async def test_two_processes_park_a_failing_escrow_once(
         await asyncio.gather(
             world.plan(),
             plan_withdrawals(
-                other, world.fake, Relayer(world.fake, other_db, world.clock), full=True
+                other,
+                world.fake,
+                Relayer(world.fake, other_db, world.clock, world.relayer.limits),
+                full=True,
             ),
         )
     finally:

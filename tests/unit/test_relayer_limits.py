@@ -17,6 +17,7 @@ from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call, GasCapExceeded, Relayer
 
@@ -25,7 +26,8 @@ CALL = Call(TxPurpose.SET_FEE, "0x" + "fa" * 20, b"\x01\x02")
 
 
 def relayer_on(chain: FakeChain) -> Relayer:
-    return Relayer(chain, Database("sqlite:///:memory:"), FakeClock())
+    settings = Settings(environment="development")
+    return Relayer(chain, Database("sqlite:///:memory:"), FakeClock(), Limits.of(settings))
 
 
 @pytest.fixture

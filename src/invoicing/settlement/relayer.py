@@ -8,7 +8,8 @@ broadcast: after a crash, the tracker (``settlement.tracking``) re-sends what it
 What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and
 every bump; only a transaction the node holds is bumped), and a chain whose relayer balance
 is under ``relayer_min_balance`` is reported short (``balance_shortfall``) so that
-withdrawals wait and ``/readyz`` shows the chain degraded.
+withdrawals wait and ``/readyz`` shows the chain degraded. Every transaction is charged to the
+day's budget as it is recorded, under the account lock (``settlement.budget``).
 
 On a chain without EIP-1559 (``ChainConfig.eip1559`` false, or no ``baseFeePerGas`` in its
 latest block) transactions are type 0: the gas price is recorded as both max fee and tip,
@@ -36,6 +37,7 @@ from invoicing.clock import Clock
 from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
+from invoicing.settlement.budget import Limits, Spender, charge
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
@@ -66,12 +68,14 @@ class GasCapExceeded(Exception):
 
 @dataclass(frozen=True)
 class Call:
-    """What to send: calldata to a contract, for a recorded purpose."""
+    """What to send: calldata to a contract, for a recorded purpose, and for whom (the
+    share of the budget it spends; None: the service's own, charged to the chain only)."""
 
     purpose: str
     to: str
     data: bytes
     value: int = 0
+    spender: Spender | None = None
 
 
 def bump(value: int) -> int:
@@ -113,15 +117,17 @@ def gas_limit(estimate: int, cap: int = TX_GAS_CAP) -> int:
 
 class Relayer:
     """Sends and records transactions from one chain's relayer account: its gateway to the
-    chain, the database that holds the nonces and the records, the clock, and the key."""
+    chain, the database that holds the nonces and the records, the clock, the key, and the
+    daily budget it sends within."""
 
-    def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
+    def __init__(self, chain: ChainGateway, db: Database, clock: Clock, limits: Limits) -> None:
         key = chain.config.relayer_private_key()
         if not key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
         self.chain = chain
         self.db = db
         self.clock = clock
+        self.limits = limits
         self.chain_id = chain.config.chain_id
         self._key = key
         self.address = str(Account.from_key(self._key).address)
@@ -154,8 +160,10 @@ class Relayer:
     ) -> RelayerTransaction:
         """Record a signed transaction under a fresh nonce, then broadcast it.
 
-        ``on_record`` runs inside the recording transaction (it may add rows, or raise to
-        abandon the send: then no nonce is used and nothing is broadcast)."""
+        Refused before anything is recorded when the day's budget has no room for it
+        (``BudgetExhausted``) or its owner is set aside (``SetAside``). ``on_record`` runs
+        inside the recording transaction (it may add rows, or raise to abandon the send:
+        then no nonce is used and nothing is broadcast)."""
         row = await self.record(call, gas, on_record)
         await self.broadcast(row)
         return row
@@ -170,6 +178,7 @@ class Relayer:
         now_ms = self.clock.now_ms()
         async with self.db.transaction() as session:
             account = await self._lock_account(session, now_ms)
+            await charge(session, self.limits, self.chain_id, call.spender, gas, now_ms)
             nonce = max(account.next_nonce, chain_count)
             account.next_nonce = nonce + 1
             account.updated_at = now_ms
@@ -191,6 +200,7 @@ class Relayer:
                 hashes=[tx_hash],
                 status=TxStatus.PENDING,
                 attempts=1,
+                owner_key=None if call.spender is None else call.spender.owner_key,
                 sent_at=now_ms,
                 created_at=now_ms,
                 updated_at=now_ms,
@@ -380,7 +390,7 @@ async def relayer_shortfall(services: Services, chain: ChainGateway) -> str | No
     """Why ``chain``'s relayer is short of funds (see ``Relayer.balance_shortfall``), or None;
     None as well for a chain without a relayer key."""
     try:
-        relayer = Relayer(chain, services.db, services.clock)
+        relayer = Relayer(chain, services.db, services.clock, Limits.of(services.settings))
     except RelayerUnavailable:
         return None
     return await relayer.balance_shortfall()
@@ -388,4 +398,5 @@ async def relayer_shortfall(services: Services, chain: ChainGateway) -> str | No
 
 def relayer_for(services: Services, chain_id: int) -> Relayer:
     """The relayer of a configured chain (UnsupportedChain / RelayerUnavailable otherwise)."""
-    return Relayer(services.chains.get(chain_id), services.db, services.clock)
+    chain = services.chains.get(chain_id)
+    return Relayer(chain, services.db, services.clock, Limits.of(services.settings))

@@ -18,6 +18,7 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS
+from invoicing.settlement.budget import Limits, after_final
 from invoicing.settlement.finality import Final, handler_of
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
@@ -146,8 +147,8 @@ async def finalize(
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
     what it means by its purpose's handler in the same database transaction (``readings``:
-    what that handler read at the receipt's block). None if another process got there
-    first."""
+    what that handler read at the receipt's block). A revert sets the transaction's owner
+    aside (``settlement.budget``). None if another process got there first."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         row = await session.scalar(
@@ -166,6 +167,8 @@ async def finalize(
             row.block_number = int(receipt["blockNumber"])
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
+        limits = Limits.of(services.settings)
+        await after_final(session, services.db.dialect, limits, row, now_ms)
         handler = handler_of(row.purpose)
         if handler is not None:
             final = Final(row, receipt, factory, now_ms, readings)

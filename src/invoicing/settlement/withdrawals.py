@@ -37,6 +37,7 @@ from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
+from invoicing.settlement.budget import TX_GAS_MIN, BudgetExhausted, SetAside, Spender, check
 from invoicing.settlement.candidates import (
     Batch,
     by_owner_and_token,
@@ -65,6 +66,20 @@ from invoicing.settlement.swept import SWEEP_FINAL
 log = logging.getLogger(__name__)
 
 _EMPTY = "the escrow holds nothing to sweep (swept outside this service?)"
+
+# What a sweep should cost, and so the most its transaction may use (``sweep_gas_cap``):
+# bench/gas.py measures ~78,000 gas for one native escrow and ~39,000 per escrow at batch 100
+# (~89,000 and ~43,000 for TestToken); real tokens cost more per transfer, hence the room.
+SWEEP_BASE_GAS = 200_000
+SWEEP_ESCROW_GAS = {"native": 60_000, "token": 120_000}
+# What one native send to an owner or payout address may cost: room for a smart-contract
+# wallet to receive coin (a Safe proxy and its `receive` event take about 10,000; see
+# contracts/test/ProxyWallet.sol), the call itself (value, cold account) and a credit written
+# when the coin is refused. A native sweep sends to the payout address, the owner and the
+# owner's credit; a token sweep sends native coin found beside the token to the first two.
+RECIPIENT_GAS = 50_000
+NATIVE_SEND_OVERHEAD_GAS = 9_000 + 2_600 + 22_100 + 5_000
+NATIVE_SENDS_PER_SWEEP = 3
 
 on_final(TxPurpose.WITHDRAW, SWEEP_FINAL)
 
@@ -178,7 +193,7 @@ async def sweep_with_backoff(
 ) -> list[RelayerTransaction]:
     """Sweep one batch; an RPC error fails it alone, and it waits before its next try."""
     key = (batch.owner_address.lower(), (batch.token_address or ZERO_ADDRESS).lower())
-    if not backoff.ready(key, planning.now_ms):
+    if not backoff.ready(key, planning.now_ms) or not await within_budget(planning, batch):
         return []
     try:
         sent = await sweep_batch(planning, batch)
@@ -198,14 +213,16 @@ async def sweep_with_backoff(
 
 
 async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransaction]:
-    """Simulate and send one withdraw. A batch that does not simulate, or needs more than
-    the per-transaction gas cap, is split in halves; a single escrow that fails is parked."""
+    """Simulate and send one withdraw. A batch that does not simulate, or needs more gas
+    than it should cost (``sweep_gas_cap``), is split in halves; a single escrow that fails
+    is parked."""
     token = batch.token_address or ZERO_ADDRESS
     salts = [bytes.fromhex(i.salt[2:]) for i in batch.invoices]
     call = Call(
         TxPurpose.WITHDRAW,
         planning.chain.factory,
         encode_withdraw(batch.owner_address, token, salts),
+        spender=Spender.owner(batch.owner_address),
     )
     try:
         gas = await planning.relayer.simulate(call)
@@ -213,9 +230,21 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
         if not fails_in_execution(exc):
             raise
         return await split_or_park(planning, batch, failure_reason(exc))
-    if gas >= TX_GAS_CAP:
-        return await split_or_park(planning, batch, "needs more gas than a transaction may use")
+    cap = sweep_gas_cap(len(batch.invoices), native=token == ZERO_ADDRESS)
+    if gas > cap or gas >= TX_GAS_CAP:
+        reason = f"needs {gas} gas, more than a sweep of it should cost ({cap})"
+        return await split_or_park(planning, batch, reason)
     return await send_batch(planning, batch, call, gas)
+
+
+def sweep_gas_cap(escrows: int, *, native: bool) -> int:
+    """The most gas a sweep of ``escrows`` escrows may use, and its transaction's limit: what
+    such a batch should cost. An owner or payout address that burns gas on receipt cannot
+    make the relayer pay more: a sweep whose simulation needs more is parked, and one whose
+    recipient burns more only once mined stops at its limit (docs/security.md)."""
+    per_escrow = SWEEP_ESCROW_GAS["native" if native else "token"]
+    sends = NATIVE_SENDS_PER_SWEEP * (RECIPIENT_GAS + NATIVE_SEND_OVERHEAD_GAS)
+    return min(TX_GAS_CAP, SWEEP_BASE_GAS + escrows * per_escrow + sends)
 
 
 def fails_in_execution(exc: RpcError) -> bool:
@@ -310,6 +339,36 @@ async def send_batch(
     except AlreadyClaimed:
         log.info("withdrawal batch for %s was claimed by another process", batch.owner_address)
         return []
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return []
+
+
+async def within_budget(planning: Planning, batch: Batch) -> bool:
+    """Whether the day's budget has room for a sweep of ``batch`` and its owner is not set
+    aside: read before simulating, so a batch that would be refused costs no node call (the
+    send checks again, under the relayer account lock)."""
+    relayer = planning.relayer
+    spender = Spender.owner(batch.owner_address)
+    try:
+        async with planning.services.db.sessions() as session:
+            now_ms = planning.now_ms
+            await check(session, relayer.limits, relayer.chain_id, spender, TX_GAS_MIN, now_ms)
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return False
+    return True
+
+
+def _waits(planning: Planning, batch: Batch, exc: BudgetExhausted | SetAside) -> None:
+    log.warning(
+        "withdrawal of %s escrow(s) of %s on chain %s waits %s s: %s",
+        len(batch.invoices),
+        batch.owner_address,
+        planning.relayer.chain_id,
+        exc.retry_after_s,
+        exc,
+    )
 
 
 async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:

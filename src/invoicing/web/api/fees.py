@@ -38,7 +38,7 @@ from invoicing.web.api.inputs import (
     validate,
 )
 from invoicing.web.api.responses import FeeSettings, FeeSubmission
-from invoicing.web.context import client_address, services_of
+from invoicing.web.context import client_network, services_of
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,
@@ -142,12 +142,12 @@ async def _submit(request: MetaRequest, http: Request) -> Answer[FeeSubmission]:
 
 
 async def _client_body(request: Request) -> dict[str, Any]:
-    """Rate limit by client address, read the body, refuse an owner the service does not
+    """Rate limit by client network, read the body, refuse an owner the service does not
     admit, then rate limit by owner too."""
     services = services_of(request)
     settings = services.settings
     limit = settings.fee_rate_limit_per_minute
-    client = client_address(request, settings.trusted_proxies)
+    client = client_network(request, settings.trusted_proxies)
     await hit(services.db, [f"fees-ip:{client}"], limit, services.clock.now_ms())
     data = await json_body(request, settings.max_body_bytes)
     owner = owner_address_of(data)
