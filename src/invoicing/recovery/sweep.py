@@ -17,7 +17,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import revert_name
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import ExportedEscrow, RecoveryOptions, RecoveryRefused, read_export
-from invoicing.settlement.relayer import TX_GAS_CAP, gas_limit
+from invoicing.settlement.gas import TX_GAS_CAP, gas_limit
 from invoicing.settlement.withdrawals import fails_in_execution
 
 Echo = Callable[[str], None]
