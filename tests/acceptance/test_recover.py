@@ -36,7 +36,7 @@ from tests.support.factory import deploy_test_contract
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 ROOT = Path(__file__).resolve().parents[2]

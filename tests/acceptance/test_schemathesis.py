@@ -23,7 +23,7 @@ from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Processes generating cases at once (generation is CPU-bound; the server is light).

@@ -24,7 +24,7 @@ from invoicing.chain.escrows import escrow_address
 from tests.support.rpc_log import Rewrite, recording_proxy
 from tests.support.server import free_port
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 RELAYER_KEY = DEV_PRIVATE_KEYS[0]

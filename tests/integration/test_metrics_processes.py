@@ -30,7 +30,7 @@ from tests.support.scrape import Samples, scrape, value
 from tests.support.server import free_port
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).with_name("invoicing"))
 TOKEN = "scrape-token-" + "s" * 24

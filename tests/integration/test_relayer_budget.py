@@ -5,6 +5,7 @@ then wait while others go on."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from invoicing import housekeeping
+from invoicing.settlement.backoff import Backoff
 from invoicing.settlement.budget import DAY_MS, BudgetExhausted, SetAside, Spender
 from invoicing.settlement.meta import MetaCall, relay_meta
 from invoicing.settlement.models import (
@@ -278,3 +280,30 @@ async def counts_of_days(world: World) -> int:
             select(RelayerSpend).where(RelayerSpend.chain_id == world.chain_id)
         )
         return len(list(rows))
+
+
+async def test_a_batch_over_the_budget_waits_until_the_next_day_logged_once(
+    make_world: MakeWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = await make_world(relayer_owner_tx_per_day=1, withdrawal_batch_size=1)
+    owner = new_owner().address
+    for _ in range(2):
+        await world.paid(owner, "1")
+    backoff = Backoff(1.0, 300.0)
+
+    with caplog.at_level(logging.WARNING, logger="invoicing.settlement.withdrawals"):
+        passes = [await plan(world, backoff) for _ in range(3)]
+        world.clock.advance(DAY_MS - world.clock.now_ms() % DAY_MS)
+        next_day = await plan(world, backoff)
+
+    assert [len(sent) for sent in passes] == [1, 0, 0]
+    assert len(next_day) == 1
+    waits = [r.getMessage() for r in caplog.records if "waits" in r.getMessage()]
+    assert len(waits) == 1
+    assert "budget for this owner" in waits[0]
+
+
+async def plan(world: World, backoff: Backoff) -> list[RelayerTransaction]:
+    return await plan_withdrawals(
+        world.services, world.fake, world.relayer, full=True, backoff=backoff
+    )

@@ -25,7 +25,7 @@ from tests.support.monitoring import events_of
 from tests.support.receiver import Receiver, receiver
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = [str(Path(sys.executable).with_name("invoicing")), "worker"]
 

@@ -48,6 +48,11 @@ class Backoff:
         self._failing[key] = _Failing(failures, now_ms + int(delay_s * 1000))
         return delay_s
 
+    def hold(self, key: Hashable, retry_at_ms: int) -> None:
+        """Keep ``key`` waiting until ``retry_at_ms`` (a wait someone else decided: a budget
+        used up for the day), without counting a failure."""
+        self._failing[key] = _Failing(self.failures(key), retry_at_ms)
+
     def succeeded(self, key: Hashable) -> None:
         self._failing.pop(key, None)
 

@@ -178,7 +178,12 @@ async def sweep_with_backoff(
 ) -> list[RelayerTransaction]:
     """Sweep one batch; an RPC error fails it alone, and it waits before its next try."""
     key = (batch.owner_address.lower(), (batch.token_address or ZERO_ADDRESS).lower())
-    if not backoff.ready(key, planning.now_ms) or not await within_budget(planning, batch):
+    if not backoff.ready(key, planning.now_ms):
+        return []
+    refused = await over_budget(planning, batch)
+    if refused is not None:
+        # Passes run every second: the batch waits until then, logged once.
+        backoff.hold(key, planning.now_ms + refused.retry_after_s * 1000)
         return []
     try:
         sent = await sweep_batch(planning, batch)
@@ -330,10 +335,10 @@ async def send_batch(
         return []
 
 
-async def within_budget(planning: Planning, batch: Batch) -> bool:
-    """Whether the day's budget has room for a sweep of ``batch`` and its owner is not set
-    aside: read before simulating, so a batch that would be refused costs no node call (the
-    send checks again, under the relayer account lock)."""
+async def over_budget(planning: Planning, batch: Batch) -> BudgetExhausted | SetAside | None:
+    """Why a sweep of ``batch`` is refused now (the day's budget has no room, or its owner is
+    set aside), or None: read before simulating, so a batch that would be refused costs no
+    node call (the send checks again, under the relayer account lock)."""
     relayer = planning.relayer
     spender = Spender.owner(batch.owner_address)
     try:
@@ -342,8 +347,8 @@ async def within_budget(planning: Planning, batch: Batch) -> bool:
             await check(session, relayer.limits, relayer.chain_id, spender, TX_GAS_MIN, now_ms)
     except (BudgetExhausted, SetAside) as exc:
         _waits(planning, batch, exc)
-        return False
-    return True
+        return exc
+    return None
 
 
 def _waits(planning: Planning, batch: Batch, exc: BudgetExhausted | SetAside) -> None:
