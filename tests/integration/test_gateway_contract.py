@@ -20,6 +20,7 @@ from eth_account import Account
 
 from invoicing.addresses import checksum_encode, normalize_address
 from invoicing.chain.abi import encode_call
+from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import ERC20
 from invoicing.chain.deploy import DevDeployment
@@ -27,7 +28,7 @@ from invoicing.chain.escrows import escrow_init_code_hash
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainGateway, EvmGateway, NonceUse
-from invoicing.chain.rpc import RpcError, RpcPolicy
+from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 from tests.conftest import chain_config

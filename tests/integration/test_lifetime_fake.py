@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select, update
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
-from invoicing.chain.rpc import ContractRevert
+from invoicing.chain.answers import ContractRevert
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import other_balances_in

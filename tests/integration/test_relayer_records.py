@@ -19,17 +19,18 @@ from hexbytes import HexBytes
 from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
-from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.budget import Limits
+from invoicing.settlement.gas import bump
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
-from invoicing.settlement.relayer import Call, Relayer, bump
+from invoicing.settlement.relayer import Call, Relayer
 from invoicing.settlement.tracking import track_pending
 
 pytestmark = pytest.mark.integration

@@ -20,9 +20,9 @@ import pytest
 from sqlalchemy import select
 
 from invoicing.chain.abi import selector
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.invoices.models import Invoice

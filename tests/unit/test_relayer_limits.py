@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable

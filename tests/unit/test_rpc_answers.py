@@ -1,5 +1,6 @@
 """What the JSON-RPC client takes from providers' answers: quantities, the head it believes,
-and the redacted form of a URL (``chain.rpc``), checked over generated inputs."""
+and the redacted form of a URL (``chain.answers``, ``chain.heads``, ``chain.urls``), checked over
+generated inputs."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invoicing.chain.rpc import HeadBelief, RpcPolicy, quantity, redact_url
+from invoicing.chain.answers import quantity
+from invoicing.chain.heads import HeadBelief
+from invoicing.chain.urls import redact_url
 
-POLICY = RpcPolicy(head_lead_max_blocks=16, head_max_blocks_per_s=5.0)
 heads = st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=5)
 
 
@@ -39,9 +41,9 @@ def test_signs_blanks_and_oversize_are_refused(answer: str) -> None:
 
 def believe(rounds: list[tuple[list[int], float]]) -> list[int]:
     """The believed head after each round of answers (heads, monotonic time)."""
-    belief, believed = HeadBelief(), []
+    belief, believed = HeadBelief(lead_max_blocks=16, max_blocks_per_s=5.0), []
     for answers, now in rounds:
-        belief = belief.after(answers, now, POLICY)
+        belief = belief.after(answers, now)
         believed.append(belief.believed)
     return believed
 

@@ -27,12 +27,13 @@ from collections.abc import Iterable
 from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError, RpcPolicy, quantity
+from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 

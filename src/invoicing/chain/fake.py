@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from invoicing.addresses import address_bytes, normalize_address
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.gateway import ChainGateway, NonceUse, configured_symbol
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 

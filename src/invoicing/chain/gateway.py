@@ -16,12 +16,12 @@ from typing import Any, Protocol
 
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
-from invoicing.chain.rpc import RpcError, quantity
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
 

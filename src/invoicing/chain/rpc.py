@@ -2,27 +2,21 @@
 
 Failover: every request has a timeout; a timeout, a dropped connection, HTTP 429 (its
 ``Retry-After`` honoured up to a cap), 5xx or another non-JSON-RPC answer, and the JSON-RPC
-errors that say the provider (not the call) failed (rate limits, a block it does not have
-yet) are retried, with jittered backoff, on the next URL. A URL that failed
-``failures_before_cooldown`` times in a row is set aside for ``cooldown_s`` and then used
-again. At most ``max_attempts`` attempts per request; then :class:`ChainUnavailable`.
+errors that say the provider (not the call) failed (``chain.answers``) are retried, with
+jittered backoff, on the next URL. A URL that failed ``failures_before_cooldown`` times in a
+row is set aside for ``cooldown_s`` and then used again. At most ``max_attempts`` attempts per
+request; then :class:`ChainUnavailable`. The call's own JSON-RPC error is raised at once
+(``RpcError``, ``ContractRevert``: ``chain.answers``), never retried.
 
 Every HTTP attempt of a client that knows its chain is counted in
 ``invoicing_rpc_requests_total`` (outcome ok, rpc_error, timeout, connect_error,
 http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
 
-Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs, a head is
-believed when a second URL reports it too, or when it is no further ahead of the last such
-head than the chain's pace allows (``head_lead_max_blocks``, plus ``head_max_blocks_per_s``
-for every second since that head rose: :class:`HeadBelief`). A URL that reports more than is
-believed, like one that lags, serves requests only after the others.
+Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs every URL is
+asked, and the head believed follows the rule of ``chain.heads``. A URL that reports more
+than is believed, like one that lags, serves requests only after the others.
 
-A URL is a secret (its path, query or user part often holds a provider's key): no repr, log
-line, metric label or error shows one; :func:`redact_url` keeps the scheme and host only.
-
-A JSON-RPC error that is the call's own answer becomes :class:`RpcError` at once (never
-retried), and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
-:class:`ContractRevert` carrying the revert data.
+A URL is a secret: no repr, log line, metric label or error shows one (``chain.urls``).
 """
 
 from __future__ import annotations
@@ -35,72 +29,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from invoicing import metrics
+from invoicing.chain.answers import RpcError, provider_refused, quantity, raise_for_error
+from invoicing.chain.heads import HeadBelief
+from invoicing.chain.urls import redact_url
 from invoicing.errors import ChainUnavailable
 
 log = logging.getLogger(__name__)
-
-# JSON-RPC errors about the provider, not the call: another URL may answer.
-PROVIDER_ERROR_CODES = {-32005, 429}
-PROVIDER_ERROR_WORDS = ("header not found", "unknown block", "rate limit", "too many requests")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with only its scheme, host and port: the path, query and user part, where
-    providers put their keys, become ``…``."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "…"
-    shown = f"{parts.scheme}://{host}{port}" if parts.scheme and host else ""
-    hidden = bool(parts.username or parts.password or parts.path.strip("/") or parts.query)
-    return (shown + "/…" if hidden else shown + "/") if shown else "…"
-
-
-class RpcError(Exception):
-    """The node answered with a JSON-RPC error object."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"rpc error {code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class ContractRevert(RpcError):
-    """A call or gas estimate reverted; ``revert_data`` holds the raw revert bytes."""
-
-    def __init__(self, code: int, message: str, revert_data: bytes) -> None:
-        super().__init__(code, message, "0x" + revert_data.hex())
-        self.revert_data = revert_data
-
-
-def _revert_data(error: dict[str, Any]) -> bytes | None:
-    message = str(error.get("message", ""))
-    data = error.get("data")
-    if isinstance(data, dict):
-        data = data.get("data")
-    if isinstance(data, str) and data.startswith("0x"):
-        return bytes.fromhex(data[2:])
-    if "revert" in message.lower():
-        return b""
-    return None
-
-
-def _raise_for_error(error: dict[str, Any]) -> None:
-    code = int(error.get("code", -32000))
-    message = str(error.get("message", ""))
-    revert = _revert_data(error)
-    if revert is not None:
-        raise ContractRevert(code, message, revert)
-    raise RpcError(code, message, error.get("data"))
 
 
 @dataclass(frozen=True)
@@ -115,7 +53,7 @@ class RpcPolicy:
     failures_before_cooldown: int = 3
     cooldown_s: float = 60.0
     # A head no second URL reports is believed only this far ahead of the last head two URLs
-    # reported, plus this many blocks for every second since that head rose (HeadBelief).
+    # reported, plus this many blocks for every second since that head rose (chain.heads).
     head_lead_max_blocks: int = 16
     head_max_blocks_per_s: float = 5.0
 
@@ -139,63 +77,11 @@ class _Endpoint:
     ahead: bool = False  # it reported a head beyond the believed one
 
 
-def quantity(value: Any) -> int:
-    """A JSON-RPC quantity (``0x``-prefixed hex, no sign, at most 256 bits) as an int;
-    ValueError for anything else a provider may send."""
-    if not isinstance(value, str) or not value[:2].lower() == "0x" or not 2 < len(value) <= 66:
-        raise ValueError("not a JSON-RPC quantity")
-    digits = value[2:]
-    if not all(c in "0123456789abcdefABCDEF" for c in digits):
-        raise ValueError("not a JSON-RPC quantity")
-    return int(digits, 16)
-
-
-def _provider_error(error: Any) -> bool:
-    if not isinstance(error, dict):
-        return False
-    message = str(error.get("message", "")).lower()
-    return error.get("code") in PROVIDER_ERROR_CODES or any(
-        word in message for word in PROVIDER_ERROR_WORDS
-    )
-
-
 def _retry_after_s(value: str | None) -> float | None:
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:  # an HTTP date: not worth parsing, the default backoff applies
         return None
-
-
-@dataclass(frozen=True)
-class HeadBelief:
-    """Which head a client over several URLs believes (see ``JsonRpc.head``).
-
-    ``anchor`` is the highest head that two URLs have reported (or the first head, before any
-    second answer), and ``anchor_at`` when it last rose (monotonic seconds). A head that only
-    one URL reports is believed only up to the anchor plus ``head_lead_max_blocks`` plus
-    ``head_max_blocks_per_s`` for every second since the anchor rose: a provider cannot run
-    ahead of the other URLs faster than the chain's pace, whether it jumps or creeps, while a
-    URL stuck behind does not hold the chain back for long."""
-
-    believed: int = 0
-    anchor: int = 0
-    anchor_at: float = 0.0
-
-    def after(self, heads: Sequence[int], now: float, policy: RpcPolicy) -> HeadBelief:
-        """The belief once the URLs answered ``heads`` at ``now``; it never goes down."""
-        ordered = sorted(heads, reverse=True)
-        if not ordered:
-            return self
-        anchor, anchor_at = self.anchor, self.anchor_at
-        seconded = ordered[1] if len(ordered) > 1 else None
-        if seconded is None and anchor == 0:
-            seconded = ordered[0]  # a first answer, and no second one to compare it with
-        if seconded is not None and seconded > anchor:
-            anchor, anchor_at = seconded, now
-        paced = int(max(0.0, now - anchor_at) * policy.head_max_blocks_per_s)
-        allowed = anchor + policy.head_lead_max_blocks + paced
-        believed = max([self.believed, anchor, *(h for h in ordered if h <= allowed)])
-        return HeadBelief(believed, anchor, anchor_at)
 
 
 class JsonRpc:
@@ -224,7 +110,7 @@ class JsonRpc:
         self.calls = 0
         self._endpoints = [_Endpoint(url) for url in urls]
         self.best_head = 0  # the believed head (see head)
-        self._belief = HeadBelief()
+        self._belief = HeadBelief(policy.head_lead_max_blocks, policy.head_max_blocks_per_s)
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=policy.timeout_s)
 
@@ -341,7 +227,7 @@ class JsonRpc:
             raise _Retry(f"HTTP {response.status_code}, not a JSON-RPC answer")
         if response.status_code >= 500 and not all("error" in item for item in items):
             raise _Retry(f"HTTP {response.status_code}")
-        if any(_provider_error(item.get("error")) for item in items):
+        if any(provider_refused(item.get("error")) for item in items):
             raise _Retry(
                 "the provider refused (rate limit or a block it lacks)", kind="provider_error"
             )
@@ -354,7 +240,7 @@ class JsonRpc:
     async def head(self) -> int:
         """The believed head: with one URL its ``eth_blockNumber``; with several, every URL is
         asked at once and the highest head that a second URL reports too, or that is within
-        the chain's pace of the last such head (see ``HeadBelief``), is believed. The answer never
+        the chain's pace of the last such head (``chain.heads``), is believed. The answer never
         goes below one given before. Each URL's answer is kept: one behind or ahead of the
         believed head serves requests only after the others. URLs set aside are asked too
         when the others answer nothing newer than a head seen before (they lag, or fail).
@@ -381,8 +267,8 @@ class JsonRpc:
             raise ChainUnavailable("RPC sent a malformed block number") from None
 
     def _believe(self, heads: list[int]) -> None:
-        """Raise ``best_head`` to the head believed among ``heads`` (see ``HeadBelief``)."""
-        self._belief = self._belief.after(heads, time.monotonic(), self.policy)
+        """Raise ``best_head`` to the head believed among ``heads`` (``chain.heads``)."""
+        self._belief = self._belief.after(heads, time.monotonic())
         self.best_head = max(self.best_head, self._belief.believed)
         for number, endpoint in enumerate(self._endpoints, 1):
             ahead = endpoint.head is not None and endpoint.head > self.best_head
@@ -446,7 +332,7 @@ class JsonRpc:
         if not isinstance(answer, dict):
             raise ChainUnavailable("RPC sent a malformed answer")
         if "error" in answer:
-            _raise_for_error(answer["error"])
+            raise_for_error(answer["error"])
         return answer.get("result")
 
     async def batch(
@@ -482,7 +368,7 @@ class JsonRpc:
                 raise ChainUnavailable("RPC dropped a batch item")
             if "error" in answer:
                 try:
-                    _raise_for_error(answer["error"])
+                    raise_for_error(answer["error"])
                 except RpcError as exc:
                     if not return_errors:
                         raise

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from eth_abi.exceptions import DecodingError
 
-from invoicing.chain.rpc import RpcError
+from invoicing.chain.answers import RpcError
 
 
 def retry_delay_s(failures: int, base_s: float, max_s: float) -> float:

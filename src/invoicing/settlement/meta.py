@@ -27,7 +27,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import address_bytes
-from invoicing.chain.rpc import ContractRevert
+from invoicing.chain.answers import ContractRevert
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
 from invoicing.hashing import keccak256
 from invoicing.services import Services

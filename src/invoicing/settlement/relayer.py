@@ -5,11 +5,12 @@ PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), in the same transaction that records
 transaction, so they hold across processes. A transaction is recorded before it is
 broadcast: after a crash, the tracker (``settlement.tracking``) re-sends what it finds.
 
-What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and
-every bump; only a transaction the node holds is bumped), and a chain whose relayer balance
-is under ``relayer_min_balance`` is reported short (``balance_shortfall``) so that
-withdrawals wait and ``/readyz`` shows the chain degraded. Every transaction is charged to the
-day's budget as it is recorded, under the account lock (``settlement.budget``).
+What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and every
+bump; only a transaction the node holds is bumped; the arithmetic: ``settlement.gas``), and a
+chain whose relayer balance is under ``relayer_min_balance`` is reported short
+(``balance_shortfall``) so that withdrawals wait and ``/readyz`` shows the chain degraded.
+Every transaction is charged to the day's budget as it is recorded, under the account lock
+(``settlement.budget``).
 
 On a chain without EIP-1559 (``ChainConfig.eip1559`` false, or no ``baseFeePerGas`` in its
 latest block) transactions are type 0: the gas price is recorded as both max fee and tip,
@@ -30,23 +31,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
 from invoicing.addresses import normalize_address
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.evm import fee_fields
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.clock import Clock
 from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.budget import Limits, Spender, charge
+from invoicing.settlement.gas import capped_fees, gas_limit, replacement_fees
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
-
-# EIP-7825: no transaction may ask for more gas than this.
-TX_GAS_CAP = 16_777_216
-# Headroom over the estimate: state can change between simulation and inclusion.
-GAS_MARGIN_NUM, GAS_MARGIN_DEN = 5, 4
-GAS_MARGIN_FLAT = 20_000
 
 OnRecord = Callable[[AsyncSession, RelayerTransaction], Awaitable[None]]
 
@@ -76,43 +72,6 @@ class Call:
     data: bytes
     value: int = 0
     spender: Spender | None = None
-
-
-def bump(value: int) -> int:
-    """A fee raised by 12.5% (rounded up): above the 10% nodes require for a replacement."""
-    return value + (value + 7) // 8
-
-
-def min_replacement(value: int) -> int:
-    """The lowest fee a node takes as a replacement of one at ``value``: 10% more."""
-    return (value * 11 + 9) // 10
-
-
-def capped_fees(max_fee: int, tip: int, ceiling: int | None) -> tuple[int, int]:
-    """(maxFeePerGas, tip) of a first send: the market's, but never above the ceiling."""
-    if ceiling is not None:
-        max_fee = min(max_fee, ceiling)
-    return max_fee, min(tip, max_fee)
-
-
-def replacement_fees(
-    old: tuple[int, int], market: tuple[int, int], ceiling: int | None
-) -> tuple[int, int] | None:
-    """(maxFeePerGas, tip) to replace a transaction sent at ``old``: bumped 12.5% or the
-    market's if higher, capped at the ceiling. None when the cap leaves no valid replacement
-    (both must rise by 10%): the transaction waits at the fees it has."""
-    new_max_fee = max(bump(old[0]), market[0])
-    if ceiling is not None:
-        new_max_fee = min(new_max_fee, ceiling)
-    new_tip = min(max(bump(old[1]), market[1]), new_max_fee)
-    if new_max_fee < min_replacement(old[0]) or new_tip < min_replacement(old[1]):
-        return None
-    return new_max_fee, new_tip
-
-
-def gas_limit(estimate: int, cap: int = TX_GAS_CAP) -> int:
-    """The estimate with headroom, never above ``cap``."""
-    return min(cap, estimate * GAS_MARGIN_NUM // GAS_MARGIN_DEN + GAS_MARGIN_FLAT)
 
 
 class Relayer:

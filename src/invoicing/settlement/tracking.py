@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import select
 
 from invoicing import logs
+from invoicing.chain.answers import RpcError
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS

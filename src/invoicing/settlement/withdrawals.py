@@ -6,34 +6,26 @@ withdraw does not simulate is split in halves, down to single escrows; a single 
 still fails is parked with the reason while the rest of the batch goes on. An RPC error fails
 one batch (or, for an unreachable node, the pass on that chain), never the others.
 
-A pending withdrawal claims its invoices (``withdrawal_items``): no other batch takes them
-until its transaction is final, so an escrow is never swept twice; a reverted or dropped
-withdrawal releases them for the next pass. What a final withdrawal moved is applied by
-``settlement.swept``, registered here as the withdrawal's handler (``settlement.finality``).
-
-One import runs up a floor: ``refunds.models``, the refunds table, for the last look under
-the relayer lock that no refund of a claimed escrow is in flight.
+A pending withdrawal claims its invoices (``settlement.claims``), so an escrow is never swept
+twice. What a final withdrawal moved is applied by ``settlement.swept``, registered here as
+the withdrawal's handler (``settlement.finality``).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.calldata import encode_withdraw
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
-from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
-from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
@@ -49,18 +41,18 @@ from invoicing.settlement.candidates import (
     settled_candidates,
     waiting_candidates,
 )
+from invoicing.settlement.claims import AlreadyClaimed, claim_invoices, sweep_counts
 from invoicing.settlement.finality import on_final
+from invoicing.settlement.gas import TX_GAS_CAP
 from invoicing.settlement.models import (
     ParkedEscrow,
     ParkKind,
     RelayerTransaction,
     TxPurpose,
-    Withdrawal,
     WithdrawalItem,
-    WithdrawalStatus,
 )
 from invoicing.settlement.parking import is_due, park, parked_of
-from invoicing.settlement.relayer import TX_GAS_CAP, Call, Relayer
+from invoicing.settlement.relayer import Call, Relayer
 from invoicing.settlement.swept import SWEEP_FINAL
 
 log = logging.getLogger(__name__)
@@ -82,10 +74,6 @@ NATIVE_SEND_OVERHEAD_GAS = 9_000 + 2_600 + 22_100 + 5_000
 NATIVE_SENDS_PER_SWEEP = 3
 
 on_final(TxPurpose.WITHDRAW, SWEEP_FINAL)
-
-
-class AlreadyClaimed(Exception):
-    """Another process claimed some of the batch's invoices first."""
 
 
 @dataclass(frozen=True)
@@ -122,9 +110,6 @@ class Planning:
             reason = "its balance is unreadable" if balance is None else _EMPTY
             stale.append((invoice, ParkKind.NO_EFFECT, reason))
         return stale
-
-    def seen_of(self, ids: Sequence[str]) -> dict[str, int]:
-        return {i: self.seen[i] for i in ids if i in self.seen}
 
 
 async def plan_withdrawals(
@@ -337,7 +322,8 @@ async def send_batch(
     """Send a simulated withdraw, claiming its invoices as the transaction is recorded."""
 
     async def claim(session: AsyncSession, row: RelayerTransaction) -> None:
-        await claim_invoices(session, planning, batch, row)
+        now_ms = planning.services.clock.now_ms()
+        await claim_invoices(session, batch, row, planning.seen, planning.balances, now_ms)
 
     try:
         return [await planning.relayer.send(call, gas, claim)]
@@ -374,77 +360,3 @@ def _waits(planning: Planning, batch: Batch, exc: BudgetExhausted | SetAside) ->
         exc.retry_after_s,
         exc,
     )
-
-
-async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:
-    """How many withdrawals (any status) each invoice has been part of."""
-    rows = await session.execute(
-        select(WithdrawalItem.invoice_id, func.count())
-        .where(WithdrawalItem.invoice_id.in_(ids))
-        .group_by(WithdrawalItem.invoice_id)
-    )
-    return {invoice_id: int(count) for invoice_id, count in rows}
-
-
-async def claim_invoices(
-    session: AsyncSession, planning: Planning, batch: Batch, row: RelayerTransaction
-) -> None:
-    """Record the withdrawal and its items, unless another batch took an invoice since this
-    one read the balances. Runs under the relayer account lock, which every batch of this
-    chain passes through, so two processes cannot both pass this check."""
-    ids = [invoice.id for invoice in batch.invoices]
-    held = await session.scalar(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids)).limit(1))
-    if held is not None or await sweep_counts(session, ids) != planning.seen_of(ids):
-        raise AlreadyClaimed(ids)
-    refunding = await session.scalar(
-        select(Invoice.id).where(Invoice.id.in_(ids), Invoice.id.in_(pending_refund_ids())).limit(1)
-    )
-    if refunding is not None:
-        raise AlreadyClaimed(ids)
-    paid_ids = [i.id for i in batch.invoices if i.status == InvoiceStatus.PAID]
-    still_paid = await session.scalar(
-        select(func.count())
-        .select_from(Invoice)
-        .where(
-            Invoice.id.in_(paid_ids),
-            Invoice.status == InvoiceStatus.PAID,
-            Invoice.withdrawn.is_(False),
-        )
-    )
-    if paid_ids and still_paid != len(paid_ids):
-        raise AlreadyClaimed(paid_ids)
-    balances = {i: int(planning.balances[i] or 0) for i in ids}
-    now_ms = planning.services.clock.now_ms()
-    withdrawal = Withdrawal(
-        id=str(uuid.uuid4()),
-        chain_id=row.chain_id,
-        owner_address=batch.owner_address,
-        token_address=batch.token_address,
-        relayer_tx_id=row.id,
-        status=WithdrawalStatus.PENDING,
-        planned_raw=str(sum(balances.values())),
-        created_at=now_ms,
-        updated_at=now_ms,
-    )
-    session.add(withdrawal)
-    await session.flush()
-    session.add_all(
-        WithdrawalItem(withdrawal_id=withdrawal.id, invoice_id=i, amount_raw=str(balances[i]))
-        for i in ids
-    )
-
-
-async def withdrawal_summary(db: Database, tx_id: str) -> tuple[Withdrawal, int] | None:
-    """The withdrawal a relayer transaction carries and how many escrows it sweeps."""
-    async with db.sessions() as session:
-        withdrawal = await session.scalar(
-            select(Withdrawal).where(Withdrawal.relayer_tx_id == tx_id)
-        )
-        if withdrawal is None:
-            return None
-        count = await session.scalar(
-            select(func.count())
-            .select_from(WithdrawalItem)
-            .where(WithdrawalItem.withdrawal_id == withdrawal.id)
-        )
-        return withdrawal, int(count or 0)
