@@ -110,7 +110,9 @@ async def test_a_url_that_hides_receipts_never_fails_a_mined_sweep(
     )
     finished = await settle_all(services, timeout_s=10)
 
-    assert [(row.id, row.status) for row in finished] == [(sweep.id, TxStatus.CONFIRMED)]
+    # Only this test's sweep: another test of the same worker may leave its own rows pending.
+    mine = [(row.id, row.status) for row in finished if row.id == sweep.id]
+    assert mine == [(sweep.id, TxStatus.CONFIRMED)]
     assert [w.status for w in await withdrawals_of(services, invoice.id)] == [
         WithdrawalStatus.COMPLETED
     ]
