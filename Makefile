@@ -36,11 +36,11 @@ browser-deps:
 
 # The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
 # `TEST_WORKERS=4` runs it on 4 pytest-xdist workers (the tests mostly wait on anvil and on
-# subprocesses, so more workers than cores pay off); 0, the default for now, is one process.
+# subprocesses, so more workers than cores pay off); 3 is the default; 0 runs it in one process.
 # Each test file, and each group of files that share an expensive process, runs on one worker
 # (tests/support/workers.py). `PYTEST_ARGS="tests/unit -q"` runs a part; `-m "not slow"`
 # leaves out the tests that take seconds (CI runs them all).
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= 3
 test: setup browser-deps
 ifeq ($(DB),postgres)
 	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
