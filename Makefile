@@ -19,13 +19,15 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	touch $(STAMP)
 
 $(NPM_STAMP): package.json package-lock.json
-	@# `npm ci` refuses this lock file (npm omits the other platforms' optional anvil binaries
-	@# from it); `npm install` installs exactly the locked versions and leaves the file as is.
-	npm install --no-audit --no-fund --loglevel=error
+	@# `npm ci` installs exactly the locked versions and never writes the lock file (it keeps
+	@# every platform's optional anvil binary and installs only this machine's).
+	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NPM_STAMP)
 
+# Options go to `invoicing dev` through ARGS: `make run ARGS="--port 8200 --chain-port 8600"`
+# (`.venv/bin/invoicing dev --help` lists them).
 run: setup
-	$(VENV)/bin/invoicing dev
+	$(VENV)/bin/invoicing dev $(ARGS)
 
 # Debian's Chromium for the browser tests, installed when this machine allows it (root or
 # password-less sudo); otherwise one line says why and those tests skip.
@@ -33,11 +35,17 @@ browser-deps:
 	@bash scripts/install-browser-deps.sh --if-possible
 
 # The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
+# `TEST_WORKERS=4` runs it on 4 pytest-xdist workers (the tests mostly wait on anvil and on
+# subprocesses, so more workers than cores pay off); 0, the default for now, is one process.
+# Each test file, and each group of files that share an expensive process, runs on one worker
+# (tests/support/workers.py). `PYTEST_ARGS="tests/unit -q"` runs a part; `-m "not slow"`
+# leaves out the tests that take seconds (CI runs them all).
+TEST_WORKERS ?= 0
 test: setup browser-deps
 ifeq ($(DB),postgres)
-	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 else
-	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 endif
 
 lint: setup

@@ -7,7 +7,7 @@ events in the same transaction) for three kinds of reading, each on its own N in
 - ``record_only``: a reading of deleted (cancelled) invoices, which records the balance and
   writes no event: the store step as it was before events, the baseline of the same run;
 - ``paid``: every invoice becomes paid with a webhookUrl (one ``invoice.paid`` event and
-  the spec's webhook each), the owner without endpoints;
+  the paid webhook each), the owner without endpoints;
 - ``paid_2_endpoints``: the same with two endpoints taking every event (two deliveries more).
 
 Prints one line::

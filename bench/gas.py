@@ -7,7 +7,7 @@ TestToken), sweeps them in one withdraw and prints one line per case, e.g.::
 
 ``plain_transfer`` is measured in the same run: a native transfer to a fresh address, and a
 TestToken transfer to a fresh address for the ERC-20 lines. Exits 1 when batch 100 misses the
-targets of DESIGN.md section 2 (40,000 native, 45,000 ERC-20 per invoice).
+targets of docs/architecture.md#sweeps (40,000 native, 45,000 ERC-20 per invoice).
 
     .venv/bin/python bench/gas.py [--batches 1,10,100]
 """

@@ -10,7 +10,7 @@ mix of assets::
     rpc_rest invoices=10000 tokens=0 block_time_s=12 blocks=8 calls=16 calls_per_block=2.00
         calls_per_hour=6000 naive_calls_per_hour=1800000 by_method=eth_blockNumber:8,eth_call:8
 
-``naive_calls_per_hour`` is one balance read per invoice every 20 s (the spec's polling
+``naive_calls_per_hour`` is one balance read per invoice every 20 s (the monitor's due-pass
 interval), computed, not run. ``tokens`` is the share of TUSD invoices (each asset is one
 ``balancesOf`` call per block). Exits 1 when the all-native case is over 2 calls per block.
 

@@ -43,8 +43,9 @@ secrets (one query, Fernet-decrypted). ``signing_cost`` compares it with the uns
 healthy case, best round against best round (``signing_cpu_cost``: per CPU second). The
 goal of >= 1,000 deliveries/s holds for it too.
 
-Only first attempts are measured: a run lasts seconds, so a retry delay of 3600 s and the
-production 60 s (DESIGN section 6) give the same run; no retry falls inside it either way.
+Only first attempts are measured: a run lasts seconds, so a retry delay of 3600 s and
+the production 60 s (docs/architecture.md#retries) give the same run; no retry falls
+inside it either way.
 
     .venv/bin/python bench/webhooks.py [--events 5000] [--endpoints 100] [--rounds 3]
 """
@@ -70,6 +71,7 @@ from typing import Any, NoReturn
 
 from sqlalchemy import func, insert, select
 
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import free_port
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
@@ -178,7 +180,9 @@ async def add_signing_secrets(services: Services, count: int) -> None:
         owner = await session.scalar(select(Invoice.owner_key).limit(1))
         assert owner is not None
         for _ in range(count):
-            await create_secret(session, owner, services.settings.secret, services.clock.now_ms())
+            await create_secret(
+                session, owner, ServerSecrets.of(services.settings), services.clock.now_ms()
+            )
 
 
 async def delivery_ends_ms(services: Services) -> list[int]:

@@ -34,6 +34,7 @@ from invoicing.migrate import upgrade
 from invoicing.monitor.check import read_balances, store_balances
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
@@ -106,7 +107,7 @@ async def run(batches: list[int]) -> None:
         )
         services = build_services(settings)
         gateway = services.chains.all()[0]
-        relayer = Relayer(gateway, services.db, services.clock)
+        relayer = Relayer(gateway, services.db, services.clock, Limits.of(services.settings))
         plain = {
             "native": (await evm.transact(PAYER_KEY, Account.create().address, value=1))["gasUsed"],
             "erc20": (

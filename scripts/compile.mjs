@@ -20,7 +20,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const CONTRACTS_DIR = path.join(ROOT, "contracts");
 const ARTIFACTS_DIR = path.join(ROOT, "src", "invoicing", "chain", "artifacts");
 const NODE_MODULES = path.join(ROOT, "node_modules");
-// Warnings about deliberate design choices (DESIGN.md section 2): the sweep token lives in
+// Warnings about deliberate design choices (docs/architecture.md#sweeps): the sweep token lives in
 // transient storage and is cleared before withdraw returns; the escrow self-destructs in its
 // creating transaction (EIP-6780), which still deletes the account.
 const ACKNOWLEDGED_WARNINGS = [

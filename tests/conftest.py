@@ -4,6 +4,11 @@ The database comes from ``INVOICING_TEST_DATABASE``: ``sqlite`` (default) or a P
 URL such as ``postgresql://postgres@127.0.0.1:5432/test``; for PostgreSQL a fresh database
 is created for the run and dropped afterwards. Tests share one chain and one database, so
 each test works with fresh owners (random keys) rather than resetting state.
+
+``make test`` runs the suite on several pytest-xdist workers (``tests/support/workers.py``).
+Each worker is a pytest run of its own, so it starts its own anvil and makes its own
+database; nothing is shared between workers but the machine (every port is a free one, every
+file a temporary one).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from invoicing.services import Services, build_services
 from invoicing.settings import Settings
 from invoicing.web.app import create_app
 from tests.support.server import serve
+
+pytest_plugins = ("tests.support.workers",)
 
 TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
 
@@ -108,6 +115,26 @@ def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> C
     }
     fields.update(overrides)
     return ChainConfig(**fields)
+
+
+# ``record_property(title, line)``: the line is printed under ``title`` at the end of the run
+# when the title ends in " summary" (the chaos scenarios' lines). It travels in the test's
+# report, so it reaches the terminal from an xdist worker too.
+RecordProperty = Callable[[str, object], None]
+_summaries: dict[str, list[str]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for title, line in report.user_properties:
+        if report.when == "call" and title.endswith(" summary"):
+            _summaries.setdefault(title, []).append(str(line))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for title, lines in _summaries.items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 MakeServices = Callable[..., Awaitable[Services]]

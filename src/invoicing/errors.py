@@ -21,6 +21,7 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── InvoiceExists         409 invoice_exists
     │   ├── NonceMismatch         409 nonce_mismatch
     │   ├── SweepInProgress       409 sweep_in_progress
+    │   ├── InvoicePending        409 invoice_pending
     │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
     │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
     ├── PayloadTooLarge           413 payload_too_large
@@ -160,6 +161,14 @@ class SweepInProgress(Conflict):
 
     code = "sweep_in_progress"
     meaning = "a refund while a sweep of that escrow is pending"
+
+
+class InvoicePending(Conflict):
+    """A refund of an invoice whose payment is not decided yet: it would lower the reading
+    that decides whether the payer's payment counts."""
+
+    code = "invoice_pending"
+    meaning = "a refund of an invoice that is still pending; refund once it is paid or expired"
 
 
 class TooManyWebhookSecrets(Conflict):

@@ -5,7 +5,8 @@
 - rate-limit counters of windows that are over (``ratelimit.purge_windows``);
 - finished webhook events and their attempts past ``webhook_event_retention_s``
   (``notifications.retention.prune_finished_events``);
-- events past the same retention (``notifications.retention.prune_events``).
+- events past the same retention (``notifications.retention.prune_events``);
+- the relayer's spend counts of days before yesterday (``settlement.budget.purge_spend``).
 
 The request paths never delete: each table stays as small as its window because of this
 loop. Each step fails alone (logged, tried again next round), never the loop.
@@ -25,13 +26,14 @@ from invoicing.notifications.retention import prune_events, prune_finished_event
 from invoicing.ratelimit import purge_windows
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import purge_spend
 
 log = logging.getLogger(__name__)
 
 PURGE_INTERVAL_S = 60.0
 
 Step = Callable[[Database, int], Awaitable[object]]
-STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows)
+STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows, purge_spend)
 
 
 def steps(settings: Settings) -> tuple[Step, ...]:

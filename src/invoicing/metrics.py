@@ -7,7 +7,7 @@ Two kinds of figures:
   attempts, RPC requests, HTTP requests, monitor passes, detection lag, gas per swept
   invoice) and the relayer balance it last read. Each process exports its own; Prometheus
   scrapes every process (``invoicing serve`` on its port, ``invoicing worker --metrics-port``)
-  and PromQL sums them (README "Operating it").
+  and PromQL sums them (docs/operations/metrics.md).
 - Gauges of the shared state (webhooks pending and the oldest of them, watched invoices,
   pending relayer transactions) are read from the database when ``/metrics`` is scraped
   (:mod:`invoicing.gauges`, which sits above the domains whose tables it reads), so every

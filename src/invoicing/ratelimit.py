@@ -25,8 +25,8 @@ Two ways to count, both adding in the database so every process sees every other
 Rows of windows that are over are deleted by housekeeping (``purge_windows``), never on the
 request path.
 
-Public routes count per client address: the web layer's ``client_address``
-(``invoicing.web.context``).
+Public routes count per client network: the web layer's ``client_network``
+(``invoicing.web.context``), an IPv4 address or an IPv6 /64.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 WINDOW_MS = 60_000
 HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
 MAX_KEY_LENGTH = 120
 
 

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
     secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
+    # During a rotation of INVOICING_SECRET: the one before, which still opens stored API keys
+    # and webhook secrets until `invoicing migrate` has sealed them all under the new one.
+    previous_secret: SecretStr | None = None
     # When set, /metrics answers only requests with `Authorization: Bearer <token>`.
     metrics_token: SecretStr | None = None
 
@@ -80,8 +83,8 @@ class Settings(BaseSettings):
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
-    # Events to owners' endpoints (issue 17): a failed delivery is tried again after
-    # event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
+    # Events to owners' endpoints (docs/architecture.md#retries): a failed delivery is tried
+    # again after event_retry_base_s, doubling up to event_retry_max_delay_s, until the event is
     # event_retry_window_s old (then once more); an endpoint that failed every attempt for
     # event_retry_window_s is disabled. Events are listed (and kept) for
     # webhook_event_retention_s.
@@ -125,12 +128,26 @@ class Settings(BaseSettings):
     owners: str | None = None
     # Invoices one owner may have watched (pending, or expired within the late window).
     max_watched_invoices_per_owner: int = 10_000
+    # Invoices one owner may create per UTC day (create requests, identical retries
+    # included): with the watched cap, this bounds the reads an owner's escrows cost,
+    # deleted ones included (monitor/lifetime.py).
+    invoice_creation_per_owner_per_day: int = Field(default=10_000, ge=0)
     # Outside development, webhookUrl must be https unless this is true.
     webhook_allow_http: bool = False
-    # Relayer spend (DESIGN 11): gas a relayed meta-transaction may use at most, and how many
-    # the relayer sends per owner and chain per UTC day.
+    # Relayer spend (docs/architecture.md#relayer-spend-rules): gas a relayed meta-transaction may
+    # use at most, and how many the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
+    # chain and UTC day, and the share of one owner (all owners without a paid invoice on
+    # the chain share one); an owner whose relayed transactions revert on-chain waits this
+    # long, doubled at each revert in a row up to the maximum.
+    relayer_chain_tx_per_day: int = Field(default=5_000, ge=1)
+    relayer_chain_gas_per_day: int = Field(default=500_000_000, ge=21_000)
+    relayer_owner_tx_per_day: int = Field(default=200, ge=1)
+    relayer_owner_gas_per_day: int = Field(default=50_000_000, ge=21_000)
+    relayer_owner_revert_retry_s: float = Field(default=600.0, gt=0)
+    relayer_owner_revert_retry_max_s: float = Field(default=86_400.0, gt=0)
     # Defaults of each chain's ``max_fee_per_gas`` and ``relayer_min_balance`` (wei).
     relayer_max_fee_per_gas: int = Field(default=200 * 10**9, gt=0)
     relayer_min_balance: int = Field(default=10**16, ge=0)
@@ -142,6 +159,8 @@ class Settings(BaseSettings):
     # from rpc_backoff_s (doubling up to rpc_backoff_max_s), at most rpc_max_attempts tries
     # per request; a 429's Retry-After is honoured up to rpc_retry_after_max_s; a URL that
     # failed rpc_failures_before_cooldown times in a row is set aside for rpc_cooldown_s.
+    # A head that no second URL reports is believed only rpc_head_lead_max_blocks ahead of
+    # the believed head, plus rpc_head_max_blocks_per_s for each second since it last moved.
     rpc_timeout_s: float = Field(default=10.0, gt=0)
     rpc_max_attempts: int = Field(default=4, ge=1)
     rpc_backoff_s: float = Field(default=0.25, ge=0)
@@ -149,6 +168,8 @@ class Settings(BaseSettings):
     rpc_retry_after_max_s: float = Field(default=30.0, ge=0)
     rpc_failures_before_cooldown: int = Field(default=3, ge=1)
     rpc_cooldown_s: float = Field(default=60.0, ge=0)
+    rpc_head_lead_max_blocks: int = Field(default=16, ge=0)
+    rpc_head_max_blocks_per_s: float = Field(default=5.0, ge=0)
 
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True
@@ -216,6 +237,8 @@ class Settings(BaseSettings):
             retry_after_max_s=self.rpc_retry_after_max_s,
             failures_before_cooldown=self.rpc_failures_before_cooldown,
             cooldown_s=self.rpc_cooldown_s,
+            head_lead_max_blocks=self.rpc_head_lead_max_blocks,
+            head_max_blocks_per_s=self.rpc_head_max_blocks_per_s,
         )
 
     def chain_configs(self) -> dict[int, ChainConfig]:

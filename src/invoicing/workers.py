@@ -14,7 +14,11 @@ from collections.abc import Awaitable, Callable
 # What a final refund means is registered when its domain is imported (``settlement.finality``);
 # a process that only runs the workers follows refunds too.
 import invoicing.refunds.service  # noqa: F401
+from invoicing import housekeeping
+from invoicing.monitor import worker as monitor
+from invoicing.notifications import worker as webhooks
 from invoicing.services import Services
+from invoicing.settlement import worker as settlement
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +27,6 @@ Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
 
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
-    from invoicing import housekeeping
-    from invoicing.monitor import worker as monitor
-    from invoicing.notifications import worker as webhooks
-    from invoicing.settlement import worker as settlement
-
     return [monitor.run, webhooks.run, settlement.run, housekeeping.run]
 
 

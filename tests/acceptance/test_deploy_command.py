@@ -30,7 +30,7 @@ from invoicing.chain.deploy import (
 from invoicing.chain.evm import EvmClient
 from tests.support.server import free_port
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 DEPLOYER_KEY = DEV_PRIVATE_KEYS[5]

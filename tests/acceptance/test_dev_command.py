@@ -20,7 +20,7 @@ from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.deploy import deterministic_address
 from tests.support.server import free_port
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 

@@ -28,10 +28,10 @@ from invoicing.chain.evm import EvmClient
 from tests.acceptance.test_user_journey import INVOICING, poll_status, wait_ready
 from tests.conftest import new_database_url
 from tests.support.receiver import receiver
-from tests.support.server import free_port
+from tests.support.server import free_port, free_port_run
 from tests.support.signing import new_owner, signed_headers
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 PAYER = DEV_PRIVATE_KEYS[8]
 ETH = 10**18
@@ -102,7 +102,7 @@ async def fees_of(http: httpx.AsyncClient, key: str, owner: str, chain_id: int) 
 async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: Path) -> None:
     database_url, drop_database = new_database_url()
     ready_file = tmp_path / "ready.json"
-    chain_port = free_port()
+    chain_port = free_port_run(2)
     env = {
         **os.environ,
         "INVOICING_MONITOR_INTERVAL_S": "1",
@@ -227,7 +227,8 @@ async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: 
         await one.aclose()
         await two.aclose()
     finally:
-        process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.wait(), timeout=30)
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(process.wait(), timeout=30)
         log.close()
         drop_database()

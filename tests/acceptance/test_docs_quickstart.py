@@ -53,6 +53,7 @@ def test_the_export_block_names_every_variable_the_snippets_read() -> None:
     assert read - assigned <= exported, read - assigned - exported
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)  # may start the shared `invoicing dev` (slow on a loaded machine)
 def test_the_quickstart_runs_against_invoicing_dev(
     request: pytest.FixtureRequest, tmp_path: Path

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.dev_service import shared_dev
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_FILES = sorted(str(path) for path in (REPO / "clients/js/test").glob("*.test.mjs"))

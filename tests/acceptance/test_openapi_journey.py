@@ -247,7 +247,7 @@ async def owner_settings(
 
 
 async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
-    """Signing secrets and owner settings (issue 17's routes)."""
+    """Signing secrets and owner settings (docs/integration/webhooks.md)."""
     address = owner.address
     created = await http.post(
         "/integration/webhook-secrets", json={"ownerAddress": address}, headers=key
@@ -274,8 +274,8 @@ async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, st
 
 
 async def events_and_endpoints(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
-    """Webhook endpoints and the event log (issue 17's routes): the journey's paid invoice
-    has written an ``invoice.paid`` event."""
+    """Webhook endpoints and the event log (docs/integration/webhooks.md): the journey's
+    paid invoice has written an ``invoice.paid`` event."""
     address = owner.address
     endpoints = "/integration/webhook-endpoints"
     created = await http.post(

@@ -1,6 +1,6 @@
 """Recovery without the service: export the escrows, lose the service and its database, then
-sweep everything to the owner with `invoicing recover` (and with the README's ethers.js
-script), on a chain the service no longer watches."""
+sweep everything to the owner with `invoicing recover` (and with examples/recover.mjs, the
+ethers.js script of docs/operations/recovery.md), on a chain the service no longer watches."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from tests.support.factory import deploy_test_contract
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +184,7 @@ def run_recover(
 def run_script(
     export: Path, anvil: AnvilProcess, dev: DevDeployment, owner: str, sender: LocalAccount
 ) -> subprocess.CompletedProcess[str]:
-    """The README's ethers.js script, as an owner runs it (ethers from this repository)."""
+    """examples/recover.mjs, as an owner runs it (ethers from this repository)."""
     env = clean_env(
         RPC_URL=anvil.url, FACTORY=dev.factory, OWNER=owner, SENDER_KEY=sender.key.to_0x_hex()
     )
@@ -245,7 +245,7 @@ async def test_recover_sweeps_every_escrow_to_the_owner_without_the_service(
     assert await evm.get_transaction_count(sender.address) == 3
     assert sender.key.hex()[-40:] not in (swept.stdout + swept.stderr + dry.stdout).lower()
 
-    # Funds that arrive later are recovered again, by the README's ethers.js script.
+    # Funds that arrive later are recovered again, by examples/recover.mjs.
     await pay(evm, dev, lost.escrows[0], native=ETH // 4)
     await pay(evm, dev, lost.escrows[3], token=3 * TUSD)
     script = run_script(lost.export, anvil, dev, lost.owner.address, sender)

@@ -23,7 +23,7 @@ from tests.support.api import issue_api_key, key_headers
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # Processes generating cases at once (generation is CPU-bound; the server is light).
@@ -40,6 +40,7 @@ async def test_generated_requests_get_documented_answers_and_no_5xx(
         fee_rate_limit_per_minute=0,
         api_key_issuance_per_hour=0,
         max_watched_invoices_per_owner=1_000_000,
+        invoice_creation_per_owner_per_day=0,
     )
     owner = new_owner()
     api_key = await issue_api_key(services, owner)

@@ -21,10 +21,12 @@ from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.checks import PROBE_OWNER, PROBE_SALT
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.escrows import escrow_address
+from invoicing.migrate import upgrade_sync
+from tests.conftest import new_database_url
 from tests.support.rpc_log import Rewrite, recording_proxy
 from tests.support.server import free_port
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 RELAYER_KEY = DEV_PRIVATE_KEYS[0]
@@ -169,8 +171,12 @@ def test_refuses_an_inline_relayer_key_outside_development(
 
 
 def test_starts_on_the_chain_it_is_configured_for(
-    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment, database_url: str
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment
 ) -> None:
+    # A database of its own: the session's holds other tests' secrets, sealed under other
+    # INVOICING_SECRET values, and serve refuses to start on those.
+    database_url, drop = new_database_url()
+    upgrade_sync(database_url)
     port = free_port()
     chains = chains_file(tmp_path, anvil, dev)
     env = environment(
@@ -196,6 +202,7 @@ def test_starts_on_the_chain_it_is_configured_for(
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=30)
+        drop()
 
     assert ready.status_code == 200 and ready.json()["ready"] is True
     assert "refusing" not in output

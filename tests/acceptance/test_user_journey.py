@@ -22,7 +22,7 @@ from tests.support.receiver import receiver
 from tests.support.server import free_port
 from tests.support.signing import new_owner, signed_headers
 
-pytestmark = pytest.mark.acceptance
+pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 PAYER = DEV_PRIVATE_KEYS[7]
@@ -36,9 +36,11 @@ def ready_line(path: Path) -> str | None:
 
 
 async def wait_ready(path: Path, process: asyncio.subprocess.Process) -> dict[str, object]:
+    """The ready line of ``invoicing dev`` (its output is in ``dev.log`` beside ``path``)."""
     deadline = time.monotonic() + 60
     while (line := await asyncio.to_thread(ready_line, path)) is None:
-        assert process.returncode is None, "invoicing dev exited"
+        log = path.parent / "dev.log"
+        assert process.returncode is None, f"invoicing dev exited: {log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, "invoicing dev did not become ready"
         await asyncio.sleep(0.1)
     ready: dict[str, object] = json.loads(line)

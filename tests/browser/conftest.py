@@ -16,7 +16,7 @@ import pytest
 from playwright.async_api import Browser, async_playwright
 
 from invoicing.web.app import create_app
-from tests.conftest import MakeServices, RunningApp
+from tests.conftest import TEST_DATABASE, MakeServices, RunningApp
 from tests.support.server import serve
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -66,5 +66,7 @@ async def page_app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS
+    """Screenshots for a reader, one folder per database kind (CI runs both suites at once)."""
+    folder = ARTIFACTS / ("sqlite" if TEST_DATABASE == "sqlite" else "postgresql")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,4 +1,4 @@
-"""The chaos suite's topology, built once for the package, and its summary lines.
+"""The chaos suite's topology, built once for the package (on one xdist worker).
 
 It runs only on PostgreSQL (``make test DB=postgres``): the claim that API and worker
 processes scale out and survive faults is a PostgreSQL one (SQLite is one file on one host).
@@ -38,16 +38,13 @@ SKIP_REASON = (
     "the chaos suite runs on PostgreSQL only (API and worker processes scale out on one "
     "PostgreSQL database); run it with `make test DB=postgres`"
 )
-SUMMARY: list[str] = []
+SUMMARY = "chaos summary"  # each scenario records its line under this title (tests/conftest.py)
 # Every chaos test module starts with this.
-CHAOS = [pytest.mark.chaos, pytest.mark.skipif(not ON_POSTGRES, reason=SKIP_REASON)]
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if SUMMARY:
-        terminalreporter.section("chaos summary")
-        for line in SUMMARY:
-            terminalreporter.write_line(line)
+CHAOS = [
+    pytest.mark.chaos,
+    pytest.mark.slow,
+    pytest.mark.skipif(not ON_POSTGRES, reason=SKIP_REASON),
+]
 
 
 @pytest.fixture(scope="package")

@@ -25,6 +25,7 @@ from tests.chaos.checks import (
 )
 from tests.chaos.conftest import CHAOS, SUMMARY
 from tests.chaos.topology import Topology, count_statuses, wait_until
+from tests.conftest import RecordProperty
 from tests.support.signing import new_owner
 
 pytestmark = CHAOS
@@ -35,7 +36,9 @@ PROBE_EVERY_S = 2.0
 
 
 @pytest.mark.timeout(120 + CUT_S)
-async def test_a_chain_cut_keeps_the_api_up_and_loses_no_payment(topology: Topology) -> None:
+async def test_a_chain_cut_keeps_the_api_up_and_loses_no_payment(
+    topology: Topology, record_property: RecordProperty
+) -> None:
     owner = new_owner().address
     key = await topology.api_key(owner)
     first, second = topology.apis
@@ -96,13 +99,14 @@ async def test_a_chain_cut_keeps_the_api_up_and_loses_no_payment(topology: Topol
     received, duplicates = webhook_duplicates(topology, "chain")
     assert duplicates == 0
     assert topology.exited() == []
-    SUMMARY.append(
+    record_property(
+        SUMMARY,
         f"chaos chain-cut: {CUT_S:.0f} s cut, {PAID_DURING_CUT} payments during it, "
         f"{len(probes['live'])} live lookups answered 503 chain_unavailable, "
         f"{len(probes['create'])} creates and {len(probes['list'])} lists answered, "
         f"{PAID_DURING_CUT + 1} events delivered ({received} requests), lost 0, duplicates 0, "
         f"{recover_s:.1f} s from restore to every payment completed "
-        f"({time.monotonic() - restored_at:.1f} s)"
+        f"({time.monotonic() - restored_at:.1f} s)",
     )
 
 

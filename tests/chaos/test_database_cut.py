@@ -26,6 +26,7 @@ from tests.chaos.checks import (
 )
 from tests.chaos.conftest import CHAOS, SUMMARY
 from tests.chaos.topology import Api, Topology, count_statuses, wait_until
+from tests.conftest import RecordProperty
 from tests.support.signing import new_owner
 
 pytestmark = CHAOS
@@ -37,7 +38,7 @@ PROBE_EVERY_S = 2.0
 
 @pytest.mark.timeout(120 + CUT_S)
 async def test_a_database_cut_answers_503_and_every_process_reconnects(
-    topology: Topology,
+    topology: Topology, record_property: RecordProperty
 ) -> None:
     owner = new_owner().address
     key = await topology.api_key(owner)
@@ -95,13 +96,14 @@ async def test_a_database_cut_answers_503_and_every_process_reconnects(
     received, duplicates = webhook_duplicates(topology, "db")
     assert duplicates == 0
     assert topology.exited() == []
-    SUMMARY.append(
+    record_property(
+        SUMMARY,
         f"chaos database-cut: {CUT_S:.0f} s cut, "
         f"{sum(len(r) for r in probes.values())} requests answered 503 database_unavailable, "
         f"{PAID_DURING_CUT} payments during it, {PAID_DURING_CUT} events delivered "
         f"({received} requests), lost 0, duplicates 0, APIs answered again "
         f"{max(back_s):.1f} s after restore, every payment completed "
-        f"{time.monotonic() - restored_at:.1f} s after restore (wait {settled_s:.1f} s)"
+        f"{time.monotonic() - restored_at:.1f} s after restore (wait {settled_s:.1f} s)",
     )
 
 

@@ -25,6 +25,7 @@ from tests.chaos.checks import (
 )
 from tests.chaos.conftest import CHAOS, SUMMARY
 from tests.chaos.topology import Topology, wait_until
+from tests.conftest import RecordProperty
 from tests.support.signing import new_owner
 
 pytestmark = CHAOS
@@ -61,7 +62,9 @@ async def kill_workers(topology: Topology, stop: asyncio.Event) -> int:
 
 
 @pytest.mark.timeout(400)
-async def test_every_invoice_settles_once_while_workers_are_killed(topology: Topology) -> None:
+async def test_every_invoice_settles_once_while_workers_are_killed(
+    topology: Topology, record_property: RecordProperty
+) -> None:
     owner = new_owner().address
     key = await topology.api_key(owner)
     before = await topology.evm.get_balance(owner)
@@ -121,11 +124,12 @@ async def test_every_invoice_settles_once_while_workers_are_killed(topology: Top
     assert len(sweeps) == INVOICES and set(sweeps.values()) == {1}
     assert await topology.evm.get_balance(owner) - before == sum(wei)
     assert topology.exited() == []
-    SUMMARY.append(
+    record_property(
+        SUMMARY,
         f"chaos worker-kills: {INVOICES} invoices, {INVOICES} events delivered "
         f"({received} requests), {kills} SIGKILLs, lost 0, duplicates 0, "
         f"{settled_s:.1f} s from payment to all completed, the last webhook {delivered_s:.1f} s "
-        f"after the kills stopped, {time.monotonic() - started:.1f} s in all"
+        f"after the kills stopped, {time.monotonic() - started:.1f} s in all",
     )
 
 

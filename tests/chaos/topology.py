@@ -1,7 +1,8 @@
 """The chaos suite's world: anvil (1 s blocks) and PostgreSQL, each behind a TcpProxy; two
-``invoicing serve`` and two ``invoicing worker`` processes started as the README says (a
-chains file, ``INVOICING_*`` variables, ``invoicing migrate``); a webhook receiver on real
-HTTP that fails a share of first deliveries.
+``invoicing serve`` and two ``invoicing worker`` processes started as
+docs/operations/production.md says (a chains file, ``INVOICING_*`` variables,
+``invoicing migrate``); a webhook receiver on real HTTP that fails a share of first
+deliveries.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class Topology:
         return "\n".join(p.tail() for p in self.processes)
 
     async def api_key(self, owner: str) -> str:
-        """An API key issued the README's way: ``invoicing api-keys create --owner``."""
+        """An API key issued the production page's way: ``invoicing api-keys create --owner``."""
         out = await run_invoicing(self.env, "api-keys", "create", "--owner", owner)
         return str(json.loads(out)["apiKey"])
 
@@ -184,7 +185,7 @@ async def run_invoicing(env: dict[str, str], *args: str) -> str:
 
 def proxied_database_url(url: str, proxy: TcpProxy) -> str:
     """``url`` (asyncpg) with its host and port replaced by the proxy's, as a plain
-    ``postgresql://`` URL (the README's form)."""
+    ``postgresql://`` URL (the production page's form)."""
     parsed = make_url(url).set(drivername="postgresql", host="127.0.0.1", port=proxy.port)
     return parsed.render_as_string(hide_password=False)
 
@@ -207,7 +208,7 @@ def write_chains_file(path: Path, dev: DevDeployment, rpc_url: str) -> Path:
 
 
 def service_env(database_url: str, chains_file: Path) -> dict[str, str]:
-    """The environment of every service process: the README's variables, with the intervals
+    """The environment of every service process: the production page's variables, with the intervals
     of a test (seconds instead of minutes) so that a scenario ends in CI time."""
     return {
         **os.environ,

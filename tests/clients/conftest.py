@@ -59,9 +59,18 @@ def pay(dev: DevService, payer: str, to: str, wei: int) -> str:
     """A native payment on the dev chain from one of anvil's unlocked accounts; anvil mines
     it at once. Returns the transaction hash."""
     answer = rpc(dev, "eth_sendTransaction", [{"from": payer, "to": to, "value": hex(wei)}])
-    receipt = rpc(dev, "eth_getTransactionReceipt", [answer])
-    assert receipt is not None and receipt["status"] == "0x1", receipt
+    assert mined(dev, answer)["status"] == "0x1"
     return str(answer)
+
+
+def mined(dev: DevService, tx_hash: str, timeout_s: float = 30) -> dict[str, Any]:
+    """The receipt of ``tx_hash`` once anvil has mined it: automining follows the send, it is
+    not part of it (a read just after a send may still see the block before)."""
+    deadline = time.monotonic() + timeout_s
+    while (receipt := rpc(dev, "eth_getTransactionReceipt", [tx_hash])) is None:
+        assert time.monotonic() < deadline, f"{tx_hash} not mined"
+        time.sleep(0.05)
+    return dict(receipt)
 
 
 def rpc(dev: DevService, method: str, params: list[Any]) -> Any:

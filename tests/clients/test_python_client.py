@@ -16,7 +16,7 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing_client import AsyncClient, Client, webhooks
 from invoicing_client import errors as e
 from invoicing_client.webhooks import WebhookVerificationError
-from tests.clients.conftest import DevService, RawReceiver, pay, rpc
+from tests.clients.conftest import DevService, RawReceiver, mined, pay
 
 PAYER = Account.from_key(DEV_PRIVATE_KEYS[6]).address
 WEI = 10**18
@@ -260,14 +260,15 @@ def test_fees_set_and_payout_relayed_with_nonce_retry(dev_service: DevService) -
     with signing_client(dev_service, owner, http=http) as client:
         before = client.fees.get(dev_service.chain_id)
         submitted = client.fees.set_fee(dev_service.chain_id, 250)
+        receipt = mined(dev_service, submitted.tx_hash)
         middle = client.fees.get(dev_service.chain_id)
         payout_sent = client.fees.set_payout(dev_service.chain_id, payout)
+        mined(dev_service, payout_sent.tx_hash)
         after = client.fees.get(dev_service.chain_id)
         with pytest.raises(e.FeeTooHigh):
             client.fees.set_fee(dev_service.chain_id, 501)
         unchanged = client.fees.get(dev_service.chain_id)
 
-    receipt = rpc(dev_service, "eth_getTransactionReceipt", [submitted.tx_hash])
     assert (before.fee_bps, before.payout_address, before.nonce) == (0, None, 0)
     assert before.factory == dev_service.factory
     # The racer's SetFee took nonce 0; the client's went out with nonce 1, once.

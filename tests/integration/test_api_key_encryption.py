@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from invoicing.auth.api_keys import API_KEY, create_api_key
 from invoicing.auth.models import ApiKey
-from invoicing.auth.secrets import hkdf_sha256
+from invoicing.auth.secrets import ServerSecrets, hkdf_sha256
 from invoicing.db import Database
 from tests.support.signing import new_owner
 
@@ -42,17 +42,19 @@ async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) 
     try:
         async with db.transaction() as session:
             old_row, old_secret = await create_api_key(
-                session, new_owner().address, "old", SecretStr(SECRET), 1
+                session, new_owner().address, "old", ServerSecrets(SecretStr(SECRET)), 1
             )
             old_key = old_secret.get_secret_value()
             old_row.key_encrypted = legacy_encrypt(old_key)
             new_row, new_secret = await create_api_key(
-                session, new_owner().address, "new", SecretStr(SECRET), 2
+                session, new_owner().address, "new", ServerSecrets(SecretStr(SECRET)), 2
             )
             new_key = new_secret.get_secret_value()
             new_stored = new_row.key_encrypted
         # Readable before the migration, through the fallback.
-        assert API_KEY.unseal(legacy_encrypt(old_key), SecretStr(SECRET)) == old_secret
+        assert (
+            API_KEY.unseal(legacy_encrypt(old_key), ServerSecrets(SecretStr(SECRET))) == old_secret
+        )
 
         result = await asyncio.to_thread(
             subprocess.run,

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_committed_artifacts_match_a_fresh_compile() -> None:
     node = shutil.which("node")
     assert node is not None, "node is required to recompile the contracts"

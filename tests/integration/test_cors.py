@@ -132,11 +132,46 @@ async def test_configured_origins_limit_client_routes_and_open_integration(
     assert "access-control-allow-origin" not in shop_integration.headers
     assert admin_preflight.status_code == 204
     assert admin_preflight.headers["access-control-allow-origin"] == ADMIN
-    assert admin_preflight.headers["access-control-allow-methods"] == "GET, POST, DELETE"
+    assert admin_preflight.headers["access-control-allow-methods"] == (
+        "DELETE, GET, PATCH, POST, PUT"
+    )
     assert "x-service-api-key" in admin_preflight.headers["access-control-allow-headers"]
     assert "access-control-allow-credentials" not in admin_preflight.headers
     assert admin_list.status_code == 200
     assert admin_list.headers["access-control-allow-origin"] == ADMIN
+
+
+async def test_allowed_integration_origins_may_call_every_method_the_routes_use(
+    make_services: MakeServices,
+) -> None:
+    owner = new_owner()
+    async for http, services in client(make_services, cors_integration_allow_origins=ADMIN):
+        key = await issue_api_key(services, owner)
+        put = await http.options(
+            "/integration/settings", headers=preflight("PUT", "x-service-api-key", ADMIN)
+        )
+        patch = await http.options(
+            "/integration/webhook-endpoints",
+            headers=preflight("PATCH", "x-service-api-key", ADMIN),
+        )
+        trace = await http.options(
+            "/integration/settings", headers=preflight("TRACE", "x-service-api-key", ADMIN)
+        )
+        settings = await http.put(
+            "/integration/settings",
+            json={"ownerAddress": owner.address, "webhookApiKeyHeader": False},
+            headers={**key_headers(key), "origin": ADMIN},
+        )
+
+    assert put.status_code == 204
+    assert put.headers["access-control-allow-origin"] == ADMIN
+    assert "PUT" in put.headers["access-control-allow-methods"].split(", ")
+    assert patch.status_code == 204
+    assert "PATCH" in patch.headers["access-control-allow-methods"].split(", ")
+    assert trace.status_code == 405
+    assert "access-control-allow-origin" not in trace.headers
+    assert settings.status_code == 200
+    assert settings.headers["access-control-allow-origin"] == ADMIN
 
 
 @pytest.mark.parametrize("value", ["shop.example", "https://shop.example/path", "ftp://x"])

@@ -1,6 +1,6 @@
 """Every invoice event on anvil with real payments, delivered by the real webhook worker to a
 real receiver: partial, over- and late payment, expiry, delete, sweep and refund. Each
-delivery's signature is checked with this file's own HMAC code; the spec's paid webhook to
+delivery's signature is checked with this file's own HMAC code; the paid webhook to
 the invoice's webhookUrl stays as it was (same payload and headers) and can be redelivered.
 """
 
@@ -188,7 +188,7 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
     assert got["invoice.paid"]["data"] == got["invoice.overpaid"]["data"] == {"invoice": paid}
     assert (paid["status"], paid["balanceRaw"]) == ("paid", str(11 * ETH // 10))
     assert [e["type"] for e in await shop.events()][2:] == ["invoice.partially_paid"]
-    # The spec's webhook, exactly as before: its payload, the API key, its own event id.
+    # The paid webhook, exactly as before: its payload, the API key, its own event id.
     (spec,) = hooks.at(f"{shop.owner.address}/paid")
     assert spec.body == {
         "ownerAddress": shop.owner.address,

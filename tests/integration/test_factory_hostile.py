@@ -1,4 +1,4 @@
-"""The factory against hostile contracts on a real anvil (issue #12): a token's balanceOf
+"""The factory against hostile contracts on a real anvil: a token's balanceOf
 cannot stall the batched balance read, and native coin an owner refuses cannot block a sweep."""
 
 from __future__ import annotations

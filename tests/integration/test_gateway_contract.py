@@ -20,14 +20,15 @@ from eth_account import Account
 
 from invoicing.addresses import checksum_encode, normalize_address
 from invoicing.chain.abi import encode_call
+from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import ERC20
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.escrows import escrow_init_code_hash
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainGateway, EvmGateway
-from invoicing.chain.rpc import RpcError, RpcPolicy
+from invoicing.chain.gateway import ChainGateway, EvmGateway, NonceUse
+from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 from tests.conftest import chain_config
@@ -222,6 +223,12 @@ async def test_a_sent_transaction_is_known_by_its_hash(world: World) -> None:
     assert await world.gateway.receipt(unknown) is None
 
 
+async def test_a_nonce_nobody_used_is_neither_mined_nor_taken(world: World) -> None:
+    unknown = "0x" + keccak256(os.urandom(32)).hex()
+    fresh = new_address()
+    assert await world.gateway.nonce_use(fresh, 0, [unknown]) == NonceUse(None, taken=False)
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -266,6 +273,7 @@ READS: list[tuple[str, tuple[Any, ...]]] = [
     ("transaction_count", ("0x" + "11" * 20,)),
     ("receipt", ("0x" + "22" * 32,)),
     ("is_known_transaction", ("0x" + "22" * 32,)),
+    ("nonce_use", ("0x" + "11" * 20, 0, ["0x" + "22" * 32])),
 ]
 
 

@@ -189,6 +189,7 @@ async def test_another_asset_in_an_escrow_is_shown_to_its_owner_then_swept(
     assert (done.status, done.swept_raw) == ("completed", invoice.swept_raw)
 
 
+@pytest.mark.slow
 async def test_at_rest_the_monitor_sends_no_lifetime_read_until_one_is_due(
     make_services: MakeServices,
     evm: EvmClient,

@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import select, update
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
-from invoicing.chain.rpc import ContractRevert
+from invoicing.chain.answers import ContractRevert
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import other_balances_in
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor import worker as monitor_worker
-from invoicing.monitor.lifetime import PAGES_PER_PASS, run_lifetime_pass
+from invoicing.monitor.check import recheck_invoice
+from invoicing.monitor.lifetime import NEVER_MS, PAGES_PER_PASS, run_lifetime_pass
 from invoicing.settlement.models import EscrowAsset, ParkedEscrow, RelayerTransaction
 from invoicing.settlement.worker import settlement_step
 from tests.support.monitoring import TOKEN, new_invoice, reload
@@ -87,17 +88,20 @@ async def test_an_escrow_is_first_read_when_its_late_window_closes_then_once_per
 ) -> None:
     world = await make_world(lifetime_check_interval_s=86400)
     invoice = await new_invoice(world.services, world.fake, expires_in_ms=HOUR_MS)
+    world.fake.pay(invoice.payment_address, ETH // 10)  # a partial payment: it held funds
+    assert (await recheck_invoice(world.services, invoice)).balance_raw == str(ETH // 10)
     stored = await reload(world.services, invoice)
     assert stored.lifetime_check_at == invoice.expires_at + WINDOW_S * 1000
+    base = world.fake.balance_calls
 
     world.clock.set(stored.lifetime_check_at - 1)
     assert (await world.lifetime()).checked == 0
-    assert world.fake.balance_calls == 0
+    assert world.fake.balance_calls == base
 
     world.clock.set(stored.lifetime_check_at)
     result = await world.lifetime()
     # One balancesOf per asset: native and the allow-listed TUSD.
-    assert (result.checked, result.found, world.fake.balance_calls) == (1, 0, 2)
+    assert (result.checked, world.fake.balance_calls - base) == (1, 2)
     assert (await reload(world.services, invoice)).lifetime_check_at == (
         stored.lifetime_check_at + DAY_MS
     )
@@ -106,10 +110,48 @@ async def test_an_escrow_is_first_read_when_its_late_window_closes_then_once_per
     world.clock.advance(DAY_MS - 1)
     for _ in range(5):
         assert (await world.lifetime()).checked == 0
-    assert world.fake.balance_calls == 2
+    assert world.fake.balance_calls - base == 2
     world.clock.advance(1)
     assert (await world.lifetime()).checked == 1
-    assert world.fake.balance_calls == 4
+    assert world.fake.balance_calls - base == 4
+
+
+async def test_escrows_that_never_held_funds_are_read_once_after_their_window_then_left(
+    make_world: MakeWorld,
+) -> None:
+    """Creating and deleting invoices in a loop leaves no daily reads behind: an escrow that
+    never held funds is read once when its window closes; one that did is read for life."""
+    world = await make_world()
+    owner = new_owner().address
+    looped = [await new_invoice(world.services, world.fake, owner_address=owner) for _ in range(4)]
+    for invoice in looped:
+        await delete_invoice(
+            world.services.db, owner.lower(), invoice.chain_id, invoice.invoice_id,
+            world.clock.now_ms(), world.services.settings,
+        )  # fmt: skip
+    partial = await new_invoice(world.services, world.fake, owner_address=owner)
+    world.fake.pay(partial.payment_address, ETH // 10)
+    await recheck_invoice(world.services, partial)
+    late = await new_invoice(world.services, world.fake, owner_address=owner)
+    world.after_window(late)
+    world.fake.pay(late.payment_address, ETH // 20)  # after its window, before its last read
+
+    first = await world.lifetime()
+    calls = world.fake.balance_calls
+    world.clock.advance(DAY_MS)
+    second = await world.lifetime()
+    world.clock.advance(365 * DAY_MS)
+    third = await world.lifetime()
+
+    assert first.checked == 6
+    assert (second.checked, third.checked) == (2, 2)  # the partial one and the late one
+    assert world.fake.balance_calls - calls == 2 * 2  # two passes, two assets, one chunk each
+    for invoice in looped:
+        assert (await reload(world.services, invoice)).lifetime_check_at == NEVER_MS
+    for invoice in (partial, late):
+        assert (await reload(world.services, invoice)).lifetime_check_at == (
+            world.clock.now_ms() + DAY_MS
+        )
 
 
 async def test_the_pass_reads_in_chunks_one_call_per_asset_and_chunk(

@@ -18,16 +18,17 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.chain.abi import selector
+from invoicing.chain.answers import ContractRevert
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
 from invoicing.chain.gateway import ChainRegistry
-from invoicing.chain.rpc import ContractRevert
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
@@ -60,7 +61,7 @@ async def relaying(database_url: str) -> AsyncIterator[Relaying]:
         relayer_meta_per_owner_per_day=PER_DAY,
     )
     services = Services(settings, db, ChainRegistry({chain.config.chain_id: chain}), clock)
-    yield Relaying(services, chain, clock, Relayer(chain, db, clock))
+    yield Relaying(services, chain, clock, Relayer(chain, db, clock, Limits.of(services.settings)))
     await db.dispose()
 
 

@@ -1,4 +1,4 @@
-"""Scraping several processes as the README says: two `invoicing serve` and one
+"""Scraping several processes as docs/operations/metrics.md says: two `invoicing serve` and one
 `invoicing worker --metrics-port` on one database. Each process counts what it did itself;
 the gauges read from the database answer the same in all three."""
 
@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
@@ -30,7 +31,7 @@ from tests.support.scrape import Samples, scrape, value
 from tests.support.server import free_port
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).with_name("invoicing"))
 TOKEN = "scrape-token-" + "s" * 24
@@ -114,7 +115,7 @@ async def test_each_process_counts_its_own_work_and_reads_shared_gauges_alike(
     ):
         async with db.transaction() as session:
             _row, key = await create_api_key(
-                session, owner.address, "ops", settings.secret, int(time.time() * 1000)
+                session, owner.address, "ops", ServerSecrets.of(settings), int(time.time() * 1000)
             )
         created = []
         for base, amount in ((api1, "0.0001"), (api1, "0.0002"), (api2, "0.0003")):

@@ -1,4 +1,4 @@
-"""Issue #12's attack on a real anvil: invoices in a self-deployed token whose balanceOf loops
+"""A hostile token's attack on a real anvil: invoices in a self-deployed token whose balanceOf loops
 forever must not stop the monitor from marking another owner's paid invoice paid and sending
 its webhook in the same pass, nor break status lookups (real database, real HTTP receiver)."""
 

@@ -87,6 +87,45 @@ async def test_an_owner_at_the_watched_cap_is_refused_until_one_stops_being_watc
     assert await invoices_of(services, owner) == 3
 
 
+async def test_creating_and_deleting_in_a_loop_stops_at_the_daily_creation_limit(
+    make_services: MakeServices, dev: DevDeployment
+) -> None:
+    """Deleted invoices leave the watched cap, but each escrow is still read once more after
+    its window: the daily creation limit bounds that work."""
+    services = await make_services(
+        max_watched_invoices_per_owner=1, invoice_creation_per_owner_per_day=3
+    )
+    owner, other = new_owner(), new_owner()
+    key, other_key = await issue_api_key(services, owner), await issue_api_key(services, other)
+    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1"}
+    where = {"ownerAddress": owner.address, "chainId": str(dev.chain_id)}
+
+    async with running(services) as app:
+        answers = []
+        for n in range(4):
+            created = await app.http.post(
+                PATH, json={**body, "invoiceId": f"loop-{n}"}, headers=key_headers(key)
+            )
+            answers.append(created)
+            if created.status_code == 201:
+                deleted = await app.http.delete(
+                    PATH, params={**where, "invoiceId": f"loop-{n}"}, headers=key_headers(key)
+                )
+                assert deleted.status_code == 200, deleted.text
+        others = await app.http.post(
+            PATH, json={**body, "ownerAddress": other.address}, headers=key_headers(other_key)
+        )
+
+    assert [a.status_code for a in answers] == [201, 201, 201, 429]
+    refused = answers[-1].json()["error"]
+    assert refused["code"] == "rate_limited"
+    retry_after_s = refused["details"]["retryAfterS"]
+    assert answers[-1].headers["retry-after"] == str(retry_after_s)
+    assert 0 < retry_after_s <= 86_400  # until the end of the UTC day
+    assert await invoices_of(services, owner) == 3
+    assert others.status_code == 201
+
+
 async def test_concurrent_creates_never_pass_the_watched_cap(
     make_services: MakeServices, dev: DevDeployment
 ) -> None:

@@ -215,6 +215,33 @@ async def test_behind_a_trusted_proxy_the_right_most_untrusted_forwarded_address
     assert await rows_for(services.db, "pay-ip:127.0.0.1") == []
 
 
+async def test_a_client_rotating_through_the_addresses_of_its_ipv6_64_is_counted_once(
+    make_services: MakeServices, own_database: str
+) -> None:
+    services = await make_services(
+        database_url=own_database, pay_rate_limit_per_minute=2, trusted_proxies="127.0.0.1/32"
+    )
+    services.clock = FakeClock(own_minute())
+    path = f"/pay/{UNKNOWN}/status"
+    async with running(services) as app:
+
+        async def get(client: str) -> int:
+            response = await app.http.get(path, headers={"x-forwarded-for": client})
+            return response.status_code
+
+        # One subscriber's /64 holds 2^64 addresses: each request comes from a fresh one.
+        rotating = [await get(f"2001:db8:7:1::{n:x}") for n in range(1, 4)]
+        next_prefix = await get("2001:db8:7:2::1")
+
+    assert (rotating, next_prefix) == ([404, 404, 429], 404)
+    await flush_deferred(services.db)
+    assert [len(await rows_for(services.db, f"pay-ip:2001:db8:7:{n}::/64")) for n in (1, 2)] == [
+        1,
+        1,
+    ]
+    assert await rows_for(services.db, "pay-ip:2001:db8:7:1::1") == []
+
+
 async def test_authenticated_routes_are_limited_per_owner_and_only_once_authenticated(
     make_services: MakeServices, dev: DevDeployment
 ) -> None:

@@ -1,4 +1,4 @@
-"""Gasless refunds (issue #13, contract part): PaymentFactory.refundMeta on a real anvil.
+"""Gasless refunds (the contract part): PaymentFactory.refundMeta on a real anvil.
 
 The owner signs an EIP-712 ``Refund``; anyone relays it. ``amount`` goes from the escrow to
 ``to`` without a fee; the rest of a refunded token stays in the escrow (swept later as usual);

@@ -257,6 +257,7 @@ async def test_every_rejection_in_order_sends_nothing(
     api_key = await issue_api_key(services, owner)
     invoice = await new_invoice(services, owner.address, "0.01")
     await pay(evm, invoice, 4 * 10**15)
+    still_pending = await refund_body(evm, dev, owner, invoice, payer, 10**15)
     others = await new_invoice(services, other.address, "0.01")
     await pay(evm, others, 10**15)
     past = int(time.time()) - 60
@@ -266,6 +267,8 @@ async def test_every_rejection_in_order_sends_nothing(
         answer = await app.http.post(REFUND, json=body, headers=key_headers(key))
         return answer.status_code, answer.json()["error"]["code"]
 
+    pending_answer = await post(still_pending)
+    invoice = await expire(services, invoice)
     # Each request fails every check from its own on: the first one answers.
     not_owners = await refund_body(
         evm, dev, owner, others, payer, 10**15, deadline_s=past, signer=stranger
@@ -313,6 +316,7 @@ async def test_every_rejection_in_order_sends_nothing(
         (400, "insufficient_balance"),
         (400, "insufficient_balance"),  # a deadline in ms is read as seconds
     ]
+    assert pending_answer == (409, "invoice_pending")
     mismatch = await app.http.post(REFUND, json=wrong_nonce, headers=key_headers(api_key))
     assert mismatch.json()["error"]["details"] == {"expected": "0"}
     # As for the fee settings (one pipeline): a signature over the milliseconds is named.
@@ -356,6 +360,38 @@ async def test_every_rejection_in_order_sends_nothing(
     assert await balance_of(evm, payer) == 0
 
 
+async def test_a_pending_invoice_is_not_refunded_so_its_payment_still_counts(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """Paid in full, not yet read: a refund would leave less than requiredRaw in the escrow
+    and the payer's payment would not count. It is refused, and the payment counts."""
+    services = app.services
+    owner = new_owner()
+    api_key = await issue_api_key(services, owner)
+    invoice = await new_invoice(services, owner.address, "0.01")
+    await pay(evm, invoice, 10**16)
+    body = await refund_body(evm, dev, owner, invoice, owner.address, 10**16)
+    before = await relayer_tx_count(services)
+
+    answer = await app.http.post(REFUND, json=body, headers=key_headers(api_key))
+    await settle_all(services)
+
+    assert answer.status_code == 409, answer.text
+    assert answer.json()["error"] == {
+        "code": "invoice_pending",
+        "message": "this invoice is still pending: refund once it is paid or expired "
+        "(or cancel it first)",
+        "details": {"status": "pending"},
+    }
+    assert await relayer_tx_count(services) == before
+    assert await refund_rows(services, invoice.id) == []
+    assert await balance_of(evm, invoice.payment_address) == 10**16
+    assert (await recheck_invoice(services, await reload(services, invoice.id))).status == "paid"
+    # Paid, the same signed refund goes through.
+    again = await app.http.post(REFUND, json=body, headers=key_headers(api_key))
+    assert again.status_code == 202, again.text
+
+
 async def test_an_identical_repeat_gets_the_same_transaction(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
@@ -364,6 +400,7 @@ async def test_an_identical_repeat_gets_the_same_transaction(
     api_key = await issue_api_key(services, owner)
     invoice = await new_invoice(services, owner.address, "10", dev.token)
     await pay(evm, invoice, 3_000_000)
+    invoice = await expire(services, invoice)
     body = await refund_body(evm, dev, owner, invoice, payer, 3_000_000)
     before = await relayer_tx_count(services)
 
@@ -424,6 +461,7 @@ async def test_ethers_signed_refunds_through_both_auth_modes(
     api_key = await issue_api_key(services, owner)
     invoice = await new_invoice(services, owner.address, "10", dev.token)
     await pay(evm, invoice, 3_000_000)
+    invoice = await expire(services, invoice)
     common = {
         "ownerAddress": owner.address,
         "chainId": dev.chain_id,
@@ -454,7 +492,7 @@ async def test_ethers_signed_refunds_through_both_auth_modes(
         headers=signed_headers(owner, "invoice.list", {"chainId": str(dev.chain_id)}),
     )
     (item,) = listed.json()["items"]
-    assert item["status"] == "pending"
+    assert item["status"] == "expired"
     assert [(r["txHash"], r["amountRaw"], r["status"]) for r in item["refunds"]] == [
         (by_key["body"]["txHash"], "1000000", "confirmed"),
         (by_signature["body"]["txHash"], "2000000", "confirmed"),
@@ -494,6 +532,7 @@ async def test_odd_refund_bodies_get_4xx_and_send_nothing(
     api_key = await issue_api_key(services, owner)
     invoice = await new_invoice(services, owner.address, "0.01")
     await pay(evm, invoice, 10**15)
+    invoice = await expire(services, invoice)
     valid = await refund_body(evm, dev, owner, invoice, new_owner().address, 10**15)
     before = await relayer_tx_count(services)
 

@@ -19,16 +19,18 @@ from hexbytes import HexBytes
 from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
-from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
+from invoicing.settlement.gas import bump
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
-from invoicing.settlement.relayer import Call, Relayer, bump
+from invoicing.settlement.relayer import Call, Relayer
 from invoicing.settlement.tracking import track_pending
 
 pytestmark = pytest.mark.integration
@@ -60,7 +62,7 @@ async def sending(database_url: str) -> AsyncIterator[Sending]:
         relayer_resend_after_s=RESEND_AFTER_S,
     )
     services = Services(settings, db, ChainRegistry({chain.config.chain_id: chain}), clock)
-    yield Sending(services, chain, clock, Relayer(chain, db, clock))
+    yield Sending(services, chain, clock, Relayer(chain, db, clock, Limits.of(services.settings)))
     await db.dispose()
 
 

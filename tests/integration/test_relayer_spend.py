@@ -1,4 +1,4 @@
-"""Attacks on the relayer's gas money (issue 12), on anvil through real HTTP: a contract wallet
+"""Attacks on the relayer's gas money, on anvil through real HTTP: a contract wallet
 whose signature check burns gas, one signed request posted many times (to two API processes),
 an owner's daily budget, a relayer short of funds (degraded, withdrawals wait), and a
 withdrawal whose fees reach the chain's ceiling."""
@@ -26,19 +26,29 @@ from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
 from invoicing.services import Services
-from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
+from invoicing.settlement.models import (
+    MetaTransaction,
+    OwnerSetAside,
+    RelayerSpend,
+    RelayerTransaction,
+    TxStatus,
+)
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import (
     balance_of,
+    deploy_blocking_token,
     gateway,
+    paid_in,
     paid_invoice,
+    parked_of,
     relayer_of,
     reload,
     settle_all,
     sign_typed,
+    with_token,
 )
 from tests.support.server import serve
 from tests.support.signing import new_owner
@@ -328,3 +338,101 @@ async def row_of(services: Services, row_id: str) -> RelayerTransaction:
         row = await session.get(RelayerTransaction, row_id)
         assert row is not None
         return row
+
+
+async def spend_of(services: Services, chain_id: int) -> dict[str, tuple[int, int]]:
+    """The day's relayer spend on ``chain_id`` by share: (transactions, gas limits)."""
+    now_ms = services.clock.now_ms()
+    async with services.db.sessions() as session:
+        rows = await session.scalars(
+            select(RelayerSpend).where(
+                RelayerSpend.chain_id == chain_id,
+                RelayerSpend.day_start_ms == now_ms - now_ms % DAY_MS,
+            )
+        )
+        return {row.share_key: (row.transactions, row.gas) for row in rows}
+
+
+async def test_a_flood_of_fresh_wallets_shares_one_owners_share_and_never_passes_the_chains(
+    start_apps: StartApps, make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    # Owners with an invoice paid on the chain spend their own share.
+    established = [new_owner() for _ in range(2)]
+    for owner in established:
+        await paid_invoice(await make_services(), evm, owner.address, "0.001")
+    (app,) = await start_apps(relayer_owner_tx_per_day=3, relayer_chain_tx_per_day=4)
+    sent_before = await evm.get_transaction_count(RELAYER, "pending")
+    rows_before = await relayer_rows(app.services)
+
+    # Each fresh wallet signs its first request: a per-wallet budget would take them all.
+    flood = [
+        await app.http.post("/fees/set-meta", json=set_fee_body(app, dev, new_owner(), 10, 0))
+        for _ in range(8)
+    ]
+    answers = [
+        await app.http.post("/fees/set-meta", json=set_fee_body(app, dev, owner, 10, 0))
+        for owner in established
+    ]
+
+    now_ms = app.services.clock.now_ms()
+    until_tomorrow_s = -(-(DAY_MS - now_ms % DAY_MS) // 1000)
+    assert [a.status_code for a in flood] == [202] * 3 + [429] * 5, [a.text for a in flood]
+    for refused in flood[3:]:
+        assert refused.json()["error"]["code"] == "rate_limited"
+        assert refused.json()["error"]["details"] == {"retryAfterS": until_tomorrow_s}
+    # The first established owner fits in the chain's four; the second does not.
+    assert [a.status_code for a in answers] == [202, 429], [a.text for a in answers]
+    assert "chain" in answers[1].json()["error"]["message"]
+    assert await evm.get_transaction_count(RELAYER, "pending") == sent_before + 4
+    assert await relayer_rows(app.services) == rows_before + 4
+    spend = await spend_of(app.services, dev.chain_id)
+    assert {share: count for share, (count, _gas) in spend.items()} == {
+        "*": 4,
+        "newcomers": 3,
+        established[0].address.lower(): 1,
+    }
+    gas_limit = app.services.settings.relayer_meta_gas_limit
+    assert spend["*"][1] <= 4 * gas_limit
+    await settle_all(app.services)
+
+
+async def test_a_sweep_mined_reverted_parks_its_escrows_and_sets_its_owner_aside(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    token = await deploy_blocking_token(evm)
+    services = await make_services(chain=with_token(dev, token))
+    clock = FakeClock(services.clock.now_ms())
+    services.clock = clock
+    owner = new_owner().address
+    invoices = [await paid_in(services, evm, owner, amount, token) for amount in ("1", "2")]
+    chain, relayer = gateway(services), relayer_of(services)
+    code = await evm.call_rpc("eth_getCode", [token, "latest"])
+    await evm.call_rpc("evm_setAutomine", [False])
+    try:
+        # Simulated against the token as it is; mined after it changed: every call reverts.
+        (sweep,) = await plan_withdrawals(
+            services, chain, relayer, full=True, owner_key=owner.lower()
+        )
+        await evm.call_rpc("anvil_setCode", [token, "0x60006000fd"])
+        await evm.call_rpc("evm_mine")
+    finally:
+        await evm.call_rpc("anvil_setCode", [token, code])
+        await evm.call_rpc("evm_setAutomine", [True])
+    reverted_at = clock.now_ms()
+    finished = await settle_all(services)
+    again = await plan_withdrawals(services, chain, relayer, full=True, owner_key=owner.lower())
+
+    assert [(r.id, r.status) for r in finished if r.id == sweep.id] == [(sweep.id, "failed")]
+    assert again == []
+    parked = await parked_of(services, owner)
+    retry_ms = int(services.settings.withdrawal_park_retry_s * 1000)
+    assert sorted((p.invoice_id, p.kind, p.attempts, p.next_retry_at) for p in parked) == sorted(
+        (i.id, "failing", 1, reverted_at + retry_ms) for i in invoices
+    )
+    assert {p.reason for p in parked} == {f"the mined sweep {sweep.tx_hash} reverted"}
+    async with services.db.sessions() as session:
+        held = await session.get(OwnerSetAside, (dev.chain_id, owner.lower()))
+    assert held is not None
+    retry_s = services.settings.relayer_owner_revert_retry_s
+    assert (held.reverts, held.next_retry_at) == (1, reverted_at + int(retry_s * 1000))
+    assert [(await reload(services, i.id)).status for i in invoices] == ["paid", "paid"]

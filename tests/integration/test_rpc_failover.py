@@ -12,13 +12,14 @@ import httpx
 import pytest
 
 from invoicing.chain.abi import encode_call
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.checks import verify_chains
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.rpc import ContractRevert, JsonRpc, RpcError, RpcPolicy
+from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.monitor.check import confirmed_block

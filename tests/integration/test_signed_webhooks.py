@@ -1,7 +1,7 @@
 """Signed paid webhooks end to end: a paid invoice, the worker, a real HTTP receiver.
 
 Signatures are checked with this file's own HMAC code (``verified_secrets``), the way a
-receiver following the README would, never with the service's.
+receiver following docs/integration/webhooks.md would, never with the service's.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from sqlalchemy import event, func, select
 
 from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.guard import Caller
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_due_pass
 from invoicing.notifications.client import Outcome
@@ -92,7 +93,7 @@ async def attempts_recorded(services: Services, url: str, count: int) -> None:
 async def add_secret(services: Services, owner: str) -> tuple[str, str]:
     async with services.db.transaction() as session:
         row, secret = await create_secret(
-            session, owner, services.settings.secret, services.clock.now_ms()
+            session, owner, ServerSecrets.of(services.settings), services.clock.now_ms()
         )
     return row.id, secret.get_secret_value()
 
@@ -121,7 +122,7 @@ async def test_rotation_two_secrets_then_one_then_none(services: Services, fake:
     assert verified_secrets(two, [old, new]) == (now_s, [old, new])
     assert verified_secrets(one, [old, new]) == (now_s, [new])
     assert HEADER not in none.headers
-    # The spec's headers are all still there.
+    # The paid webhook's headers are all still there.
     for received in (two, one, none):
         assert received.headers["x-service-signature"] == "0xsig"
         assert received.headers["x-service-event-id"]
@@ -167,7 +168,7 @@ async def test_owners_can_stop_sending_the_api_key(services: Services, fake: Fak
     owner = new_owner().address
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(
-            session, owner, "shop", services.settings.secret, services.clock.now_ms()
+            session, owner, "shop", ServerSecrets.of(services.settings), services.clock.now_ms()
         )
     caller = Caller(owner.lower(), "api_key", api_key_id=row.id)
     _id, secret = await add_secret(services, owner)

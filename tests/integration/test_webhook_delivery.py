@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from invoicing.auth.api_keys import create_api_key, revoke_api_key
 from invoicing.auth.guard import Caller
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_due_pass
@@ -114,7 +115,11 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
     owner = new_owner()
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(
-            session, owner.address, "shop", services.settings.secret, services.clock.now_ms()
+            session,
+            owner.address,
+            "shop",
+            ServerSecrets.of(services.settings),
+            services.clock.now_ms(),
         )
     caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)
     await paid_invoice(services, fake, caller=caller, owner_address=owner.address)

@@ -178,6 +178,7 @@ async def test_a_failing_endpoints_event_waits_at_most_one_retry_delay(
     assert (retry.event_id, retry.attempt) == (first, 2)
 
 
+@pytest.mark.slow
 async def test_a_hanging_host_never_holds_more_than_its_cap_of_slots(
     own_database: str, fake: FakeChain, hooks: Receiver
 ) -> None:

@@ -25,7 +25,7 @@ from tests.support.monitoring import events_of
 from tests.support.receiver import Receiver, receiver
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = [str(Path(sys.executable).with_name("invoicing")), "worker"]
 
@@ -38,8 +38,10 @@ async def hooks() -> AsyncIterator[Receiver]:
 
 @pytest.fixture
 def worker_env(
-    database_url: str, anvil: AnvilProcess, dev: DevDeployment
+    own_database: str, anvil: AnvilProcess, dev: DevDeployment
 ) -> Iterator[dict[str, str]]:
+    # A database of its own: the session's holds other tests' secrets, sealed under other
+    # INVOICING_SECRET values, and a worker refuses to start on those.
     with tempfile.TemporaryDirectory() as tmp:
         chains = Path(tmp) / "chains.toml"
         chains.write_text(
@@ -51,7 +53,7 @@ def worker_env(
         )
         yield {
             **os.environ,
-            "INVOICING_DATABASE_URL": database_url,
+            "INVOICING_DATABASE_URL": own_database,
             "INVOICING_CHAINS_FILE": str(chains),
             "INVOICING_ENVIRONMENT": "development",
             "INVOICING_WEBHOOK_ALLOW_PRIVATE": "true",
@@ -98,9 +100,13 @@ async def recorded_attempts(services: object, event_id: str) -> list[int]:
 
 
 async def test_a_worker_killed_between_attempts_still_delivers_after_restart(
-    make_services: MakeServices, evm: EvmClient, hooks: Receiver, worker_env: dict[str, str]
+    make_services: MakeServices,
+    evm: EvmClient,
+    hooks: Receiver,
+    worker_env: dict[str, str],
+    own_database: str,
 ) -> None:
-    services = await make_services()
+    services = await make_services(database_url=own_database)
     invoice = await open_invoice(services, new_owner(), "0.03", hooks.url("crash"))
     hooks.answers["/crash"] = [500]
     first = WorkerProcess(worker_env)
@@ -138,9 +144,13 @@ async def test_a_worker_killed_between_attempts_still_delivers_after_restart(
 
 
 async def test_two_worker_processes_never_send_the_same_attempt_twice(
-    make_services: MakeServices, evm: EvmClient, hooks: Receiver, worker_env: dict[str, str]
+    make_services: MakeServices,
+    evm: EvmClient,
+    hooks: Receiver,
+    worker_env: dict[str, str],
+    own_database: str,
 ) -> None:
-    services = await make_services()
+    services = await make_services(database_url=own_database)
     owner = new_owner()
     invoices = [
         await open_invoice(services, owner, "0.001", hooks.url(f"pair/{i}")) for i in range(24)

@@ -9,6 +9,7 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy import select
 
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.db import Database
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.models import WebhookSecret
@@ -25,7 +26,7 @@ from invoicing.notifications.signing import (
 )
 from tests.support.signing import new_owner
 
-SERVER_SECRET = SecretStr("store-test-secret-" + "s" * 20)
+SERVER_SECRET = ServerSecrets(SecretStr("store-test-secret-" + "s" * 20))
 
 
 @pytest.fixture
@@ -146,11 +147,15 @@ async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
     owner = new_owner().address
     _old_id, _unreadable = await create(db, owner, now_ms=1)
     async with db.transaction() as session:
-        _row, readable = await create_secret(session, owner, SecretStr("another-" * 5), 2)
+        _row, readable = await create_secret(
+            session, owner, ServerSecrets(SecretStr("another-" * 5)), 2
+        )
 
     with caplog.at_level("WARNING", logger="invoicing.notifications.signing"):
         async with db.sessions() as session:
-            options = await webhook_options_by_owner(session, [owner], SecretStr("another-" * 5))
+            options = await webhook_options_by_owner(
+                session, [owner], ServerSecrets(SecretStr("another-" * 5))
+            )
 
     assert options == {owner.lower(): WebhookOptions(secrets=(readable,))}
     assert f"webhook secret of {owner.lower()} cannot be decrypted" in caplog.text

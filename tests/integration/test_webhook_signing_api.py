@@ -8,6 +8,7 @@ import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
 
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.notifications.signing import active_secrets
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
@@ -26,7 +27,7 @@ def refused(response: httpx.Response, status: int, code: str) -> None:
 
 async def stored_secrets(app: RunningApp, owner: str) -> list[str]:
     async with app.services.db.sessions() as session:
-        found = await active_secrets(session, owner, app.services.settings.secret)
+        found = await active_secrets(session, owner, ServerSecrets.of(app.services.settings))
     return [secret.get_secret_value() for secret in found]
 
 
@@ -137,7 +138,7 @@ async def test_secret_issuance_is_rate_limited_per_owner(make_services: MakeServ
             for _ in range(3)
         ]
     async with services.db.sessions() as session:
-        stored = await active_secrets(session, owner.address, services.settings.secret)
+        stored = await active_secrets(session, owner.address, ServerSecrets.of(services.settings))
 
     assert [a.status_code for a in answers] == [201, 201, 429]
     refused(answers[2], 429, "rate_limited")

@@ -25,6 +25,7 @@ from invoicing.invoices.create import NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import (
     ParkedEscrow,
     RelayerTransaction,
@@ -49,7 +50,7 @@ def gateway(services: Services) -> EvmGateway:
 
 
 def relayer_of(services: Services) -> Relayer:
-    return Relayer(gateway(services), services.db, services.clock)
+    return Relayer(gateway(services), services.db, services.clock, Limits.of(services.settings))
 
 
 async def new_invoice(

@@ -177,6 +177,7 @@ def refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.slow
 async def test_the_worker_settles_one_chain_while_another_chains_node_refuses_connections(
     make_services: MakeServices,
     evm: EvmClient,

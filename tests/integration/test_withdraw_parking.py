@@ -20,9 +20,9 @@ import pytest
 from sqlalchemy import select
 
 from invoicing.chain.abi import selector
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.fake import FakeChain
 from invoicing.chain.gateway import ChainRegistry
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.invoices.models import Invoice
@@ -393,7 +393,10 @@ async def test_two_processes_park_a_failing_escrow_once(
         await asyncio.gather(
             world.plan(),
             plan_withdrawals(
-                other, world.fake, Relayer(world.fake, other_db, world.clock), full=True
+                other,
+                world.fake,
+                Relayer(world.fake, other_db, world.clock, world.relayer.limits),
+                full=True,
             ),
         )
     finally:

@@ -29,7 +29,7 @@ from tests.integration.test_withdraw_helpers import (
 )
 from tests.support.signing import new_owner
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 

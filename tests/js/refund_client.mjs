@@ -4,7 +4,7 @@
 //
 //   node tests/js/refund_client.mjs <baseUrl> <privateKey> <factory> <salt> <mode> <body>
 //
-// <mode>: "signature" (EIP-191 request signature, spec 5.2) or "apikey:<key>".
+// <mode>: "signature" (EIP-191 request signature) or "apikey:<key>".
 // <body>: the JSON body without "signature"; "tokenAddress" left out means the invoice's
 // token, which the Refund then names by the extra field "invoiceToken" (removed before
 // sending; null = native).

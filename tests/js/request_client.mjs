@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A JavaScript integrator: signs requests with ethers.js (EIP-191 personal_sign over the
-// canonical message of spec 5.2) and calls the API with fetch.
+// canonical message of docs/integration/authentication.md) and calls the API with fetch.
 //
 //   node tests/js/request_client.mjs <baseUrl> <privateKey> <chainId>
 //

@@ -8,6 +8,7 @@ import httpx
 from eth_account.signers.local import LocalAccount
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.services import Services
 from tests.support.signing import signed_headers
 
@@ -15,7 +16,11 @@ from tests.support.signing import signed_headers
 async def issue_api_key(services: Services, owner: LocalAccount) -> str:
     async with services.db.transaction() as session:
         _row, api_key = await create_api_key(
-            session, owner.address, "test", services.settings.secret, services.clock.now_ms()
+            session,
+            owner.address,
+            "test",
+            ServerSecrets.of(services.settings),
+            services.clock.now_ms(),
         )
     return api_key.get_secret_value()
 

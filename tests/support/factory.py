@@ -12,6 +12,7 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing.addresses import checksum_encode
 from invoicing.chain.abi import event_data_types, event_topic
+from invoicing.chain.answers import ContractRevert
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, load_artifact
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
@@ -19,7 +20,6 @@ from invoicing.chain.deploy import deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import RevertReason, decode_revert
-from invoicing.chain.rpc import ContractRevert
 from tests.support.chain import read_view
 
 FAILED_TX_GAS = 500_000

@@ -10,7 +10,14 @@ can also drop a connection without answering).
 - ``"delay"``: wait ``delay_s`` before forwarding (past the client's timeout);
 - ``"stale"``: a node stuck at block ``stale_block``: ``eth_blockNumber`` answers it, reads
   at ``latest``/``pending`` are made at it, reads at a later block get ``header not found``
-  and receipts of later blocks are null.
+  and receipts of later blocks are null;
+- ``"lie"``: a provider that lies (or whose backends lag): requests are forwarded, then
+  ``eth_blockNumber`` answers ``head_lead`` blocks more, ``eth_getTransactionCount``
+  ``count_lead`` more, ``eth_chainId`` answers ``chain_id`` when set, and with
+  ``hide_receipts`` every receipt is null.
+
+``proxy.methods`` counts the JSON-RPC methods it was asked (batch items one by one). It serves
+any path, so a test can give it a URL that carries a made-up provider key.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,6 +55,11 @@ class FaultyRpc:
         self.retry_after = "1"
         self.delay_s = 2.0
         self.stale_block = 0
+        self.head_lead = 0
+        self.count_lead = 0
+        self.chain_id: int | None = None
+        self.hide_receipts = False
+        self.methods: Counter[str] = Counter()
         self.requests = 0  # HTTP requests received
         self.faulted = 0  # of those, answered with a fault (stale: any request)
         self._http = httpx.AsyncClient(timeout=30)
@@ -90,9 +103,12 @@ class FaultyRpc:
         if fault == "delay":
             await asyncio.sleep(self.delay_s)
         sent = json.loads(body)
-        if fault == "stale":
-            items = sent if isinstance(sent, list) else [sent]
-            answers = [await self._stale(item) for item in items]
+        items = sent if isinstance(sent, list) else [sent]
+        self.methods.update(str(item.get("method")) for item in items)
+        if fault in ("stale", "lie"):
+            answers = [
+                await (self._stale if fault == "stale" else self._lie)(item) for item in items
+            ]
             answer: Any = answers if isinstance(sent, list) else answers[0]
             return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
         forwarded = await self._http.post(
@@ -121,6 +137,19 @@ class FaultyRpc:
         if method == "eth_getTransactionReceipt" and isinstance(result, dict):
             if int(result["blockNumber"], 16) > self.stale_block:
                 answer["result"] = None
+        return answer
+
+    async def _lie(self, item: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = (await self._http.post(self.node_url, json=item)).json()
+        method, result = item.get("method"), answer.get("result")
+        if method == "eth_blockNumber" and isinstance(result, str):
+            answer["result"] = hex(int(result, 16) + self.head_lead)
+        elif method == "eth_getTransactionCount" and isinstance(result, str):
+            answer["result"] = hex(int(result, 16) + self.count_lead)
+        elif method == "eth_chainId" and self.chain_id is not None:
+            answer["result"] = hex(self.chain_id)
+        elif method == "eth_getTransactionReceipt" and self.hide_receipts:
+            answer["result"] = None
         return answer
 
     async def aclose(self) -> None:

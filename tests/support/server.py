@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_port_run(count: int) -> int:
+    """The first of ``count`` consecutive ports that were all free a moment ago (``invoicing
+    dev --chains N`` listens on chain-port, chain-port+1, …; a port the OS picked alone may have
+    a busy neighbour, the likelier the more tests run at once)."""
+    while True:
+        first = free_port()
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + count):
+                    held.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return first
 
 
 @asynccontextmanager

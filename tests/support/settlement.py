@@ -23,6 +23,7 @@ from invoicing.hashing import keccak256
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
@@ -154,7 +155,9 @@ async def worlds(
         built.append(services)
         clock = services.clock
         assert isinstance(clock, FakeClock)
-        return kind(services, fake, clock, Relayer(fake, services.db, clock))
+        return kind(
+            services, fake, clock, Relayer(fake, services.db, clock, Limits.of(services.settings))
+        )
 
     try:
         yield make

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 from invoicing.settings import Settings
-from invoicing.web.context import client_address
+from invoicing.web.context import client_address, client_network
 
 PROXIES = "10.0.0.0/8, ::1/128"
 
@@ -39,3 +39,21 @@ def test_client_address(peer: str, forwarded: list[str], trusted: str, client: s
 def test_a_bad_trusted_proxy_range_stops_the_service_at_start() -> None:
     with pytest.raises(ValidationError, match="'10.0.0.0/33' is not a CIDR"):
         Settings(environment="development", trusted_proxies="127.0.0.1/32,10.0.0.0/33")
+
+
+@pytest.mark.parametrize(
+    ("peer", "network"),
+    [
+        ("203.0.113.5", "203.0.113.5"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", "2001:db8:1:2::/64"),  # the same subscriber's /64
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),  # the next /64 is another client
+        ("::ffff:203.0.113.5", "203.0.113.5"),  # IPv4-mapped: its IPv4 address
+        ("fe80::1%eth0", "fe80::/64"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_public_routes_count_a_client_by_its_ipv4_address_or_its_ipv6_64(
+    peer: str, network: str
+) -> None:
+    assert client_network(request_from(peer), "") == network

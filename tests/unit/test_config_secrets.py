@@ -13,7 +13,7 @@ from pydantic import SecretStr, ValidationError
 
 from invoicing.addresses import normalize_address
 from invoicing.auth.api_keys import API_KEY
-from invoicing.auth.secrets import hkdf_sha256
+from invoicing.auth.secrets import ServerSecrets, hkdf_sha256
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.fake import FakeChain
@@ -206,18 +206,18 @@ def legacy_encrypt(api_key: str, secret: str) -> str:
 
 
 def test_api_keys_are_encrypted_under_the_hkdf_key() -> None:
-    encrypted = API_KEY.seal(SecretStr("sk_new"), SecretStr(SECRET))
+    encrypted = API_KEY.seal(SecretStr("sk_new"), ServerSecrets(SecretStr(SECRET)))
 
-    assert API_KEY.unseal(encrypted, SecretStr(SECRET)) == SecretStr("sk_new")
+    assert API_KEY.unseal(encrypted, ServerSecrets(SecretStr(SECRET))) == SecretStr("sk_new")
     hkdf_key = hkdf_sha256(SECRET.encode(), None, b"invoicing api-key encryption v1", 32)
     assert Fernet(base64.urlsafe_b64encode(hkdf_key)).decrypt(encrypted.encode()) == b"sk_new"
-    assert API_KEY.unseal(encrypted, SecretStr("another secret")) is None
+    assert API_KEY.unseal(encrypted, ServerSecrets(SecretStr("another secret"))) is None
 
 
 def test_keys_stored_under_the_old_derivation_still_decrypt() -> None:
     stored = legacy_encrypt("sk_old", SECRET)
 
-    assert API_KEY.unseal(stored, SecretStr(SECRET)) == SecretStr("sk_old")
+    assert API_KEY.unseal(stored, ServerSecrets(SecretStr(SECRET))) == SecretStr("sk_old")
 
 
 def test_the_docs_chains_file_example_parses(

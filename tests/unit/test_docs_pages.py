@@ -67,6 +67,7 @@ def test_the_readme_leaves_configuration_to_the_docs() -> None:
     readme = (ROOT / "README.md").read_text()
 
     assert re.findall(r"INVOICING_\w+", readme) == []
+    assert len(readme.splitlines()) <= 250  # the pitch, two commands, a quickstart, links
 
 
 def documented_actions() -> set[tuple[str, str]]:
@@ -93,3 +94,33 @@ def test_the_action_table_lists_every_action_the_code_accepts() -> None:
 
     assert ("invoice.create", "POST /integration/invoices") in in_code
     assert documented_actions() == in_code
+
+
+# A citation of a document the repository does not hold: a design section, a section of the
+# interface text, an issue number, a path outside the repository. (Spelt so that this file
+# does not match itself.)
+OUTSIDE_CITATION = re.compile(
+    r"\bDES[I]GN\b|\b[Ss]pec (?:section )?\d|\b[Ss]pec's\b"
+    r"|\b[Ii]ssue #?\d|\.\./shar[e]d|\bSTYL[E]\.md"
+)
+CITING_TREES = ("src", "tests", "bench", "clients", "examples", "scripts", "docs", "contracts")
+SKIPPED = ("node_modules", "egg-info", "__pycache__", "artifacts")
+
+
+def test_nothing_cites_a_document_outside_the_repository() -> None:
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / ".ci/run", ROOT / "openapi.json"]
+    for tree in CITING_TREES:
+        files += [
+            path
+            for path in (ROOT / tree).rglob("*")
+            if path.suffix in (".py", ".mjs", ".js", ".ts", ".md", ".sol", ".toml")
+            and not any(part in SKIPPED for part in path.parts)
+        ]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if OUTSIDE_CITATION.search(line)
+    ]
+
+    assert found == []

@@ -1,7 +1,7 @@
 """The package's layers: the web layer (``invoicing.web``: the API, the payment page and every
 other HTTP surface) sits on top of the domain and is imported only by the entry points that
 serve it; the domain never imports it, nor the HTTP libraries the web layer is built on
-(STYLE.md, "Layout shows the architecture")."""
+(docs/architecture.md, CONTRIBUTING.md)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from invoicing.settings import Settings
 FACTORY = "0x" + "fa" * 20
 USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 CHAIN_KEYS = {"chain_id", "name", "native_symbol", "native_decimals", "confirmations", "explorer"}
-# The chains issue #14 asks for, by chain id.
+# The chains docs/operations/chains.md lists, by chain id.
 EXPECTED_CHAINS = {1, 8453, 42161, 10, 137, 56, 43114, 11155111, 84532}
 # The allow-listed tokens shipped per chain (symbol, decimals), in file order; each one is
 # cited in chains.toml. A chain missing here ships no token.

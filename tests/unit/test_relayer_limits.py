@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.rpc import RpcError
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.settings import Settings
+from invoicing.settlement.budget import Limits
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call, GasCapExceeded, Relayer
 
@@ -25,7 +26,8 @@ CALL = Call(TxPurpose.SET_FEE, "0x" + "fa" * 20, b"\x01\x02")
 
 
 def relayer_on(chain: FakeChain) -> Relayer:
-    return Relayer(chain, Database("sqlite:///:memory:"), FakeClock())
+    settings = Settings(environment="development")
+    return Relayer(chain, Database("sqlite:///:memory:"), FakeClock(), Limits.of(settings))
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ async def test_a_capped_estimate_asks_the_node_with_the_cap_and_stays_under_it(
 
 async def test_a_call_that_needs_more_than_the_cap_is_refused(chain: FakeChain) -> None:
     relayer = relayer_on(chain)
-    chain.gas_estimate = 18_314_244  # the gas-burning EIP-1271 wallet of issue 12
+    chain.gas_estimate = 18_314_244  # a gas-burning EIP-1271 wallet
 
     with pytest.raises(GasCapExceeded) as raised:
         await relayer.simulate(CALL, 200_000)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from invoicing.invoices.models import Invoice
 from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX, group_batches, max_batch
-from invoicing.settlement.relayer import (
+from invoicing.settlement.gas import (
     TX_GAS_CAP,
     bump,
     capped_fees,

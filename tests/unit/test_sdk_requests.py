@@ -206,6 +206,7 @@ def test_a_replayed_timestamp_is_retried_once_with_a_new_one() -> None:
         (409, "invoice_exists", e.InvoiceExists),
         (409, "nonce_mismatch", e.NonceMismatch),
         (409, "sweep_in_progress", e.SweepInProgress),
+        (409, "invoice_pending", e.InvoicePending),
         (409, "too_many_webhook_secrets", e.TooManyWebhookSecrets),
         (409, "too_many_webhook_endpoints", e.TooManyWebhookEndpoints),
         (413, "payload_too_large", e.PayloadTooLarge),

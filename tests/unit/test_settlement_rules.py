@@ -4,7 +4,7 @@ due, what a sweep moved per escrow, and which failed simulations split a batch."
 from __future__ import annotations
 
 from invoicing.chain.abi import selector
-from invoicing.chain.rpc import ContractRevert, RpcError
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.settlement.backoff import Backoff, retry_delay_s
 from invoicing.settlement.models import ParkedEscrow
 from invoicing.settlement.parking import is_due

@@ -1,4 +1,5 @@
-"""Signature mode's canonical message and recovery (DESIGN section 4 test vector)."""
+"""Signature mode's canonical message and recovery (the test vector of
+docs/integration/authentication.md)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 from pydantic import SecretStr
 
 from invoicing.auth.api_keys import API_KEY
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.notifications.client import Delivery
 from invoicing.notifications.delivery import ClaimedEvent
 from invoicing.notifications.signing import (
@@ -62,14 +63,18 @@ def test_one_changed_byte_changes_the_signature() -> None:
 
 
 def test_secrets_decrypt_only_under_the_server_secret_that_stored_them() -> None:
-    stored = WEBHOOK_SECRET.seal(SecretStr("whsec_abc"), SecretStr("server-secret-one-" * 2))
+    stored = WEBHOOK_SECRET.seal(
+        SecretStr("whsec_abc"), ServerSecrets(SecretStr("server-secret-one-" * 2))
+    )
 
     assert "whsec_abc" not in stored
-    assert WEBHOOK_SECRET.unseal(stored, SecretStr("server-secret-one-" * 2)) == SecretStr(
-        "whsec_abc"
-    )
-    assert WEBHOOK_SECRET.unseal(stored, SecretStr("server-secret-two-" * 2)) is None
-    assert API_KEY.unseal(stored, SecretStr("server-secret-one-" * 2)) is None  # another kind
+    assert WEBHOOK_SECRET.unseal(
+        stored, ServerSecrets(SecretStr("server-secret-one-" * 2))
+    ) == SecretStr("whsec_abc")
+    assert WEBHOOK_SECRET.unseal(stored, ServerSecrets(SecretStr("server-secret-two-" * 2))) is None
+    assert (
+        API_KEY.unseal(stored, ServerSecrets(SecretStr("server-secret-one-" * 2))) is None
+    )  # another kind
 
 
 def docs_verifier() -> Callable[..., bool]:

@@ -21,6 +21,7 @@
 //       │   ├── InvoiceExists          409 invoice_exists
 //       │   ├── NonceMismatch          409 nonce_mismatch
 //       │   ├── SweepInProgress        409 sweep_in_progress
+//       │   ├── InvoicePending         409 invoice_pending
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
 //       │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
 //       ├── PayloadTooLarge            413 payload_too_large
@@ -89,6 +90,7 @@ export const Conflict = errorClass(ApiError, "conflict", 409);
 export const InvoiceExists = errorClass(Conflict, "invoice_exists");
 export const NonceMismatch = errorClass(Conflict, "nonce_mismatch");
 export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
+export const InvoicePending = errorClass(Conflict, "invoice_pending");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
 export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
 export const PayloadTooLarge = errorClass(ApiError, "payload_too_large", 413);
@@ -113,7 +115,7 @@ export const ERRORS_BY_CODE = new Map(
     InvalidRequest, UnsupportedChain, UnsupportedToken, FeeTooHigh, DeadlineExpired,
     InvalidOwnerSignature, InsufficientBalance, Unauthorized, TimestampOutOfWindow,
     ReplayedRequest, Forbidden, NotFound, MethodNotAllowed, Conflict, InvoiceExists,
-    NonceMismatch, SweepInProgress, TooManyWebhookSecrets, TooManyWebhookEndpoints,
+    NonceMismatch, SweepInProgress, InvoicePending, TooManyWebhookSecrets, TooManyWebhookEndpoints,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
     DatabaseUnavailable,
   ].map((cls) => [cls.code, cls]),

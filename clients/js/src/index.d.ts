@@ -329,6 +329,7 @@ export class Conflict extends ApiError {}
 export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
+export class InvoicePending extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}
 export class PayloadTooLarge extends ApiError {}
@@ -377,7 +378,7 @@ export interface EventEnvelope {
   data: { invoice?: Invoice; [key: string]: unknown };
 }
 
-/** The spec's paid webhook (2.2); signed events carry their own envelope. */
+/** The paid webhook's body; signed events carry their own envelope. */
 export interface PaidWebhook {
   ownerAddress: string;
   chainId: number;

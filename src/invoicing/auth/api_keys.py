@@ -1,9 +1,9 @@
 """API keys: issued once, stored as a hash (lookup) plus a sealed copy (webhook headers).
 
 Issuing, sealing, listing and revoking are the owner-secret stack of ``auth.secrets``
-(:data:`API_KEY`), shared with webhook signing secrets. Keys stored before HKDF were sealed
-under ``sha256(secret)``: they still open, and ``invoicing migrate`` seals them again under
-the HKDF key (:func:`reencrypt_legacy_keys`).
+(:data:`API_KEY`, stored in :data:`API_KEY_COLUMN`), shared with webhook signing secrets.
+Keys stored before HKDF were sealed under ``sha256(secret)``: they still open, and
+``invoicing migrate`` seals them again under the HKDF key (``auth.secrets.reseal_stored``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
-from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned, secret_hash
+from invoicing.auth.secrets import (
+    SealedColumn,
+    SecretKind,
+    ServerSecrets,
+    list_owned,
+    revoke_owned,
+    secret_hash,
+)
 from invoicing.db import Database, ProcessLocal
 
 API_KEY = SecretKind(
@@ -30,20 +37,15 @@ API_KEY = SecretKind(
 )
 
 
-async def reencrypt_legacy_keys(session: AsyncSession, secret: SecretStr) -> int:
-    """Seal again under the HKDF key every stored key still under the legacy key; returns
-    how many. Keys that open under neither (another secret) are left as they are."""
-    moved = 0
-    for row in await session.scalars(select(ApiKey)):
-        resealed = API_KEY.reseal(row.key_encrypted, secret)
-        if resealed is not None:
-            row.key_encrypted = resealed
-            moved += 1
-    return moved
+API_KEY_COLUMN = SealedColumn(API_KEY, ApiKey, ApiKey.key_encrypted)
 
 
 async def create_api_key(
-    session: AsyncSession, owner_address: str, label: str | None, secret: SecretStr, now_ms: int
+    session: AsyncSession,
+    owner_address: str,
+    label: str | None,
+    secret: ServerSecrets,
+    now_ms: int,
 ) -> tuple[ApiKey, SecretStr]:
     """Issue a key for an owner; returns the row and the key (shown once)."""
     api_key = API_KEY.issue()

@@ -1,4 +1,4 @@
-"""Authenticating a request in either mode (spec section 5, DESIGN section 4)."""
+"""Authenticating a request in either mode (docs/integration/authentication.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """JSON text exactly as JavaScript's ``JSON.stringify`` writes it (no whitespace).
 
-Signature mode signs ``JSON.stringify`` output (spec 5.2). Python's ``json.dumps`` with
-``separators=(",", ":")`` and ``ensure_ascii=False`` writes the same text for strings,
-booleans, null, integers up to 2^53 and most decimals, but not for every number:
+Signature mode signs ``JSON.stringify`` output (docs/integration/authentication.md).
+Python's ``json.dumps`` with ``separators=(",", ":")`` and ``ensure_ascii=False`` writes the
+same text for strings, booleans, null, integers up to 2^53 and most decimals, but not for
+every number:
 ``1e-07`` / ``1e-7``, ``1e+16`` / ``10000000000000000``, ``1.0`` / ``1``. This module writes
 numbers with ECMAScript's Number::toString (ECMA-262 section 6.1.6.1.20): the shortest
 digits that round-trip (what Python's ``repr`` finds too), in positional notation for

@@ -9,6 +9,13 @@ other. API keys stored before HKDF were sealed under ``sha256(INVOICING_SECRET)`
 still opens those (``legacy_key``) and :meth:`SecretKind.reseal` moves them to the HKDF key.
 An API key is also stored as its SHA-256 (:func:`secret_hash`): how a presented key is found.
 
+The server's secrets change (docs/operations/configuration.md#rotating-invoicing_secret):
+:class:`ServerSecrets` holds ``INVOICING_SECRET``, which seals and opens, and during a rotation
+``INVOICING_PREVIOUS_SECRET``, which only opens. ``invoicing migrate`` seals every stored
+token again under the current one (:func:`reseal_stored`); every process that uses stored
+secrets refuses to start while an active one opens under neither (:func:`unreadable_stored`),
+instead of sending webhooks without their API key or signature.
+
 Both are rows of an owner with the :class:`OwnedSecret` columns: listed oldest first, revoked
 ones included (:func:`list_owned`); revoked by their owner only, another owner's id being 404
 like an unknown one, and revoking twice keeps the first time (:func:`revoke_owned`).
@@ -22,20 +29,47 @@ import hashlib
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import SecretStr
-from sqlalchemy import BigInteger, String, select
+from sqlalchemy import BigInteger, String, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import InstrumentedAttribute, Mapped, mapped_column
 
 from invoicing.errors import NotFound
 
 # Random bytes in a secret (43 URL-safe characters after the prefix).
 SECRET_BYTES = 32
+
+
+class _SecretSettings(Protocol):
+    """What :meth:`ServerSecrets.of` reads of the settings."""
+
+    @property
+    def secret(self) -> SecretStr: ...
+
+    @property
+    def previous_secret(self) -> SecretStr | None: ...
+
+
+@dataclass(frozen=True)
+class ServerSecrets:
+    """``INVOICING_SECRET`` (``current``: seals and opens) and, while a rotation is under
+    way, ``INVOICING_PREVIOUS_SECRET`` (``previous``: only opens)."""
+
+    current: SecretStr
+    previous: SecretStr | None = None
+
+    @classmethod
+    def of(cls, settings: _SecretSettings) -> ServerSecrets:
+        return cls(settings.secret, settings.previous_secret)
+
+    def values(self) -> tuple[str, ...]:
+        previous = () if self.previous is None else (self.previous.get_secret_value(),)
+        return (self.current.get_secret_value(), *previous)
 
 
 @dataclass(frozen=True)
@@ -51,22 +85,23 @@ class SecretKind:
     def issue(self) -> SecretStr:
         return SecretStr(self.prefix + secrets.token_urlsafe(SECRET_BYTES))
 
-    def seal(self, secret: SecretStr, server_secret: SecretStr) -> str:
-        current, _ = _fernets(self, server_secret.get_secret_value())
+    def seal(self, secret: SecretStr, server: ServerSecrets) -> str:
+        current, _ = _fernets(self, server.values())
         return current.encrypt(secret.get_secret_value().encode()).decode()
 
-    def unseal(self, token: str, server_secret: SecretStr) -> SecretStr | None:
+    def unseal(self, token: str, server: ServerSecrets) -> SecretStr | None:
         """The secret in clear; None if it was sealed under another server secret."""
-        _, any_key = _fernets(self, server_secret.get_secret_value())
+        _, any_key = _fernets(self, server.values())
         try:
             return SecretStr(any_key.decrypt(token.encode()).decode())
         except InvalidToken:
             return None
 
-    def reseal(self, token: str, server_secret: SecretStr) -> str | None:
-        """``token`` sealed again under the HKDF key when it is under the legacy key; None
-        when it already is under the HKDF key, or opens under neither (another secret)."""
-        current, any_key = _fernets(self, server_secret.get_secret_value())
+    def reseal(self, token: str, server: ServerSecrets) -> str | None:
+        """``token`` sealed again under the current HKDF key when it opens under another key
+        (the legacy one, or the previous secret's); None when it already is under the current
+        HKDF key, or opens under none (a secret no longer configured)."""
+        current, any_key = _fernets(self, server.values())
         try:
             current.decrypt(token.encode())
             return None
@@ -86,14 +121,20 @@ def hkdf_sha256(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> byt
 
 
 @functools.lru_cache(maxsize=8)
-def _fernets(kind: SecretKind, server_secret: str) -> tuple[Fernet, Fernet | MultiFernet]:
-    """(the HKDF key; every key that opens this kind's tokens, the HKDF key first)."""
+def _fernets(kind: SecretKind, secrets: tuple[str, ...]) -> tuple[Fernet, Fernet | MultiFernet]:
+    """(the current secret's HKDF key; every key that opens this kind's tokens, that one
+    first, then its legacy key, then the previous secret's)."""
+    keys = [key for secret in secrets for key in _keys(kind, secret)]
+    return keys[0], keys[0] if len(keys) == 1 else MultiFernet(keys)
+
+
+def _keys(kind: SecretKind, server_secret: str) -> list[Fernet]:
     key = hkdf_sha256(server_secret.encode(), None, kind.encryption_info, 32)
-    current = Fernet(base64.urlsafe_b64encode(key))
-    if not kind.legacy_key:
-        return current, current
-    legacy = Fernet(base64.urlsafe_b64encode(hashlib.sha256(server_secret.encode()).digest()))
-    return current, MultiFernet([current, legacy])
+    keys = [Fernet(base64.urlsafe_b64encode(key))]
+    if kind.legacy_key:
+        legacy = hashlib.sha256(server_secret.encode()).digest()
+        keys.append(Fernet(base64.urlsafe_b64encode(legacy)))
+    return keys
 
 
 def secret_hash(secret: str) -> str:
@@ -139,3 +180,39 @@ async def revoke_owned(
     if row.revoked_at is None:
         row.revoked_at = now_ms
     return row
+
+
+@dataclass(frozen=True)
+class SealedColumn:
+    """Where one kind of owner secret is stored sealed: a token column of an
+    :class:`OwnedSecret` model."""
+
+    kind: SecretKind
+    model: type[OwnedSecret]
+    token: InstrumentedAttribute[str]
+
+
+async def unreadable_stored(
+    session: AsyncSession, sealed: SealedColumn, server: ServerSecrets
+) -> int:
+    """How many active (unrevoked) secrets of ``sealed`` open under none of the server's
+    secrets: sealed under an ``INVOICING_SECRET`` that is no longer configured."""
+    model = sealed.model
+    tokens = await session.scalars(select(sealed.token).where(model.revoked_at.is_(None)))
+    return sum(1 for token in tokens if sealed.kind.unseal(token, server) is None)
+
+
+async def reseal_stored(session: AsyncSession, sealed: SealedColumn, server: ServerSecrets) -> int:
+    """Seal again under the current secret every stored token of ``sealed`` that opens under
+    another key (legacy, or ``INVOICING_PREVIOUS_SECRET``); returns how many. Tokens that open
+    under none are left as they are."""
+    model = sealed.model
+    moved = 0
+    for secret_id, token in await session.execute(select(model.id, sealed.token)):
+        resealed = sealed.kind.reseal(token, server)
+        if resealed is not None:
+            await session.execute(
+                update(model).where(model.id == secret_id).values({sealed.token: resealed})
+            )
+            moved += 1
+    return moved

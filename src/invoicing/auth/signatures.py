@@ -1,11 +1,11 @@
-"""Signature mode (spec 5.2): the canonical message and who signed it.
+"""Signature mode (docs/integration/authentication.md): the canonical message and its signer.
 
 message = ``Service API Request Signature`` + ``\\n`` + canonical JSON, where the canonical
 JSON is ``{"action","ownerAddress","timestamp","payload"}`` in that order with no whitespace
 (``JSON.stringify`` output). Recovery uses eth-keys' coincurve (compiled secp256k1) backend.
 
-Forms accepted besides the payload exactly as sent (DESIGN section 4, README "Signature
-mode"): keys sorted recursively; for GET and DELETE, query values typed by the route's query
+Forms accepted besides the payload exactly as sent (docs/integration/authentication.md):
+keys sorted recursively; for GET and DELETE, query values typed by the route's query
 schema (``{"chainId":31337,"invoiceId":"1"}``) as well as all strings; and each form's
 numbers written either as ``JSON.stringify`` writes them (``1e-7``, ``1e+21``) or as
 Python's ``json.dumps`` does (``1e-07``), so JavaScript and Python clients both verify.

@@ -4,7 +4,9 @@
 they start and refuse to run on the first difference, with one line naming the chain and
 what differs:
 
-- the node's ``eth_chainId`` is not the configured ``chain_id``;
+- the node's ``eth_chainId`` is not the configured ``chain_id``, on any of the chain's URLs
+  (each is asked; a backup URL on another chain refuses the start, and one that does not
+  answer is named in a warning);
 - the factory address has no code, or its runtime code is not the shipped PaymentFactory
   artifact's (the byte ranges the constructor fills with immutables, listed by the artifact's
   ``immutableReferences``, are left out of the comparison);
@@ -13,24 +15,29 @@ what differs:
 - an allow-listed token's ``decimals()`` is not its configured decimals.
 
 ``/readyz`` repeats the cheap ones (:func:`cheap_problem`: chain id, factory code present).
-No line shows an RPC URL (it may carry a provider's API key) or a key.
+No line shows an RPC URL's path, query or user part (they may carry a provider's API key) or a
+key: URLs are named by position and redacted host.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError, RpcPolicy
+from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
+
+log = logging.getLogger(__name__)
 
 # Any owner and salt do: the factory and the service must agree on every pair.
 PROBE_OWNER = "0x00000000000000000000000000000000000000A1"
@@ -91,6 +98,8 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
         raise ChainCheckFailed(
             config, f"the RPC node reports chain id {node_chain_id}, configured {config.chain_id}"
         )
+    if len(evm.rpc.urls) > 1:
+        await _verify_every_url(config, evm)
     if not bytes.fromhex(str(code)[2:]):
         raise ChainCheckFailed(config, f"no contract at the factory address {factory}")
     if not same_runtime_code(bytes.fromhex(str(code)[2:]), load_artifact(PAYMENT_FACTORY)):
@@ -112,6 +121,30 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
         if decimals != token.decimals:
             raise ChainCheckFailed(
                 config, f"{label}: decimals() is {decimals}, configured {token.decimals}"
+            )
+
+
+async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
+    """Every URL of the chain reports the configured chain id (named by position: a URL may
+    carry a provider's key)."""
+    answers = await evm.rpc.batch_each([("eth_chainId", [])])
+    for number, answer in enumerate(answers, 1):
+        try:
+            node_chain_id = None if answer is None else quantity(answer[0])
+        except ValueError:
+            node_chain_id = None
+        if node_chain_id is None:
+            log.warning(
+                "chain %s (%s): %s did not report its chain id at start-up",
+                config.chain_id,
+                config.name,
+                evm.rpc.url_name(number - 1),
+            )
+        elif node_chain_id != config.chain_id:
+            raise ChainCheckFailed(
+                config,
+                f"{evm.rpc.url_name(number - 1)} reports chain id {node_chain_id}, "
+                f"configured {config.chain_id}",
             )
 
 

@@ -3,7 +3,8 @@ tokens it accepts and how the relayer may spend there (``ChainConfig``, ``TokenC
 
 Built from the chains file (:mod:`invoicing.chain.chains_file`) or given inline, and held by
 ``Settings``; every part that talks to a chain reads its ``ChainConfig``. A relayer key is a
-pydantic ``SecretStr``: no repr, log line or error shows it.
+pydantic ``SecretStr``: no repr, log line or error shows it. RPC URLs are secrets too (a
+provider's key often sits in the path or query): the repr leaves them out.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ class ChainConfig:
 
     chain_id: int
     name: str
-    rpc_url: str
+    rpc_url: str = field(repr=False)
     factory: str
     confirmations: int = 1
     relayer_key: SecretStr | None = None
@@ -55,7 +56,7 @@ class ChainConfig:
     max_fee_per_gas: int | None = None  # never pay more per gas, bumps included
     relayer_min_balance: int | None = None  # below it the chain is degraded, withdrawals wait
     # Every JSON-RPC URL of the chain, in order of preference (empty: just ``rpc_url``).
-    rpc_urls: tuple[str, ...] = ()
+    rpc_urls: tuple[str, ...] = field(default=(), repr=False)
     # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
     # the latest block's baseFeePerGas.
     eip1559: bool | None = None

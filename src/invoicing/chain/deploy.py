@@ -25,6 +25,7 @@ from eth_account import Account
 
 from invoicing.addresses import address_bytes, checksum_encode, normalize_address
 from invoicing.chain.abi import encode_call
+from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import (
     PAYMENT_FACTORY,
@@ -35,7 +36,6 @@ from invoicing.chain.artifacts import (
 )
 from invoicing.chain.checks import same_runtime_code
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.rpc import RpcError
 from invoicing.hashing import keccak256
 
 # The deterministic deployment proxy, from its official repository

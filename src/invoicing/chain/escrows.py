@@ -1,6 +1,6 @@
 """Escrow addresses, computed locally the way the factory's CREATE2 deploys them.
 
-DESIGN.md section 2::
+docs/architecture.md#escrows::
 
     create2_salt = keccak256(abi.encode(owner, salt))
     address      = keccak256(0xff ++ factory ++ create2_salt ++ keccak256(escrow_init_code))[12:]

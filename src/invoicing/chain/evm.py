@@ -10,7 +10,8 @@ from typing import Any
 
 from eth_account import Account
 
-from invoicing.chain.rpc import JsonRpc, RpcError, RpcPolicy
+from invoicing.chain.answers import RpcError
+from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 
 BlockRef = int | str

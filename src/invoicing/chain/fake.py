@@ -17,16 +17,17 @@ an account's native balance is the one ``balances`` reads.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
 from invoicing.addresses import address_bytes, normalize_address
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
-from invoicing.chain.gateway import ChainGateway, configured_symbol
-from invoicing.chain.rpc import ContractRevert, RpcError
+from invoicing.chain.gateway import ChainGateway, NonceUse, configured_symbol
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 
@@ -199,6 +200,13 @@ class FakeChain:
         self._check("transaction_count")
         mined = self.mined_counts.get(address.lower(), 0)
         return self.pending_counts.get(address.lower(), mined) if block == "pending" else mined
+
+    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
+        self._check("nonce_use")
+        for tx_hash in hashes:
+            if tx_hash in self.receipts:
+                return NonceUse(self.receipts[tx_hash], taken=False)
+        return NonceUse(None, taken=self.mined_counts.get(address.lower(), 0) > nonce)
 
     async def send_raw_transaction(self, raw: bytes) -> str:
         self._check("send_raw_transaction")

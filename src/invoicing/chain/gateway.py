@@ -10,17 +10,30 @@ ships beside it for unit tests.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import create2_address
-from invoicing.chain.evm import BlockRef, EvmClient
-from invoicing.chain.rpc import RpcError
+from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.errors import ChainUnavailable, UnsupportedChain
+
+
+@dataclass(frozen=True)
+class NonceUse:
+    """What became of a relayer nonce whose transactions the preferred URL has no receipt for
+    (``ChainGateway.nonce_use``)."""
+
+    receipt: dict[str, Any] | None  # one of its transactions' receipt, found on any URL
+    # No URL holds a receipt of them, and a URL reports the nonce mined in the same answer
+    # as it reports no receipt: another transaction took the nonce.
+    taken: bool
 
 
 class ChainGateway(Protocol):
@@ -89,7 +102,15 @@ class ChainGateway(Protocol):
         ...
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
-        """Transactions sent from ``address`` (mined ones only at ``"latest"``)."""
+        """Transactions sent from ``address`` (mined ones only at ``"latest"``); over several
+        URLs the lowest count any reports (an over-reported count is not believed)."""
+        ...
+
+    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
+        """Whether a transaction of ``hashes`` (one nonce's signed versions) was mined after
+        all, or another transaction took ``nonce``: asked of every URL, each in one batch, so
+        a URL that lags or hides receipts cannot declare the nonce taken. ChainUnavailable
+        when no URL answers."""
         ...
 
     async def send_raw_transaction(self, raw: bytes) -> str:
@@ -219,7 +240,36 @@ class EvmGateway:
             raise ChainUnavailable(f"balance read failed on chain {self.config.chain_id}") from exc
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
-        return await self.evm.get_transaction_count(address, block)
+        if len(self.evm.rpc.urls) == 1:
+            return await self.evm.get_transaction_count(address, block)
+        request = (
+            "eth_getTransactionCount",
+            [address, block if isinstance(block, str) else hex(block)],
+        )
+        counts = [
+            _quantity(answer[0]) for answer in await self.evm.rpc.batch_each([request]) if answer
+        ]
+        known = [count for count in counts if count is not None]
+        if not known:
+            raise ChainUnavailable(f"no transaction count on chain {self.config.chain_id}")
+        return min(known)
+
+    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
+        requests = [("eth_getTransactionCount", [address, "latest"])]
+        requests += [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in hashes]
+        answers = [answer for answer in await self.evm.rpc.batch_each(requests) if answer]
+        if not answers:
+            raise ChainUnavailable(f"no URL answered on chain {self.config.chain_id}")
+        taken = False
+        for answer in answers:
+            count, *receipts = answer
+            for receipt in receipts:
+                if isinstance(receipt, dict):
+                    return NonceUse(normalize_receipt(receipt), taken=False)
+            mined = _quantity(count)
+            absent = all(receipt is None for receipt in receipts)  # an error is no answer
+            taken = taken or (mined is not None and mined > nonce and absent)
+        return NonceUse(None, taken)
 
     async def send_raw_transaction(self, raw: bytes) -> str:
         return await self.evm.send_raw_transaction(raw)
@@ -229,6 +279,13 @@ class EvmGateway:
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
         return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
+
+
+def _quantity(value: Any) -> int | None:
+    try:
+        return quantity(value)
+    except ValueError:
+        return None
 
 
 def configured_symbol(config: ChainConfig, token: str | None) -> str:

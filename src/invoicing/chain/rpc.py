@@ -2,18 +2,21 @@
 
 Failover: every request has a timeout; a timeout, a dropped connection, HTTP 429 (its
 ``Retry-After`` honoured up to a cap), 5xx or another non-JSON-RPC answer, and the JSON-RPC
-errors that say the provider (not the call) failed (rate limits, a block it does not have
-yet) are retried, with jittered backoff, on the next URL. A URL that failed
-``failures_before_cooldown`` times in a row is set aside for ``cooldown_s`` and then used
-again. At most ``max_attempts`` attempts per request; then :class:`ChainUnavailable`.
+errors that say the provider (not the call) failed (``chain.answers``) are retried, with
+jittered backoff, on the next URL. A URL that failed ``failures_before_cooldown`` times in a
+row is set aside for ``cooldown_s`` and then used again. At most ``max_attempts`` attempts per
+request; then :class:`ChainUnavailable`. The call's own JSON-RPC error is raised at once
+(``RpcError``, ``ContractRevert``: ``chain.answers``), never retried.
 
 Every HTTP attempt of a client that knows its chain is counted in
 ``invoicing_rpc_requests_total`` (outcome ok, rpc_error, timeout, connect_error,
 http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
 
-A JSON-RPC error that is the call's own answer becomes :class:`RpcError` at once (never
-retried), and a contract revert during ``eth_call``/``eth_estimateGas`` becomes
-:class:`ContractRevert` carrying the revert data.
+Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs every URL is
+asked, and the head believed follows the rule of ``chain.heads``. A URL that reports more
+than is believed, like one that lags, serves requests only after the others.
+
+A URL is a secret: no repr, log line, metric label or error shows one (``chain.urls``).
 """
 
 from __future__ import annotations
@@ -24,58 +27,18 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 
 from invoicing import metrics
+from invoicing.chain.answers import RpcError, provider_refused, quantity, raise_for_error
+from invoicing.chain.heads import HeadBelief
+from invoicing.chain.urls import redact_url
 from invoicing.errors import ChainUnavailable
 
 log = logging.getLogger(__name__)
-
-# JSON-RPC errors about the provider, not the call: another URL may answer.
-PROVIDER_ERROR_CODES = {-32005, 429}
-PROVIDER_ERROR_WORDS = ("header not found", "unknown block", "rate limit", "too many requests")
-
-
-class RpcError(Exception):
-    """The node answered with a JSON-RPC error object."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"rpc error {code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class ContractRevert(RpcError):
-    """A call or gas estimate reverted; ``revert_data`` holds the raw revert bytes."""
-
-    def __init__(self, code: int, message: str, revert_data: bytes) -> None:
-        super().__init__(code, message, "0x" + revert_data.hex())
-        self.revert_data = revert_data
-
-
-def _revert_data(error: dict[str, Any]) -> bytes | None:
-    message = str(error.get("message", ""))
-    data = error.get("data")
-    if isinstance(data, dict):
-        data = data.get("data")
-    if isinstance(data, str) and data.startswith("0x"):
-        return bytes.fromhex(data[2:])
-    if "revert" in message.lower():
-        return b""
-    return None
-
-
-def _raise_for_error(error: dict[str, Any]) -> None:
-    code = int(error.get("code", -32000))
-    message = str(error.get("message", ""))
-    revert = _revert_data(error)
-    if revert is not None:
-        raise ContractRevert(code, message, revert)
-    raise RpcError(code, message, error.get("data"))
 
 
 @dataclass(frozen=True)
@@ -89,6 +52,10 @@ class RpcPolicy:
     retry_after_max_s: float = 30.0  # a longer Retry-After is cut to this
     failures_before_cooldown: int = 3
     cooldown_s: float = 60.0
+    # A head no second URL reports is believed only this far ahead of the last head two URLs
+    # reported, plus this many blocks for every second since that head rose (chain.heads).
+    head_lead_max_blocks: int = 16
+    head_max_blocks_per_s: float = 5.0
 
 
 class _Retry(Exception):
@@ -102,20 +69,12 @@ class _Retry(Exception):
 
 @dataclass
 class _Endpoint:
-    url: str
+    url: str = field(repr=False)  # a secret: see redact_url
     failures: int = 0  # in a row
     resting_until: float = 0.0  # monotonic time; set aside (used only if all are) until then
     retry_at: float = 0.0  # monotonic time; its Retry-After asked for no request before then
     head: int | None = None  # the block number it last reported
-
-
-def _provider_error(error: Any) -> bool:
-    if not isinstance(error, dict):
-        return False
-    message = str(error.get("message", "")).lower()
-    return error.get("code") in PROVIDER_ERROR_CODES or any(
-        word in message for word in PROVIDER_ERROR_WORDS
-    )
+    ahead: bool = False  # it reported a head beyond the believed one
 
 
 def _retry_after_s(value: str | None) -> float | None:
@@ -150,13 +109,18 @@ class JsonRpc:
         self.url = urls[0]
         self.calls = 0
         self._endpoints = [_Endpoint(url) for url in urls]
-        self.best_head = 0  # the highest block number any URL reported
+        self.best_head = 0  # the believed head (see head)
+        self._belief = HeadBelief(policy.head_lead_max_blocks, policy.head_max_blocks_per_s)
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=policy.timeout_s)
 
     @property
     def urls(self) -> list[str]:
         return [endpoint.url for endpoint in self._endpoints]
+
+    def url_name(self, index: int) -> str:
+        """How lines and errors name the URL at ``index``: its position and redacted URL."""
+        return f"RPC URL #{index + 1} ({redact_url(self._endpoints[index].url)})"
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -168,11 +132,11 @@ class JsonRpc:
 
         def rank(i: int) -> tuple[bool, bool, bool, float, int]:
             endpoint = self._endpoints[i]
-            lagging = endpoint.head is not None and endpoint.head < self.best_head
+            off_head = endpoint.head is not None and endpoint.head != self.best_head
             return (
                 endpoint.resting_until > now,
                 i in tried,
-                lagging,
+                off_head,  # lagging, or reporting a head that is not believed
                 max(endpoint.retry_at, now),
                 i,
             )
@@ -190,8 +154,8 @@ class JsonRpc:
         endpoint.resting_until = now + self.policy.cooldown_s
         if endpoint.failures == self.policy.failures_before_cooldown:
             log.warning(
-                "RPC URL #%d set aside for %.1f s after %d failures in a row (%s)",
-                self._endpoints.index(endpoint) + 1,
+                "%s set aside for %.1f s after %d failures in a row (%s)",
+                self.url_name(self._endpoints.index(endpoint)),
                 self.policy.cooldown_s,
                 endpoint.failures,
                 failure,
@@ -263,7 +227,7 @@ class JsonRpc:
             raise _Retry(f"HTTP {response.status_code}, not a JSON-RPC answer")
         if response.status_code >= 500 and not all("error" in item for item in items):
             raise _Retry(f"HTTP {response.status_code}")
-        if any(_provider_error(item.get("error")) for item in items):
+        if any(provider_refused(item.get("error")) for item in items):
             raise _Retry(
                 "the provider refused (rate limit or a block it lacks)", kind="provider_error"
             )
@@ -274,23 +238,49 @@ class JsonRpc:
         return answer
 
     async def head(self) -> int:
-        """The highest ``eth_blockNumber`` of the URLs, asked all at once. Each URL's answer is
-        kept: one behind the highest is lagging and serves requests only after the others
-        until it catches up. URLs set aside are asked too when the others answer nothing
-        newer than a head seen before (they lag, or fail). When none answers, the request
-        goes through the usual failover (or raises ChainUnavailable)."""
-        if len(self._endpoints) > 1:
-            now = time.monotonic()
-            live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
-            answered = await self._heads(live)
-            if not answered or max(answered) <= self.best_head:
-                answered += await self._heads([e for e in self._endpoints if e not in live])
-            if answered:
-                self.best_head = max(self.best_head, *answered)
-                return max(answered)
-        head = int(await self.call("eth_blockNumber"), 16)
-        self.best_head = max(self.best_head, head)
-        return head
+        """The believed head: with one URL its ``eth_blockNumber``; with several, every URL is
+        asked at once and the highest head that a second URL reports too, or that is within
+        the chain's pace of the last such head (``chain.heads``), is believed. The answer never
+        goes below one given before. Each URL's answer is kept: one behind or ahead of the
+        believed head serves requests only after the others. URLs set aside are asked too
+        when the others answer nothing newer than a head seen before (they lag, or fail).
+        When none answers, the request goes through the usual failover (or raises
+        ChainUnavailable)."""
+        if len(self._endpoints) == 1:
+            head = await self._called_head()
+            self.best_head = max(self.best_head, head)
+            return head
+        now = time.monotonic()
+        live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
+        answered = await self._heads(live)
+        if not answered or max(answered) <= self.best_head:
+            answered += await self._heads([e for e in self._endpoints if e not in live])
+        if not answered:
+            answered = [await self._called_head()]
+        self._believe(answered)
+        return self.best_head
+
+    async def _called_head(self) -> int:
+        try:
+            return quantity(await self.call("eth_blockNumber"))
+        except ValueError:
+            raise ChainUnavailable("RPC sent a malformed block number") from None
+
+    def _believe(self, heads: list[int]) -> None:
+        """Raise ``best_head`` to the head believed among ``heads`` (``chain.heads``)."""
+        self._belief = self._belief.after(heads, time.monotonic())
+        self.best_head = max(self.best_head, self._belief.believed)
+        for number, endpoint in enumerate(self._endpoints, 1):
+            ahead = endpoint.head is not None and endpoint.head > self.best_head
+            if ahead and not endpoint.ahead:
+                log.warning(
+                    "%s reports head %d, ahead of the believed %d that no other URL "
+                    "or the chain's pace confirms: not believed",
+                    self.url_name(number - 1),
+                    endpoint.head,
+                    self.best_head,
+                )
+            endpoint.ahead = ahead
 
     async def _heads(self, endpoints: list[_Endpoint]) -> list[int]:
         heads = await asyncio.gather(*(self._head_of(endpoint) for endpoint in endpoints))
@@ -300,7 +290,7 @@ class JsonRpc:
         body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "eth_blockNumber", "params": []}
         try:
             answer = await self._attempt(endpoint.url, body)
-            head = int(answer["result"], 16)
+            head = quantity(answer["result"])
         except _Retry as failure:
             self._failed(endpoint, failure)
             return None
@@ -310,6 +300,30 @@ class JsonRpc:
         endpoint.failures = 0
         return head
 
+    async def batch_each(self, requests: Sequence[tuple[str, list[Any]]]) -> list[list[Any] | None]:
+        """Send the same JSON-RPC batch to every URL not set aside, all at once (no failover):
+        for each URL in order its results (a JSON-RPC error as the RpcError in its place), or
+        None when it did not answer or answered malformed. For answers that must not be taken
+        on one URL's word."""
+        now = time.monotonic()
+
+        async def ask(endpoint: _Endpoint) -> list[Any] | None:
+            if endpoint.resting_until > now:
+                return None
+            first, body = self._batch_body(requests)
+            try:
+                answers = await self._attempt(endpoint.url, body)
+            except _Retry as failure:
+                self._failed(endpoint, failure)
+                return None
+            endpoint.failures = 0
+            try:
+                return self._results(first, len(requests), answers, return_errors=True)
+            except ChainUnavailable:
+                return None
+
+        return list(await asyncio.gather(*(ask(endpoint) for endpoint in self._endpoints)))
+
     async def call(self, method: str, params: list[Any] | None = None) -> Any:
         """Send one request and return its ``result``."""
         answer = await self._post(
@@ -318,7 +332,7 @@ class JsonRpc:
         if not isinstance(answer, dict):
             raise ChainUnavailable("RPC sent a malformed answer")
         if "error" in answer:
-            _raise_for_error(answer["error"])
+            raise_for_error(answer["error"])
         return answer.get("result")
 
     async def batch(
@@ -329,6 +343,10 @@ class JsonRpc:
         its place as the RpcError."""
         if not requests:
             return []
+        first, body = self._batch_body(requests)
+        return self._results(first, len(requests), await self._post(body), return_errors)
+
+    def _batch_body(self, requests: Sequence[tuple[str, list[Any]]]) -> tuple[int, Any]:
         first = next(self._ids)
         for _ in requests[1:]:
             next(self._ids)
@@ -336,18 +354,21 @@ class JsonRpc:
             {"jsonrpc": "2.0", "id": first + i, "method": method, "params": params}
             for i, (method, params) in enumerate(requests)
         ]
-        answers = await self._post(body)
+        return first, body
+
+    @staticmethod
+    def _results(first: int, count: int, answers: Any, return_errors: bool) -> list[Any]:
         if not isinstance(answers, list):
             raise ChainUnavailable("RPC sent a malformed batch answer")
         by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
         results: list[Any] = []
-        for i in range(len(requests)):
+        for i in range(count):
             answer = by_id.get(first + i)
             if answer is None:
                 raise ChainUnavailable("RPC dropped a batch item")
             if "error" in answer:
                 try:
-                    _raise_for_error(answer["error"])
+                    raise_for_error(answer["error"])
                 except RpcError as exc:
                     if not return_errors:
                         raise

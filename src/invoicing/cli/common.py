@@ -11,8 +11,15 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from invoicing import logs
+from invoicing.auth.api_keys import API_KEY_COLUMN
+from invoicing.auth.secrets import SealedColumn, ServerSecrets, reseal_stored, unreadable_stored
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
+from invoicing.db import Database
+from invoicing.notifications.signing import WEBHOOK_SECRET_COLUMN
 from invoicing.settings import Settings
+
+# Every column of owner secrets sealed under INVOICING_SECRET.
+SEALED_COLUMNS: tuple[SealedColumn, ...] = (API_KEY_COLUMN, WEBHOOK_SECRET_COLUMN)
 
 # ``--env-file`` of the operator commands: the file ``invoicing dev`` writes (its ready line's
 # ``env_file``), or any file of ``INVOICING_*=value`` lines.
@@ -78,6 +85,51 @@ async def verify_chains_or_refuse(settings: Settings) -> None:
         await verify_chains(settings.chain_configs().values(), policy=settings.rpc_policy())
     except ChainCheckFailed as exc:
         refuse(exc)
+
+
+async def verify_secrets_or_refuse(settings: Settings) -> None:
+    """Refuse to start (exit 1, one line on stderr) when stored API keys or webhook secrets
+    open under neither INVOICING_SECRET nor INVOICING_PREVIOUS_SECRET: webhooks would go out
+    without their API key or signature."""
+    unreadable = await unreadable_secrets(settings.database_url, settings)
+    if unreadable:
+        counts = " and ".join(f"{count} {noun}(s)" for noun, count in unreadable.items())
+        refuse(
+            f"{counts} stored in the database do not decrypt under INVOICING_SECRET "
+            "(nor INVOICING_PREVIOUS_SECRET): it changed. Set the secret they were sealed "
+            "under back, or as INVOICING_PREVIOUS_SECRET and run `invoicing migrate` "
+            "(docs/operations/configuration.md#rotating-invoicing_secret)"
+        )
+
+
+async def unreadable_secrets(database_url: str, settings: Settings) -> dict[str, int]:
+    """Active stored secrets that open under none of the configured secrets, by kind."""
+    db = Database(database_url)
+    try:
+        async with db.sessions() as session:
+            counts = {
+                sealed.kind.noun: await unreadable_stored(
+                    session, sealed, ServerSecrets.of(settings)
+                )
+                for sealed in SEALED_COLUMNS
+            }
+    finally:
+        await db.dispose()
+    return {noun: count for noun, count in counts.items() if count}
+
+
+async def reseal_secrets(database_url: str, settings: Settings) -> dict[str, int]:
+    """Seal every stored secret that opens under another key again under INVOICING_SECRET;
+    how many, by kind."""
+    db = Database(database_url)
+    try:
+        async with db.transaction() as session:
+            return {
+                sealed.kind.noun: await reseal_stored(session, sealed, ServerSecrets.of(settings))
+                for sealed in SEALED_COLUMNS
+            }
+    finally:
+        await db.dispose()
 
 
 def refuse(reason: Exception | str) -> NoReturn:

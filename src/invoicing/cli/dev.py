@@ -41,12 +41,13 @@ from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilError, AnvilProcess
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.deploy import DeploymentFailed, DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.cli.common import configure_logging, refuse
+from invoicing.cli.common import configure_logging, refuse, verify_secrets_or_refuse
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
@@ -209,6 +210,7 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     chains = [_chain_facts(chain) for chain in settings.chain_configs().values()]
     await verify_chains(settings.chain_configs().values())
     await upgrade(settings.database_url)
+    await verify_secrets_or_refuse(settings)  # --database-url may name a kept database
     services = build_services(settings)
     owner = Account.from_key(DEV_PRIVATE_KEYS[0]).address
     api_key = await _issue_dev_key(services, owner)
@@ -302,7 +304,11 @@ async def _issue_dev_key(services: Services, owner: str) -> str:
     one cannot be shown again)."""
     async with services.db.transaction() as session:
         _row, api_key = await create_api_key(
-            session, owner, "invoicing dev", services.settings.secret, services.clock.now_ms()
+            session,
+            owner,
+            "invoicing dev",
+            ServerSecrets.of(services.settings),
+            services.clock.now_ms(),
         )
     return api_key.get_secret_value()
 

@@ -11,9 +11,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.deploy import DeploymentFailed, deploy_factory
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.rpc import RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import BadArgument, RecoveryRefused, load_sender_key, parse_options
 from invoicing.recovery.sweep import recover as run_recovery

@@ -17,6 +17,7 @@ import typer
 
 from invoicing.addresses import normalize_address
 from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.cli.common import EnvFileOption, load_settings, verify_chains_or_refuse
 from invoicing.clock import SystemClock
 from invoicing.db import Database
@@ -93,7 +94,11 @@ def api_keys_create(
         try:
             async with db.transaction() as session:
                 row, api_key = await create_api_key(
-                    session, owner_address, label, settings.secret, SystemClock().now_ms()
+                    session,
+                    owner_address,
+                    label,
+                    ServerSecrets.of(settings),
+                    SystemClock().now_ms(),
                 )
             return {
                 "id": row.id,

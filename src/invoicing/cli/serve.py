@@ -13,9 +13,15 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 
-from invoicing.auth.api_keys import reencrypt_legacy_keys
-from invoicing.cli.common import configure_logging, load_settings, refuse, verify_chains_or_refuse
-from invoicing.db import Database
+from invoicing.cli.common import (
+    configure_logging,
+    load_settings,
+    refuse,
+    reseal_secrets,
+    unreadable_secrets,
+    verify_chains_or_refuse,
+    verify_secrets_or_refuse,
+)
 from invoicing.migrate import upgrade_sync
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
@@ -34,6 +40,7 @@ def serve(
     configure_logging()
     settings = load_settings()
     asyncio.run(verify_chains_or_refuse(settings))
+    asyncio.run(verify_secrets_or_refuse(settings))
     application = create_app(build_services(settings), run_workers_in_process=workers)
     freeze_startup_objects()
     # X-Forwarded-For is read only from INVOICING_TRUSTED_PROXIES (invoicing.ratelimit), not
@@ -62,6 +69,7 @@ def worker(
     async def main() -> None:
         settings = load_settings()
         await verify_chains_or_refuse(settings)
+        await verify_secrets_or_refuse(settings)
         services = build_services(settings)
         freeze_startup_objects()
         stop = asyncio.Event()
@@ -121,8 +129,9 @@ async def _serve_health(services: Services, host: str, port: int) -> Callable[[]
 def migrate(
     database_url: Annotated[str | None, typer.Option(help="else INVOICING_DATABASE_URL")] = None,
 ) -> None:
-    """Bring the database schema up to date (Alembic); re-encrypt API keys stored under the
-    old key derivation when INVOICING_SECRET is configured."""
+    """Bring the database schema up to date (Alembic); when INVOICING_SECRET is configured,
+    seal again under it the API keys and webhook secrets stored under an older key (the old
+    key derivation, or INVOICING_PREVIOUS_SECRET during a rotation)."""
     settings: Settings | None
     if database_url is None:
         settings = load_settings()
@@ -134,16 +143,13 @@ def migrate(
     url = database_url or (settings.database_url if settings else "")
     upgrade_sync(url)
     typer.echo("database is up to date")
-    if settings is not None:
-        moved = asyncio.run(_reencrypt_api_keys(url, settings))
+    if settings is None:
+        return
+    for noun, moved in asyncio.run(reseal_secrets(url, settings)).items():
         if moved:
-            typer.echo(f"re-encrypted {moved} API key(s) under the HKDF-derived key")
-
-
-async def _reencrypt_api_keys(database_url: str, settings: Settings) -> int:
-    db = Database(database_url)
-    try:
-        async with db.transaction() as session:
-            return await reencrypt_legacy_keys(session, settings.secret)
-    finally:
-        await db.dispose()
+            typer.echo(f"re-encrypted {moved} {noun}(s) under INVOICING_SECRET")
+    unreadable = asyncio.run(unreadable_secrets(url, settings))
+    for noun, count in unreadable.items():
+        typer.echo(f"{count} {noun}(s) decrypt under no configured secret", err=True)
+    if settings.previous_secret is not None and not unreadable:
+        typer.echo("every stored secret is under INVOICING_SECRET: unset INVOICING_PREVIOUS_SECRET")

@@ -1,4 +1,5 @@
-"""Creating invoices (spec 4.1): idempotent by invoiceId, group-committed per process.
+"""Creating invoices (docs/integration/invoices.md): idempotent by invoiceId, group-committed
+per process.
 
 Two limits of the service's settings (``CreateRules``) are checked here: a ``webhookUrl``
 that can plainly never be delivered is refused (400, no DNS lookup), and an owner's watched

@@ -4,8 +4,9 @@ One JSON object a line (NDJSON), oldest first, cancelled and deleted invoices in
 
     {"paymentAddress","salt","tokenAddress","invoiceId","status","chainId"}
 
-The file is what ``invoicing recover`` (``invoicing.recovery``) and the README's ethers.js
-script read to sweep the escrows through the factory without this service. Rows are read in
+The file is what ``invoicing recover`` (``invoicing.recovery``) and ``examples/recover.mjs``
+(docs/operations/recovery.md) read to sweep the escrows through the factory without this
+service. Rows are read in
 keyset-paginated chunks, so an owner with millions of invoices is never held in memory.
 """
 

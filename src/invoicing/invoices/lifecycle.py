@@ -1,5 +1,6 @@
-"""The invoice lifecycle (DESIGN section 3): its states, what moves an invoice between them,
-and what goes with each move. "When is an invoice paid?" is answered here and only here.
+"""The invoice lifecycle (docs/architecture.md#invoice-lifecycle): its states, what moves an
+invoice between them, and what goes with each move. "When is an invoice paid?" is answered
+here and only here.
 
 ::
 
@@ -40,8 +41,8 @@ paid         a confirmed withdrawal moved the escrow's funds      completed    w
 others       a withdrawal sweeping late funds is confirmed        (same)       nothing
 ===========  ==================================================  ===========  ================
 
-Each move also names the events it writes (issue 17; :func:`apply_step` returns them, the
-caller records them in the same transaction with ``invoices.notify.record_events``):
+Each move also names the events it writes (docs/architecture.md#events; :func:`apply_step` returns
+them, the caller records them in the same transaction with ``invoices.notify.record_events``):
 
 ====================================================  ==========================================
 move                                                  events
@@ -57,7 +58,11 @@ paid → completed (a confirmed sweep)                  ``invoice.completed``
 a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no status move)
 ====================================================  ==========================================
 
-``invoice.paid`` goes with every move to paid, like the spec's paid webhook; ``late_paid``
+Nothing but the payer moves a pending invoice's reading: a refund is refused while the
+invoice is pending (``refunds.service``, 409 ``invoice_pending``), and its escrow is not swept
+before it is paid.
+
+``invoice.paid`` goes with every move to paid, like the paid webhook; ``late_paid``
 and ``overpaid`` tell the same move's circumstances, for receivers that treat them apart.
 
 Every move that changes something also moves ``updatedAt``; every reading moves
@@ -67,8 +72,8 @@ a pending invoice past its expiry as expired before the monitor records it
 (``settlement.candidates.settled_candidates``): completed and cancelled ones within the
 late-payment window since their withdrawal or deletion, expired ones once that window is over
 (until then a late full payment can still make the invoice paid). After those windows every
-escrow is still read for life at a low rate (``monitor.lifetime``) and what it holds is swept
-(``settlement.assets``).
+escrow that ever held funds is still read for life at a low rate (``monitor.lifetime``) and
+what it holds is swept (``settlement.assets``).
 
 The functions below are pure: they take the invoice as it is (``InvoiceState``), the event
 and the time, and return a :class:`Step`. Callers load the row under a lock, ask for the step
@@ -85,7 +90,7 @@ from invoicing.invoices.models import Invoice, InvoiceState
 
 
 class InvoiceStatus(enum.StrEnum):
-    """The status values of spec 2.1, stored and shown as these exact strings."""
+    """The status values of an invoice (docs/reference/api.md), stored and shown as is."""
 
     PENDING = "pending"
     PAID = "paid"
@@ -95,7 +100,7 @@ class InvoiceStatus(enum.StrEnum):
 
 
 class InvoiceEvent(enum.StrEnum):
-    """The event types of issue 17, stored and sent as these exact strings."""
+    """The event types (docs/architecture.md#events), stored and sent as these exact strings."""
 
     PAID = "invoice.paid"
     PARTIALLY_PAID = "invoice.partially_paid"
@@ -114,7 +119,7 @@ class Effect(enum.Flag):
     RECORD_BALANCE = enum.auto()  # balanceRaw = the reading
     TOUCH = enum.auto()  # updatedAt = now
     MARK_PAID = enum.auto()  # paid = true, paidAt = now
-    NOTIFY_PAID = enum.auto()  # the paid webhook goes into the outbox (spec 6)
+    NOTIFY_PAID = enum.auto()  # the paid webhook goes into the outbox (docs/architecture.md#outbox)
     STOP_WATCHING = enum.auto()  # the monitor no longer reads the escrow
     MARK_DELETED = enum.auto()  # deletedAt = now
     MARK_WITHDRAWN = enum.auto()  # withdrawn = true, withdrawnAt = now

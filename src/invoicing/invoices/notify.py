@@ -3,7 +3,7 @@
 Callers collect the moves of one transaction (``invoices.lifecycle.apply_step`` returns each
 move's events) and call :func:`record_events` once: each event carries the owner's view of
 the invoice as the move left it (``invoices.owner_view``), and a move with the
-``NOTIFY_PAID`` effect also queues the spec's paid webhook to the invoice's ``webhookUrl``.
+``NOTIFY_PAID`` effect also queues the paid webhook to the invoice's ``webhookUrl``.
 ``notifications.record`` then writes events and deliveries with one multi-row INSERT each,
 so a monitor pass that pays a thousand invoices pays for a handful of statements.
 """
@@ -28,7 +28,7 @@ from invoicing.settings import Settings
 
 @dataclass(frozen=True)
 class Occurrence:
-    """What one move of one invoice writes: its events, whether the spec's paid webhook goes
+    """What one move of one invoice writes: its events, whether the paid webhook goes
     out (``notify_paid``, the ``NOTIFY_PAID`` effect) and anything the events' ``data``
     carries besides the invoice (the refund of ``invoice.refunded``)."""
 
@@ -67,7 +67,7 @@ async def record_events(
 
 
 def paid_webhook_row(invoice: Invoice, now_ms: int, event_id: str | None) -> dict[str, Any]:
-    """The spec's paid webhook to the invoice's webhookUrl, due now; ``event_id`` is its
+    """The paid webhook to the invoice's webhookUrl, due now; ``event_id`` is its
     ``invoice.paid`` event."""
     assert invoice.webhook_url is not None
     payload = webhook_payload(invoice)

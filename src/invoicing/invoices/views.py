@@ -1,4 +1,4 @@
-"""The Invoice object of spec 2.1 and the webhook payload of spec 2.2."""
+"""The Invoice object and the paid webhook's payload (docs/reference/api.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def invoice_to_dict(
     refunds: list[dict[str, Any]] | None = None,
     other_balances: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The Invoice object of spec 2.1 (a loaded row, or one just created or re-checked).
+    """The Invoice object (docs/reference/api.md; a loaded row, or one just created or re-checked).
     The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
     found in the escrow and not swept yet (``invoices.owner_view``); each key is present
     only when there are some."""
@@ -64,7 +64,7 @@ def invoice_to_dict(
 
 
 def webhook_payload(invoice: Invoice) -> dict[str, Any]:
-    """Body of the paid webhook; ``balance`` is the one JSON number the spec asks for."""
+    """Body of the paid webhook; ``balance`` is its one JSON number (a float)."""
     meta_balance = to_decimal_string(int(invoice.balance_raw), invoice.decimals)
     return {
         "ownerAddress": invoice.owner_address,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from invoicing import metrics
+from invoicing.chain.answers import RpcError
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
 from invoicing.errors import ChainUnavailable, NotFound

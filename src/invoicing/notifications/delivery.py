@@ -10,7 +10,7 @@ Each claimed batch also reads its owners' webhook options (signing secrets and w
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
 is computed when the attempt is sent (``signed_delivery``), over the exact body bytes.
 
-Two kinds of row share the outbox: the spec's paid webhook (``endpoint_id`` null: the
+Two kinds of row share the outbox: the paid webhook (``endpoint_id`` null: the
 creation credential's headers, ``webhook_max_attempts`` attempts ``webhook_retry_delay_s``
 apart) and an event to an owner's endpoint (the event's envelope, ``x-service-event-id`` =
 the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
@@ -37,6 +37,7 @@ from invoicing import metrics
 from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from invoicing.auth.models import ApiKey
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.invoices.models import Invoice
 from invoicing.notifications.client import Delivery, Outcome
 from invoicing.notifications.endpoints import endpoint_is_failing, record_health
@@ -68,7 +69,7 @@ class ClaimedEvent:
     delivery: Delivery
     # The owner's active signing secrets, oldest first (empty: sent unsigned).
     signing_secrets: tuple[SecretStr, ...] = ()
-    # An event to an owner's endpoint (None: the spec's paid webhook), and its last try.
+    # An event to an owner's endpoint (None: the paid webhook), and its last try.
     endpoint_id: str | None = None
     retry_until: int | None = None
 
@@ -98,7 +99,8 @@ class AttemptResult:
 def event_headers(
     event_id: str, attempt: int, invoice: Invoice | None, api_key: SecretStr | None
 ) -> dict[str, str]:
-    """Headers of DESIGN section 6: the creation credential, the event id and attempt number."""
+    """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential,
+    the event id and attempt number."""
     headers = {"content-type": "application/json"}
     if invoice is not None and invoice.auth_mode == "api_key" and api_key:
         headers[API_KEY_HEADER] = api_key.get_secret_value()
@@ -205,7 +207,7 @@ async def _load_claimed(
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
     )
     loaded = list(rows)
-    secret = services.settings.secret
+    secret = ServerSecrets.of(services.settings)
     owners = {event.owner_key for event, _invoice, _key in loaded}
     options = await webhook_options_by_owner(session, owners, secret)
     claimed = []

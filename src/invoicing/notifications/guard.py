@@ -1,4 +1,4 @@
-"""The SSRF guard for webhook targets (DESIGN section 6).
+"""The SSRF guard for webhook targets (docs/architecture.md#delivery).
 
 ``checked_target`` resolves a webhook URL's host and refuses the delivery when *any* of its
 addresses is loopback, private, link-local, multicast, unspecified, reserved or otherwise

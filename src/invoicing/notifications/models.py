@@ -3,7 +3,7 @@ signing secrets and owner settings.
 
 An event (:class:`Event`) is written once; each of its deliveries is a row of the outbox
 (:class:`WebhookEvent`, one row per target): one per matching enabled endpoint of the owner
-(``endpoint_id`` set; retried with backoff until ``retry_until``) and the spec's paid webhook
+(``endpoint_id`` set; retried with backoff until ``retry_until``) and the paid webhook
 to an invoice's ``webhookUrl`` (``endpoint_id`` null; ``webhook_max_attempts`` attempts
 ``webhook_retry_delay_s`` apart). ``event_id`` links both kinds to their event (the paid
 webhook to its ``invoice.paid`` event), so one worker, one claim and one per-host cap serve

@@ -1,6 +1,6 @@
 """Rows of the outbox (``models.WebhookEvent``), due now: one per delivery to make.
 
-Two kinds share it: a webhook to an invoice's ``webhookUrl`` (the spec's paid webhook, built
+Two kinds share it: a webhook to an invoice's ``webhookUrl`` (the paid webhook, built
 by ``invoices.notify`` in the paid transition's transaction, or copied by a redelivery) and
 an event's envelope to one of the owner's endpoints (``record.write_events``, redeliveries
 and pings).

@@ -204,7 +204,7 @@ async def redeliver(
 ) -> Queued:
     """Send the event again, as a new delivery: to one of the owner's endpoints (the
     envelope, retried as usual), or with ``endpoint_id`` None to the invoice's webhookUrl
-    (the spec's paid webhook as first sent: ``invoice.paid`` events only)."""
+    (the paid webhook as first sent: ``invoice.paid`` events only)."""
     async with db.transaction() as session:
         event = await _owned_event(session, settings, owner_key, event_id, now_ms)
         if endpoint_id is not None:

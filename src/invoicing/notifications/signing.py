@@ -38,7 +38,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.auth.secrets import SecretKind, list_owned, revoke_owned
+from invoicing.auth.secrets import SealedColumn, SecretKind, ServerSecrets, list_owned, revoke_owned
 from invoicing.db import upsert
 from invoicing.errors import TooManyWebhookSecrets
 from invoicing.notifications.models import OwnerSettings, WebhookSecret
@@ -51,6 +51,7 @@ WEBHOOK_SECRET = SecretKind(
     prefix="whsec_",
     encryption_info=b"invoicing webhook-secret encryption v1",
 )
+WEBHOOK_SECRET_COLUMN = SealedColumn(WEBHOOK_SECRET, WebhookSecret, WebhookSecret.secret_encrypted)
 # Active secrets an owner may hold at once (two are enough to rotate; a few spare).
 MAX_ACTIVE_SECRETS = 5
 
@@ -75,14 +76,14 @@ def signature_header(secrets: Sequence[SecretStr], timestamp: int, body: bytes) 
 
 
 async def active_secrets(
-    session: AsyncSession, owner: str, server_secret: SecretStr
+    session: AsyncSession, owner: str, server_secret: ServerSecrets
 ) -> tuple[SecretStr, ...]:
     """The owner's active signing secrets, oldest first (empty: deliveries unsigned)."""
     options = await webhook_options_by_owner(session, [owner], server_secret)
     return options.get(owner.lower(), WebhookOptions()).secrets
 
 
-def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> SecretStr | None:
+def _readable(owner_key: str, encrypted: str, server_secret: ServerSecrets) -> SecretStr | None:
     secret = WEBHOOK_SECRET.unseal(encrypted, server_secret)
     if secret is None:
         # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
@@ -93,7 +94,7 @@ def _readable(owner_key: str, encrypted: str, server_secret: SecretStr) -> Secre
 
 
 async def create_secret(
-    session: AsyncSession, owner: str, server_secret: SecretStr, now_ms: int
+    session: AsyncSession, owner: str, server_secret: ServerSecrets, now_ms: int
 ) -> tuple[WebhookSecret, SecretStr]:
     """Issue a signing secret; returns the row and the secret (shown once).
 
@@ -152,7 +153,7 @@ class WebhookOptions:
 
 
 async def webhook_options_by_owner(
-    session: AsyncSession, owners: Collection[str], server_secret: SecretStr
+    session: AsyncSession, owners: Collection[str], server_secret: ServerSecrets
 ) -> dict[str, WebhookOptions]:
     """Each owner's :class:`WebhookOptions`, keyed by lowercased owner, in one query for a
     whole claimed batch (secrets and settings together); owners with neither are left out

@@ -9,15 +9,15 @@ from eth_account import Account
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of, encode_withdraw
 from invoicing.chain.events import decode_withdrawn
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import revert_name
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import ExportedEscrow, RecoveryOptions, RecoveryRefused, read_export
-from invoicing.settlement.relayer import TX_GAS_CAP, gas_limit
+from invoicing.settlement.gas import TX_GAS_CAP, gas_limit
 from invoicing.settlement.withdrawals import fails_in_execution
 
 Echo = Callable[[str], None]

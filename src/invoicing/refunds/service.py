@@ -2,7 +2,9 @@
 follow it to the end.
 
 Checks run in a fixed order and nothing reaches the chain when one fails: the invoice is the
-owner's on that chain (404) and the token is allow-listed; then ``settlement.signed_relay``
+owner's on that chain (404) and no longer pending (409 ``invoice_pending``: a refund would
+lower the reading that decides whether the payer's payment counts, see
+docs/integration/refunds.md), and the token is allow-listed; then ``settlement.signed_relay``
 checks the deadline, the signature and the factory's ``nonces(owner)``; then no sweep of the
 escrow may be pending, and the escrow must hold at least the amount (read live; unreadable →
 503). The relayer's spend rules apply (gas cap, one pending per nonce, daily budget) and,
@@ -33,11 +35,17 @@ from invoicing.errors import (
     ChainUnavailable,
     InsufficientBalance,
     InvalidRequest,
+    InvoicePending,
     NotFound,
     SweepInProgress,
     UnsupportedToken,
 )
-from invoicing.invoices.lifecycle import InvoiceEvent, apply_step, on_withdrawal_confirmed
+from invoicing.invoices.lifecycle import (
+    InvoiceEvent,
+    InvoiceStatus,
+    apply_step,
+    on_withdrawal_confirmed,
+)
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import refund_view
@@ -86,6 +94,12 @@ async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
     when a check fails."""
     chain = services.chains.get(request.chain_id)
     invoice = await _owners_invoice(services.db, request)
+    if invoice.status == InvoiceStatus.PENDING:
+        # Pending never comes back once left: checked once, it holds until the refund is sent.
+        raise InvoicePending(
+            "this invoice is still pending: refund once it is paid or expired (or cancel it first)",
+            {"status": invoice.status},
+        )
     factory = normalize_address(chain.config.factory)
     if request.to_address in (ZERO_ADDRESS, factory, invoice.payment_address):
         raise InvalidRequest(

@@ -1,7 +1,7 @@
 """Assets found in escrows outside the invoice's own flow, kept in ``escrow_assets``.
 
-DESIGN section 3: funds reaching any escrow (partial, late, cancelled, overpaid, after a
-sweep) are swept to the owner. Two readers find them and write here:
+Funds reaching any escrow (partial, late, cancelled, overpaid, after a sweep) are swept to
+the owner (docs/architecture.md#stranded-funds). Two readers find them and write here:
 
 - the monitor's low-rate lifetime pass (``monitor.lifetime``), which reads every escrow for
   life, once per ``lifetime_check_interval_s`` after its late-payment window: its own token,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from eth_abi.exceptions import DecodingError
 
-from invoicing.chain.rpc import RpcError
+from invoicing.chain.answers import RpcError
 
 
 def retry_delay_s(failures: int, base_s: float, max_s: float) -> float:
@@ -47,6 +47,11 @@ class Backoff:
         delay_s = retry_delay_s(failures, self.base_s, self.max_s)
         self._failing[key] = _Failing(failures, now_ms + int(delay_s * 1000))
         return delay_s
+
+    def hold(self, key: Hashable, retry_at_ms: int) -> None:
+        """Keep ``key`` waiting until ``retry_at_ms`` (a wait someone else decided: a budget
+        used up for the day), without counting a failure."""
+        self._failing[key] = _Failing(self.failures(key), retry_at_ms)
 
     def succeeded(self, key: Hashable) -> None:
         self._failing.pop(key, None)

@@ -30,13 +30,13 @@ from invoicing.invoices.models import Invoice
 from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import own_funds_ids
+from invoicing.settlement.gas import TX_GAS_CAP
 from invoicing.settlement.models import (
     ParkedEscrow,
     Withdrawal,
     WithdrawalItem,
     WithdrawalStatus,
 )
-from invoicing.settlement.relayer import TX_GAS_CAP
 
 # Gas per swept escrow is ~39k native / ~44k ERC-20 (``bench/gas.py``); budgeting 60k each
 # plus 200k of fixed cost keeps a full batch well under the 16,777,216 per-transaction cap.

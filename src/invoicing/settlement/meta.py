@@ -1,6 +1,7 @@
 """Relaying owner-signed meta-transactions (SetFee, SetPayout and Refund).
 
-The relayer pays their gas, so what one owner can make it spend is bounded (DESIGN 11):
+The relayer pays their gas, so what one owner can make it spend is bounded
+(docs/architecture.md#relayer-spend-rules):
 
 - gas: each call is estimated with at most ``relayer_meta_gas_limit`` gas before anything is
   sent, and sent with no more. An EIP-1271 wallet whose ``isValidSignature`` burns gas fails
@@ -10,7 +11,9 @@ The relayer pays their gas, so what one owner can make it spend is bounded (DESI
   The row that holds the nonce is written under the relayer's account lock, which every
   send on the chain takes in every process, and a partial unique index backs it;
 - volume: at most ``relayer_meta_per_owner_per_day`` per owner and chain in a UTC day
-  (``rate_limited`` with the seconds until the next day).
+  (``rate_limited`` with the seconds until the next day), and every send within the relayer's
+  daily budget (``settlement.budget``): a signer with no invoice paid on the chain spends
+  the newcomers' share, so a flood of fresh wallets shares one owner's share.
 
 Callers check their own rules first (signature, nonce); a revert of the estimate comes back
 as ``ContractRevert`` for them to name.
@@ -18,17 +21,18 @@ as ``ContractRevert`` for them to name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import address_bytes
-from invoicing.chain.rpc import ContractRevert
+from invoicing.chain.answers import ContractRevert
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited
 from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.settlement.budget import TX_GAS_MIN, check, spender_of
 from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call, GasCapExceeded, OnRecord, relayer_for
 
@@ -78,6 +82,12 @@ async def relay_meta(
         if held is not None:
             return _same_request(held, meta)
         await _check_budget(session, meta, settings, services.clock.now_ms())
+        spender = await spender_of(session, meta.chain_id, meta.owner_address)
+        # Read before the estimate, so a refused flood costs no node call; the send checks
+        # again under the relayer account lock.
+        now_ms = services.clock.now_ms()
+        await check(session, relayer.limits, meta.chain_id, spender, TX_GAS_MIN, now_ms)
+    meta = replace(meta, call=replace(meta.call, spender=spender))
     try:
         gas = await relayer.simulate(meta.call, settings.relayer_meta_gas_limit)
     except GasCapExceeded as exc:

@@ -79,7 +79,38 @@ class RelayerTransaction(Base):
     gas_used: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # Set while the next fee bump would pass the chain's max fee per gas (it waits there).
     fee_ceiling_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The owner it was sent for (lowercased); set aside when its transactions revert.
+    owner_key: Mapped[str | None] = mapped_column(String(42), nullable=True)
     created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class RelayerSpend(Base):
+    """What the relayer recorded in one UTC day on one chain for one share of its budget
+    (``settlement.budget``): an owner's, the newcomers', or the chain's whole (``*``)."""
+
+    __tablename__ = "relayer_spend"
+
+    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    day_start_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    share_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    transactions: Mapped[int] = mapped_column(Integer)
+    # Gas limits of the transactions recorded: the most they can burn.
+    gas: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class OwnerSetAside(Base):
+    """An owner whose relayed transactions reverted on-chain: nothing is relayed for it on
+    the chain before ``next_retry_at`` (the delay doubles with each revert in a row)."""
+
+    __tablename__ = "relayer_owners_set_aside"
+
+    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    reverts: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    next_retry_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
 
 
@@ -160,7 +191,8 @@ class WithdrawalItem(Base):
 
 
 class ParkKind:
-    FAILING = "failing"  # a withdraw of this escrow alone does not simulate
+    # A withdraw of this escrow alone does not simulate, or its mined sweep reverted.
+    FAILING = "failing"
     # Nothing to move: its confirmed sweep moved nothing, or a paid invoice's escrow is
     # empty (swept outside this service) or its balance unreadable.
     NO_EFFECT = "no_effect"

@@ -1,12 +1,12 @@
 """Parked escrows: those the withdrawals leave alone for a while.
 
-An escrow is parked when a withdraw of it alone does not simulate (``ParkKind.FAILING``), or
-when its confirmed sweep moved nothing, say a token that blocks the escrow
-(``ParkKind.NO_EFFECT``). It is tried again once ``next_retry_at`` has passed (the delay
-doubles with each failure, ``withdrawal_park_retry_s`` up to ``withdrawal_park_retry_max_s``),
-or sooner when its balance differs from the one it was parked with. A sweep that moves its
-funds removes the row. Every other escrow, batch and chain goes on meanwhile. Operators list
-them with ``invoicing parked``.
+An escrow is parked when a withdraw of it alone does not simulate or its sweep was mined
+reverted (``ParkKind.FAILING``), or when its confirmed sweep moved nothing, say a token that
+blocks the escrow (``ParkKind.NO_EFFECT``). It is tried again once ``next_retry_at`` has
+passed (the delay doubles with each failure, ``withdrawal_park_retry_s`` up to
+``withdrawal_park_retry_max_s``), or sooner when its balance differs from the one it was
+parked with. A sweep that moves its funds removes the row. Every other escrow, batch and
+chain goes on meanwhile. Operators list them with ``invoicing parked``.
 """
 
 from __future__ import annotations

@@ -5,10 +5,12 @@ PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite), in the same transaction that records
 transaction, so they hold across processes. A transaction is recorded before it is
 broadcast: after a crash, the tracker (``settlement.tracking``) re-sends what it finds.
 
-What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and
-every bump; only a transaction the node holds is bumped), and a chain whose relayer balance
-is under ``relayer_min_balance`` is reported short (``balance_shortfall``) so that
-withdrawals wait and ``/readyz`` shows the chain degraded.
+What it may spend: no fee per gas above the chain's ``max_fee_per_gas`` (first send and every
+bump; only a transaction the node holds is bumped; the arithmetic: ``settlement.gas``), and a
+chain whose relayer balance is under ``relayer_min_balance`` is reported short
+(``balance_shortfall``) so that withdrawals wait and ``/readyz`` shows the chain degraded.
+Every transaction is charged to the day's budget as it is recorded, under the account lock
+(``settlement.budget``).
 
 On a chain without EIP-1559 (``ChainConfig.eip1559`` false, or no ``baseFeePerGas`` in its
 latest block) transactions are type 0: the gas price is recorded as both max fee and tip,
@@ -29,22 +31,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
 from invoicing.addresses import normalize_address
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.evm import fee_fields
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import ContractRevert, RpcError
 from invoicing.clock import Clock
 from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
+from invoicing.settlement.budget import Limits, Spender, charge
+from invoicing.settlement.gas import capped_fees, gas_limit, replacement_fees
 from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
-
-# EIP-7825: no transaction may ask for more gas than this.
-TX_GAS_CAP = 16_777_216
-# Headroom over the estimate: state can change between simulation and inclusion.
-GAS_MARGIN_NUM, GAS_MARGIN_DEN = 5, 4
-GAS_MARGIN_FLAT = 20_000
 
 OnRecord = Callable[[AsyncSession, RelayerTransaction], Awaitable[None]]
 
@@ -66,62 +64,29 @@ class GasCapExceeded(Exception):
 
 @dataclass(frozen=True)
 class Call:
-    """What to send: calldata to a contract, for a recorded purpose."""
+    """What to send: calldata to a contract, for a recorded purpose, and for whom (the
+    share of the budget it spends; None: the service's own, charged to the chain only)."""
 
     purpose: str
     to: str
     data: bytes
     value: int = 0
-
-
-def bump(value: int) -> int:
-    """A fee raised by 12.5% (rounded up): above the 10% nodes require for a replacement."""
-    return value + (value + 7) // 8
-
-
-def min_replacement(value: int) -> int:
-    """The lowest fee a node takes as a replacement of one at ``value``: 10% more."""
-    return (value * 11 + 9) // 10
-
-
-def capped_fees(max_fee: int, tip: int, ceiling: int | None) -> tuple[int, int]:
-    """(maxFeePerGas, tip) of a first send: the market's, but never above the ceiling."""
-    if ceiling is not None:
-        max_fee = min(max_fee, ceiling)
-    return max_fee, min(tip, max_fee)
-
-
-def replacement_fees(
-    old: tuple[int, int], market: tuple[int, int], ceiling: int | None
-) -> tuple[int, int] | None:
-    """(maxFeePerGas, tip) to replace a transaction sent at ``old``: bumped 12.5% or the
-    market's if higher, capped at the ceiling. None when the cap leaves no valid replacement
-    (both must rise by 10%): the transaction waits at the fees it has."""
-    new_max_fee = max(bump(old[0]), market[0])
-    if ceiling is not None:
-        new_max_fee = min(new_max_fee, ceiling)
-    new_tip = min(max(bump(old[1]), market[1]), new_max_fee)
-    if new_max_fee < min_replacement(old[0]) or new_tip < min_replacement(old[1]):
-        return None
-    return new_max_fee, new_tip
-
-
-def gas_limit(estimate: int, cap: int = TX_GAS_CAP) -> int:
-    """The estimate with headroom, never above ``cap``."""
-    return min(cap, estimate * GAS_MARGIN_NUM // GAS_MARGIN_DEN + GAS_MARGIN_FLAT)
+    spender: Spender | None = None
 
 
 class Relayer:
     """Sends and records transactions from one chain's relayer account: its gateway to the
-    chain, the database that holds the nonces and the records, the clock, and the key."""
+    chain, the database that holds the nonces and the records, the clock, the key, and the
+    daily budget it sends within."""
 
-    def __init__(self, chain: ChainGateway, db: Database, clock: Clock) -> None:
+    def __init__(self, chain: ChainGateway, db: Database, clock: Clock, limits: Limits) -> None:
         key = chain.config.relayer_private_key()
         if not key:
             raise RelayerUnavailable(f"no relayer key configured for chain {chain.config.chain_id}")
         self.chain = chain
         self.db = db
         self.clock = clock
+        self.limits = limits
         self.chain_id = chain.config.chain_id
         self._key = key
         self.address = str(Account.from_key(self._key).address)
@@ -154,8 +119,10 @@ class Relayer:
     ) -> RelayerTransaction:
         """Record a signed transaction under a fresh nonce, then broadcast it.
 
-        ``on_record`` runs inside the recording transaction (it may add rows, or raise to
-        abandon the send: then no nonce is used and nothing is broadcast)."""
+        Refused before anything is recorded when the day's budget has no room for it
+        (``BudgetExhausted``) or its owner is set aside (``SetAside``). ``on_record`` runs
+        inside the recording transaction (it may add rows, or raise to abandon the send:
+        then no nonce is used and nothing is broadcast)."""
         row = await self.record(call, gas, on_record)
         await self.broadcast(row)
         return row
@@ -170,6 +137,7 @@ class Relayer:
         now_ms = self.clock.now_ms()
         async with self.db.transaction() as session:
             account = await self._lock_account(session, now_ms)
+            await charge(session, self.limits, self.chain_id, call.spender, gas, now_ms)
             nonce = max(account.next_nonce, chain_count)
             account.next_nonce = nonce + 1
             account.updated_at = now_ms
@@ -191,6 +159,7 @@ class Relayer:
                 hashes=[tx_hash],
                 status=TxStatus.PENDING,
                 attempts=1,
+                owner_key=None if call.spender is None else call.spender.owner_key,
                 sent_at=now_ms,
                 created_at=now_ms,
                 updated_at=now_ms,
@@ -380,7 +349,7 @@ async def relayer_shortfall(services: Services, chain: ChainGateway) -> str | No
     """Why ``chain``'s relayer is short of funds (see ``Relayer.balance_shortfall``), or None;
     None as well for a chain without a relayer key."""
     try:
-        relayer = Relayer(chain, services.db, services.clock)
+        relayer = Relayer(chain, services.db, services.clock, Limits.of(services.settings))
     except RelayerUnavailable:
         return None
     return await relayer.balance_shortfall()
@@ -388,4 +357,5 @@ async def relayer_shortfall(services: Services, chain: ChainGateway) -> str | No
 
 def relayer_for(services: Services, chain_id: int) -> Relayer:
     """The relayer of a configured chain (UnsupportedChain / RelayerUnavailable otherwise)."""
-    return Relayer(services.chains.get(chain_id), services.db, services.clock)
+    chain = services.chains.get(chain_id)
+    return Relayer(chain, services.db, services.clock, Limits.of(services.settings))

@@ -36,9 +36,9 @@ from eth_account.messages import encode_typed_data
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import normalize_address
+from invoicing.chain.answers import ContractRevert
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
-from invoicing.chain.rpc import ContractRevert
 from invoicing.errors import DeadlineExpired, InvalidOwnerSignature, NonceMismatch
 from invoicing.services import Services
 from invoicing.settlement.meta import MetaCall, pending_duplicate, relay_meta

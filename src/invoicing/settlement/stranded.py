@@ -35,9 +35,10 @@ from invoicing.settlement.candidates import (
     max_batch,
     settled_for_good,
 )
+from invoicing.settlement.claims import sweep_counts
 from invoicing.settlement.models import EscrowAsset, RelayerTransaction
 from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.withdrawals import Planning, sweep_counts, sweep_with_backoff
+from invoicing.settlement.withdrawals import Planning, sweep_with_backoff
 
 
 async def waiting_assets(

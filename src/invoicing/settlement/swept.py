@@ -3,8 +3,10 @@
 What a confirmed sweep moved is read from the factory's ``Withdrawn`` event and, per escrow,
 from its balance after the sweep (read at the receipt's block) against the one planned: an
 escrow that still holds its funds (a token that blocks it) is not marked withdrawn, and is
-parked, so it is not swept again until its balance changes or its retry time comes. Every
-sweep also reads the escrows' other assets at that block (``settlement.assets``).
+parked, so it is not swept again until its balance changes or its retry time comes. A sweep
+mined reverted parks its escrows as a withdraw that does not simulate does (what the
+simulation saw can differ from what the block held). Every sweep also reads the escrows'
+other assets at that block (``settlement.assets``).
 """
 
 from __future__ import annotations
@@ -137,10 +139,11 @@ async def settle_withdrawal(
 ) -> None:
     """Apply a final withdrawal transaction. Confirmed: each escrow whose funds moved counts
     as swept (a paid invoice completes, with its ``invoice.completed`` event); one that
-    moved nothing is parked. Reverted or dropped: the invoices are released for the next
-    pass. The readings hold the escrows' balances after a confirmed sweep and their other
-    assets at that block (recorded in ``escrow_assets``). A sweep of another asset than the
-    invoice's own token changes only the escrow's asset rows."""
+    moved nothing is parked. Reverted: the invoices are released and their escrows parked.
+    Dropped: the invoices are released for the next pass. The readings hold the escrows'
+    balances after a confirmed sweep and their other assets at that block (recorded in
+    ``escrow_assets``). A sweep of another asset than the invoice's own token changes only
+    the escrow's asset rows."""
     row, receipt, now_ms = final.row, final.receipt, final.now_ms
     readings = final.readings or SweepReadings({}, ())
     after = readings.after
@@ -152,6 +155,8 @@ async def settle_withdrawal(
     withdrawal.updated_at = now_ms
     if receipt is None or receipt["status"] != 1:
         withdrawal.status = WithdrawalStatus.FAILED
+        if receipt is not None:
+            await _park_reverted(session, services, withdrawal, final)
         return
     total, fee = swept_by_event(receipt, final.factory, withdrawal.token_address)
     withdrawal.status = WithdrawalStatus.COMPLETED
@@ -208,6 +213,30 @@ async def settle_withdrawal(
     await record_events(session, services.settings, now_ms, completed)
     await after_sweep(session, withdrawal.token_address, after, now_ms)
     await record_readings(session, services.db.dialect, row.chain_id, readings.others, now_ms)
+
+
+async def _park_reverted(
+    session: AsyncSession, services: Services, withdrawal: Withdrawal, final: Final[SweepReadings]
+) -> None:
+    """Park every escrow of a sweep that was mined reverted, with the balance it planned."""
+    items = await session.execute(
+        select(WithdrawalItem, Invoice)
+        .join(Invoice, Invoice.id == WithdrawalItem.invoice_id)
+        .where(WithdrawalItem.withdrawal_id == withdrawal.id)
+        .order_by(Invoice.id)
+    )
+    reason = f"the mined sweep {final.row.mined_hash} reverted"
+    for item, invoice in items:
+        await park(
+            session,
+            services.db.dialect,
+            services.settings,
+            invoice,
+            ParkKind.FAILING,
+            reason,
+            int(item.amount_raw),
+            final.now_ms,
+        )
 
 
 SWEEP_FINAL = OnFinal(settle_withdrawal, read=read_sweep)

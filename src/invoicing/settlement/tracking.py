@@ -13,11 +13,12 @@ from typing import Any
 from sqlalchemy import select
 
 from invoicing import logs
+from invoicing.chain.answers import RpcError
 from invoicing.chain.gateway import ChainGateway
-from invoicing.chain.rpc import RpcError
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS
+from invoicing.settlement.budget import Limits, after_final
 from invoicing.settlement.finality import Final, handler_of
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
@@ -82,17 +83,33 @@ async def track_one(
 ) -> RelayerTransaction | None:
     receipt = await find_receipt(chain, row.hashes)
     if receipt is not None:
-        if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
-            return None
-        handler = handler_of(row.purpose)
-        readings = None
-        if handler is not None and handler.read is not None and receipt["status"] == 1:
-            readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
-        return await finalize(services, chain.factory, row.id, receipt, readings)
+        return await mined(services, chain, row, head, receipt)
     if row.nonce < mined_count:
-        return await finalize(services, chain.factory, row.id, None)
+        # Dropped only when no URL holds a receipt and one reports the nonce mined in the
+        # same answer: a URL that lags or hides receipts never fails a mined refund or sweep.
+        use = await chain.nonce_use(relayer.address, row.nonce, [str(h) for h in row.hashes])
+        if use.receipt is not None:
+            return await mined(services, chain, row, head, use.receipt)
+        return await finalize(services, chain.factory, row.id, None) if use.taken else None
     await keep_alive(services, chain, relayer, row)
     return None
+
+
+async def mined(
+    services: Services,
+    chain: ChainGateway,
+    row: RelayerTransaction,
+    head: int,
+    receipt: dict[str, Any],
+) -> RelayerTransaction | None:
+    """Finalize a mined transaction once its receipt's block is at the confirmation depth."""
+    if head - receipt["blockNumber"] + 1 < chain.config.confirmations:
+        return None
+    handler = handler_of(row.purpose)
+    readings = None
+    if handler is not None and handler.read is not None and receipt["status"] == 1:
+        readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
+    return await finalize(services, chain.factory, row.id, receipt, readings)
 
 
 async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
@@ -130,8 +147,8 @@ async def finalize(
 ) -> RelayerTransaction | None:
     """Mark a transaction confirmed, failed (reverted) or dropped (receipt None), and apply
     what it means by its purpose's handler in the same database transaction (``readings``:
-    what that handler read at the receipt's block). None if another process got there
-    first."""
+    what that handler read at the receipt's block). A revert sets the transaction's owner
+    aside (``settlement.budget``). None if another process got there first."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         row = await session.scalar(
@@ -150,6 +167,8 @@ async def finalize(
             row.block_number = int(receipt["blockNumber"])
             row.gas_used = int(receipt["gasUsed"])
         row.updated_at = now_ms
+        limits = Limits.of(services.settings)
+        await after_final(session, services.db.dialect, limits, row, now_ms)
         handler = handler_of(row.purpose)
         if handler is not None:
             final = Final(row, receipt, factory, now_ms, readings)

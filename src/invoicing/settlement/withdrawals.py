@@ -6,37 +6,30 @@ withdraw does not simulate is split in halves, down to single escrows; a single 
 still fails is parked with the reason while the rest of the batch goes on. An RPC error fails
 one batch (or, for an unreachable node, the pass on that chain), never the others.
 
-A pending withdrawal claims its invoices (``withdrawal_items``): no other batch takes them
-until its transaction is final, so an escrow is never swept twice; a reverted or dropped
-withdrawal releases them for the next pass. What a final withdrawal moved is applied by
-``settlement.swept``, registered here as the withdrawal's handler (``settlement.finality``).
-
-One import runs up a floor: ``refunds.models``, the refunds table, for the last look under
-the relayer lock that no refund of a claimed escrow is in flight.
+A pending withdrawal claims its invoices (``settlement.claims``), so an escrow is never swept
+twice. What a final withdrawal moved is applied by ``settlement.swept``, registered here as
+the withdrawal's handler (``settlement.finality``).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.calldata import encode_withdraw
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
-from invoicing.chain.rpc import ContractRevert, RpcError
-from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
-from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
+from invoicing.settlement.budget import TX_GAS_MIN, BudgetExhausted, SetAside, Spender, check
 from invoicing.settlement.candidates import (
     Batch,
     by_owner_and_token,
@@ -48,29 +41,39 @@ from invoicing.settlement.candidates import (
     settled_candidates,
     waiting_candidates,
 )
+from invoicing.settlement.claims import AlreadyClaimed, claim_invoices, sweep_counts
 from invoicing.settlement.finality import on_final
+from invoicing.settlement.gas import TX_GAS_CAP
 from invoicing.settlement.models import (
     ParkedEscrow,
     ParkKind,
     RelayerTransaction,
     TxPurpose,
-    Withdrawal,
     WithdrawalItem,
-    WithdrawalStatus,
 )
 from invoicing.settlement.parking import is_due, park, parked_of
-from invoicing.settlement.relayer import TX_GAS_CAP, Call, Relayer
+from invoicing.settlement.relayer import Call, Relayer
 from invoicing.settlement.swept import SWEEP_FINAL
 
 log = logging.getLogger(__name__)
 
 _EMPTY = "the escrow holds nothing to sweep (swept outside this service?)"
 
+# What a sweep should cost, and so the most its transaction may use (``sweep_gas_cap``):
+# bench/gas.py measures ~78,000 gas for one native escrow and ~39,000 per escrow at batch 100
+# (~89,000 and ~43,000 for TestToken); real tokens cost more per transfer, hence the room.
+SWEEP_BASE_GAS = 200_000
+SWEEP_ESCROW_GAS = {"native": 60_000, "token": 120_000}
+# What one native send to an owner or payout address may cost: room for a smart-contract
+# wallet to receive coin (a Safe proxy and its `receive` event take about 10,000; see
+# contracts/test/ProxyWallet.sol), the call itself (value, cold account) and a credit written
+# when the coin is refused. A native sweep sends to the payout address, the owner and the
+# owner's credit; a token sweep sends native coin found beside the token to the first two.
+RECIPIENT_GAS = 50_000
+NATIVE_SEND_OVERHEAD_GAS = 9_000 + 2_600 + 22_100 + 5_000
+NATIVE_SENDS_PER_SWEEP = 3
+
 on_final(TxPurpose.WITHDRAW, SWEEP_FINAL)
-
-
-class AlreadyClaimed(Exception):
-    """Another process claimed some of the batch's invoices first."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +110,6 @@ class Planning:
             reason = "its balance is unreadable" if balance is None else _EMPTY
             stale.append((invoice, ParkKind.NO_EFFECT, reason))
         return stale
-
-    def seen_of(self, ids: Sequence[str]) -> dict[str, int]:
-        return {i: self.seen[i] for i in ids if i in self.seen}
 
 
 async def plan_withdrawals(
@@ -180,6 +180,11 @@ async def sweep_with_backoff(
     key = (batch.owner_address.lower(), (batch.token_address or ZERO_ADDRESS).lower())
     if not backoff.ready(key, planning.now_ms):
         return []
+    refused = await over_budget(planning, batch)
+    if refused is not None:
+        # Passes run every second: the batch waits until then, logged once.
+        backoff.hold(key, planning.now_ms + refused.retry_after_s * 1000)
+        return []
     try:
         sent = await sweep_batch(planning, batch)
     except REQUEST_ERRORS as exc:
@@ -198,14 +203,16 @@ async def sweep_with_backoff(
 
 
 async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransaction]:
-    """Simulate and send one withdraw. A batch that does not simulate, or needs more than
-    the per-transaction gas cap, is split in halves; a single escrow that fails is parked."""
+    """Simulate and send one withdraw. A batch that does not simulate, or needs more gas
+    than it should cost (``sweep_gas_cap``), is split in halves; a single escrow that fails
+    is parked."""
     token = batch.token_address or ZERO_ADDRESS
     salts = [bytes.fromhex(i.salt[2:]) for i in batch.invoices]
     call = Call(
         TxPurpose.WITHDRAW,
         planning.chain.factory,
         encode_withdraw(batch.owner_address, token, salts),
+        spender=Spender.owner(batch.owner_address),
     )
     try:
         gas = await planning.relayer.simulate(call)
@@ -213,9 +220,21 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
         if not fails_in_execution(exc):
             raise
         return await split_or_park(planning, batch, failure_reason(exc))
-    if gas >= TX_GAS_CAP:
-        return await split_or_park(planning, batch, "needs more gas than a transaction may use")
+    cap = sweep_gas_cap(len(batch.invoices), native=token == ZERO_ADDRESS)
+    if gas > cap or gas >= TX_GAS_CAP:
+        reason = f"needs {gas} gas, more than a sweep of it should cost ({cap})"
+        return await split_or_park(planning, batch, reason)
     return await send_batch(planning, batch, call, gas)
+
+
+def sweep_gas_cap(escrows: int, *, native: bool) -> int:
+    """The most gas a sweep of ``escrows`` escrows may use, and its transaction's limit: what
+    such a batch should cost. An owner or payout address that burns gas on receipt cannot
+    make the relayer pay more: a sweep whose simulation needs more is parked, and one whose
+    recipient burns more only once mined stops at its limit (docs/security.md)."""
+    per_escrow = SWEEP_ESCROW_GAS["native" if native else "token"]
+    sends = NATIVE_SENDS_PER_SWEEP * (RECIPIENT_GAS + NATIVE_SEND_OVERHEAD_GAS)
+    return min(TX_GAS_CAP, SWEEP_BASE_GAS + escrows * per_escrow + sends)
 
 
 def fails_in_execution(exc: RpcError) -> bool:
@@ -303,84 +322,41 @@ async def send_batch(
     """Send a simulated withdraw, claiming its invoices as the transaction is recorded."""
 
     async def claim(session: AsyncSession, row: RelayerTransaction) -> None:
-        await claim_invoices(session, planning, batch, row)
+        now_ms = planning.services.clock.now_ms()
+        await claim_invoices(session, batch, row, planning.seen, planning.balances, now_ms)
 
     try:
         return [await planning.relayer.send(call, gas, claim)]
     except AlreadyClaimed:
         log.info("withdrawal batch for %s was claimed by another process", batch.owner_address)
         return []
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return []
 
 
-async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:
-    """How many withdrawals (any status) each invoice has been part of."""
-    rows = await session.execute(
-        select(WithdrawalItem.invoice_id, func.count())
-        .where(WithdrawalItem.invoice_id.in_(ids))
-        .group_by(WithdrawalItem.invoice_id)
+async def over_budget(planning: Planning, batch: Batch) -> BudgetExhausted | SetAside | None:
+    """Why a sweep of ``batch`` is refused now (the day's budget has no room, or its owner is
+    set aside), or None: read before simulating, so a batch that would be refused costs no
+    node call (the send checks again, under the relayer account lock)."""
+    relayer = planning.relayer
+    spender = Spender.owner(batch.owner_address)
+    try:
+        async with planning.services.db.sessions() as session:
+            now_ms = planning.now_ms
+            await check(session, relayer.limits, relayer.chain_id, spender, TX_GAS_MIN, now_ms)
+    except (BudgetExhausted, SetAside) as exc:
+        _waits(planning, batch, exc)
+        return exc
+    return None
+
+
+def _waits(planning: Planning, batch: Batch, exc: BudgetExhausted | SetAside) -> None:
+    log.warning(
+        "withdrawal of %s escrow(s) of %s on chain %s waits %s s: %s",
+        len(batch.invoices),
+        batch.owner_address,
+        planning.relayer.chain_id,
+        exc.retry_after_s,
+        exc,
     )
-    return {invoice_id: int(count) for invoice_id, count in rows}
-
-
-async def claim_invoices(
-    session: AsyncSession, planning: Planning, batch: Batch, row: RelayerTransaction
-) -> None:
-    """Record the withdrawal and its items, unless another batch took an invoice since this
-    one read the balances. Runs under the relayer account lock, which every batch of this
-    chain passes through, so two processes cannot both pass this check."""
-    ids = [invoice.id for invoice in batch.invoices]
-    held = await session.scalar(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids)).limit(1))
-    if held is not None or await sweep_counts(session, ids) != planning.seen_of(ids):
-        raise AlreadyClaimed(ids)
-    refunding = await session.scalar(
-        select(Invoice.id).where(Invoice.id.in_(ids), Invoice.id.in_(pending_refund_ids())).limit(1)
-    )
-    if refunding is not None:
-        raise AlreadyClaimed(ids)
-    paid_ids = [i.id for i in batch.invoices if i.status == InvoiceStatus.PAID]
-    still_paid = await session.scalar(
-        select(func.count())
-        .select_from(Invoice)
-        .where(
-            Invoice.id.in_(paid_ids),
-            Invoice.status == InvoiceStatus.PAID,
-            Invoice.withdrawn.is_(False),
-        )
-    )
-    if paid_ids and still_paid != len(paid_ids):
-        raise AlreadyClaimed(paid_ids)
-    balances = {i: int(planning.balances[i] or 0) for i in ids}
-    now_ms = planning.services.clock.now_ms()
-    withdrawal = Withdrawal(
-        id=str(uuid.uuid4()),
-        chain_id=row.chain_id,
-        owner_address=batch.owner_address,
-        token_address=batch.token_address,
-        relayer_tx_id=row.id,
-        status=WithdrawalStatus.PENDING,
-        planned_raw=str(sum(balances.values())),
-        created_at=now_ms,
-        updated_at=now_ms,
-    )
-    session.add(withdrawal)
-    await session.flush()
-    session.add_all(
-        WithdrawalItem(withdrawal_id=withdrawal.id, invoice_id=i, amount_raw=str(balances[i]))
-        for i in ids
-    )
-
-
-async def withdrawal_summary(db: Database, tx_id: str) -> tuple[Withdrawal, int] | None:
-    """The withdrawal a relayer transaction carries and how many escrows it sweeps."""
-    async with db.sessions() as session:
-        withdrawal = await session.scalar(
-            select(Withdrawal).where(Withdrawal.relayer_tx_id == tx_id)
-        )
-        if withdrawal is None:
-            return None
-        count = await session.scalar(
-            select(func.count())
-            .select_from(WithdrawalItem)
-            .where(WithdrawalItem.withdrawal_id == withdrawal.id)
-        )
-        return withdrawal, int(count or 0)

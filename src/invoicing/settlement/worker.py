@@ -24,12 +24,14 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
+from invoicing.settlement.budget import Limits
+from invoicing.settlement.claims import withdrawal_summary
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer, RelayerUnavailable
 from invoicing.settlement.stranded import sweep_other_assets
 from invoicing.settlement.tracking import track_pending
-from invoicing.settlement.withdrawals import plan_withdrawals, withdrawal_summary
+from invoicing.settlement.withdrawals import plan_withdrawals
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ STEP_ERRORS: tuple[type[Exception], ...] = (
 
 def _relayer(services: Services, chain: ChainGateway) -> Relayer | None:
     try:
-        return Relayer(chain, services.db, services.clock)
+        return Relayer(chain, services.db, services.clock, Limits.of(services.settings))
     except RelayerUnavailable:
         return None
 

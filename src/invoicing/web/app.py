@@ -22,7 +22,7 @@ from invoicing.web.api import (
     webhook_signing,
     webhooks,
 )
-from invoicing.web.cors import CorsByPath, cors_rules
+from invoicing.web.cors import CorsByPath, cors_rules, route_methods
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
 from invoicing.web.page import routes as page
@@ -74,13 +74,17 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     app.state.services = services
     install_error_handlers(app)
     install_openapi(app)
+    for router in ROUTERS:
+        app.include_router(router)
     settings = services.settings
-    rules = cors_rules(settings.cors_allow_origins, settings.cors_integration_allow_origins)
+    rules = cors_rules(
+        settings.cors_allow_origins,
+        settings.cors_integration_allow_origins,
+        route_methods((route for router in ROUTERS for route in router.routes), "/integration/"),
+    )
     if rules:
         app.add_middleware(CorsByPath, rules=rules)
     app.add_middleware(Observability)
-    for router in ROUTERS:
-        app.include_router(router)
     return app
 
 

@@ -4,6 +4,9 @@
 The client address is the socket's peer, unless that peer is a trusted reverse proxy
 (``INVOICING_TRUSTED_PROXIES``); then the right-most ``X-Forwarded-For`` address that is not
 itself a trusted proxy, so a client cannot choose its own rate-limit key by sending the header.
+A public route counts its client by the address's network (``client_network``): an IPv4
+address alone, an IPv6 address by its /64, the least a single subscriber is given, so a
+client cannot multiply its limit by rotating through the addresses of its own prefix.
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ def client_address(connection: HTTPConnection, trusted_proxies: str) -> str:
         if not _trusted(hop, networks):
             break
     return client
+
+
+IPV6_CLIENT_PREFIX = 64
+
+
+def client_network(connection: HTTPConnection, trusted_proxies: str) -> str:
+    """The key a public route counts its client by: the client address's IPv4 address, or
+    its IPv6 /64 (``2001:db8:1:2::/64``); an IPv4-mapped address counts as its IPv4."""
+    address = client_address(connection, trusted_proxies)
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, IPV6_CLIENT_PREFIX), strict=False))
+    return str(ip)
 
 
 def _trusted(address: str, networks: tuple[IPNetwork, ...]) -> bool:

@@ -17,9 +17,11 @@ carry ``Access-Control-Allow-Origin`` (``*``, or the origin itself with ``Vary: 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
@@ -42,7 +44,11 @@ class CorsRule:
         return ANY in self.origins or origin in self.origins
 
 
-def cors_rules(client_origins: str, integration_origins: str) -> list[CorsRule]:
+def cors_rules(
+    client_origins: str, integration_origins: str, integration_methods: Sequence[str]
+) -> list[CorsRule]:
+    """The rules; ``integration_methods`` are those the app's ``/integration/*`` routes serve
+    (:func:`route_methods`), so a route added with a new method is allowed with it."""
     client = parse_origins(client_origins)
     integration = parse_origins(integration_origins)
     rules = [
@@ -51,11 +57,22 @@ def cors_rules(client_origins: str, integration_origins: str) -> list[CorsRule]:
         CorsRule(
             re.compile(r"^/integration/"),
             integration,
-            ("GET", "POST", "DELETE"),
+            tuple(integration_methods),
             ("content-type", API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER),
         ),
     ]
     return [rule for rule in rules if rule.origins]
+
+
+def route_methods(routes: Iterable[BaseRoute], prefix: str) -> tuple[str, ...]:
+    """Every method that a route under ``prefix`` serves, sorted (``HEAD`` is implied)."""
+    methods = {
+        method
+        for route in routes
+        if isinstance(route, Route) and route.path.startswith(prefix)
+        for method in route.methods or ()
+    }
+    return tuple(sorted(methods - {"HEAD", "OPTIONS"}))
 
 
 class CorsByPath:

@@ -11,8 +11,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from invoicing.chain.answers import RpcError
 from invoicing.chain.checks import cheap_problem
-from invoicing.chain.rpc import RpcError
 from invoicing.errors import ServiceError, Unauthorized
 from invoicing.gauges import refresh_database_gauges
 from invoicing.settlement.relayer import relayer_shortfall

@@ -125,13 +125,13 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "type": "apiKey",
         "in": "header",
         "name": API_KEY_HEADER,
-        "description": "API key mode (spec 5.1): an API key of the request's ownerAddress.",
+        "description": "API key mode: an API key of the request's ownerAddress.",
     },
     "signature": {
         "type": "apiKey",
         "in": "header",
         "name": SIGNATURE_HEADER,
-        "description": "Request signature mode (spec 5.2): the owner wallet's EIP-191 "
+        "description": "Request signature mode: the owner wallet's EIP-191 "
         'personal_sign of "Service API Request Signature\\n" + JSON.stringify({action, '
         "ownerAddress, timestamp, payload}); sent with x-service-timestamp.",
     },

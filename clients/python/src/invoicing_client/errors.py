@@ -22,6 +22,7 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── InvoiceExists         409 invoice_exists
         │   ├── NonceMismatch         409 nonce_mismatch
         │   ├── SweepInProgress       409 sweep_in_progress
+        │   ├── InvoicePending        409 invoice_pending
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
         │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
         ├── PayloadTooLarge           413 payload_too_large
@@ -139,6 +140,10 @@ class NonceMismatch(Conflict):
 
 class SweepInProgress(Conflict):
     code = "sweep_in_progress"
+
+
+class InvoicePending(Conflict):
+    code = "invoice_pending"
 
 
 class TooManyWebhookSecrets(Conflict):

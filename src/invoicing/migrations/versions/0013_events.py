@@ -1,4 +1,4 @@
-"""events, event_endpoints, and the outbox columns that tie deliveries to them (issue 17)
+"""events, event_endpoints, and the outbox columns that tie deliveries to them
 
 ``webhook_events`` rows become deliveries of an event: ``event_id`` (the event),
 ``endpoint_id`` (an owner's endpoint; null for the invoice's webhookUrl) and ``retry_until``

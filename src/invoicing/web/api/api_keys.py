@@ -1,4 +1,4 @@
-"""API key management (DESIGN section 4): signature mode only."""
+"""API key management (docs/integration/authentication.md): signature mode only."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from invoicing.auth.api_keys import (
     list_api_keys,
     revoke_api_key,
 )
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
@@ -79,7 +80,7 @@ async def create(request: Request) -> Answer[IssuedApiKey]:
             session,
             body.ownerAddress,
             body.label,
-            services.settings.secret,
+            ServerSecrets.of(services.settings),
             services.clock.now_ms(),
         )
     issued = IssuedApiKey(

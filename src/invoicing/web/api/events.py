@@ -1,4 +1,4 @@
-"""Events and webhook endpoints (issue 17, "Events"): both auth modes.
+"""Events and webhook endpoints (docs/integration/webhooks.md): both auth modes.
 
 - ``POST /integration/webhook-endpoints`` (``webhook_endpoint.create``) → 201 the endpoint;
   ``GET`` (``webhook_endpoint.list``); ``PATCH ?id=`` (``webhook_endpoint.update``);

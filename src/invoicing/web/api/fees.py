@@ -1,6 +1,6 @@
-"""Routes of spec 4.5-4.8: gasless owner settings (SetFee, SetPayout) and reading them.
+"""Routes of docs/integration/fees.md: gasless owner settings (SetFee, SetPayout) and reading them.
 
-``/integration/fees/*`` need request authentication (spec 5); the client-facing
+``/integration/fees/*`` need request authentication; the client-facing
 ``/fees/*`` routes take the same bodies with the EIP-712 signature as the only
 authorization, rate limited per client IP and per owner.
 """
@@ -38,7 +38,7 @@ from invoicing.web.api.inputs import (
     validate,
 )
 from invoicing.web.api.responses import FeeSettings, FeeSubmission
-from invoicing.web.context import client_address, services_of
+from invoicing.web.context import client_network, services_of
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,
@@ -51,7 +51,7 @@ router = APIRouter(tags=["fees"])
 
 
 def _decimal_uint(value: Any) -> Any:
-    """A decimal string (as the spec sends nonce and deadline) or a non-negative integer."""
+    """A decimal string (as the docs send nonce and deadline) or a non-negative integer."""
     if isinstance(value, bool):
         raise ValueError("must be a decimal string")
     if isinstance(value, str):
@@ -82,14 +82,14 @@ class _MetaBody(BaseModel):
 
 
 class SetFeeBody(_MetaBody):
-    """Body of POST /integration/fees/set-meta and /fees/set-meta (spec 4.5)."""
+    """Body of POST /integration/fees/set-meta and /fees/set-meta."""
 
     # Larger values are refused with 400 fee_too_high (not invalid_request).
     feeBps: int = Field(ge=0, le=UINT256_MAX, json_schema_extra={"maximum": MAX_FEE_BPS})
 
 
 class SetPayoutBody(_MetaBody):
-    """Body of POST /integration/fees/set-payout-meta and /fees/set-payout-meta (spec 4.6)."""
+    """Body of POST /integration/fees/set-payout-meta and /fees/set-payout-meta."""
 
     payoutAddress: Address
 
@@ -142,12 +142,12 @@ async def _submit(request: MetaRequest, http: Request) -> Answer[FeeSubmission]:
 
 
 async def _client_body(request: Request) -> dict[str, Any]:
-    """Rate limit by client address, read the body, refuse an owner the service does not
+    """Rate limit by client network, read the body, refuse an owner the service does not
     admit, then rate limit by owner too."""
     services = services_of(request)
     settings = services.settings
     limit = settings.fee_rate_limit_per_minute
-    client = client_address(request, settings.trusted_proxies)
+    client = client_network(request, settings.trusted_proxies)
     await hit(services.db, [f"fees-ip:{client}"], limit, services.clock.now_ms())
     data = await json_body(request, settings.max_body_bytes)
     owner = owner_address_of(data)

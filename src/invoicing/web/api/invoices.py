@@ -1,4 +1,4 @@
-"""Routes of spec 4.1-4.4: create, status, list and delete invoices."""
+"""Routes of docs/integration/invoices.md: create, status, list and delete invoices."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from invoicing.invoices.service import (
 )
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
+from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.deps import authorized_body, authorized_query
@@ -47,7 +48,7 @@ MAX_METADATA_BYTES = 16 * 1024
 
 
 class CreateInvoiceBody(BaseModel):
-    """Body of POST /integration/invoices (spec 4.1)."""
+    """Body of POST /integration/invoices."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -152,6 +153,13 @@ def create_rules(settings: Settings) -> CreateRules:
 async def create(request: Request) -> Answer[InvoiceOut]:
     services = services_of(request)
     body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
+    await hit_deferred(
+        services.db,
+        [f"invoice-create-owner:{caller.owner_key}"],
+        services.settings.invoice_creation_per_owner_per_day,
+        services.clock.now_ms(),
+        window_ms=DAY_MS,
+    )
     chain = services.chains.get(body.chainId)
     invoice, created = await create_invoice(
         services.db,
@@ -261,7 +269,7 @@ Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 async def owner_views(
     services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
 ) -> list[InvoiceOut]:
-    """Owner representations: spec 2.1 plus the escrow's ``refunds`` and ``otherBalances``
+    """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
     (never shown on the public /pay routes). ``fresh``: just created, so there are none.
 
     One invoice (create, status: the hot paths) shares its reads with the other requests

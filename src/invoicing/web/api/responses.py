@@ -53,7 +53,7 @@ class OtherBalance(WireModel):
 
 
 class Invoice(WireModel):
-    """The Invoice object (spec 2.1), plus the escrow's ``salt`` and, when there are some,
+    """The Invoice object, plus the escrow's ``salt`` and, when there are some,
     its ``refunds`` and ``otherBalances``."""
 
     id: str
@@ -90,7 +90,7 @@ class InvoiceStatusResult(WireModel):
 
 
 class InvoiceList(WireModel):
-    """A page of invoices (spec 2.3); everything is read when page * limit >= total."""
+    """A page of invoices; everything is read when page * limit >= total."""
 
     items: list[Invoice]
     total: int = Field(ge=0)

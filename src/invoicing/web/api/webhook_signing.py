@@ -1,4 +1,4 @@
-"""Webhook signing secrets and owner settings (issue 17, "Signed deliveries"): both auth modes.
+"""Webhook signing secrets and owner settings (docs/integration/webhooks.md): both modes.
 
 - ``POST /integration/webhook-secrets`` (``webhook_secret.create``) → 201, the secret shown
   only in this answer; at most ``signing.MAX_ACTIVE_SECRETS`` active per owner (409
@@ -14,6 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
     create_secret,
@@ -75,7 +76,7 @@ async def create(request: Request) -> Answer[IssuedWebhookSecret]:
     )
     async with services.db.transaction() as session:
         row, secret = await create_secret(
-            session, caller.owner_key, services.settings.secret, services.clock.now_ms()
+            session, caller.owner_key, ServerSecrets.of(services.settings), services.clock.now_ms()
         )
     issued = IssuedWebhookSecret(
         id=row.id, secret=secret.get_secret_value(), createdAt=row.created_at

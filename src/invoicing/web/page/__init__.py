@@ -1,1 +1,1 @@
-"""The hosted payment page (DESIGN section 7): ``/pay/<paymentAddress>`` and its status JSON."""
+"""The hosted payment page (docs/integration/invoices.md): ``/pay/<address>`` and its JSON."""

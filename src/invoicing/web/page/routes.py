@@ -1,4 +1,5 @@
-"""Routes of the hosted payment page (DESIGN 7): the page, its status JSON, QR and assets.
+"""Routes of the hosted payment page (docs/integration/invoices.md): the page, its status
+JSON, QR and assets.
 
 Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
 carry only what the page shows. Every route counts against the client's rate limit
@@ -25,7 +26,7 @@ from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import Services
-from invoicing.web.context import client_address, services_of
+from invoicing.web.context import client_network, services_of
 from invoicing.web.page.qr import QrCache
 from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
 from invoicing.web.page.view import (
@@ -49,7 +50,7 @@ async def _limit_client(request: Request) -> None:
     """Count the request against its client's limit (429 ``rate_limited`` when over)."""
     services = services_of(request)
     settings = services.settings
-    client = client_address(request, settings.trusted_proxies)
+    client = client_network(request, settings.trusted_proxies)
     await hit_deferred(
         services.db,
         [f"pay-ip:{client}"],

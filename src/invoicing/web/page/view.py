@@ -32,7 +32,7 @@ def parse_payment_address(text: str) -> str:
 
 
 async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:
-    """The invoice at that escrow, deleted ones included (DESIGN 3); any owner."""
+    """The invoice at that escrow, deleted ones included; any owner."""
     async with db.sessions() as session:
         invoice = await session.scalar(
             select(Invoice).where(Invoice.payment_address == payment_address)
@@ -45,7 +45,7 @@ async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:
 def payment_uri(
     payment_address: str, chain_id: int, token_address: str | None, amount_raw: int
 ) -> str:
-    """EIP-681 URI: a native transfer, or the ERC-20 ``transfer`` call (DESIGN 7)."""
+    """EIP-681 URI: a native transfer, or the ERC-20 ``transfer`` call."""
     if token_address is None:
         return f"ethereum:{payment_address}@{chain_id}?value={amount_raw}"
     return (
