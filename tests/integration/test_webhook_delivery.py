@@ -135,7 +135,11 @@ async def test_a_revoked_api_key_is_not_sent(services: Services, fake: FakeChain
     owner = new_owner()
     async with services.db.transaction() as session:
         row, api_key = await create_api_key(
-            session, owner.address, "shop", services.settings.secret, services.clock.now_ms()
+            session,
+            owner.address,
+            "shop",
+            ServerSecrets.of(services.settings),
+            services.clock.now_ms(),
         )
     caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)
     await paid_invoice(services, fake, caller=caller, owner_address=owner.address)
