@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 from sqlalchemy import select
 
-from invoicing.auth.api_keys import create_api_key
+from invoicing.auth.api_keys import create_api_key, revoke_api_key
 from invoicing.auth.guard import Caller
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
@@ -129,6 +129,31 @@ async def test_api_key_mode_sends_the_owners_key(services: Services, fake: FakeC
     assert claimed.delivery.headers["x-service-api-key"] == api_key.get_secret_value()
     assert "x-service-signature" not in claimed.delivery.headers
     assert "x-service-timestamp" not in claimed.delivery.headers
+
+
+async def test_a_revoked_api_key_is_not_sent(services: Services, fake: FakeChain) -> None:
+    owner = new_owner()
+    async with services.db.transaction() as session:
+        row, api_key = await create_api_key(
+            session,
+            owner.address,
+            "shop",
+            ServerSecrets.of(services.settings),
+            services.clock.now_ms(),
+        )
+    caller = Caller(owner.address.lower(), "api_key", api_key_id=row.id)
+    await paid_invoice(services, fake, caller=caller, owner_address=owner.address)
+    async with services.db.transaction() as session:
+        await revoke_api_key(session, owner.address.lower(), row.id, services.clock.now_ms())
+
+    (claimed,) = await claim_events(services, services.clock.now_ms(), 10)
+
+    assert api_key.get_secret_value() not in json.dumps(claimed.delivery.headers)
+    assert claimed.delivery.headers == {
+        "content-type": "application/json",
+        "x-service-event-id": claimed.event_id,
+        "x-service-delivery-attempt": "1",
+    }
 
 
 async def test_retries_after_the_delay_with_one_event_id_until_2xx(

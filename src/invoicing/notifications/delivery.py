@@ -16,8 +16,9 @@ apart) and an event to an owner's endpoint (the event's envelope, ``x-service-ev
 the event's id, signed, retried with backoff until ``retry_until``: ``notifications.retries``).
 
 The import that runs up: ``invoices.models``. The paid webhook carries the credential that
-created its invoice (the API key, or the creation request's signature and timestamp), read at
-claim time from the invoice's row and its API key's, in the claim's one query.
+created its invoice (the API key while it is not revoked, or the creation request's signature
+and timestamp), read at claim time from the invoice's row and its API key's, in the claim's
+one query.
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ async def _load_claimed(
     rows = await session.execute(
         select(WebhookEvent, Invoice, ApiKey.key_encrypted)
         .outerjoin(Invoice, Invoice.id == WebhookEvent.invoice_pk)
-        .outerjoin(ApiKey, ApiKey.id == Invoice.api_key_id)
+        # A revoked key is never sent again (the header is left out).
+        .outerjoin(ApiKey, and_(ApiKey.id == Invoice.api_key_id, ApiKey.revoked_at.is_(None)))
         .where(WebhookEvent.id.in_(ids))
         .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
     )
