@@ -18,8 +18,8 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.rpc import JsonRpc
 from invoicing.errors import ChainUnavailable
 from invoicing.refunds.models import RefundStatus
-from invoicing.settlement.models import TxStatus
-from invoicing.settlement.withdrawals import WithdrawalStatus, plan_withdrawals
+from invoicing.settlement.models import TxStatus, WithdrawalStatus
+from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
 from tests.integration.test_log_secrets import captured  # noqa: F401 - a fixture
