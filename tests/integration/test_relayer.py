@@ -49,9 +49,11 @@ async def row_of(services: object, row_id: str) -> RelayerTransaction:
 
 
 async def test_a_stuck_withdrawal_is_replaced_with_higher_fees(
-    make_services: MakeServices, evm: EvmClient, manual_mining: None
+    make_services: MakeServices, evm: EvmClient, manual_mining: None, own_database: str
 ) -> None:
-    services = await make_services(relayer_resend_after_s=30)
+    # A database of its own: it tracks every pending relayer transaction it finds, and a test
+    # run before it on the same worker may leave its own pending.
+    services = await make_services(relayer_resend_after_s=30, database_url=own_database)
     clock = FakeClock(services.clock.now_ms())
     services.clock = clock
     owner = new_owner().address

@@ -354,13 +354,22 @@ async def spend_of(services: Services, chain_id: int) -> dict[str, tuple[int, in
 
 
 async def test_a_flood_of_fresh_wallets_shares_one_owners_share_and_never_passes_the_chains(
-    start_apps: StartApps, make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+    start_apps: StartApps,
+    make_services: MakeServices,
+    evm: EvmClient,
+    dev: DevDeployment,
+    own_database: str,
 ) -> None:
+    # A database of its own: the chain's daily budget counts every test's relayed
+    # transactions, and other tests of the same worker spend on the same day.
     # Owners with an invoice paid on the chain spend their own share.
     established = [new_owner() for _ in range(2)]
     for owner in established:
-        await paid_invoice(await make_services(), evm, owner.address, "0.001")
-    (app,) = await start_apps(relayer_owner_tx_per_day=3, relayer_chain_tx_per_day=4)
+        services = await make_services(database_url=own_database)
+        await paid_invoice(services, evm, owner.address, "0.001")
+    (app,) = await start_apps(
+        relayer_owner_tx_per_day=3, relayer_chain_tx_per_day=4, database_url=own_database
+    )
     sent_before = await evm.get_transaction_count(RELAYER, "pending")
     rows_before = await relayer_rows(app.services)
 
