@@ -126,7 +126,9 @@ def test_the_log_starts_over_under_steady_writes(tmp_path: Path) -> None:
             largest = max(largest, wal.stat().st_size)
             time.sleep(0.001)
 
-        assert largest < 10_000_000
+        # Without the checkpointer the log would hold all ~25 MB; under a loaded CI machine the
+        # checkpointer thread runs late, so the bound leaves room for a few slow wake-ups.
+        assert largest < 15_000_000
         assert writer.execute("SELECT count(*) FROM t").fetchone() == (40_000,)
     finally:
         checkpointer.stop()
