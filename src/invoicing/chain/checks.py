@@ -12,7 +12,10 @@ what differs:
   ``immutableReferences``, are left out of the comparison);
 - the factory's ``predictEscrow`` for a probe (owner, salt) is not the service's own CREATE2
   derivation (``chain.escrows``);
-- an allow-listed token's ``decimals()`` is not its configured decimals.
+- an allow-listed token's ``decimals()`` is not its configured decimals;
+- a price feed's ``decimals()`` cannot be read, its ``description()`` is not the pair it is
+  configured for (``ETH / USD``: the asset's symbol, " / ", the currency, as Chainlink names
+  its feeds), or its latest round is not positive, incomplete or older than its heartbeat.
 
 ``/readyz`` repeats the cheap ones (:func:`cheap_problem`: chain id, factory code present).
 No line shows an RPC URL's path, query or user part (they may carry a provider's API key) or a
@@ -22,6 +25,7 @@ key: URLs are named by position and redacted host.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from eth_abi.exceptions import DecodingError
@@ -29,9 +33,10 @@ from eth_abi.exceptions import DecodingError
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
-from invoicing.chain.config import ChainConfig
+from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.feeds import AGGREGATOR, decode_round, round_problem
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
@@ -86,10 +91,17 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
                 ("eth_call", [{"to": t.address, "data": _DECIMALS}, "latest"])
                 for t in config.tokens
             ),
+            *(
+                ("eth_call", [{"to": feed.address, "data": data}, "latest"])
+                for feed in config.feeds
+                for data in _FEED_CALLS
+            ),
         ],
         return_errors=True,
     )
-    node_chain_id, code, predicted_raw, *decimals_raw = answers
+    node_chain_id, code, predicted_raw, *rest = answers
+    decimals_raw = rest[: len(config.tokens)]
+    feeds_raw = rest[len(config.tokens) :]
     for answer in (node_chain_id, code):
         if isinstance(answer, RpcError):
             raise answer
@@ -122,6 +134,32 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
             raise ChainCheckFailed(
                 config, f"{label}: decimals() is {decimals}, configured {token.decimals}"
             )
+    for index, feed in enumerate(config.feeds):
+        _verify_feed(config, feed, feeds_raw[3 * index : 3 * index + 3], int(time.time()))
+
+
+def _verify_feed(config: ChainConfig, feed: FeedConfig, raw: list[object], now_s: int) -> None:
+    """A feed's decimals are readable, its description names its pair, its round is usable."""
+    asset = None if feed.asset == NATIVE else feed.asset
+    pair = f"{config.asset_symbol(asset)} / {feed.currency}"
+    label = f"price feed {pair} {feed.address}"
+    decimals = _decoded(raw[0], AGGREGATOR, "decimals")
+    description = _decoded(raw[1], AGGREGATOR, "description")
+    if not isinstance(decimals, int):
+        raise ChainCheckFailed(config, f"{label}: decimals() cannot be read")
+    if description != pair:
+        raise ChainCheckFailed(config, f"{label}: description() is {description!r}")
+    try:
+        round_ = decode_round(feed.address, 0, decimals, bytes.fromhex(str(raw[2])[2:]))
+    except (DecodingError, ValueError):
+        raise ChainCheckFailed(config, f"{label}: latestRoundData() cannot be read") from None
+    problem = round_problem(round_, feed.heartbeat_s, now_s)
+    if problem is not None:
+        raise ChainCheckFailed(
+            config,
+            f"{label}: latest round {round_.round_id} is {problem.replace('_', ' ')} "
+            f"(updated at {round_.updated_at}, heartbeat {feed.heartbeat_s} s)",
+        )
 
 
 async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
@@ -149,6 +187,8 @@ async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
 
 
 _DECIMALS = "0x" + encode_call(ERC20, "decimals").hex()
+_FEED_NAMES = ("decimals", "description", "latestRoundData")
+_FEED_CALLS = tuple("0x" + encode_call(AGGREGATOR, name).hex() for name in _FEED_NAMES)
 
 
 def _decoded(raw: object, contract: str, name: str) -> object:

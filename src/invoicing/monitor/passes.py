@@ -60,6 +60,7 @@ CLAIM_COLUMNS = (
     INVOICES.c.balance_raw,
     INVOICES.c.required_raw,
     INVOICES.c.expires_at,
+    INVOICES.c.tolerance_bps,
     INVOICES.c.last_checked_at,
 )
 
