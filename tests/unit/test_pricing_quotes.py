@@ -33,7 +33,12 @@ def priced_chain(heartbeat_s: int = 3600) -> FakeChain:
 async def test_a_pegged_token_converts_one_to_one() -> None:
     chain = priced_chain()
     found = await quote(chain, TOKEN, 6, "USD", "19.99", Decimal("19.99"), NOW_S * 1000)
-    assert (found.required_raw, found.rate, found.source, found.feed) == (19_990_000, "1", PEG, None)
+    assert (found.required_raw, found.rate, found.source, found.feed) == (
+        19_990_000,
+        "1",
+        PEG,
+        None,
+    )
 
 
 def test_a_pegged_conversion_rounds_up_to_the_token_decimals() -> None:

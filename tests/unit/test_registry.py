@@ -63,12 +63,16 @@ def test_every_entry_has_all_fields(chain_id: int) -> None:
     assert re.fullmatch(r"https://[a-z0-9.-]+[a-z]", entry["explorer"])
     assert entry.get("eip1559") in (None, True, False)
     for token in entry["token"]:
-        assert {"address", "symbol", "decimals"} <= set(token) <= {
-            "address",
-            "symbol",
-            "decimals",
-            "pegged",
-        }
+        assert (
+            {"address", "symbol", "decimals"}
+            <= set(token)
+            <= {
+                "address",
+                "symbol",
+                "decimals",
+                "pegged",
+            }
+        )
         assert token["symbol"] in {"USDC", "USDT", "DAI"}
         assert 0 <= token["decimals"] <= 18
         # Only USDC is pegged: Circle's statement of 1:1 redemption is cited in chains.toml.
