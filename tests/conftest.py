@@ -99,8 +99,9 @@ def factory(dev: DevDeployment) -> str:
 
 
 def dev_tokens(dev: DevDeployment) -> tuple[TokenConfig, ...]:
-    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals, pegged to USD)."""
-    return (TokenConfig(dev.token, dev.token_symbol, dev.token_decimals, pegged="USD"),)
+    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals, EIP-3009,
+    pegged to USD)."""
+    return (dev.token_config,)
 
 
 def dev_feeds(dev: DevDeployment) -> tuple[FeedConfig, ...]:

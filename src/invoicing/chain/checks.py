@@ -13,9 +13,12 @@ what differs:
 - the factory's ``predictEscrow`` for a probe (owner, salt) is not the service's own CREATE2
   derivation (``chain.escrows``);
 - an allow-listed token's ``decimals()`` is not its configured decimals;
+- a token marked with EIP-3009 answers a ``DOMAIN_SEPARATOR()`` other than the one its
+  configured EIP-712 name and version give on this chain (``chain.eip3009``);
 - a price feed's ``decimals()`` cannot be read, its ``description()`` is not the pair it is
   configured for (``ETH / USD``: the asset's symbol, " / ", the currency, as Chainlink names
-  its feeds), or its latest round is not positive, incomplete or older than its heartbeat.
+  its feeds), or its latest round is not positive, incomplete or older than its heartbeat
+  (``chain.feeds.feed_problem``).
 
 ``/readyz`` repeats the cheap ones (:func:`cheap_problem`: chain id, factory code present).
 No line shows an RPC URL's path, query or user part (they may carry a provider's API key) or a
@@ -33,10 +36,11 @@ from eth_abi.exceptions import DecodingError
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
-from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
+from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.eip3009 import DOMAIN_SEPARATOR_SELECTOR, domain_separator
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.feeds import AGGREGATOR, decode_round, round_problem
+from invoicing.chain.feeds import FEED_CHECK_CALLS, feed_problem
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
@@ -80,6 +84,7 @@ async def verify_chain(config: ChainConfig, evm: EvmClient) -> None:
 
 async def _verify(config: ChainConfig, evm: EvmClient) -> None:
     factory = config.factory
+    signing = [t for t in config.tokens if t.eip3009 is not None]
     probe = encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)
     # Every read in one JSON-RPC batch: one round trip however many tokens are listed.
     answers = await evm.rpc.batch(
@@ -92,16 +97,21 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
                 for t in config.tokens
             ),
             *(
+                ("eth_call", [{"to": t.address, "data": _DOMAIN_SEPARATOR}, "latest"])
+                for t in signing
+            ),
+            *(
                 ("eth_call", [{"to": feed.address, "data": data}, "latest"])
                 for feed in config.feeds
-                for data in _FEED_CALLS
+                for data in FEED_CHECK_CALLS
             ),
         ],
         return_errors=True,
     )
-    node_chain_id, code, predicted_raw, *rest = answers
-    decimals_raw = rest[: len(config.tokens)]
-    feeds_raw = rest[len(config.tokens) :]
+    node_chain_id, code, predicted_raw, *token_answers = answers
+    decimals_raw = token_answers[: len(config.tokens)]
+    separators_raw = token_answers[len(config.tokens) : len(config.tokens) + len(signing)]
+    feeds_raw = token_answers[len(config.tokens) + len(signing) :]
     for answer in (node_chain_id, code):
         if isinstance(answer, RpcError):
             raise answer
@@ -134,31 +144,28 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
             raise ChainCheckFailed(
                 config, f"{label}: decimals() is {decimals}, configured {token.decimals}"
             )
+    for token, raw in zip(signing, separators_raw, strict=True):
+        _check_domain(config, token, raw)
+    calls = len(FEED_CHECK_CALLS)
     for index, feed in enumerate(config.feeds):
-        _verify_feed(config, feed, feeds_raw[3 * index : 3 * index + 3], int(time.time()))
+        answers_of_feed = feeds_raw[calls * index : calls * (index + 1)]
+        problem = feed_problem(config, feed, answers_of_feed, int(time.time()))
+        if problem is not None:
+            raise ChainCheckFailed(config, problem)
 
 
-def _verify_feed(config: ChainConfig, feed: FeedConfig, raw: list[object], now_s: int) -> None:
-    """A feed's decimals are readable, its description names its pair, its round is usable."""
-    asset = None if feed.asset == NATIVE else feed.asset
-    pair = f"{config.asset_symbol(asset)} / {feed.currency}"
-    label = f"price feed {pair} {feed.address}"
-    decimals = _decoded(raw[0], AGGREGATOR, "decimals")
-    description = _decoded(raw[1], AGGREGATOR, "description")
-    if not isinstance(decimals, int):
-        raise ChainCheckFailed(config, f"{label}: decimals() cannot be read")
-    if description != pair:
-        raise ChainCheckFailed(config, f"{label}: description() is {description!r}")
-    try:
-        round_ = decode_round(feed.address, 0, decimals, bytes.fromhex(str(raw[2])[2:]))
-    except (DecodingError, ValueError):
-        raise ChainCheckFailed(config, f"{label}: latestRoundData() cannot be read") from None
-    problem = round_problem(round_, feed.heartbeat_s, now_s)
-    if problem is not None:
+def _check_domain(config: ChainConfig, token: TokenConfig, raw: object) -> None:
+    """The token's DOMAIN_SEPARATOR() is the one its configured EIP-712 domain gives."""
+    assert token.eip3009 is not None
+    label = f"token {token.symbol} {token.address}"
+    expected = domain_separator(token.eip3009, config.chain_id, token.address)
+    found = bytes.fromhex(raw[2:]) if isinstance(raw, str) and len(raw) == 66 else None
+    if found != expected:
         raise ChainCheckFailed(
             config,
-            f"{label}: latest round {round_.round_id} is {problem.replace('_', ' ')} "
-            f"(updated at {round_.updated_at}, heartbeat {feed.heartbeat_s} s)",
+            f"{label}: DOMAIN_SEPARATOR() is not the one of EIP-712 name "
+            f"{token.eip3009.name!r} version {token.eip3009.version!r} (eip3009_name, "
+            f"eip3009_version)",
         )
 
 
@@ -187,8 +194,7 @@ async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
 
 
 _DECIMALS = "0x" + encode_call(ERC20, "decimals").hex()
-_FEED_NAMES = ("decimals", "description", "latestRoundData")
-_FEED_CALLS = tuple("0x" + encode_call(AGGREGATOR, name).hex() for name in _FEED_NAMES)
+_DOMAIN_SEPARATOR = "0x" + DOMAIN_SEPARATOR_SELECTOR.hex()
 
 
 def _decoded(raw: object, contract: str, name: str) -> object:

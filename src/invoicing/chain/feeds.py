@@ -16,6 +16,7 @@ from eth_abi.exceptions import DecodingError
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import RpcError
 from invoicing.chain.artifacts import MOCK_AGGREGATOR
+from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
 from invoicing.chain.evm import EvmClient
 from invoicing.errors import ChainUnavailable
 
@@ -80,3 +81,52 @@ def decode_round(address: str, block: int, decimals: int, raw: bytes) -> FeedRou
     return FeedRound(
         address, block, decimals, round_id, answer, started_at, updated_at, answered_in_round
     )
+
+
+# What the start-up check asks of each feed, in one batch with its other reads.
+FEED_CHECK_NAMES = ("decimals", "description", "latestRoundData")
+FEED_CHECK_CALLS = tuple("0x" + encode_call(AGGREGATOR, name).hex() for name in FEED_CHECK_NAMES)
+
+
+def feed_problem(
+    config: ChainConfig, feed: FeedConfig, answers: list[object], now_s: int
+) -> str | None:
+    """What is wrong with a configured feed, from its answers to :data:`FEED_CHECK_CALLS`
+    (``chain.checks`` refuses to start on it), or None: its decimals must be readable, its
+    description the configured pair (``ETH / USD``), its latest round usable."""
+    asset = None if feed.asset == NATIVE else feed.asset
+    pair = f"{config.asset_symbol(asset)} / {feed.currency}"
+    label = f"price feed {pair} {feed.address}"
+    decimals, description, latest = (_view(raw, name) for raw, name in _named(answers))
+    if not isinstance(decimals, int):
+        return f"{label}: decimals() cannot be read"
+    if description != pair:
+        return f"{label}: description() is {description!r}"
+    if not isinstance(latest, bytes):
+        return f"{label}: latestRoundData() cannot be read"
+    try:
+        round_ = decode_round(feed.address, 0, decimals, latest)
+    except (DecodingError, ValueError):
+        return f"{label}: latestRoundData() cannot be read"
+    problem = round_problem(round_, feed.heartbeat_s, now_s)
+    if problem is None:
+        return None
+    return (
+        f"{label}: latest round {round_.round_id} is {problem.replace('_', ' ')} "
+        f"(updated at {round_.updated_at}, heartbeat {feed.heartbeat_s} s)"
+    )
+
+
+def _named(answers: list[object]) -> list[tuple[object, str]]:
+    return list(zip(answers, FEED_CHECK_NAMES, strict=True))
+
+
+def _view(raw: object, name: str) -> object:
+    """A decoded view answer (``latestRoundData``: its raw bytes), or None."""
+    if not isinstance(raw, str) or not raw.startswith("0x"):
+        return None
+    try:
+        data = bytes.fromhex(raw[2:])
+        return data if name == "latestRoundData" else decode_result(AGGREGATOR, name, data)
+    except (DecodingError, ValueError, OverflowError):
+        return None
