@@ -10,7 +10,7 @@ An invoice has three shapes, each where it pays for itself:
   answer of a re-check that changed nothing but ``lastCheckedAt`` (a detached copy: the loaded
   ORM row is shared by concurrent lookups and stays as it was).
 - ``InvoiceState``, a Protocol of what the lifecycle decides on and a balance read needs.
-  Both shapes above satisfy it, and so do the monitor's Core rows: a pass claims up to 100k
+  Both shapes above satisfy it, and so do the monitor's Core rows: a pass reads a shard's
   invoices as plain rows, without the ORM's per-row processing.
 
 The Invoice object of the API (``views.invoice_to_dict``) is built from either of the first
@@ -55,8 +55,7 @@ def _shard_of_row(context: DefaultExecutionContext) -> int:
 
 class InvoiceState(Protocol):
     """What the lifecycle decides on and a balance read needs: an ``Invoice``, an
-    ``InvoiceRow`` or a monitor claim's Core row (whose ``last_checked_at`` is the value from
-    before the claim, restored if the read fails)."""
+    ``InvoiceRow`` or a monitor pass's Core row."""
 
     @property
     def id(self) -> str: ...
@@ -221,9 +220,8 @@ class InvoiceRow:
     shard: int = -1  # -1: from the id
 
     def __post_init__(self) -> None:
-        # An ORM row not yet inserted has neither default yet.
-        self.unreadable = bool(self.unreadable)
-        if self.shard is None or self.shard < 0:
+        # An ORM row not yet inserted has no shard yet (its column default comes at insert).
+        if self.shard is None or self.shard == -1:
             self.shard = shard_of(self.id)
 
     @classmethod
