@@ -317,8 +317,7 @@ async def test_a_freed_slot_is_used_at_once_not_at_the_next_poll(
         own_database, fake, webhook_per_host_concurrency=1, webhook_poll_interval_s=30
     )
     invoices = [
-        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}")
-        for i in range(5)
+        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}") for i in range(5)
     ]
     client = FakeWebhookClient()
     stop = asyncio.Event()

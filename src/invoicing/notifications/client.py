@@ -6,9 +6,10 @@ multicast, unspecified or reserved, unless the development setting allows them; 
 wire (``Wire``) connects only to the addresses it checked (the request keeps the URL's Host
 header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the
 connect. A name's answer is kept ``dns_cache_s`` seconds (``guard.CachedResolver``) and
-checked again at every delivery. Every request carries ``User-Agent: invoicing-webhooks/<version>``. The wire is
-``http11.ConnectionPool`` (address fallback and stale keep-alive connections: its
-docstring), whose ``connect`` step tests swap. ``FakeWebhookClient`` ships beside it.
+checked again at every delivery. Every request carries
+``User-Agent: invoicing-webhooks/<version>``. The wire is ``http11.ConnectionPool``
+(address fallback and stale keep-alive connections: its docstring), whose ``connect`` step
+tests swap. ``FakeWebhookClient`` ships beside it.
 
 Why a hand-written wire: ``bench/webhook_clients.py`` sends the same 5,000 POSTs through this
 client with each wire (100 hosts, 200 in flight, at most 20 per host, keep-alive, the guard
