@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     lifetime_poll_interval_s: float = Field(default=60.0, gt=0)
     # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
     monitor_poll_interval_s: float = 0.5
+    # A worker's lease on its shards of a chain's watched invoices, renewed every third of it:
+    # a killed worker's invoices go unread for at most this long (monitor/shards.py).
+    monitor_lease_s: float = Field(default=10.0, gt=0)
     webhook_retry_delay_s: float = 60.0
     webhook_max_attempts: int = 20
     webhook_timeout_s: float = 10.0
@@ -83,6 +86,9 @@ class Settings(BaseSettings):
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
+    # the SSRF guard at every delivery, and connections go only to the checked addresses).
+    webhook_dns_cache_s: float = Field(default=10.0, ge=0)
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)

@@ -1,8 +1,8 @@
 """fiat prices and underpayment tolerance: the price locked into each invoice, the owner's
 tolerance and what an invoice paid under it fell short by
 
-Revision ID: 0015_fiat_prices
-Revises: 0014_relayer_budget
+Revision ID: 0016_fiat_prices
+Revises: 0015_monitor_shards
 Create Date: 2026-11-25 19:30:00.000000
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0015_fiat_prices"
-down_revision: str | Sequence[str] | None = "0014_relayer_budget"
+revision: str = "0016_fiat_prices"
+down_revision: str | Sequence[str] | None = "0015_monitor_shards"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
