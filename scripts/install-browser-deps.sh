@@ -10,7 +10,10 @@
 # skip, or fail under CI=true).
 set -euo pipefail
 
-if [ -x /usr/bin/chromium ]; then
+# WenQuanYi Micro Hei: Chinese and Japanese glyphs, so the payment page's screenshots in
+# those languages show text instead of empty boxes.
+CJK_FONT=/usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+if [ -x /usr/bin/chromium ] && [ -f "$CJK_FONT" ]; then
     exit 0
 fi
 
@@ -38,7 +41,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 echo "installing Debian's chromium for the browser tests (once)"
 if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends \
-        chromium fonts-liberation fonts-dejavu-core; } >/tmp/install-browser-deps.log 2>&1; then
+        chromium fonts-liberation fonts-dejavu-core fonts-wqy-microhei; } >/tmp/install-browser-deps.log 2>&1; then
     if $best_effort; then
         skip "apt-get could not install chromium (see /tmp/install-browser-deps.log)"
     fi
