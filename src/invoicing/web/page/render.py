@@ -96,6 +96,7 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         status_label=status_labels(locale).get(view.status, view.status),
         done_text=done_texts(locale).get(view.status, ""),
         amount=locale.amount(view.amount),
+        price=None if view.price is None else locale.price(view.price[1], view.price[0]),
         remaining=locale.amount(view.remaining),
         expires_iso=utc_iso(view.expires_at),
         expires_text=locale.time(view.expires_at),
