@@ -2,6 +2,7 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
+from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -31,6 +32,8 @@ __all__ = [
     "EscrowAsset",
     "Event",
     "EventEndpoint",
+    "GaslessOptIn",
+    "GaslessPayment",
     "Invoice",
     "MetaTransaction",
     "OwnerSequence",
