@@ -3,6 +3,7 @@
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
 from invoicing.gasless.models import GaslessOptIn, GaslessPayment
+from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -35,6 +36,8 @@ __all__ = [
     "GaslessOptIn",
     "GaslessPayment",
     "Invoice",
+    "MonitorShard",
+    "MonitorWorker",
     "MetaTransaction",
     "OwnerSequence",
     "OwnerSettings",
