@@ -94,7 +94,7 @@ ROUTES: dict[str, Route] = {
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
     "public.health": Route("GET", "/healthz", None),
     "public.ready": Route("GET", "/readyz", None),
-    "public.payment_page": Route("GET", "/pay/{payment_address}", None),
+    "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
     "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
     "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
