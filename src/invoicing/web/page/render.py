@@ -104,7 +104,7 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         status_url=f"{base}/status",
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
-        data_json=script_json(view.public_status().model_dump(mode="json")),
+        data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
         texts_json=script_json(script_texts(locale)),
     )
 
