@@ -99,8 +99,8 @@ def factory(dev: DevDeployment) -> str:
 
 
 def dev_tokens(dev: DevDeployment) -> tuple[TokenConfig, ...]:
-    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals)."""
-    return (TokenConfig(dev.token, dev.token_symbol, dev.token_decimals),)
+    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals, EIP-3009)."""
+    return (dev.token_config,)
 
 
 def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> ChainConfig:

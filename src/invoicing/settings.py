@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
+    # the SSRF guard at every delivery, and connections go only to the checked addresses).
+    webhook_dns_cache_s: float = Field(default=10.0, ge=0)
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)

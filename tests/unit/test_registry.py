@@ -63,7 +63,7 @@ def test_every_entry_has_all_fields(chain_id: int) -> None:
     assert re.fullmatch(r"https://[a-z0-9.-]+[a-z]", entry["explorer"])
     assert entry.get("eip1559") in (None, True, False)
     for token in entry["token"]:
-        assert set(token) == {"address", "symbol", "decimals"}
+        assert set(token) - {"eip3009_name", "eip3009_version"} == {"address", "symbol", "decimals"}
         assert token["symbol"] in {"USDC", "USDT", "DAI"}
         assert 0 <= token["decimals"] <= 18
 
@@ -84,6 +84,46 @@ def test_the_ethereum_stablecoins_are_the_issuers_contracts() -> None:
         "USDT": "0xdAC17F958D2ee523a2206206994597C13D831ec7",
         "DAI": "0x6B175474E89094C44Da98b954EedeAC495271d0F",
     }
+
+
+# USDC's EIP-712 domain (name, version) per chain where the cited sources give it; the
+# start-up check compares it with the token's DOMAIN_SEPARATOR() on the chain.
+EXPECTED_EIP3009 = {
+    8453: ("USD Coin", "2"),
+    84532: ("USDC", "2"),
+    137: ("USD Coin", "2"),
+    42161: ("USD Coin", "2"),
+}
+
+
+def test_eip3009_is_marked_on_the_usdc_whose_domain_is_cited() -> None:
+    marked = {
+        chain_id: (token["eip3009_name"], token["eip3009_version"])
+        for chain_id, entry in registry().items()
+        for token in entry["token"]
+        if "eip3009_name" in token
+    }
+    assert marked == EXPECTED_EIP3009
+    lines = registry_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("eip3009_name"):
+            assert lines[i - 1].startswith("# source: coinbase/x402"), f"line {i + 1}: no source"
+
+
+def test_a_chains_file_marks_eip3009_with_name_and_version_together(tmp_path: Path) -> None:
+    token = 'address = "0x00000000000000000000000000000000000000C1"\nsymbol = "X"\ndecimals = 6\n'
+    base = f'[[chain]]\nchain_id = 999\nrpc_urls = ["http://n"]\nfactory = "{FACTORY}"\n'
+    both = chains_file(
+        tmp_path, base + "[[chain.token]]\n" + token + 'eip3009_name = "X"\neip3009_version = "7"\n'
+    )
+    (chain,) = load_chains_file(both)
+    assert chain.tokens[0].eip3009 is not None
+    assert (chain.tokens[0].eip3009.name, chain.tokens[0].eip3009.version) == ("X", "7")
+    alone = chains_file(tmp_path, base + "[[chain.token]]\n" + token + 'eip3009_name = "X"\n')
+    with pytest.raises(ValueError, match="eip3009_name and eip3009_version go together"):
+        load_chains_file(alone)
+    (plain,) = load_chains_file(chains_file(tmp_path, base + "[[chain.token]]\n" + token))
+    assert plain.tokens[0].eip3009 is None
 
 
 def test_every_token_address_is_written_in_its_eip55_form() -> None:

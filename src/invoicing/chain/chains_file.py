@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import ChainConfig, Eip712Domain, TokenConfig
 from invoicing.chain.deploy import factory_address
 from invoicing.registry import merged_entry
 
@@ -42,6 +42,8 @@ def load_chains_file(
         address = "0x…"
         symbol = "USDC"
         decimals = 6
+        eip3009_name = "USD Coin"             # optional: EIP-3009 with this EIP-712 domain
+        eip3009_version = "2"
 
     A relayer key given inline (not ``env:`` / ``file:``) is refused unless
     ``allow_inline_keys`` (development). Errors never show a key.
@@ -86,6 +88,7 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
             address=str(token["address"]),
             symbol=str(token["symbol"]),
             decimals=int(token["decimals"]),
+            eip3009=_eip3009(token),
         )
         for token in entry.get("token", [])
     )
@@ -105,6 +108,19 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
     )
+
+
+def _eip3009(token: dict[str, Any]) -> Eip712Domain | None:
+    """``eip3009_name`` and ``eip3009_version``: the token's EIP-712 domain, given together."""
+    name, version = token.get("eip3009_name"), token.get("eip3009_version")
+    if name is None and version is None:
+        return None
+    if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
+        raise ValueError(
+            f"token {token.get('address')}: eip3009_name and eip3009_version go together, "
+            "as non-empty strings"
+        )
+    return Eip712Domain(name, version)
 
 
 def _rpc_urls(entry: dict[str, Any]) -> tuple[str, ...]:

@@ -18,13 +18,27 @@ from invoicing.addresses import normalize_address
 
 
 @dataclass(frozen=True)
+class Eip712Domain:
+    """The name and version of a token's EIP-712 domain (the rest of the domain is the
+    chain id and the token's address)."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
 class TokenConfig:
     """An ERC-20 a chain accepts: its address, and the symbol and decimals the service uses
-    (never read from the token on a request; startup checks the decimals once)."""
+    (never read from the token on a request; startup checks the decimals once).
+
+    ``eip3009`` marks a token that implements EIP-3009 ``transferWithAuthorization``, with
+    its EIP-712 domain (start-up checks it against the token's ``DOMAIN_SEPARATOR``); such a
+    token can be paid without gas (``gasless``)."""
 
     address: str
     symbol: str
     decimals: int
+    eip3009: Eip712Domain | None = None
 
     def __post_init__(self) -> None:
         try:

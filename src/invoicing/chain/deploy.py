@@ -35,6 +35,7 @@ from invoicing.chain.artifacts import (
     test_token_bytecode,
 )
 from invoicing.chain.checks import same_runtime_code
+from invoicing.chain.config import Eip712Domain, TokenConfig
 from invoicing.chain.evm import EvmClient
 from invoicing.hashing import keccak256
 
@@ -69,6 +70,9 @@ DEPLOYMENT_SALT = bytes(32)
 
 TEST_TOKEN_DECIMALS = 6
 TEST_TOKEN_SYMBOL = "TUSD"
+# contracts/TestToken.sol: ERC20Permit("Test USD") signs under name "Test USD", version "1"
+# (EIP-2612 permit and EIP-3009 transfers with authorization alike).
+TEST_TOKEN_EIP712 = Eip712Domain("Test USD", "1")
 DEV_MINT_RAW = 1_000_000 * 10**TEST_TOKEN_DECIMALS
 # TestToken.mint to a fresh holder costs ~51k gas (estimated against a not-yet-mined token
 # is impossible when the mints are pipelined, so the limit is fixed).
@@ -117,6 +121,13 @@ class DevDeployment:
     token_decimals: int
     funded_accounts: tuple[str, ...]
     minted_raw: int
+
+    @property
+    def token_config(self) -> TokenConfig:
+        """TestToken as an allow-listed token, with its EIP-3009 domain."""
+        return TokenConfig(
+            self.token, self.token_symbol, self.token_decimals, eip3009=TEST_TOKEN_EIP712
+        )
 
 
 def _checked(receipt: dict[str, Any], what: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from invoicing.auth.secrets import ServerSecrets
 from invoicing.auth.sign_in import issue_link, login_url
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilError, AnvilProcess
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DeploymentFailed, DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.cli.common import configure_logging, refuse, verify_secrets_or_refuse
@@ -184,7 +184,7 @@ def _chain_config(rpc_url: str, deployment: DevDeployment, relayer_key: str) -> 
         factory=deployment.factory,
         confirmations=1,
         relayer_key=SecretStr(relayer_key),
-        tokens=(TokenConfig(deployment.token, deployment.token_symbol, deployment.token_decimals),),
+        tokens=(deployment.token_config,),
     )
 
 
