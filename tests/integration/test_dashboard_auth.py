@@ -86,7 +86,9 @@ async def test_a_replayed_message_is_refused(dash: RunningApp, dev: DevDeploymen
     owner = new_owner()
     message = await sign_in_message(dash.http, owner, dev.chain_id)
     signature = personal_sign(owner, message)
-    first = await dash.http.post("/dashboard/login", json={"message": message, "signature": signature})
+    first = await dash.http.post(
+        "/dashboard/login", json={"message": message, "signature": signature}
+    )
     assert first.status_code == 200
 
     answer = await refused_sign_in(dash, owner, message, signature)

@@ -43,9 +43,7 @@ def personal_sign(account: LocalAccount, message: str) -> str:
     return str(account.sign_message(encode_defunct(text=message)).signature.to_0x_hex())
 
 
-async def sign_in(
-    http: httpx.AsyncClient, account: LocalAccount, chain_id: int
-) -> httpx.Response:
+async def sign_in(http: httpx.AsyncClient, account: LocalAccount, chain_id: int) -> httpx.Response:
     message = await sign_in_message(http, account, chain_id)
     return await http.post(
         "/dashboard/login", json={"message": message, "signature": personal_sign(account, message)}

@@ -107,9 +107,7 @@ def siwe(**changes: Any) -> SiweMessage:
 
 
 def signed(message: SiweMessage, account: Any = SIGNER) -> str:
-    return str(
-        account.sign_message(encode_defunct(text=message.text())).signature.to_0x_hex()
-    )
+    return str(account.sign_message(encode_defunct(text=message.text())).signature.to_0x_hex())
 
 
 ISSUED_MS = rfc3339_ms("2027-01-15T08:00:00.000Z")
@@ -197,13 +195,14 @@ def test_problems_are_none_for_a_good_message() -> None:
 _alnum = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _host = st.from_regex(r"[a-z][a-z0-9\-]{0,20}(\.[a-z]{2,6}){0,2}(:[0-9]{1,5})?", fullmatch=True)
 _statement = st.text(
-    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;/?#[]@!$&'()*+=-_~",
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    " .,:;/?#[]@!$&'()*+=-_~",
     min_size=1,
     max_size=80,
 )
 _time = st.datetimes(
-    min_value=datetime(2000, 1, 1),
-    max_value=datetime(2100, 1, 1),
+    min_value=datetime(2000, 1, 1),  # noqa: DTZ001 - naive bounds; written with a Z
+    max_value=datetime(2100, 1, 1),  # noqa: DTZ001
 ).map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S") + ".000Z")
 _uri = st.from_regex(r"https://[a-z]{1,12}\.[a-z]{2,4}(/[a-z0-9]{0,8}){0,3}", fullmatch=True)
 
