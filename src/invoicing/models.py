@@ -7,6 +7,7 @@ from invoicing.auth.models import (
     UsedRequestTimestamp,
 )
 from invoicing.db import Base
+from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -38,6 +39,8 @@ __all__ = [
     "Event",
     "EventEndpoint",
     "Invoice",
+    "MonitorShard",
+    "MonitorWorker",
     "MetaTransaction",
     "OwnerSequence",
     "OwnerSettings",

@@ -295,7 +295,7 @@ export class Client {
   readonly public: {
     health(): Promise<Health>;
     ready(): Promise<Readiness>;
-    paymentPage(paymentAddress: string): Promise<string>;
+    paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;

@@ -150,10 +150,11 @@ export class Public extends Resource {
     return this.call("public.ready", { accept: [503] });
   }
 
-  /** The hosted payment page's HTML. */
-  async paymentPage(paymentAddress) {
+  /** The hosted payment page's HTML, in `lang` ("es", "zh-Hans", …) when given. */
+  async paymentPage(paymentAddress, { lang } = {}) {
     return this.call("public.paymentPage", {
       params: { payment_address: paymentAddress }, text: true,
+      ...(lang === undefined ? {} : { query: { lang } }),
     });
   }
 

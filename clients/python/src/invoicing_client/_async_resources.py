@@ -207,9 +207,13 @@ class AsyncPublic:
         call = calls.call("public.ready", accept=frozenset({503}))
         return await self._send(call, calls.model(Readiness))
 
-    async def payment_page(self, payment_address: str) -> str:
-        """The hosted payment page's HTML."""
-        call = calls.call("public.payment_page", path={"payment_address": payment_address})
+    async def payment_page(self, payment_address: str, lang: str | None = None) -> str:
+        """The hosted payment page's HTML, in ``lang`` (``es``, ``zh-Hans``, …) when given."""
+        call = calls.call(
+            "public.payment_page",
+            path={"payment_address": payment_address},
+            query=None if lang is None else {"lang": lang},
+        )
         return await self._send(call, calls.read_text)
 
     async def payment_status(self, payment_address: str) -> PaymentStatus:

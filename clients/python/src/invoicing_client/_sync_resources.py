@@ -207,9 +207,13 @@ class Public:
         call = calls.call("public.ready", accept=frozenset({503}))
         return self._send(call, calls.model(Readiness))
 
-    def payment_page(self, payment_address: str) -> str:
-        """The hosted payment page's HTML."""
-        call = calls.call("public.payment_page", path={"payment_address": payment_address})
+    def payment_page(self, payment_address: str, lang: str | None = None) -> str:
+        """The hosted payment page's HTML, in ``lang`` (``es``, ``zh-Hans``, …) when given."""
+        call = calls.call(
+            "public.payment_page",
+            path={"payment_address": payment_address},
+            query=None if lang is None else {"lang": lang},
+        )
         return self._send(call, calls.read_text)
 
     def payment_status(self, payment_address: str) -> PaymentStatus:
