@@ -55,6 +55,9 @@ class Settings(BaseSettings):
 
     default_expiry_s: int = 24 * 3600
     late_payment_window_s: int = 7 * 24 * 3600
+    # A fiat price read from a price feed holds this long: the invoice expires at its end
+    # (docs/integration/pricing.md).
+    quote_window_s: int = Field(default=15 * 60, ge=60, le=7 * 24 * 3600)
     signature_window_s: int = 300
 
     monitor_interval_s: float = 20.0
