@@ -7,6 +7,7 @@ from invoicing.auth.models import (
     UsedRequestTimestamp,
 )
 from invoicing.db import Base
+from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
@@ -38,6 +39,8 @@ __all__ = [
     "EscrowAsset",
     "Event",
     "EventEndpoint",
+    "GaslessOptIn",
+    "GaslessPayment",
     "Invoice",
     "MonitorShard",
     "MonitorWorker",

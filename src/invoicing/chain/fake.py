@@ -64,6 +64,8 @@ class FakeChain:
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
         # (wallet lower case, digest, signature) an EIP-1271 wallet accepts.
         self.wallet_signatures: set[tuple[str, bytes, bytes]] = set()
+        # EIP-3009 nonces used or canceled: (token, authorizer) lower case, nonce.
+        self.used_authorizations: set[tuple[str, str, bytes]] = set()
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -218,6 +220,10 @@ class FakeChain:
     ) -> bool:
         self._check("is_valid_signature")
         return (wallet.lower(), digest, signature) in self.wallet_signatures
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        self._check("authorization_state")
+        return (token.lower(), authorizer.lower(), nonce) in self.used_authorizations
 
     async def eip1559(self) -> bool:
         self._check("eip1559")

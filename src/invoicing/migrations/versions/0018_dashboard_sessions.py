@@ -1,7 +1,7 @@
 """dashboard: sessions and single-use sign-in tickets (SIWE nonces, login links)
 
-Revision ID: 0017_dashboard_sessions
-Revises: 0016_fiat_prices
+Revision ID: 0018_dashboard_sessions
+Revises: 0017_gasless
 Create Date: 2026-11-25 19:30:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0017_dashboard_sessions"
-down_revision: str | Sequence[str] | None = "0016_fiat_prices"
+revision: str = "0018_dashboard_sessions"
+down_revision: str | Sequence[str] | None = "0017_gasless"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
