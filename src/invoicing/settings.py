@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     lifetime_poll_interval_s: float = Field(default=60.0, gt=0)
     # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
     monitor_poll_interval_s: float = 0.5
+    # A worker's lease on its shards of a chain's watched invoices, renewed every third of it:
+    # a killed worker's invoices go unread for at most this long (monitor/shards.py).
+    monitor_lease_s: float = Field(default=10.0, gt=0)
     webhook_retry_delay_s: float = 60.0
     webhook_max_attempts: int = 20
     webhook_timeout_s: float = 10.0

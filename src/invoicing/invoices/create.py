@@ -142,7 +142,6 @@ async def create_invoice(
         auth_timestamp=caller.timestamp,
         request_hash=request.request_hash(),
         watch=True,
-        next_check_at=now_ms,
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,

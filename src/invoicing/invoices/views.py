@@ -19,11 +19,13 @@ def invoice_to_dict(
     *,
     refunds: list[dict[str, Any]] | None = None,
     other_balances: list[dict[str, Any]] | None = None,
+    last_checked_at: int | None = None,
 ) -> dict[str, Any]:
     """The Invoice object (docs/reference/api.md; a loaded row, or one just created or re-checked).
     The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
     found in the escrow and not swept yet (``invoices.owner_view``); each key is present
-    only when there are some."""
+    only when there are some. ``last_checked_at``: the invoice's ``lastCheckedAt`` from its
+    shard's passes (``invoices.coverage``); default the row's own."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -50,7 +52,9 @@ def invoice_to_dict(
             "requiredRaw": invoice.required_raw,
             "balanceRaw": invoice.balance_raw,
             "metaBalance": to_decimal_string(int(invoice.balance_raw), invoice.decimals),
-            "lastCheckedAt": invoice.last_checked_at,
+            "lastCheckedAt": (
+                invoice.last_checked_at if last_checked_at is None else last_checked_at
+            ),
             "createdAt": invoice.created_at,
             "updatedAt": invoice.updated_at,
             "url": payment_url(payment_page_url, invoice.payment_address),

@@ -20,6 +20,12 @@ from invoicing.errors import (
     UnsupportedChain,
     UnsupportedToken,
 )
+from invoicing.invoices.coverage import (
+    MonitorShard,
+    covered_by_passes,
+    last_checked_of,
+    shard_records,
+)
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -200,7 +206,8 @@ async def status(request: Request) -> Answer[InvoiceStatusResult]:
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
-    (view,) = await owner_views(services, [invoice])
+    # An answer other than the row as found was checked now (or stored by the check).
+    (view,) = await owner_views(services, [invoice], checked_now=invoice is not found)
     return Answer(InvoiceStatusResult(invoice=view))
 
 
@@ -267,10 +274,16 @@ Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 
 
 async def owner_views(
-    services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
+    services: Services,
+    invoices: Sequence[Invoice | InvoiceRow],
+    *,
+    fresh: bool = False,
+    checked_now: bool = False,
 ) -> list[InvoiceOut]:
     """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
     (never shown on the public /pay routes). ``fresh``: just created, so there are none.
+    ``lastCheckedAt`` comes from the shards' pass records (``invoices.coverage``) unless the
+    invoices were just created or ``checked_now``.
 
     One invoice (create, status: the hot paths) shares its reads with the other requests
     in flight in this process, as the lookup before it does; a page reads its own."""
@@ -284,9 +297,19 @@ async def owner_views(
         found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
         by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
         extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
+    records: dict[tuple[int, int], MonitorShard] = {}
+    if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
+        async with services.db.sessions() as session:
+            records = await shard_records(session, invoices)
     return [
         InvoiceOut.model_validate(
-            invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+            invoice_to_dict(
+                invoice,
+                page_url,
+                refunds=refunds,
+                other_balances=others,
+                last_checked_at=last_checked_of(invoice, records),
+            )
         )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)
     ]
