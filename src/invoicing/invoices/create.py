@@ -36,9 +36,22 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
-from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
+from invoicing.errors import (
+    ChainUnavailable,
+    InvalidRequest,
+    InvoiceExists,
+    PriceUnavailable,
+    RateLimited,
+    UnsupportedToken,
+)
 from invoicing.invoices.amounts import to_decimal_string, to_raw
-from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
+from invoicing.invoices.insert import (
+    advance_sequence,
+    find_by_invoice_id,
+    find_by_key,
+    insert_rows,
+    skip_taken,
+)
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
@@ -129,9 +142,16 @@ async def create_invoice(
     else:
         currency = parse_currency(request.currency)
         fiat = parse_fiat_amount(request.amount, currency)
-        price = await quote(
-            chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
-        )
+        try:
+            price = await quote(
+                chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
+            )
+        except (PriceUnavailable, ChainUnavailable):
+            # An identical retry still gets the invoice it created, price read or not.
+            earlier = await _identical_earlier(db, request)
+            if earlier is None:
+                raise
+            return earlier, False
         required_raw = price.required_raw
         amount = to_decimal_string(required_raw, decimals)
         if price.source == CHAINLINK:
@@ -172,7 +192,7 @@ async def create_invoice(
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,
-        **_price_columns(price),
+        **({} if price is None else price.row_values()),
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     invoice, created = await _CREATOR.of(db).submit(job)
@@ -181,19 +201,15 @@ async def create_invoice(
     return invoice, created
 
 
-def _price_columns(price: Quote | None) -> dict[str, Any]:
-    """The row's fiat columns for a locked price (none without one)."""
-    if price is None:
-        return {}
-    return {
-        "currency": price.currency,
-        "fiat_amount": price.fiat_amount,
-        "rate": price.rate,
-        "rate_source": price.source,
-        "feed_address": price.feed,
-        "feed_round_id": None if price.round_id is None else str(price.round_id),
-        "feed_updated_at": price.round_updated_at_ms,
-    }
+async def _identical_earlier(db: Database, request: NewInvoice) -> InvoiceRow | None:
+    """The invoice an identical earlier create made (same invoiceId and body), or None."""
+    if request.invoice_id is None:
+        return None
+    key = (request.owner_address.lower(), request.chain_id, request.invoice_id)
+    found = await db.run_batch(functools.partial(find_by_key, key=key))
+    if found is None or found.request_hash != request.request_hash() or found.deleted_at:
+        return None
+    return found
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:

@@ -75,11 +75,17 @@ def _insert_statement(dialect: str) -> Any:
 
 
 def find_by_invoice_id(connection: Connection, invoice: InvoiceRow) -> InvoiceRow | None:
+    return find_by_key(connection, (invoice.owner_key, invoice.chain_id, invoice.invoice_id))
+
+
+def find_by_key(connection: Connection, key: tuple[str, int, str]) -> InvoiceRow | None:
+    """The invoice of (lowercased owner, chain id, invoiceId), or None."""
+    owner_key, chain_id, invoice_id = key
     found = connection.execute(
         select(_INVOICES).where(
-            _INVOICES.c.owner_key == invoice.owner_key,
-            _INVOICES.c.chain_id == invoice.chain_id,
-            _INVOICES.c.invoice_id == invoice.invoice_id,
+            _INVOICES.c.owner_key == owner_key,
+            _INVOICES.c.chain_id == chain_id,
+            _INVOICES.c.invoice_id == invoice_id,
         )
     ).first()
     return None if found is None else InvoiceRow(*found)
