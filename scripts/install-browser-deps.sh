@@ -12,7 +12,10 @@
 # skip, or fail under CI=true).
 set -euo pipefail
 
-if [ -x /usr/bin/chromium ] && [ -x /usr/sbin/nginx ]; then
+# WenQuanYi Micro Hei: Chinese and Japanese glyphs, so the payment page's screenshots in
+# those languages show text instead of empty boxes.
+CJK_FONT=/usr/share/fonts/truetype/wqy/wqy-microhei.ttc
+if [ -x /usr/bin/chromium ] && [ -x /usr/sbin/nginx ] && [ -f "$CJK_FONT" ]; then
     exit 0
 fi
 
@@ -40,7 +43,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 echo "installing Debian's chromium and nginx for the browser and deployment tests (once)"
 if ! { $SUDO apt-get update -q && $SUDO apt-get install -y -q --no-install-recommends \
-        chromium fonts-liberation fonts-dejavu-core nginx-light systemd; } >/tmp/install-browser-deps.log 2>&1; then
+        chromium fonts-liberation fonts-dejavu-core fonts-wqy-microhei nginx-light systemd; } \
+        >/tmp/install-browser-deps.log 2>&1; then
     if $best_effort; then
         skip "apt-get could not install chromium (see /tmp/install-browser-deps.log)"
     fi

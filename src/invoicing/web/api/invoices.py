@@ -17,6 +17,9 @@ from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
     NotFound,
+    PriceUnavailable,
+    UnknownCurrency,
+    UnpricedCurrency,
     UnsupportedChain,
     UnsupportedToken,
 )
@@ -60,7 +63,16 @@ class CreateInvoiceBody(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
-    amount: str = Field(max_length=100)
+    amount: str = Field(
+        max_length=100,
+        description="In the token's units, or with `currency` a price in that currency.",
+    )
+    currency: str | None = Field(
+        default=None,
+        max_length=16,
+        description="ISO 4217 code (USD, EUR): `amount` is a price in it, locked into the "
+        "token amount at creation (docs: Pricing).",
+    )
     invoiceId: str | None = Field(default=None, min_length=1, max_length=128)
     tokenAddress: Address | None = None
     webhookUrl: str | None = Field(default=None, max_length=2048)
@@ -138,6 +150,7 @@ def create_rules(settings: Settings) -> CreateRules:
         and not settings.webhook_allow_http,
         allow_private_webhook=settings.webhook_allow_private,
         late_payment_window_s=settings.late_payment_window_s,
+        quote_window_s=settings.quote_window_s,
     )
 
 
@@ -149,7 +162,15 @@ def create_rules(settings: Settings) -> CreateRules:
         status=201,
         ok_description="Created",
         body=CreateInvoiceBody,
-        errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, InvoiceExists),
+        errors=(
+            *BODY_ROUTE_ERRORS,
+            UnsupportedChain,
+            UnsupportedToken,
+            UnknownCurrency,
+            UnpricedCurrency,
+            InvoiceExists,
+            PriceUnavailable,
+        ),
         other_responses={
             200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
         },
@@ -180,6 +201,7 @@ async def create(request: Request) -> Answer[InvoiceOut]:
             description=body.description,
             expires_at=body.expiresAt,
             metadata=body.metadata,
+            currency=body.currency,
         ),
         caller,
         services.clock.now_ms(),
