@@ -23,6 +23,7 @@ class Row:
     balance_raw: str
     required_raw: str
     expires_at: int
+    tolerance_bps: int
     last_checked_at: int
     unreadable: bool = False
 
@@ -36,6 +37,7 @@ rows = st.builds(
     balance_raw=st.sampled_from(["0", "1", "5", "10"]),
     required_raw=st.sampled_from(["0", "1", "10", str(10**18)]),
     expires_at=st.integers(NOW_MS - 2, NOW_MS + 2),
+    tolerance_bps=st.sampled_from([0, 1, 250, 500]),
     last_checked_at=st.just(NOW_MS - 1000),
 )
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import (
     ColumnElement,
@@ -52,8 +52,8 @@ from invoicing.invoices.coverage import (
 )
 from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
 from invoicing.invoices.models import Invoice
+from invoicing.monitor.batches import Batches, PassRow
 from invoicing.monitor.check import (
-    PARALLEL_READS,
     confirmed_block,
     observe_detection,
     store_balances,
@@ -80,16 +80,14 @@ PASS_COLUMNS = (
 ALL_SHARDS = tuple(range(SHARDS))
 # Shards read per query: at a million watched invoices, 125,000 rows.
 SHARDS_PER_QUERY = 8
-# A row of ``PASS_COLUMNS``.
-PassRow = Any
 # Readings stored per transaction.
 STORE_CHUNK = 500
 
 
 @dataclass(frozen=True)
 class PassResult:
-    """What one pass did: invoices read, invoices written, newly paid, invoices whose balance
-    was unreadable (left as they were), the block read at, and the shards it covered."""
+    """What one pass did: invoices read, written, newly paid and unreadable (left as they
+    were), the block read at, and the shards it covered."""
 
     block: int
     checked: int = 0
@@ -156,9 +154,6 @@ async def run_due_pass(
     return result
 
 
-Store = Callable[[Sequence[PassRow], Sequence[int | None]], Awaitable[None]]
-
-
 async def _run(
     services: Services,
     chain: ChainGateway,
@@ -180,7 +175,7 @@ async def _run(
         async with stores:
             await _store(services, rows, readings, status, records, counts)
 
-    batches = _Batches(chain, block, services.settings.monitor_batch_size, store)
+    batches = Batches(chain, block, services.settings.monitor_batch_size, store)
     try:
         for start in range(0, len(shards), SHARDS_PER_QUERY):
             rows = await _select(
@@ -227,64 +222,6 @@ class _Counts:
     paid: int = 0
     unreadable: int = 0
     newly_paid: list[Invoice] = field(default_factory=list)
-
-
-class _Batches:
-    """Rows waiting for their read, per token; a batch is read (and then stored) as soon as it
-    is full, at most ``PARALLEL_READS`` at a time, so reads overlap with the next shard's
-    query. ``add`` waits while many batches are in flight: a pass holds a few batches of
-    rows, not a whole chain."""
-
-    def __init__(self, chain: ChainGateway, block: int, batch_size: int, store: Store) -> None:
-        self.chain = chain
-        self.block = block
-        self.batch_size = batch_size
-        self.store = store
-        self._waiting: dict[str | None, list[PassRow]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._gate = asyncio.Semaphore(PARALLEL_READS)
-
-    async def add(self, rows: Sequence[PassRow]) -> None:
-        for row in rows:
-            token = cast(str | None, row.token_address)
-            group = self._waiting.setdefault(token, [])
-            group.append(row)
-            if len(group) >= self.batch_size:
-                self._start(token, group)
-                self._waiting[token] = []
-        while len(self._tasks) > 2 * PARALLEL_READS:
-            done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
-            self._collect(done)
-
-    async def finish(self) -> None:
-        for token, group in self._waiting.items():
-            if group:
-                self._start(token, group)
-        self._waiting.clear()
-        while self._tasks:
-            done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
-            self._collect(done)
-
-    async def close(self) -> None:
-        """Stop reads still running (after a failure) and collect their outcomes."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
-
-    def _collect(self, done: set[asyncio.Task[None]]) -> None:
-        self._tasks -= done
-        for task in done:
-            task.result()  # the first failure fails the pass
-
-    def _start(self, token: str | None, rows: list[PassRow]) -> None:
-        self._tasks.add(asyncio.ensure_future(self._read(token, rows)))
-
-    async def _read(self, token: str | None, rows: list[PassRow]) -> None:
-        async with self._gate:
-            addresses = [row.payment_address for row in rows]
-            readings = await self.chain.balances(token, addresses, self.block)
-        await self.store(rows, readings)
 
 
 async def _store(
@@ -346,8 +283,8 @@ def nothing_arrived(row: PassRow, reading: int, now_ms: int) -> bool:
 async def _flag_unreadable(
     services: Services, rows: Sequence[PassRow], records: Mapping[int, MonitorShard]
 ) -> None:
-    """Invoices whose balance just became unreadable keep the ``lastCheckedAt`` they had
-    (their shard's passes no longer speak for them)."""
+    """Newly unreadable invoices keep the ``lastCheckedAt`` they had (no longer their
+    shard's)."""
     async with services.db.transaction() as session:
         connection = await session.connection()
         await connection.execute(
