@@ -34,6 +34,7 @@ from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, Unsuppo
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.links import link_problem
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.guard import webhook_url_problem
@@ -52,9 +53,11 @@ class NewInvoice:
     description: str | None = None
     expires_at: int | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
 
     def request_hash(self) -> str:
-        fields = {
+        fields: dict[str, Any] = {
             "chainId": self.chain_id,
             "amount": self.amount,
             "tokenAddress": (self.token_address or "").lower() or None,
@@ -63,6 +66,11 @@ class NewInvoice:
             "expiresAt": self.expires_at,
             "metadata": self.metadata,
         }
+        # Only when given: the hashes of invoices created before these fields stay the same.
+        if self.redirect_url is not None:
+            fields["redirectUrl"] = self.redirect_url
+        if self.cancel_url is not None:
+            fields["cancelUrl"] = self.cancel_url
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -73,6 +81,8 @@ class CreateRules:
 
     max_watched_per_owner: int = 0  # 0: no cap
     require_https_webhook: bool = False
+    # redirectUrl and cancelUrl must be https (outside development).
+    require_https_links: bool = False
     allow_private_webhook: bool = True
     # The escrow's low-rate lifetime checks start when this window after expiry is over.
     late_payment_window_s: int = 0
@@ -101,6 +111,11 @@ async def create_invoice(
         )
         if problem is not None:
             raise InvalidRequest(f"webhookUrl: {problem}", {"field": "webhookUrl"})
+    for field, url in (("redirectUrl", request.redirect_url), ("cancelUrl", request.cancel_url)):
+        if url is not None and (
+            problem := link_problem(url, require_https=rules.require_https_links)
+        ):
+            raise InvalidRequest(f"{field}: {problem}", {"field": field})
     if request.token_address is None:
         decimals = chain.config.native_decimals
     else:
@@ -145,6 +160,8 @@ async def create_invoice(
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,
+        redirect_url=request.redirect_url,
+        cancel_url=request.cancel_url,
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     invoice, created = await _CREATOR.of(db).submit(job)

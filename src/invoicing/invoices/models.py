@@ -166,6 +166,10 @@ class Invoice(Base):
     # The escrow's balance was unreadable at its last reading (a hostile or broken token):
     # its ``last_checked_at`` is its own, not its shard's passes' (``invoices.coverage``).
     unreadable: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Where the payment page sends the payer back to the shop (``invoices.links``): after
+    # payment, and when they give up or the invoice ended unpaid.
+    redirect_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    cancel_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     # The monitor's shard of the invoice (``invoices.coverage.shard_of`` its id).
     shard: Mapped[int] = mapped_column(SmallInteger, default=_shard_of_row)
 
@@ -217,6 +221,8 @@ class InvoiceRow:
     lifetime_check_at: int
     has_extras: bool
     unreadable: bool = False
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     shard: int = -1  # -1: from the id
 
     def __post_init__(self) -> None:

@@ -108,6 +108,8 @@ def create_invoice(
     expires_at: int | None,
     description: str | None,
     metadata: Mapping[str, Any] | None,
+    redirect_url: str | None = None,
+    cancel_url: str | None = None,
 ) -> Call:
     body = {
         "chainId": chain_id,
@@ -119,6 +121,8 @@ def create_invoice(
             description=description,
             expiresAt=expires_at,
             metadata=dict(metadata) if metadata is not None else None,
+            redirectUrl=redirect_url,
+            cancelUrl=cancel_url,
         ),
     }
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without

@@ -172,10 +172,14 @@ class Invoices:
         expires_at: int | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        *,
+        redirect_url: str | None = None,
+        cancel_url: str | None = None,
     ) -> CreatedInvoice:
         """Create an invoice of ``amount`` in the token's units (a decimal string); with
         ``invoice_id`` a retry is safe and an identical earlier invoice comes back with
-        ``created=False``."""
+        ``created=False``. The payment page sends the payer to ``redirect_url`` after
+        payment, and offers ``cancel_url`` to leave without paying."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -185,6 +189,8 @@ class Invoices:
             expires_at,
             description,
             metadata,
+            redirect_url,
+            cancel_url,
         )
         return self._client._send(call, calls.read_created)
 

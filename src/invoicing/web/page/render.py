@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
 
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
-from invoicing.web.page.texts import done_texts, script_texts, status_labels
+from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
 
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
@@ -104,7 +104,9 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
         data_json=script_json(view.public_status().model_dump(mode="json")),
-        texts_json=script_json(script_texts(locale)),
+        texts_json=script_json(script_texts(locale, view.shop_name)),
+        shop=view.shop_name or "",
+        return_countdown_s=RETURN_COUNTDOWN_S,
     )
 
 
