@@ -14,7 +14,11 @@ what differs:
   derivation (``chain.escrows``);
 - an allow-listed token's ``decimals()`` is not its configured decimals;
 - a token marked with EIP-3009 answers a ``DOMAIN_SEPARATOR()`` other than the one its
-  configured EIP-712 name and version give on this chain (``chain.eip3009``).
+  configured EIP-712 name and version give on this chain (``chain.eip3009``);
+- a price feed's ``decimals()`` cannot be read, its ``description()`` is not the pair it is
+  configured for (``ETH / USD``: the asset's symbol, " / ", the currency, as Chainlink names
+  its feeds), or its latest round is not positive, incomplete or older than its heartbeat
+  (``chain.feeds.feed_problem``).
 
 ``/readyz`` repeats the cheap ones (:func:`cheap_problem`: chain id, factory code present).
 No line shows an RPC URL's path, query or user part (they may carry a provider's API key) or a
@@ -24,6 +28,7 @@ key: URLs are named by position and redacted host.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from eth_abi.exceptions import DecodingError
@@ -35,6 +40,7 @@ from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.eip3009 import DOMAIN_SEPARATOR_SELECTOR, domain_separator
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.feeds import FEED_CHECK_CALLS, feed_problem
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
@@ -94,12 +100,18 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
                 ("eth_call", [{"to": t.address, "data": _DOMAIN_SEPARATOR}, "latest"])
                 for t in signing
             ),
+            *(
+                ("eth_call", [{"to": feed.address, "data": data}, "latest"])
+                for feed in config.feeds
+                for data in FEED_CHECK_CALLS
+            ),
         ],
         return_errors=True,
     )
     node_chain_id, code, predicted_raw, *token_answers = answers
     decimals_raw = token_answers[: len(config.tokens)]
-    separators_raw = token_answers[len(config.tokens) :]
+    separators_raw = token_answers[len(config.tokens) : len(config.tokens) + len(signing)]
+    feeds_raw = token_answers[len(config.tokens) + len(signing) :]
     for answer in (node_chain_id, code):
         if isinstance(answer, RpcError):
             raise answer
@@ -134,6 +146,12 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
             )
     for token, raw in zip(signing, separators_raw, strict=True):
         _check_domain(config, token, raw)
+    calls = len(FEED_CHECK_CALLS)
+    for index, feed in enumerate(config.feeds):
+        answers_of_feed = feeds_raw[calls * index : calls * (index + 1)]
+        problem = feed_problem(config, feed, answers_of_feed, int(time.time()))
+        if problem is not None:
+            raise ChainCheckFailed(config, problem)
 
 
 def _check_domain(config: ChainConfig, token: TokenConfig, raw: object) -> None:

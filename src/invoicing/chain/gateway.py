@@ -20,8 +20,10 @@ from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
+from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
+from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
 
@@ -73,8 +75,18 @@ class ChainGateway(Protocol):
         """(feeBps, payout address or None) of an owner, read from the factory."""
         ...
 
+    async def feed_round(self, address: str) -> FeedRound:
+        """A Chainlink aggregator's latest round (``latestRoundData`` and ``decimals``, both
+        at the head): ChainUnavailable when it cannot be read."""
+        ...
+
     async def has_code(self, address: str) -> bool:
         """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
+        ...
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        """EIP-3009 ``authorizationState``: whether the authorizer used or canceled the
+        nonce (at the latest block)."""
         ...
 
     # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
@@ -219,8 +231,19 @@ class EvmGateway:
         assert isinstance(fee, int) and isinstance(payout, str)  # payout checksummed
         return fee, None if payout == ZERO_ADDRESS else payout
 
+    async def feed_round(self, address: str) -> FeedRound:
+        block = await self.block_number()
+        return await read_feed_round(self.evm, self.config.chain_id, address, block)
+
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        try:
+            raw = await self.evm.eth_call(token, encode_authorization_state(authorizer, nonce))
+        except RpcError as exc:
+            raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
+        return int.from_bytes(raw[:32] or b"\0", "big") != 0
 
     async def eip1559(self) -> bool:
         return await self.evm.eip1559()

@@ -81,6 +81,9 @@ class InvoiceState(Protocol):
     @property
     def last_checked_at(self) -> int: ...
 
+    @property
+    def tolerance_bps(self) -> int: ...
+
 
 class Invoice(Base):
     __tablename__ = "invoices"
@@ -166,12 +169,29 @@ class Invoice(Base):
     # The escrow's balance was unreadable at its last reading (a hostile or broken token):
     # its ``last_checked_at`` is its own, not its shard's passes' (``invoices.coverage``).
     unreadable: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The monitor's shard of the invoice (``invoices.coverage.shard_of`` its id).
+    shard: Mapped[int] = mapped_column(SmallInteger, default=_shard_of_row)
+
+    # A fiat price locked at creation (docs/integration/pricing.md; all None without one):
+    # the currency and amount asked for, the rate (currency per whole unit of the asset),
+    # its source (``peg`` or ``chainlink``) and, for a feed, its address, round id and the
+    # round's updatedAt (ms).
+    currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
+    fiat_amount: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    rate: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    rate_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    feed_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    feed_round_id: Mapped[str | None] = mapped_column(String(30), nullable=True)
+    feed_updated_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The owner's underpayment tolerance when the invoice was created (basis points, 0..500):
+    # a reading short of requiredRaw by at most this share makes it paid (``lifecycle``).
+    tolerance_bps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # requiredRaw less the balance it was paid with, when it was paid under tolerance.
+    shortfall_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
     # Where the payment page sends the payer back to the shop (``invoices.links``): after
     # payment, and when they give up or the invoice ended unpaid.
     redirect_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     cancel_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
-    # The monitor's shard of the invoice (``invoices.coverage.shard_of`` its id).
-    shard: Mapped[int] = mapped_column(SmallInteger, default=_shard_of_row)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -221,9 +241,18 @@ class InvoiceRow:
     lifetime_check_at: int
     has_extras: bool
     unreadable: bool = False
+    shard: int = -1  # -1: from the id
+    currency: str | None = None
+    fiat_amount: str | None = None
+    rate: str | None = None
+    rate_source: str | None = None
+    feed_address: str | None = None
+    feed_round_id: str | None = None
+    feed_updated_at: int | None = None
+    tolerance_bps: int = 0
+    shortfall_raw: str | None = None
     redirect_url: str | None = None
     cancel_url: str | None = None
-    shard: int = -1  # -1: from the id
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.lifecycle import least_paid_raw
 from invoicing.invoices.models import Invoice, InvoiceRow
 
 
@@ -64,6 +65,7 @@ def invoice_to_dict(
             "url": payment_url(payment_page_url, invoice.payment_address),
         }
     )
+    body.update(price_fields(invoice))
     if refunds:
         body["refunds"] = refunds
     if other_balances:
@@ -89,4 +91,31 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         "balanceRaw": invoice.balance_raw,
         "balance": float(Decimal(meta_balance)),
         "updatedAt": invoice.updated_at,
+        **price_fields(invoice),
     }
+
+
+def price_fields(invoice: Invoice | InvoiceRow) -> dict[str, Any]:
+    """``fiat`` (the price locked at creation) and ``tolerance`` (the underpayment accepted),
+    each present only when the invoice has one (docs/integration/pricing.md)."""
+    fields: dict[str, Any] = {}
+    if invoice.currency is not None:
+        fiat: dict[str, Any] = {
+            "currency": invoice.currency,
+            "amount": invoice.fiat_amount,
+            "rate": invoice.rate,
+            "source": invoice.rate_source,
+        }
+        if invoice.feed_address is not None:
+            fiat["feed"] = invoice.feed_address
+            fiat["roundId"] = invoice.feed_round_id
+            fiat["roundUpdatedAt"] = invoice.feed_updated_at
+        fields["fiat"] = fiat
+    if invoice.tolerance_bps:
+        fields["tolerance"] = {
+            "bps": invoice.tolerance_bps,
+            "minimumRaw": str(least_paid_raw(invoice)),
+            "acceptedUnder": invoice.shortfall_raw is not None,
+            "shortfallRaw": invoice.shortfall_raw or "0",
+        }
+    return fields

@@ -69,6 +69,7 @@ PASS_COLUMNS = (
     INVOICES.c.balance_raw,
     INVOICES.c.required_raw,
     INVOICES.c.expires_at,
+    INVOICES.c.tolerance_bps,
     INVOICES.c.last_checked_at,
     INVOICES.c.chain_id,
     INVOICES.c.watch,

@@ -108,6 +108,7 @@ def create_invoice(
     expires_at: int | None,
     description: str | None,
     metadata: Mapping[str, Any] | None,
+    currency: str | None = None,
     redirect_url: str | None = None,
     cancel_url: str | None = None,
 ) -> Call:
@@ -121,6 +122,7 @@ def create_invoice(
             description=description,
             expiresAt=expires_at,
             metadata=dict(metadata) if metadata is not None else None,
+            currency=currency,
             redirectUrl=redirect_url,
             cancelUrl=cancel_url,
         ),

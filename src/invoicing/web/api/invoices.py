@@ -17,6 +17,9 @@ from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
     NotFound,
+    PriceUnavailable,
+    UnknownCurrency,
+    UnpricedCurrency,
     UnsupportedChain,
     UnsupportedToken,
 )
@@ -61,7 +64,16 @@ class CreateInvoiceBody(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
-    amount: str = Field(max_length=100)
+    amount: str = Field(
+        max_length=100,
+        description="In the token's units, or with `currency` a price in that currency.",
+    )
+    currency: str | None = Field(
+        default=None,
+        max_length=16,
+        description="ISO 4217 code (USD, EUR): `amount` is a price in it, locked into the "
+        "token amount at creation (docs: Pricing).",
+    )
     invoiceId: str | None = Field(default=None, min_length=1, max_length=128)
     tokenAddress: Address | None = None
     webhookUrl: str | None = Field(default=None, max_length=2048)
@@ -151,6 +163,7 @@ def create_rules(settings: Settings) -> CreateRules:
         allow_private_webhook=settings.webhook_allow_private,
         require_https_links=settings.environment != "development",
         late_payment_window_s=settings.late_payment_window_s,
+        quote_window_s=settings.quote_window_s,
     )
 
 
@@ -162,7 +175,15 @@ def create_rules(settings: Settings) -> CreateRules:
         status=201,
         ok_description="Created",
         body=CreateInvoiceBody,
-        errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, InvoiceExists),
+        errors=(
+            *BODY_ROUTE_ERRORS,
+            UnsupportedChain,
+            UnsupportedToken,
+            UnknownCurrency,
+            UnpricedCurrency,
+            InvoiceExists,
+            PriceUnavailable,
+        ),
         other_responses={
             200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
         },
@@ -195,6 +216,7 @@ async def create(request: Request) -> Answer[InvoiceOut]:
             metadata=body.metadata,
             redirect_url=body.redirectUrl,
             cancel_url=body.cancelUrl,
+            currency=body.currency,
         ),
         caller,
         services.clock.now_ms(),
