@@ -74,6 +74,12 @@ def script_texts(locale: PageLocale, shop: str | None = None) -> dict[str, objec
         ),
         "walletError": _("The wallet reported an error: %(error)s"),
         "sent": _("Transaction sent (%(hash)s). Waiting for the network to confirm it…"),
+        "signInWallet": _("Sign the transfer in your wallet (no network fee)…"),
+        "submitted": _(
+            "Payment submitted (%(hash)s); the network fee is paid for you. Waiting for the "
+            "network to confirm it…"
+        ),
+        "notSubmitted": _("The payment could not be submitted: %(error)s"),
         "number": locale.number_symbols(),
         "return": None if shop is None else return_texts(locale, shop),
     }
