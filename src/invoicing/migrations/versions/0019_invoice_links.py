@@ -1,7 +1,7 @@
 """invoices.redirect_url and cancel_url: where the payment page sends the payer back
 
-Revision ID: 0018_invoice_links
-Revises: 0017_gasless
+Revision ID: 0019_invoice_links
+Revises: 0018_dashboard_sessions
 Create Date: 2026-11-25 19:40:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0018_invoice_links"
-down_revision: str | Sequence[str] | None = "0017_gasless"
+revision: str = "0019_invoice_links"
+down_revision: str | Sequence[str] | None = "0018_dashboard_sessions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
