@@ -13,8 +13,9 @@ from importlib.resources import files
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
 
+from invoicing.chain.config import Eip712Domain
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
-from invoicing.web.page.texts import done_texts, script_texts, status_labels
+from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
 
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
@@ -85,8 +86,11 @@ def _page_values(locale: PageLocale, page_path: str) -> dict[str, object]:
     }
 
 
-def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
-    """The full payment page; it reads well with JavaScript off, pay.js makes it live."""
+def payment_page(
+    view: PaymentView, locale: PageLocale | None = None, gasless: Eip712Domain | None = None
+) -> str:
+    """The full payment page; it reads well with JavaScript off, pay.js makes it live.
+    ``gasless``: the token's EIP-712 domain when the page offers "Pay without gas"."""
     locale = locale or PageLocale(LANGUAGES[0])
     base = f"/pay/{view.payment_address}"
     return template(locale.language, "pay.html").render(
@@ -96,6 +100,7 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         status_label=status_labels(locale).get(view.status, view.status),
         done_text=done_texts(locale).get(view.status, ""),
         amount=locale.amount(view.amount),
+        price=None if view.price is None else locale.price(view.price[1], view.price[0]),
         remaining=locale.amount(view.remaining),
         expires_iso=utc_iso(view.expires_at),
         expires_text=locale.time(view.expires_at),
@@ -103,8 +108,11 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         status_url=f"{base}/status",
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
-        data_json=script_json(view.public_status().model_dump(mode="json")),
-        texts_json=script_json(script_texts(locale)),
+        data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
+        texts_json=script_json(script_texts(locale, view.shop_name)),
+        shop=view.shop_name or "",
+        return_countdown_s=RETURN_COUNTDOWN_S,
+        gasless=gasless,
     )
 
 
