@@ -60,6 +60,9 @@ class ChainConfig:
     # EIP-1559 fees (type-2 transactions) or legacy gasPrice (type 0); None: detected from
     # the latest block's baseFeePerGas.
     eip1559: bool | None = None
+    # Factories (any known version) that made escrows on this chain before ``factory``: the
+    # invoices they made are swept, refunded and exported through them (``chain.versions``).
+    previous_factories: tuple[str, ...] = ()
     _by_address: dict[str, TokenConfig] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -72,7 +75,16 @@ class ChainConfig:
             object.__setattr__(self, "explorer", _explorer_url(self.explorer))
         object.__setattr__(self, "tokens", tuple(self.tokens))
         object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
+        previous = dict.fromkeys(normalize_address(f) for f in self.previous_factories)
+        current = self.factory.lower()
+        previous_factories = tuple(f for f in previous if f.lower() != current)
+        object.__setattr__(self, "previous_factories", previous_factories)
         self._by_address.update({token.address.lower(): token for token in self.tokens})
+
+    @property
+    def factories(self) -> tuple[str, ...]:
+        """Every factory that made escrows here, the current one first (checksummed)."""
+        return (normalize_address(self.factory), *self.previous_factories)
 
     def explorer_address_url(self, address: str) -> str | None:
         """The explorer's page of ``address``, or None without an explorer."""

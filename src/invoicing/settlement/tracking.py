@@ -90,7 +90,7 @@ async def track_one(
         use = await chain.nonce_use(relayer.address, row.nonce, [str(h) for h in row.hashes])
         if use.receipt is not None:
             return await mined(services, chain, row, head, use.receipt)
-        return await finalize(services, chain.factory, row.id, None) if use.taken else None
+        return await finalize(services, row.id, None) if use.taken else None
     await keep_alive(services, chain, relayer, row)
     return None
 
@@ -109,7 +109,7 @@ async def mined(
     readings = None
     if handler is not None and handler.read is not None and receipt["status"] == 1:
         readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
-    return await finalize(services, chain.factory, row.id, receipt, readings)
+    return await finalize(services, row.id, receipt, readings)
 
 
 async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
@@ -140,7 +140,6 @@ async def keep_alive(
 
 async def finalize(
     services: Services,
-    factory: str,
     row_id: str,
     receipt: dict[str, Any] | None,
     readings: Any = None,
@@ -171,7 +170,9 @@ async def finalize(
         await after_final(session, services.db.dialect, limits, row, now_ms)
         handler = handler_of(row.purpose)
         if handler is not None:
-            final = Final(row, receipt, factory, now_ms, readings)
+            # The factory is the transaction's own target: a sweep or refund of an escrow a
+            # previous factory made went there (``chain.versions``).
+            final = Final(row, receipt, row.to_address, now_ms, readings)
             await handler.settle(session, services, final)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",
