@@ -42,17 +42,20 @@ _COLUMNS = (
 
 def escrow_line(row: Any, factories: Sequence[str]) -> str:
     """One export line (with its newline) from a row of ``_COLUMNS``; ``factories``: the
-    chain's, the current one first."""
-    salt = bytes.fromhex(row.salt[2:])
-    entry = {
+    chain's, the current one first (none: the chain is not configured here, and the line
+    names no factory)."""
+    entry: dict[str, Any] = {
         "paymentAddress": row.payment_address,
         "salt": row.salt,
         "tokenAddress": row.token_address,
         "invoiceId": row.invoice_id,
         "status": row.status,
         "chainId": row.chain_id,
-        "factory": escrow_factory(factories, row.owner_address, salt, row.payment_address),
     }
+    if factories:
+        salt = bytes.fromhex(row.salt[2:])
+        made_by = escrow_factory(factories, row.owner_address, salt, row.payment_address)
+        entry["factory"] = made_by
     return json.dumps(entry, separators=(",", ":")) + "\n"
 
 
