@@ -1,7 +1,14 @@
 """Imports every table so ``Base.metadata`` is complete (Alembic and tests use it)."""
 
-from invoicing.auth.models import ApiKey, UsedRequestTimestamp
+from invoicing.auth.models import (
+    ApiKey,
+    DashboardSession,
+    SignInTicket,
+    UsedRequestTimestamp,
+)
 from invoicing.db import Base
+from invoicing.gasless.models import GaslessOptIn, GaslessPayment
+from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -27,17 +34,23 @@ from invoicing.settlement.models import (
 __all__ = [
     "ApiKey",
     "Base",
+    "DashboardSession",
     "EndpointHealth",
     "EscrowAsset",
     "Event",
     "EventEndpoint",
+    "GaslessOptIn",
+    "GaslessPayment",
     "Invoice",
+    "MonitorShard",
+    "MonitorWorker",
     "MetaTransaction",
     "OwnerSequence",
     "OwnerSettings",
     "ParkedEscrow",
     "RateLimitWindow",
     "Refund",
+    "SignInTicket",
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",

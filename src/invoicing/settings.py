@@ -55,6 +55,9 @@ class Settings(BaseSettings):
 
     default_expiry_s: int = 24 * 3600
     late_payment_window_s: int = 7 * 24 * 3600
+    # A fiat price read from a price feed holds this long: the invoice expires at its end
+    # (docs/integration/pricing.md).
+    quote_window_s: int = Field(default=15 * 60, ge=60, le=7 * 24 * 3600)
     signature_window_s: int = 300
 
     monitor_interval_s: float = 20.0
@@ -71,6 +74,9 @@ class Settings(BaseSettings):
     lifetime_poll_interval_s: float = Field(default=60.0, gt=0)
     # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
     monitor_poll_interval_s: float = 0.5
+    # A worker's lease on its shards of a chain's watched invoices, renewed every third of it:
+    # a killed worker's invoices go unread for at most this long (monitor/shards.py).
+    monitor_lease_s: float = Field(default=10.0, gt=0)
     webhook_retry_delay_s: float = 60.0
     webhook_max_attempts: int = 20
     webhook_timeout_s: float = 10.0
@@ -80,6 +86,9 @@ class Settings(BaseSettings):
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
+    # the SSRF guard at every delivery, and connections go only to the checked addresses).
+    webhook_dns_cache_s: float = Field(default=10.0, ge=0)
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)
@@ -116,6 +125,12 @@ class Settings(BaseSettings):
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
     # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
+    # The dashboard (web/dashboard): how long a session lasts, how long a login link printed
+    # by `invoicing dashboard-link` stays usable, and sign-in attempts (nonces, messages,
+    # links) per client network per minute.
+    dashboard_session_ttl_s: int = Field(default=8 * 3600, ge=60)
+    dashboard_link_ttl_s: int = Field(default=600, ge=10, le=3600)
+    dashboard_sign_in_per_minute: int = Field(default=30, ge=0)
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
     # CORS (api/cors.py): origins whose pages may call /fees/* and /pay/<address>/status
@@ -138,6 +153,10 @@ class Settings(BaseSettings):
     # use at most, and how many the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=250_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # Gasless payments (EIP-3009): the longest validity window (validBefore - now) accepted,
+    # and the least time left before validBefore for the relayer's transaction to be mined.
+    gasless_max_validity_s: int = Field(default=3600, ge=60, le=7 * 86400)
+    gasless_min_validity_left_s: int = Field(default=30, ge=1, le=3600)
     # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
     # chain and UTC day, and the share of one owner (all owners without a paid invoice on
     # the chain share one); an owner whose relayed transactions revert on-chain waits this

@@ -17,7 +17,7 @@ import pytest
 
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.deploy import deterministic_address
+from invoicing.chain.deploy import deterministic_address, dev_aggregator_init_code
 from tests.support.server import free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
@@ -93,12 +93,16 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         assert ready["factory"] == factory_deploy_prints()
         tusd = deterministic_address(artifacts.test_token_bytecode())
         assert ready["tokens"] == {"TUSD": tusd}
+        # The ETH / USD MockAggregator, deployed last (the addresses above are unchanged).
+        feeds = {"ETH/USD": deterministic_address(dev_aggregator_init_code())}
+        assert ready["feeds"] == feeds
         assert ready["chains"] == [
             {
                 "chain_id": 31337,
                 "rpc_url": f"http://127.0.0.1:{chain_port}",
                 "factory": ready["factory"],
                 "tokens": {"TUSD": tusd},
+                "feeds": feeds,
             }
         ]
         assert ready["relayer"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
@@ -114,6 +118,15 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         )
         assert created.status_code == 201, created.text
         assert (created.json()["invoiceId"], created.json()["requiredRaw"]) == ("1", str(10**16))
+        # A price in USD: in ETH through the dev feed (3,000 USD), in TUSD one to one.
+        for fields, required in (({}, str(10**16)), ({"tokenAddress": tusd}, "30000000")):
+            priced = httpx.post(
+                f"{ready['base_url']}/integration/invoices",
+                json={**body, "amount": "30.00", "currency": "USD", **fields},
+                headers={"x-service-api-key": key},
+            )
+            assert priced.status_code == 201, priced.text
+            assert priced.json()["requiredRaw"] == required
         wrong = httpx.post(
             f"{ready['base_url']}/integration/invoices",
             json=body,
@@ -123,6 +136,14 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         assert httpx.get(f"{ready['base_url']}/healthz").json() == {"status": "ok"}
         readyz = httpx.get(f"{ready['base_url']}/readyz")
         assert readyz.status_code == 200 and readyz.json()["ready"] is True
+        # The ready line's dashboard link signs in as that owner, once.
+        link = ready["dashboard"]
+        assert link.startswith(f"{ready['base_url']}/dashboard/login/link/dl_")
+        with httpx.Client() as browser:
+            assert browser.get(link).status_code == 200
+            overview = browser.get(f"{ready['base_url']}/dashboard")
+            assert overview.status_code == 200 and ready["owner"] in overview.text
+        assert httpx.get(link).status_code == 401
         assert port_is_open(chain_port)
     finally:
         process.send_signal(stop_signal)
@@ -217,9 +238,17 @@ def test_dev_files_live_in_one_temporary_directory_that_operator_commands_read(
             shell,
         )
         without_the_file = run_operator(["parked"], shell)
+        link = run_operator(
+            ["dashboard-link", "--owner", owner, "--env-file", str(env_file)], shell
+        )
 
         # then they work on the dev service's database and chain:
         assert (parked.returncode, parked.stdout, parked.stderr) == (0, "", "")
+        assert link.returncode == 0, link.stderr
+        assert link.stdout.startswith(f"{ready['base_url']}/dashboard/login/link/dl_")
+        with httpx.Client() as browser:
+            assert browser.get(link.stdout.strip()).status_code == 200
+            assert owner in browser.get(f"{ready['base_url']}/dashboard").text
         assert withdrawn.returncode == 0, withdrawn.stdout + withdrawn.stderr
         hash_ = "0x[0-9a-f]{64}"
         assert re.fullmatch(

@@ -7,10 +7,14 @@
 //       ├── InvalidRequest             400 invalid_request
 //       │   ├── UnsupportedChain       400 unsupported_chain
 //       │   ├── UnsupportedToken       400 unsupported_token
+//       │   ├── UnknownCurrency        400 unknown_currency
+//       │   ├── UnpricedCurrency       400 unpriced_currency
 //       │   ├── FeeTooHigh             400 fee_too_high
 //       │   ├── DeadlineExpired        400 deadline_expired
 //       │   ├── InvalidOwnerSignature  400 invalid_owner_signature
-//       │   └── InsufficientBalance    400 insufficient_balance
+//       │   ├── InsufficientBalance    400 insufficient_balance
+//       │   ├── GaslessUnavailable     400 gasless_unavailable
+//       │   └── InvalidAuthorization   400 invalid_authorization
 //       ├── Unauthorized               401 unauthorized
 //       │   ├── TimestampOutOfWindow   401 timestamp_out_of_window
 //       │   └── ReplayedRequest        401 replayed_request
@@ -22,8 +26,11 @@
 //       │   ├── NonceMismatch          409 nonce_mismatch
 //       │   ├── SweepInProgress        409 sweep_in_progress
 //       │   ├── InvoicePending         409 invoice_pending
+//       │   ├── AuthorizationUsed      409 authorization_used
+//       │   ├── InvoiceNotPayable      409 invoice_not_payable
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
-//       │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+//       │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+//       │   └── PriceUnavailable       409 price_unavailable
 //       ├── PayloadTooLarge            413 payload_too_large
 //       ├── UnsupportedMediaType       415 unsupported_media_type
 //       ├── RateLimited                429 rate_limited (retryAfterS)
@@ -76,10 +83,14 @@ function errorClass(parent, code, status = parent.status) {
 export const InvalidRequest = errorClass(ApiError, "invalid_request", 400);
 export const UnsupportedChain = errorClass(InvalidRequest, "unsupported_chain");
 export const UnsupportedToken = errorClass(InvalidRequest, "unsupported_token");
+export const UnknownCurrency = errorClass(InvalidRequest, "unknown_currency");
+export const UnpricedCurrency = errorClass(InvalidRequest, "unpriced_currency");
 export const FeeTooHigh = errorClass(InvalidRequest, "fee_too_high");
 export const DeadlineExpired = errorClass(InvalidRequest, "deadline_expired");
 export const InvalidOwnerSignature = errorClass(InvalidRequest, "invalid_owner_signature");
 export const InsufficientBalance = errorClass(InvalidRequest, "insufficient_balance");
+export const GaslessUnavailable = errorClass(InvalidRequest, "gasless_unavailable");
+export const InvalidAuthorization = errorClass(InvalidRequest, "invalid_authorization");
 export const Unauthorized = errorClass(ApiError, "unauthorized", 401);
 export const TimestampOutOfWindow = errorClass(Unauthorized, "timestamp_out_of_window");
 export const ReplayedRequest = errorClass(Unauthorized, "replayed_request");
@@ -91,8 +102,11 @@ export const InvoiceExists = errorClass(Conflict, "invoice_exists");
 export const NonceMismatch = errorClass(Conflict, "nonce_mismatch");
 export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
 export const InvoicePending = errorClass(Conflict, "invoice_pending");
+export const AuthorizationUsed = errorClass(Conflict, "authorization_used");
+export const InvoiceNotPayable = errorClass(Conflict, "invoice_not_payable");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
 export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
+export const PriceUnavailable = errorClass(Conflict, "price_unavailable");
 export const PayloadTooLarge = errorClass(ApiError, "payload_too_large", 413);
 export const UnsupportedMediaType = errorClass(ApiError, "unsupported_media_type", 415);
 export const InternalError = errorClass(ApiError, "internal_error", 500);
@@ -112,12 +126,15 @@ export class RateLimited extends ApiError {
 
 export const ERRORS_BY_CODE = new Map(
   [
-    InvalidRequest, UnsupportedChain, UnsupportedToken, FeeTooHigh, DeadlineExpired,
+    InvalidRequest, UnsupportedChain, UnsupportedToken, UnknownCurrency, UnpricedCurrency,
+    FeeTooHigh, DeadlineExpired,
     InvalidOwnerSignature, InsufficientBalance, Unauthorized, TimestampOutOfWindow,
     ReplayedRequest, Forbidden, NotFound, MethodNotAllowed, Conflict, InvoiceExists,
     NonceMismatch, SweepInProgress, InvoicePending, TooManyWebhookSecrets, TooManyWebhookEndpoints,
+    PriceUnavailable,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
-    DatabaseUnavailable,
+    DatabaseUnavailable, GaslessUnavailable, InvalidAuthorization, AuthorizationUsed,
+    InvoiceNotPayable,
   ].map((cls) => [cls.code, cls]),
 );
 

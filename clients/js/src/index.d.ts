@@ -29,9 +29,31 @@ export interface Invoice {
   updatedAt: number;
   url: string;
   salt?: string;
+  fiat?: FiatPrice | null;
+  tolerance?: Tolerance | null;
   refunds?: Refund[] | null;
   otherBalances?: OtherBalance[] | null;
   [field: string]: unknown;
+}
+
+/** The fiat price locked into an invoice at creation: `amount` of `currency` at `rate` (units
+ * of the currency per whole unit of the asset), from a 1:1 peg or a Chainlink feed. */
+export interface FiatPrice {
+  currency: string;
+  amount: string;
+  rate: string;
+  source: "peg" | "chainlink";
+  feed?: string | null;
+  roundId?: bigint | null;
+  roundUpdatedAt?: number | null;
+}
+
+/** The underpayment the owner accepted: `bps` of requiredRaw, so `minimumRaw` pays it. */
+export interface Tolerance {
+  bps: number;
+  minimumRaw: bigint;
+  acceptedUnder: boolean;
+  shortfallRaw: bigint;
 }
 
 export interface CreatedInvoice extends Invoice {
@@ -53,6 +75,8 @@ export interface CreateInvoice {
   expiresAt?: number | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
+  currency?: string | null;
 }
 
 export interface ListFilters {
@@ -184,7 +208,21 @@ export interface EscrowExportLine {
   factory: string;
 }
 
-export interface OwnerSettings { webhookApiKeyHeader: boolean }
+export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
+
+/** Whether payers may pay the owner's invoices on a chain without gas (EIP-3009 tokens). */
+export interface GaslessSettings { chainId: number; enabled: boolean; tokens: string[] }
+
+/** A payer's EIP-3009 TransferWithAuthorization as signed, for payWithoutGas. */
+export interface AuthorizationBody {
+  chainId: number; tokenAddress: string; from: string; to: string; value: bigint;
+  validAfter: bigint; validBefore: bigint; nonce: string; signature: string;
+}
+
+/** A relayed transfer authorization: the transaction carrying it (202). */
+export interface GaslessSubmission {
+  txHash: string; chainId: number; payer: string; nonce: string; status: string;
+}
 
 export interface PaymentStatus {
   paymentAddress: string; chainId: number; network: string; tokenAddress: string | null;
@@ -293,13 +331,18 @@ export class Client {
   };
   readonly settings: {
     get(): Promise<OwnerSettings>;
-    update(settings: OwnerSettings): Promise<OwnerSettings>;
+    update(settings: Partial<OwnerSettings>): Promise<OwnerSettings>;
+  };
+  readonly gasless: {
+    get(chainId: number): Promise<GaslessSettings>;
+    set(chainId: number, enabled: boolean): Promise<GaslessSettings>;
   };
   readonly public: {
     health(): Promise<Health>;
     ready(): Promise<Readiness>;
-    paymentPage(paymentAddress: string): Promise<string>;
+    paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
+    payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };
@@ -318,10 +361,14 @@ export class ApiError extends InvoicingError {
 export class InvalidRequest extends ApiError {}
 export class UnsupportedChain extends InvalidRequest {}
 export class UnsupportedToken extends InvalidRequest {}
+export class UnknownCurrency extends InvalidRequest {}
+export class UnpricedCurrency extends InvalidRequest {}
 export class FeeTooHigh extends InvalidRequest {}
 export class DeadlineExpired extends InvalidRequest {}
 export class InvalidOwnerSignature extends InvalidRequest {}
 export class InsufficientBalance extends InvalidRequest {}
+export class GaslessUnavailable extends InvalidRequest {}
+export class InvalidAuthorization extends InvalidRequest {}
 export class Unauthorized extends ApiError {}
 export class TimestampOutOfWindow extends Unauthorized {}
 export class ReplayedRequest extends Unauthorized {}
@@ -333,8 +380,11 @@ export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
 export class InvoicePending extends Conflict {}
+export class AuthorizationUsed extends Conflict {}
+export class InvoiceNotPayable extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}
+export class PriceUnavailable extends Conflict {}
 export class PayloadTooLarge extends ApiError {}
 export class UnsupportedMediaType extends ApiError {}
 export class RateLimited extends ApiError {

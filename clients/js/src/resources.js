@@ -132,9 +132,26 @@ export class Settings extends Resource {
     return this.call("settings.get");
   }
 
-  /** { webhookApiKeyHeader }: whether paid webhooks carry the owner's API key. */
-  async update({ webhookApiKeyHeader }) {
-    return this.call("settings.update", { body: { webhookApiKeyHeader } });
+  /**
+   * Change what is given: { webhookApiKeyHeader }, whether paid webhooks carry the owner's API
+   * key; { underpaymentToleranceBps } (0 to 500), how far short of the amount due a payment
+   * may fall and still pay invoices created from now on.
+   */
+  async update({ webhookApiKeyHeader, underpaymentToleranceBps } = {}) {
+    const body = given({ webhookApiKeyHeader, underpaymentToleranceBps });
+    return this.call("settings.update", { body });
+  }
+}
+
+/** Whether payers may pay the owner's invoices on a chain without gas (off by default). */
+export class Gasless extends Resource {
+  async get(chainId) {
+    return this.call("gasless.get", { query: { chainId } });
+  }
+
+  /** Each gasless payment's gas counts against the owner's share of the relayer's budget. */
+  async set(chainId, enabled) {
+    return this.call("gasless.set", { body: { chainId, enabled } });
   }
 }
 
@@ -150,16 +167,30 @@ export class Public extends Resource {
     return this.call("public.ready", { accept: [503] });
   }
 
-  /** The hosted payment page's HTML. */
-  async paymentPage(paymentAddress) {
+  /** The hosted payment page's HTML, in `lang` ("es", "zh-Hans", …) when given. */
+  async paymentPage(paymentAddress, { lang } = {}) {
     return this.call("public.paymentPage", {
       params: { payment_address: paymentAddress }, text: true,
+      ...(lang === undefined ? {} : { query: { lang } }),
     });
   }
 
   /** What the payment page shows: amounts, remaining, status. */
   async paymentStatus(paymentAddress) {
     return this.call("public.paymentStatus", { params: { payment_address: paymentAddress } });
+  }
+
+  /** Submit a payer's signed EIP-3009 authorization for the invoice at `paymentAddress`
+   * ({ chainId, tokenAddress, from, to, value, validAfter, validBefore, nonce, signature });
+   * the relayer pays the gas. The same authorization again answers with the same txHash. */
+  async payWithoutGas(paymentAddress, authorization) {
+    const body = { ...authorization };
+    for (const name of ["value", "validAfter", "validBefore"]) {
+      body[name] = rawString(authorization[name], name);
+    }
+    return this.call("public.payWithoutGas", {
+      params: { payment_address: paymentAddress }, body, idempotent: true,
+    });
   }
 
   /** Relay a SetFee the owner signed elsewhere, at `nonce` (no credential). */

@@ -17,6 +17,8 @@ PAYMENT_FACTORY = "PaymentFactory"
 PAYMENT_FACTORY_V1 = "PaymentFactoryV1"
 ESCROW = "Escrow"
 TEST_TOKEN = "TestToken"
+# A price feed of development chains with a Chainlink aggregator's read interface.
+MOCK_AGGREGATOR = "MockAggregator"
 # TestToken is an OpenZeppelin ERC20: its ABI serves for the standard calls to any token.
 ERC20 = TEST_TOKEN
 

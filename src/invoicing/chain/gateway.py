@@ -14,16 +14,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from eth_abi.abi import encode
+
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
-from invoicing.chain.answers import RpcError, quantity
+from invoicing.chain.answers import ContractRevert, RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
+from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
+from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable, UnsupportedChain
+
+# bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
+ERC1271_SELECTOR = bytes.fromhex("1626ba7e")
 
 
 @dataclass(frozen=True)
@@ -83,12 +90,30 @@ class ChainGateway(Protocol):
         """(feeBps, payout address or None) of an owner, read from the factory."""
         ...
 
+    async def feed_round(self, address: str) -> FeedRound:
+        """A Chainlink aggregator's latest round (``latestRoundData`` and ``decimals``, both
+        at the head): ChainUnavailable when it cannot be read."""
+        ...
+
     async def has_code(self, address: str) -> bool:
         """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
         ...
 
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        """EIP-3009 ``authorizationState``: whether the authorizer used or canceled the
+        nonce (at the latest block)."""
+        ...
+
     # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
     # an unreachable node is ChainUnavailable.
+
+    async def is_valid_signature(
+        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
+    ) -> bool:
+        """Whether the contract wallet at ``wallet`` accepts ``signature`` over ``digest``
+        (EIP-1271 ``isValidSignature``), asked by an ``eth_call`` of at most ``gas_cap`` gas:
+        a revert, an answer other than the magic value, or running out of gas is "no"."""
+        ...
 
     async def eip1559(self) -> bool:
         """Whether transactions are EIP-1559 (type 2); False: legacy type 0 with gasPrice."""
@@ -235,8 +260,34 @@ class EvmGateway:
         assert isinstance(fee, int) and isinstance(payout, str)  # payout checksummed
         return fee, None if payout == ZERO_ADDRESS else payout
 
+    async def feed_round(self, address: str) -> FeedRound:
+        block = await self.block_number()
+        return await read_feed_round(self.evm, self.config.chain_id, address, block)
+
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))
+
+    async def is_valid_signature(
+        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
+    ) -> bool:
+        data = ERC1271_SELECTOR + encode(["bytes32", "bytes"], [digest, signature])
+        try:
+            answer = await self.evm.eth_call(wallet, data, gas=gas_cap)
+        except ContractRevert:
+            return False
+        except RpcError as exc:
+            if "gas" in exc.message.lower():  # ran out of its cap: not a valid signature
+                return False
+            chain_id = self.config.chain_id
+            raise ChainUnavailable(f"signature check failed on chain {chain_id}") from exc
+        return answer[:4] == ERC1271_SELECTOR and len(answer) == 32
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        try:
+            raw = await self.evm.eth_call(token, encode_authorization_state(authorizer, nonce))
+        except RpcError as exc:
+            raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
+        return int.from_bytes(raw[:32] or b"\0", "big") != 0
 
     async def eip1559(self) -> bool:
         return await self.evm.eip1559()

@@ -17,14 +17,18 @@ from invoicing.web.api import (
     escrows,
     events,
     fees,
+    gasless,
     invoices,
     refunds,
     webhook_signing,
     webhooks,
 )
 from invoicing.web.cors import CorsByPath, cors_rules, route_methods
+from invoicing.web.dashboard import session as dashboard_session
+from invoicing.web.dashboard.routes import ROUTERS as DASHBOARD_ROUTERS
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
+from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
@@ -37,11 +41,14 @@ ROUTERS = (
     api_keys.router,
     webhooks.router,
     page.router,
+    page_gasless.router,
     fees.router,
+    gasless.router,
     refunds.router,
     escrows.router,
     webhook_signing.router,
     events.router,
+    *DASHBOARD_ROUTERS,
 )
 
 
@@ -73,6 +80,7 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     )
     app.state.services = services
     install_error_handlers(app)
+    dashboard_session.install(app)
     install_openapi(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -1,5 +1,6 @@
 """The resources of the client that need only its ``_send``: webhook signing secrets,
-webhook endpoints, events, the escrow export, the owner's settings and the public routes
+webhook endpoints, events, the escrow export, the owner's settings, gasless payments and the
+public routes
 (written for asyncio; the blocking ones are generated, see ``_async_client.py``)."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from invoicing_client.models import (
     EventEnvelope,
     EventPage,
     FeeSubmission,
+    GaslessSettings,
+    GaslessSubmission,
     Health,
     IssuedWebhookSecret,
     OwnerSettings,
@@ -185,11 +188,38 @@ class AsyncSettings:
     async def get(self) -> OwnerSettings:
         return await self._send(calls.call("settings.get"), calls.model(OwnerSettings))
 
-    async def update(self, *, webhook_api_key_header: bool) -> OwnerSettings:
-        """``webhook_api_key_header``: whether paid webhooks carry the owner's API key."""
-        body = {"webhookApiKeyHeader": webhook_api_key_header}
+    async def update(
+        self,
+        *,
+        webhook_api_key_header: bool | None = None,
+        underpayment_tolerance_bps: int | None = None,
+    ) -> OwnerSettings:
+        """Change what is given: ``webhook_api_key_header``, whether paid webhooks carry the
+        owner's API key; ``underpayment_tolerance_bps`` (0 to 500), how far short of the
+        amount due a payment may fall and still pay invoices created from now on."""
+        body = calls.given(
+            webhookApiKeyHeader=webhook_api_key_header,
+            underpaymentToleranceBps=underpayment_tolerance_bps,
+        )
         call = calls.call("settings.update", body=body)
         return await self._send(call, calls.model(OwnerSettings))
+
+
+class AsyncGasless:
+    """Whether payers may pay the owner's invoices without gas, per chain (off by default)."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def get(self, chain_id: int) -> GaslessSettings:
+        call = calls.call("gasless.get", query={"chainId": chain_id})
+        return await self._send(call, calls.model(GaslessSettings))
+
+    async def set(self, chain_id: int, enabled: bool) -> GaslessSettings:
+        """Turn gasless payments on or off; each one's gas counts against the owner's share
+        of the relayer's daily budget."""
+        call = calls.call("gasless.set", body={"chainId": chain_id, "enabled": enabled})
+        return await self._send(call, calls.model(GaslessSettings))
 
 
 class AsyncPublic:
@@ -207,15 +237,32 @@ class AsyncPublic:
         call = calls.call("public.ready", accept=frozenset({503}))
         return await self._send(call, calls.model(Readiness))
 
-    async def payment_page(self, payment_address: str) -> str:
-        """The hosted payment page's HTML."""
-        call = calls.call("public.payment_page", path={"payment_address": payment_address})
+    async def payment_page(self, payment_address: str, lang: str | None = None) -> str:
+        """The hosted payment page's HTML, in ``lang`` (``es``, ``zh-Hans``, …) when given."""
+        call = calls.call(
+            "public.payment_page",
+            path={"payment_address": payment_address},
+            query=None if lang is None else {"lang": lang},
+        )
         return await self._send(call, calls.read_text)
 
     async def payment_status(self, payment_address: str) -> PaymentStatus:
         """What the payment page shows: amounts, remaining, status."""
         call = calls.call("public.payment_status", path={"payment_address": payment_address})
         return await self._send(call, calls.model(PaymentStatus))
+
+    async def pay_without_gas(
+        self, payment_address: str, authorization: dict[str, Any]
+    ) -> GaslessSubmission:
+        """Submit a payer's signed EIP-3009 authorization for the invoice at
+        ``payment_address`` (the body of docs/integration/gasless.md: chainId, tokenAddress,
+        from, to, value, validAfter, validBefore, nonce, signature); the relayer pays the gas."""
+        call = calls.call(
+            "public.pay_without_gas",
+            path={"payment_address": payment_address},
+            body=dict(authorization),
+        )
+        return await self._send(call, calls.model(GaslessSubmission))
 
     async def relay_fee(
         self, chain_id: int, fee_bps: int, nonce: int, deadline: int, signature: str

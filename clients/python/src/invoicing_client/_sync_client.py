@@ -22,6 +22,7 @@ from invoicing_client import _calls as calls
 from invoicing_client._sync_resources import (
     Escrows,
     Events,
+    Gasless,
     Public,
     Settings,
     WebhookEndpoints,
@@ -97,6 +98,7 @@ class Client:
         self.events = Events(self._send)
         self.escrows = Escrows(self._send)
         self.settings = Settings(self._send)
+        self.gasless = Gasless(self._send)
         self.public = Public(self._send)
 
     def __repr__(self) -> str:
@@ -172,10 +174,12 @@ class Invoices:
         expires_at: int | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        currency: str | None = None,
     ) -> CreatedInvoice:
-        """Create an invoice of ``amount`` in the token's units (a decimal string); with
-        ``invoice_id`` a retry is safe and an identical earlier invoice comes back with
-        ``created=False``."""
+        """Create an invoice of ``amount`` in the token's units (a decimal string), or with
+        ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
+        amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
+        identical earlier invoice comes back with ``created=False``."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -185,6 +189,7 @@ class Invoices:
             expires_at,
             description,
             metadata,
+            currency,
         )
         return self._client._send(call, calls.read_created)
 

@@ -8,10 +8,14 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         ├── InvalidRequest            400 invalid_request
         │   ├── UnsupportedChain      400 unsupported_chain
         │   ├── UnsupportedToken      400 unsupported_token
+        │   ├── UnknownCurrency       400 unknown_currency
+        │   ├── UnpricedCurrency      400 unpriced_currency
         │   ├── FeeTooHigh            400 fee_too_high
         │   ├── DeadlineExpired       400 deadline_expired
         │   ├── InvalidOwnerSignature 400 invalid_owner_signature
-        │   └── InsufficientBalance   400 insufficient_balance
+        │   ├── InsufficientBalance   400 insufficient_balance
+        │   ├── GaslessUnavailable    400 gasless_unavailable
+        │   └── InvalidAuthorization  400 invalid_authorization
         ├── Unauthorized              401 unauthorized
         │   ├── TimestampOutOfWindow  401 timestamp_out_of_window
         │   └── ReplayedRequest       401 replayed_request
@@ -23,8 +27,11 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── NonceMismatch         409 nonce_mismatch
         │   ├── SweepInProgress       409 sweep_in_progress
         │   ├── InvoicePending        409 invoice_pending
+        │   ├── AuthorizationUsed     409 authorization_used
+        │   ├── InvoiceNotPayable     409 invoice_not_payable
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
-        │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+        │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+        │   └── PriceUnavailable      409 price_unavailable
         ├── PayloadTooLarge           413 payload_too_large
         ├── UnsupportedMediaType      415 unsupported_media_type
         ├── RateLimited               429 rate_limited (``retry_after_s``)
@@ -86,6 +93,14 @@ class UnsupportedToken(InvalidRequest):
     code = "unsupported_token"
 
 
+class UnknownCurrency(InvalidRequest):
+    code = "unknown_currency"
+
+
+class UnpricedCurrency(InvalidRequest):
+    code = "unpriced_currency"
+
+
 class FeeTooHigh(InvalidRequest):
     code = "fee_too_high"
 
@@ -100,6 +115,14 @@ class InvalidOwnerSignature(InvalidRequest):
 
 class InsufficientBalance(InvalidRequest):
     code = "insufficient_balance"
+
+
+class GaslessUnavailable(InvalidRequest):
+    code = "gasless_unavailable"
+
+
+class InvalidAuthorization(InvalidRequest):
+    code = "invalid_authorization"
 
 
 class Unauthorized(ApiError):
@@ -138,6 +161,14 @@ class NonceMismatch(Conflict):
     code = "nonce_mismatch"
 
 
+class AuthorizationUsed(Conflict):
+    code = "authorization_used"
+
+
+class InvoiceNotPayable(Conflict):
+    code = "invoice_not_payable"
+
+
 class SweepInProgress(Conflict):
     code = "sweep_in_progress"
 
@@ -152,6 +183,10 @@ class TooManyWebhookSecrets(Conflict):
 
 class TooManyWebhookEndpoints(Conflict):
     code = "too_many_webhook_endpoints"
+
+
+class PriceUnavailable(Conflict):
+    code = "price_unavailable"
 
 
 class PayloadTooLarge(ApiError):

@@ -14,16 +14,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
-    create_secret,
+    MAX_TOLERANCE_BPS,
     get_settings,
     list_secrets,
-    revoke_secret,
     update_settings,
 )
-from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.event_responses import (
     IssuedWebhookSecret,
@@ -34,6 +31,7 @@ from invoicing.web.api.event_responses import (
 )
 from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.web.context import services_of
+from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
@@ -47,10 +45,19 @@ class RevokeSecretQuery(BaseModel):
 
 
 class SettingsBody(BaseModel):
+    """The settings to change; an omitted one stays as it is."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     ownerAddress: Address
-    webhookApiKeyHeader: bool
+    webhookApiKeyHeader: bool | None = None
+    underpaymentToleranceBps: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_TOLERANCE_BPS,
+        description="A payment short of the amount due by at most this share (basis points, "
+        "0 to 500) pays invoices created from now on.",
+    )
 
 
 @router.post(
@@ -67,17 +74,7 @@ class SettingsBody(BaseModel):
 async def create(request: Request) -> Answer[IssuedWebhookSecret]:
     services = services_of(request)
     _body, caller = await authorized_body(request, "webhook_secret.create", OwnerBody)
-    await hit(
-        services.db,
-        [f"webhook-secret-owner:{caller.owner_key}"],
-        services.settings.webhook_secret_issuance_per_hour,
-        services.clock.now_ms(),
-        window_ms=HOUR_MS,
-    )
-    async with services.db.transaction() as session:
-        row, secret = await create_secret(
-            session, caller.owner_key, ServerSecrets.of(services.settings), services.clock.now_ms()
-        )
+    row, secret = await issue_webhook_secret(services, caller.owner_key)
     issued = IssuedWebhookSecret(
         id=row.id, secret=secret.get_secret_value(), createdAt=row.created_at
     )
@@ -118,8 +115,7 @@ async def list_(request: Request) -> Answer[WebhookSecretList]:
 async def revoke(request: Request) -> Answer[RevokedWebhookSecret]:
     services = services_of(request)
     query, caller = await authorized_query(request, "webhook_secret.revoke", RevokeSecretQuery)
-    async with services.db.transaction() as session:
-        row = await revoke_secret(session, caller.owner_key, query.id, services.clock.now_ms())
+    row = await end_webhook_secret(services, caller.owner_key, query.id)
     assert row.revoked_at is not None  # revoked just above, or before
     return Answer(RevokedWebhookSecret(revoked=True, id=row.id, revokedAt=row.revoked_at))
 
@@ -157,6 +153,10 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
     body, caller = await authorized_body(request, "settings.update", SettingsBody)
     async with services.db.transaction() as session:
         choices = await update_settings(
-            session, caller.owner_key, body.webhookApiKeyHeader, services.clock.now_ms()
+            session,
+            caller.owner_key,
+            body.webhookApiKeyHeader,
+            services.clock.now_ms(),
+            underpayment_tolerance_bps=body.underpaymentToleranceBps,
         )
     return Answer(OwnerSettings.of(choices))

@@ -1,22 +1,14 @@
-// Live payment page: status polling, expiry countdown, copy button and an EIP-1193
-// "pay with browser wallet" button. The page is complete without this script.
+// Live payment page: status polling, expiry countdown, copy button, an EIP-1193 "pay with
+// browser wallet" button and, where offered, "pay without gas" (an EIP-3009 authorization
+// the service relays). The page is complete without this script.
 (function () {
   "use strict";
 
-  var LABELS = {
-    pending: "Awaiting payment",
-    paid: "Payment received",
-    completed: "Payment complete",
-    expired: "Expired",
-    cancelled: "Cancelled"
-  };
-  var DONE = {
-    paid: "Thank you: your payment has arrived. You can close this page.",
-    completed: "Thank you: this invoice is paid and settled. You can close this page.",
-    expired: "This invoice has expired. Please do not send funds to this address; " +
-      "ask the merchant for a new payment link.",
-    cancelled: "This invoice was cancelled. Please do not send funds to this address."
-  };
+  // Every sentence comes from the page, in the payer's language (page-text); "%(name)s"
+  // marks a value this script fills in.
+  var TEXT = JSON.parse(document.getElementById("page-text").textContent);
+  var LABELS = TEXT.labels;
+  var DONE = TEXT.done;
   // Poll delay by status; settled invoices stop polling. Expired ones keep a slow poll
   // because a late full payment still turns them paid.
   var POLL_MS = { pending: 2000, paid: 5000, expired: 10000 };
@@ -31,6 +23,19 @@
   var walletBusy = false;
 
   function $(id) { return document.getElementById(id); }
+  function fill(text, values) {
+    return text.replace(/%\((\w+)\)s/g, function (all, name) {
+      return Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
+    });
+  }
+  // A decimal amount string as the server's Babel writes it for this language: integer
+  // digits grouped by three, the language's separators, every fraction digit kept.
+  function amount(text) {
+    var parts = String(text).split(".");
+    var whole = parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, "\u0000");
+    whole = whole.split("\u0000").join(TEXT.number.group);
+    return parts.length > 1 ? whole + TEXT.number.decimal + parts[1] : whole;
+  }
   function setText(id, text) { var el = $(id); if (el && el.textContent !== text) el.textContent = text; }
 
   function render(s) {
@@ -40,16 +45,16 @@
     status.textContent = LABELS[s.status] || s.status;
     status.className = "status status-" + s.status;
     $("payment").setAttribute("data-status", s.status);
-    setText("amount", s.amount);
-    setText("remaining", s.remaining);
-    setText("pay-remaining", s.remaining);
+    setText("amount", amount(s.amount));
+    setText("remaining", amount(s.remaining));
+    setText("pay-remaining", amount(s.remaining));
     var pending = s.status === "pending";
     $("pay-section").hidden = !pending;
     $("done-section").hidden = pending;
     setText("done-text", DONE[s.status] || "");
     if (previous.paymentUri !== s.paymentUri) {
       $("qr").src = qrUrl + "?r=" + encodeURIComponent(s.remainingRaw);
-      $("qr").alt = "QR code of the payment request " + s.paymentUri;
+      $("qr").alt = fill(TEXT.qrAlt, { uri: s.paymentUri });
       $("uri").href = s.paymentUri;
     }
     tick();
@@ -57,14 +62,13 @@
 
   function pad(n) { return (n < 10 ? "0" : "") + n; }
 
+  // Hours, minutes, seconds (more than a day shows more than 24 hours: no plural words).
   function countdownText(ms) {
     var total = Math.floor(ms / 1000);
-    var days = Math.floor(total / 86400);
-    var h = Math.floor((total % 86400) / 3600);
+    var h = Math.floor(total / 3600);
     var m = Math.floor((total % 3600) / 60);
     var sec = total % 60;
-    var clock = pad(h) + ":" + pad(m) + ":" + pad(sec);
-    return "(" + (days > 0 ? days + "d " + clock : clock) + " left)";
+    return fill(TEXT.countdown, { time: pad(h) + ":" + pad(m) + ":" + pad(sec) });
   }
 
   function tick() {
@@ -103,8 +107,8 @@
     var address = state.paymentAddress;
     var button = $("copy");
     function done(ok) {
-      button.textContent = ok ? "Copied" : "Copy failed";
-      setTimeout(function () { button.textContent = "Copy address"; }, 2000);
+      button.textContent = ok ? TEXT.copied : TEXT.copyFailed;
+      setTimeout(function () { button.textContent = TEXT.copy; }, 2000);
     }
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(address).then(function () { done(true); }, function () { done(fallbackCopy(address)); });
@@ -138,12 +142,9 @@
 
   function describe(error) {
     var code = error && error.code;
-    if (code === 4001) return "You rejected the request in your wallet.";
-    if (code === 4902) {
-      return "Your wallet does not know this network (" + state.network + ", chain ID " +
-        state.chainId + "). Add it to your wallet and try again.";
-    }
-    return "The wallet reported an error: " + ((error && error.message) || String(error));
+    if (code === 4001) return TEXT.rejected;
+    if (code === 4902) return fill(TEXT.unknownNetwork, { network: state.network, chainId: state.chainId });
+    return fill(TEXT.walletError, { error: (error && error.message) || String(error) });
   }
 
   function payTransaction(from) {
@@ -154,24 +155,30 @@
     return { from: from, to: state.tokenAddress, value: "0x0", data: transferData(state.paymentAddress, amount) };
   }
 
+  // The wallet's account, on the invoice's chain.
+  async function walletAccount(ethereum) {
+    var accounts = await ethereum.request({ method: "eth_requestAccounts" });
+    if (!accounts || accounts.length === 0) throw new Error("the wallet shared no account");
+    var chainId = await ethereum.request({ method: "eth_chainId" });
+    if (parseInt(chainId, 16) !== state.chainId) {
+      await ethereum.request({
+        method: "wallet_switchEthereumChain",
+        params: [{ chainId: "0x" + state.chainId.toString(16) }]
+      });
+    }
+    return accounts[0];
+  }
+
   async function payWithWallet() {
     var ethereum = window.ethereum;
     if (walletBusy || !ethereum) return;
     walletBusy = true;
     $("wallet").disabled = true;
-    walletMessage("Confirm the request in your wallet…", false);
+    walletMessage(TEXT.confirmInWallet, false);
     try {
-      var accounts = await ethereum.request({ method: "eth_requestAccounts" });
-      if (!accounts || accounts.length === 0) throw new Error("the wallet shared no account");
-      var chainId = await ethereum.request({ method: "eth_chainId" });
-      if (parseInt(chainId, 16) !== state.chainId) {
-        await ethereum.request({
-          method: "wallet_switchEthereumChain",
-          params: [{ chainId: "0x" + state.chainId.toString(16) }]
-        });
-      }
+      var accounts = [await walletAccount(ethereum)];
       var hash = await ethereum.request({ method: "eth_sendTransaction", params: [payTransaction(accounts[0])] });
-      walletMessage("Transaction sent (" + hash + "). Waiting for the network to confirm it…", false);
+      walletMessage(fill(TEXT.sent, { hash: hash }), false);
       $("wallet-message").setAttribute("data-tx-hash", String(hash));
       schedule(500);
     } catch (error) {
@@ -182,12 +189,85 @@
     }
   }
 
+  // Pay without gas (EIP-3009) -----------------------------------------------------
+  // The payer signs a TransferWithAuthorization of the amount due to the payment address
+  // in the token's EIP-712 domain; the service's relayer submits it and pays the gas.
+  var GASLESS_NAME = dataEl.getAttribute("data-gasless-name");
+  var GASLESS_VERSION = dataEl.getAttribute("data-gasless-version");
+
+  function randomNonce() {
+    var bytes = new Uint8Array(32);
+    window.crypto.getRandomValues(bytes);
+    return "0x" + Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function authorization(from) {
+    var now = Math.floor((Date.now() + clockOffsetMs) / 1000);
+    return {
+      from: from, to: state.paymentAddress, value: String(state.remainingRaw),
+      validAfter: String(now - 60), validBefore: String(now + 600), nonce: randomNonce()
+    };
+  }
+
+  function typedData(message) {
+    return {
+      types: {
+        EIP712Domain: [
+          { name: "name", type: "string" }, { name: "version", type: "string" },
+          { name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" }
+        ],
+        TransferWithAuthorization: [
+          { name: "from", type: "address" }, { name: "to", type: "address" },
+          { name: "value", type: "uint256" }, { name: "validAfter", type: "uint256" },
+          { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" }
+        ]
+      },
+      primaryType: "TransferWithAuthorization",
+      domain: { name: GASLESS_NAME, version: GASLESS_VERSION, chainId: state.chainId, verifyingContract: state.tokenAddress },
+      message: message
+    };
+  }
+
+  async function payWithoutGas() {
+    var ethereum = window.ethereum;
+    if (walletBusy || !ethereum) return;
+    walletBusy = true;
+    $("gasless").disabled = true;
+    walletMessage(TEXT.signInWallet, false);
+    try {
+      var account = await walletAccount(ethereum);
+      var message = authorization(account);
+      var signature = await ethereum.request({
+        method: "eth_signTypedData_v4", params: [account, JSON.stringify(typedData(message))]
+      });
+      var body = Object.assign({ chainId: state.chainId, tokenAddress: state.tokenAddress, signature: signature }, message);
+      var response = await fetch(statusUrl.replace(/\/status$/, "/authorization"), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+      });
+      var answer = await response.json();
+      if (!response.ok) throw new Error((answer.error && answer.error.message) || String(response.status));
+      walletMessage(fill(TEXT.submitted, { hash: answer.txHash }), false);
+      $("wallet-message").setAttribute("data-tx-hash", String(answer.txHash));
+      schedule(500);
+    } catch (error) {
+      var reason = (error && error.message) || String(error);
+      walletMessage(error && error.code ? describe(error) : fill(TEXT.notSubmitted, { error: reason }), true);
+    } finally {
+      walletBusy = false;
+      $("gasless").disabled = false;
+    }
+  }
+
   // Start ---------------------------------------------------------------------------
   $("copy").hidden = false;
   $("copy").addEventListener("click", copyAddress);
   if (window.ethereum && typeof window.ethereum.request === "function") {
     $("wallet").hidden = false;
     $("wallet").addEventListener("click", payWithWallet);
+    if (GASLESS_NAME && $("gasless")) {
+      $("gasless").hidden = false;
+      $("gasless").addEventListener("click", payWithoutGas);
+    }
   }
   tick();
   setInterval(tick, 1000);
