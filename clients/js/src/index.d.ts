@@ -229,7 +229,11 @@ export interface PaymentStatus {
   symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
   remainingRaw: bigint; remaining: string; paymentUri: string; status: InvoiceStatus;
   expiresAt: number; paidAt: number | null; description: string | null;
+  fiat?: PagePrice | null;
 }
+
+/** The fiat price a payment page shows: `amount` of `currency` at `rate`. */
+export interface PagePrice { currency: string; amount: string; rate: string }
 
 export interface Health { status: string }
 export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }

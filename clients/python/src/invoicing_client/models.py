@@ -348,6 +348,14 @@ class GaslessSubmission(_Model):
     status: str
 
 
+class PagePrice(_Model):
+    """The fiat price a payment page shows: ``amount`` of ``currency`` at ``rate``."""
+
+    currency: str
+    amount: str
+    rate: str
+
+
 class PaymentStatus(_Model):
     """The public status of a payment page (what a payer's browser reads)."""
 
@@ -367,6 +375,7 @@ class PaymentStatus(_Model):
     expires_at: int
     paid_at: int | None
     description: str | None
+    fiat: PagePrice | None = None
 
 
 class Health(_Model):

@@ -100,6 +100,7 @@ def payment_page(
         status_label=status_labels(locale).get(view.status, view.status),
         done_text=done_texts(locale).get(view.status, ""),
         amount=locale.amount(view.amount),
+        price=None if view.price is None else locale.price(view.price[1], view.price[0]),
         remaining=locale.amount(view.remaining),
         expires_iso=utc_iso(view.expires_at),
         expires_text=locale.time(view.expires_at),
@@ -107,7 +108,7 @@ def payment_page(
         status_url=f"{base}/status",
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
-        data_json=script_json(view.public_status().model_dump(mode="json")),
+        data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
         texts_json=script_json(script_texts(locale)),
         gasless=gasless,
     )

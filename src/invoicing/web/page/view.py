@@ -54,6 +54,18 @@ def payment_uri(
     )
 
 
+class PagePrice(BaseModel):
+    """The fiat price an invoice was created with (docs/integration/pricing.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    currency: str = Field(description="ISO 4217.")
+    amount: DecimalAmount
+    rate: DecimalAmount = Field(
+        description="Units of the currency one whole unit of the asset was worth."
+    )
+
+
 class PaymentStatus(BaseModel):
     """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
     no owner data): the fields the page renders, built by ``PaymentView.public_status``."""
@@ -76,6 +88,9 @@ class PaymentStatus(BaseModel):
     expiresAt: TimestampMs
     paidAt: TimestampMs | None
     description: str | None
+    fiat: PagePrice | None = Field(
+        default=None, description="Present only for an invoice created with a currency."
+    )
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,8 @@ class PaymentView:
     description: str | None
     # The payment address on the chain's block explorer (None: the chain has none).
     explorer_url: str | None = None
+    # The fiat price locked at creation: (currency, amount, rate), or None.
+    price: tuple[str, str, str] | None = None
 
     @property
     def remaining_raw(self) -> int:
@@ -116,6 +133,13 @@ class PaymentView:
         return payment_uri(self.payment_address, self.chain_id, self.token_address, owed)
 
     def public_status(self) -> PaymentStatus:
+        status = self._status()
+        if self.price is not None:
+            currency, amount, rate = self.price
+            status.fiat = PagePrice(currency=currency, amount=amount, rate=rate)
+        return status
+
+    def _status(self) -> PaymentStatus:
         return PaymentStatus(
             paymentAddress=self.payment_address,
             chainId=self.chain_id,
@@ -163,4 +187,11 @@ async def payment_view(
         paid_at=invoice.paid_at,
         description=invoice.description,
         explorer_url=explorer_url,
+        price=_price_of(invoice),
     )
+
+
+def _price_of(invoice: Invoice | InvoiceRow) -> tuple[str, str, str] | None:
+    if invoice.currency is None or invoice.fiat_amount is None or invoice.rate is None:
+        return None
+    return (invoice.currency, invoice.fiat_amount, invoice.rate)
