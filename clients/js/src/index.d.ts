@@ -15,6 +15,8 @@ export interface Invoice {
   tokenAddress: string | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  redirectUrl?: string | null;
+  cancelUrl?: string | null;
   expiresAt: number;
   status: InvoiceStatus;
   paid: boolean;
@@ -77,6 +79,11 @@ export interface CreateInvoice {
   metadata?: Record<string, unknown> | null;
   /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
   currency?: string | null;
+  /** Where the payment page sends the payer after payment (http(s), https outside
+   * development, at most 2,048 characters). */
+  redirectUrl?: string | null;
+  /** The payment page's way back to the shop without paying (same rules). */
+  cancelUrl?: string | null;
 }
 
 export interface ListFilters {

@@ -79,6 +79,8 @@ class Invoice(_Model):
     token_address: str | None
     description: str | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     expires_at: int
     status: str
     paid: bool
