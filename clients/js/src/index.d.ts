@@ -15,6 +15,8 @@ export interface Invoice {
   tokenAddress: string | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  redirectUrl?: string | null;
+  cancelUrl?: string | null;
   expiresAt: number;
   status: InvoiceStatus;
   paid: boolean;
@@ -79,6 +81,11 @@ export interface CreateInvoice {
   metadata?: Record<string, unknown> | null;
   /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
   currency?: string | null;
+  /** Where the payment page sends the payer after payment (http(s), https outside
+   * development, at most 2,048 characters). */
+  redirectUrl?: string | null;
+  /** The payment page's way back to the shop without paying (same rules). */
+  cancelUrl?: string | null;
 }
 
 export interface ListFilters {
@@ -228,7 +235,11 @@ export interface PaymentStatus {
   symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
   remainingRaw: bigint; remaining: string; paymentUri: string; status: InvoiceStatus;
   expiresAt: number; paidAt: number | null; description: string | null;
+  fiat?: PagePrice | null;
 }
+
+/** The fiat price a payment page shows: `amount` of `currency` at `rate`. */
+export interface PagePrice { currency: string; amount: string; rate: string }
 
 export interface Health { status: string }
 export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }

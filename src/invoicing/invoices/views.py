@@ -56,6 +56,10 @@ def invoice_to_dict(
         body["description"] = invoice.description
     if invoice.metadata_ is not None:
         body["metadata"] = invoice.metadata_
+    if invoice.redirect_url is not None:
+        body["redirectUrl"] = invoice.redirect_url
+    if invoice.cancel_url is not None:
+        body["cancelUrl"] = invoice.cancel_url
     body.update(
         {
             "expiresAt": invoice.expires_at,

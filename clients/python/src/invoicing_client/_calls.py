@@ -109,6 +109,8 @@ def create_invoice(
     description: str | None,
     metadata: Mapping[str, Any] | None,
     currency: str | None = None,
+    redirect_url: str | None = None,
+    cancel_url: str | None = None,
 ) -> Call:
     body = {
         "chainId": chain_id,
@@ -121,6 +123,8 @@ def create_invoice(
             expiresAt=expires_at,
             metadata=dict(metadata) if metadata is not None else None,
             currency=currency,
+            redirectUrl=redirect_url,
+            cancelUrl=cancel_url,
         ),
     }
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without

@@ -79,6 +79,8 @@ class Invoice(_Model):
     token_address: str | None
     description: str | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     expires_at: int
     status: str
     paid: bool
@@ -346,6 +348,14 @@ class GaslessSubmission(_Model):
     status: str
 
 
+class PagePrice(_Model):
+    """The fiat price a payment page shows: ``amount`` of ``currency`` at ``rate``."""
+
+    currency: str
+    amount: str
+    rate: str
+
+
 class PaymentStatus(_Model):
     """The public status of a payment page (what a payer's browser reads)."""
 
@@ -365,6 +375,7 @@ class PaymentStatus(_Model):
     expires_at: int
     paid_at: int | None
     description: str | None
+    fiat: PagePrice | None = None
 
 
 class Health(_Model):

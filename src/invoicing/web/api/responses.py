@@ -93,6 +93,14 @@ class Invoice(WireModel):
     tokenAddress: AddressOut | None = Field(description="null: the chain's native coin.")
     description: str | None = Field(default=None, description="Present only when given.")
     metadata: dict[str, Any] | None = Field(default=None, description="Present only when given.")
+    redirectUrl: str | None = Field(
+        default=None,
+        description="Where the payment page sends the payer after payment (when given).",
+    )
+    cancelUrl: str | None = Field(
+        default=None,
+        description="The way back to the shop without paying (when given).",
+    )
     expiresAt: TimestampMs
     status: InvoiceStatus
     paid: bool
