@@ -1,7 +1,7 @@
 """Invoices as x402 v2 resources, paid on anvil by the official clients: the PyPI ``x402``
 package (httpx) and the npm ``@x402/fetch`` one. The 402 says exactly what to pay; the
 paid request answers 200 with PAYMENT-RESPONSE and the invoice, paid; refusals are 402 with
-the spec's reason and nothing sent."""
+the x402 specification's reason and nothing sent."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """x402 headers, as strangers send them: any text decodes to a payment or to a refusal with
-one of the spec's reasons, never anything else; what a client encodes decodes to the same
-values, every integer exact (no floats on the way)."""
+one of the x402 specification's reasons, never anything else; what a client encodes decodes
+to the same values, every integer exact (no floats on the way)."""
 
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
 
 class X402Invalid(InvalidRequest):
-    """A header or payload that is not x402 v2 ``exact`` on EVM (``reason``: the spec's
-    error code)."""
+    """A header or payload that is not x402 v2 ``exact`` on EVM (``reason``: the error code
+    the x402 specification gives it)."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message, {"reason": reason})
