@@ -212,6 +212,9 @@ export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[];
 export interface EscrowExportLine {
   paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
   status: InvoiceStatus; chainId: number;
+  /** The factory that made the escrow and sweeps it (a previous version's, for an escrow
+   * made before an upgrade). */
+  factory: string;
 }
 
 export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }

@@ -322,6 +322,9 @@ class EscrowExportLine(_Model):
     invoice_id: str
     status: str
     chain_id: int
+    # The factory that made the escrow and sweeps it (a previous version's, for an escrow
+    # made before an upgrade); None from a server that does not name it.
+    factory: str | None = None
 
 
 class OwnerSettings(_Model):

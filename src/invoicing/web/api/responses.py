@@ -232,6 +232,10 @@ class EscrowExportLine(WireModel):
     invoiceId: str
     status: InvoiceStatus
     chainId: int
+    factory: AddressOut = Field(
+        description="The factory that made the escrow and sweeps it: the chain's current "
+        "one, or a previous version's for an escrow made before an upgrade."
+    )
 
 
 class Health(WireModel):
