@@ -30,6 +30,8 @@ export interface Invoice {
   createdAt: number;
   updatedAt: number;
   url: string;
+  /** Only for an invoice in a token with EIP-3009: its x402 v2 resource. */
+  x402Url?: string | null;
   salt?: string;
   fiat?: FiatPrice | null;
   tolerance?: Tolerance | null;
@@ -354,6 +356,7 @@ export class Client {
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
+    x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };
