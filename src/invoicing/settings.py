@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     webhook_concurrency: int = 200
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
+    # And at most this many of one owner's, so one owner's endpoints that hang or fail hold
+    # only their share and every other owner's deliveries still find free slots.
+    webhook_per_owner_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.

@@ -17,8 +17,9 @@ from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_due_pass
+from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
-from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import WebhookAttempt
 from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
@@ -61,14 +62,7 @@ async def deliver_due(services: Services, client: FakeWebhookClient) -> int:
     """One claim-send-record round, as the worker does it."""
     mine = await claim_events(services, services.clock.now_ms(), 1000)
     results = [
-        AttemptResult(
-            c.event_id,
-            c.attempt,
-            services.clock.now_ms(),
-            await client.send(c.delivery),
-            c.delivery.url,
-        )
-        for c in mine
+        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in mine
     ]
     await record_results(services, results)
     return len(mine)
@@ -244,7 +238,7 @@ async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt
 
     await record_results(
         services,
-        [AttemptResult(old.event_id, 1, now_ms, Outcome(status_code=200), old.delivery.url)],
+        [AttemptResult.of(old, now_ms, Outcome(status_code=200))],
     )
 
     (event,) = await events_of(services, invoice)
@@ -252,7 +246,7 @@ async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt
     assert [a.attempt for a in await attempts_of(services, event.id)] == [1]
     await record_results(
         services,
-        [AttemptResult(new.event_id, 2, now_ms, Outcome(status_code=200), new.delivery.url)],
+        [AttemptResult.of(new, now_ms, Outcome(status_code=200))],
     )
     (event,) = await events_of(services, invoice)
     assert event.status == "delivered"

@@ -1,9 +1,10 @@
 """The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
 
 Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
-slot and never the others, and one host holds at most ``webhook_per_host_concurrency``
-slots; failing endpoints are tried after the others (``delivery.claim_events``). Finished
-attempts are written in small batches. Database outages are logged and retried with backoff.
+slot and never the others; one host holds at most ``webhook_per_host_concurrency`` slots
+and one owner at most ``webhook_per_owner_concurrency``; failing endpoints are tried after
+the others (``claims.claim_events``). Finished attempts are written in small batches
+(``delivery.record_results``). Database outages are logged and retried with backoff.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
 
 from sqlalchemy.exc import (
     DBAPIError,
@@ -21,15 +21,9 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
+from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_events, signed_delivery
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
-from invoicing.notifications.delivery import (
-    AttemptResult,
-    ClaimedEvent,
-    claim_events,
-    record_results,
-    signed_delivery,
-    unrecorded,
-)
+from invoicing.notifications.delivery import AttemptResult, record_results, unrecorded
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -81,7 +75,7 @@ class Dispatcher:
         self.client = client
         self.slots = services.settings.webhook_concurrency
         self.in_flight: set[asyncio.Task[None]] = set()
-        self.in_flight_per_host: Counter[str] = Counter()
+        self.counted = InFlight()  # by host and by owner, for the caps
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
 
@@ -109,9 +103,9 @@ class Dispatcher:
         if free <= 0:
             return 0
         now_ms = self.services.clock.now_ms()
-        claimed = await claim_events(self.services, now_ms, free, self.in_flight_per_host)
+        claimed = await claim_events(self.services, now_ms, free, self.counted)
         for event in claimed:
-            self.in_flight_per_host[event.endpoint_host] += 1
+            self.counted.add(event)
             task = asyncio.create_task(self._deliver(event))
             self.in_flight.add(task)
             task.add_done_callback(self._done)
@@ -178,9 +172,7 @@ class Dispatcher:
             log.exception("webhook event %s: the client raised", event.event_id)
             outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
         finally:
-            self.in_flight_per_host[event.endpoint_host] -= 1
-            if not self.in_flight_per_host[event.endpoint_host]:
-                del self.in_flight_per_host[event.endpoint_host]
+            self.counted.remove(event)
         log.debug(
             "webhook event %s attempt %d to %s: %s in %d ms",
             event.event_id,
@@ -189,16 +181,7 @@ class Dispatcher:
             outcome.kind,
             outcome.duration_ms,
         )
-        result = AttemptResult(
-            event.event_id,
-            event.attempt,
-            attempted_at,
-            outcome,
-            event.delivery.url,
-            event.endpoint_id,
-            event.retry_until,
-        )
-        self.results.append(result)
+        self.results.append(AttemptResult.of(event, attempted_at, outcome))
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self.in_flight.discard(task)
