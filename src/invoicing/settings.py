@@ -119,6 +119,11 @@ class Settings(BaseSettings):
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
     # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
+    # Redeliveries (POST /integration/events/{id}/redeliver) and test pings (POST
+    # /integration/webhook-endpoints/test) per owner: each queues a delivery the worker
+    # sends, so their cost is bounded (0 turns a limit off).
+    event_redelivery_per_hour: int = 100
+    webhook_test_per_hour: int = 20
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
     # CORS (api/cors.py): origins whose pages may call /fees/* and /pay/<address>/status

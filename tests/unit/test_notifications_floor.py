@@ -1,7 +1,7 @@
 """Notifications sit below the domains: nothing in ``notifications/`` imports a domain's
 module (counting imports inside functions and under ``TYPE_CHECKING``) but the invoices
-table that ``claims`` reads (the paid webhook's credential), and the owner's view of an invoice reads the refund and
-settlement tables, never their services."""
+table that ``claims`` reads (the paid webhook's credential), and the owner's view of an
+invoice reads the refund and settlement tables, never their services."""
 
 from __future__ import annotations
 

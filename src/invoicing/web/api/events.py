@@ -8,6 +8,11 @@
   ``GET /integration/events/{id}`` (``event.get``), ``POST /integration/events/{id}/redeliver``
   (``event.redeliver``) → 202.
 
+Each redelivery and test ping queues a delivery the worker sends: an owner may ask for at
+most ``event_redelivery_per_hour`` redeliveries and ``webhook_test_per_hour`` pings an hour
+(429 ``rate_limited``, counted before anything is read or queued, so a refused one queues
+nothing).
+
 In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
 ``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
 or PATCH, is signed too, as the payload's first key ``id``.
@@ -39,6 +44,8 @@ from invoicing.notifications.service import (
     ping,
     redeliver,
 )
+from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
 from invoicing.web.api.event_responses import (
@@ -188,6 +195,12 @@ async def authorized_body_with_id(
     return validate(model, data), caller, path_id
 
 
+async def _count(services: Services, action: str, caller: Caller, per_hour: int) -> None:
+    """Count one of the owner's ``action`` this hour; 429 ``rate_limited`` past ``per_hour``."""
+    keys = [f"{action}-owner:{caller.owner_key}"]
+    await hit(services.db, keys, per_hour, services.clock.now_ms(), window_ms=HOUR_MS)
+
+
 def _checked_path_id(value: str) -> str:
     """An id from the path, held to the query's rules (NUL is refused everywhere)."""
     if not 1 <= len(value) <= 36 or "\x00" in value:
@@ -309,6 +322,7 @@ async def test(request: Request) -> Answer[DeliveryAccepted]:
     _body, caller, endpoint_id = await authorized_body_with_id(
         request, "webhook_endpoint.test", OwnerBody
     )
+    await _count(services, "webhook-test", caller, services.settings.webhook_test_per_hour)
     accepted = await ping(
         services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
     )
@@ -386,6 +400,8 @@ async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAcc
     body, caller, event_id = await authorized_body_with_id(
         request, "event.redeliver", RedeliverBody, path_id=event_id
     )
+    limit = services.settings.event_redelivery_per_hour
+    await _count(services, "event-redelivery", caller, limit)
     accepted = await redeliver(
         services.db,
         services.settings,
