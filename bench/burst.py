@@ -18,7 +18,12 @@ block to the last paid webhook received. Prints one line per set-up::
 Exits 1 when a set-up misses the goal (the last webhook within 5 s).
 
     .venv/bin/python bench/burst.py [--invoices 1000] [--workers 2] [--setups dev,postgres]
-        [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--profile DIR]
+
+``--profile DIR`` samples every service process with ``py-spy`` (``pip install py-spy``)
+from the payments' sending to the last webhook and writes one collapsed-stack file per
+process into DIR (``setup-N.txt``; ``py-spy``'s ``raw`` format, one stack and its sample
+count a line), to see where the time goes.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -152,14 +158,49 @@ class Receiver:
     stats: Stats
 
 
+@contextmanager
+def profiled(setup: str, pids: list[int], directory: Path | None) -> Iterator[None]:
+    """Sample ``pids`` with py-spy while the block runs (nothing without ``directory``)."""
+    if directory is None:
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    samplers = [
+        subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--format", "raw", "--nonblocking"]
+            + ["--output", str(directory / f"{setup}-{n}.txt")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n, pid in enumerate(pids)
+    ]
+    time.sleep(1)  # py-spy attaches
+    try:
+        yield
+    finally:
+        for sampler in samplers:
+            sampler.send_signal(signal.SIGINT)
+        for sampler in samplers:
+            sampler.wait(timeout=60)
+
+
 async def measure(
-    setup: str, base_url: str, rpc_url: str, chain_id: int, n: int, receiver: Receiver
+    setup: str,
+    base_url: str,
+    rpc_url: str,
+    chain_id: int,
+    n: int,
+    receiver: Receiver,
+    pids: list[int],
+    profile: Path | None,
 ) -> bool:
     receiver.stats.arrivals.clear()
     webhook_url = f"http://127.0.0.1:{receiver.port}/paid"
     addresses = await create_invoices(base_url, chain_id, webhook_url, n)
-    mined_at, block_txs = await pay_in_one_block(rpc_url, addresses)
-    arrivals = await wait_webhooks(receiver.stats, n)
+    with profiled(setup, pids, profile):
+        mined_at, block_txs = await pay_in_one_block(rpc_url, addresses)
+        arrivals = await wait_webhooks(receiver.stats, n)
     after = [arrival - mined_at for arrival in arrivals]
     last = after[-1] if len(after) == n else float("inf")
     print(
@@ -172,13 +213,13 @@ async def measure(
 
 
 @contextmanager
-def processes(commands: list[list[str]], env: dict[str, str]) -> Iterator[None]:
+def processes(commands: list[list[str]], env: dict[str, str]) -> Iterator[list[int]]:
     started = [
         subprocess.Popen(c, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for c in commands
     ]
     try:
-        yield
+        yield [process.pid for process in started]
     finally:
         for process in started:
             process.terminate()
@@ -202,23 +243,29 @@ async def wait_ready(base_url: str) -> None:
     raise SystemExit(f"{base_url} never became ready")
 
 
-async def dev_case(anvil: AnvilProcess, n: int, receiver: Receiver) -> bool:
+async def dev_case(anvil: AnvilProcess, n: int, receiver: Receiver, profile: Path | None) -> bool:
     workdir = Path(tempfile.mkdtemp(prefix="bench-burst-"))
     ready = workdir / "ready.json"
     port = free_port()
     command = [INVOICING, "dev", "--rpc-url", anvil.url, "--port", str(port)]
     command += ["--ready-file", str(ready)]
-    with processes([command], {**os.environ, **ENV}):
+    with processes([command], {**os.environ, **ENV}) as pids:
         for _ in range(1200):
             if ready.exists() and ready.read_text().strip():
                 break
             await asyncio.sleep(0.1)
         info = json.loads(ready.read_text())
-        return await measure("dev", info["base_url"], anvil.url, info["chain_id"], n, receiver)
+        base_url, chain_id = info["base_url"], info["chain_id"]
+        return await measure("dev", base_url, anvil.url, chain_id, n, receiver, pids, profile)
 
 
 async def postgres_case(
-    anvil: AnvilProcess, n: int, workers: int, server: str, receiver: Receiver
+    anvil: AnvilProcess,
+    n: int,
+    workers: int,
+    server: str,
+    receiver: Receiver,
+    profile: Path | None,
 ) -> bool:
     url, drop = fresh_database(server)
     workdir = Path(tempfile.mkdtemp(prefix="bench-burst-"))
@@ -243,11 +290,13 @@ async def postgres_case(
         port = free_port()
         commands = [[INVOICING, "serve", "--port", str(port), "--no-access-log"]]
         commands += [[INVOICING, "worker"] for _ in range(workers)]
-        with processes(commands, env):
+        with processes(commands, env) as pids:
             base_url = f"http://127.0.0.1:{port}"
             await wait_ready(base_url)
             setup = f"postgres_workers_{workers}"
-            return await measure(setup, base_url, anvil.url, dev.chain_id, n, receiver)
+            return await measure(
+                setup, base_url, anvil.url, dev.chain_id, n, receiver, pids, profile
+            )
     finally:
         drop()
 
@@ -260,12 +309,17 @@ async def run(args: argparse.Namespace) -> bool:
     try:
         if "dev" in args.setups.split(","):
             with AnvilProcess() as anvil:
-                ok = await dev_case(anvil, args.invoices, receiver) and ok
+                ok = await dev_case(anvil, args.invoices, receiver, args.profile) and ok
         if args.database_url and "postgres" in args.setups.split(","):
             with AnvilProcess() as anvil:
                 ok = (
                     await postgres_case(
-                        anvil, args.invoices, args.workers, args.database_url, receiver
+                        anvil,
+                        args.invoices,
+                        args.workers,
+                        args.database_url,
+                        receiver,
+                        args.profile,
                     )
                     and ok
                 )
@@ -282,6 +336,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--database-url", default=None, help="PostgreSQL server URL")
     parser.add_argument("--setups", default="dev,postgres", help="which set-ups to run")
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy output directory")
     args = parser.parse_args()
     sys.exit(0 if asyncio.run(run(args)) else 1)
 

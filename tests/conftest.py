@@ -26,7 +26,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig, TokenConfig
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
@@ -99,8 +99,14 @@ def factory(dev: DevDeployment) -> str:
 
 
 def dev_tokens(dev: DevDeployment) -> tuple[TokenConfig, ...]:
-    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals)."""
-    return (TokenConfig(dev.token, dev.token_symbol, dev.token_decimals),)
+    """The allow-list of the test chain: the dev TestToken (TUSD, 6 decimals, EIP-3009,
+    pegged to USD)."""
+    return (dev.token_config,)
+
+
+def dev_feeds(dev: DevDeployment) -> tuple[FeedConfig, ...]:
+    """The test chain's price feed: the MockAggregator pricing ETH in USD (1 h heartbeat)."""
+    return (FeedConfig(NATIVE, "USD", dev.aggregator, 3600),)
 
 
 def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> ChainConfig:
@@ -112,6 +118,7 @@ def chain_config(anvil: AnvilProcess, dev: DevDeployment, **overrides: Any) -> C
         "confirmations": 1,
         "relayer_key": SecretStr(DEV_PRIVATE_KEYS[0]),
         "tokens": dev_tokens(dev),
+        "feeds": dev_feeds(dev),
     }
     fields.update(overrides)
     return ChainConfig(**fields)

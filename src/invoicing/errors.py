@@ -7,6 +7,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     ├── InvalidRequest            400 invalid_request
     │   ├── UnsupportedChain      400 unsupported_chain
     │   ├── UnsupportedToken      400 unsupported_token
+    │   ├── UnknownCurrency       400 unknown_currency
+    │   ├── UnpricedCurrency      400 unpriced_currency
     │   ├── FeeTooHigh            400 fee_too_high
     │   ├── DeadlineExpired       400 deadline_expired
     │   ├── InvalidOwnerSignature 400 invalid_owner_signature
@@ -23,7 +25,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── SweepInProgress       409 sweep_in_progress
     │   ├── InvoicePending        409 invoice_pending
     │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
-    │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+    │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+    │   └── PriceUnavailable      409 price_unavailable
     ├── PayloadTooLarge           413 payload_too_large
     ├── UnsupportedMediaType      415 unsupported_media_type
     ├── RateLimited               429 rate_limited
@@ -78,6 +81,16 @@ class UnsupportedChain(InvalidRequest):
 class UnsupportedToken(InvalidRequest):
     code = "unsupported_token"
     meaning = "`tokenAddress` is not on that chain's allow-list"
+
+
+class UnknownCurrency(InvalidRequest):
+    code = "unknown_currency"
+    meaning = "`currency` is not an ISO 4217 code"
+
+
+class UnpricedCurrency(InvalidRequest):
+    code = "unpriced_currency"
+    meaning = "no token pegged to `currency` and no price feed for the asset in it on that chain"
 
 
 class FeeTooHigh(InvalidRequest):
@@ -183,6 +196,14 @@ class TooManyWebhookEndpoints(Conflict):
 
     code = "too_many_webhook_endpoints"
     meaning = "the owner already holds the most webhook endpoints allowed"
+
+
+class PriceUnavailable(Conflict):
+    code = "price_unavailable"
+    meaning = (
+        "the price feed's latest answer is stale, not positive or from an incomplete round "
+        "(`details.reason`); nothing was created, retry later"
+    )
 
 
 class PayloadTooLarge(ServiceError):

@@ -2,6 +2,7 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
+from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -32,6 +33,8 @@ __all__ = [
     "Event",
     "EventEndpoint",
     "Invoice",
+    "MonitorShard",
+    "MonitorWorker",
     "MetaTransaction",
     "OwnerSequence",
     "OwnerSettings",

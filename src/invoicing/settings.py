@@ -55,6 +55,9 @@ class Settings(BaseSettings):
 
     default_expiry_s: int = 24 * 3600
     late_payment_window_s: int = 7 * 24 * 3600
+    # A fiat price read from a price feed holds this long: the invoice expires at its end
+    # (docs/integration/pricing.md).
+    quote_window_s: int = Field(default=15 * 60, ge=60, le=7 * 24 * 3600)
     signature_window_s: int = 300
 
     monitor_interval_s: float = 20.0
@@ -71,6 +74,9 @@ class Settings(BaseSettings):
     lifetime_poll_interval_s: float = Field(default=60.0, gt=0)
     # How often the monitor polls eth_blockNumber; a moved head triggers a pass of pending ones.
     monitor_poll_interval_s: float = 0.5
+    # A worker's lease on its shards of a chain's watched invoices, renewed every third of it:
+    # a killed worker's invoices go unread for at most this long (monitor/shards.py).
+    monitor_lease_s: float = Field(default=10.0, gt=0)
     webhook_retry_delay_s: float = 60.0
     webhook_max_attempts: int = 20
     webhook_timeout_s: float = 10.0
@@ -83,6 +89,9 @@ class Settings(BaseSettings):
     # only their share and every other owner's deliveries still find free slots.
     webhook_per_owner_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
+    # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
+    # the SSRF guard at every delivery, and connections go only to the checked addresses).
+    webhook_dns_cache_s: float = Field(default=10.0, ge=0)
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)

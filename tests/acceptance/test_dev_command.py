@@ -17,7 +17,7 @@ import pytest
 
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.deploy import deterministic_address
+from invoicing.chain.deploy import deterministic_address, dev_aggregator_init_code
 from tests.support.server import free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]
@@ -93,12 +93,16 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         assert ready["factory"] == factory_deploy_prints()
         tusd = deterministic_address(artifacts.test_token_bytecode())
         assert ready["tokens"] == {"TUSD": tusd}
+        # The ETH / USD MockAggregator, deployed last (the addresses above are unchanged).
+        feeds = {"ETH/USD": deterministic_address(dev_aggregator_init_code())}
+        assert ready["feeds"] == feeds
         assert ready["chains"] == [
             {
                 "chain_id": 31337,
                 "rpc_url": f"http://127.0.0.1:{chain_port}",
                 "factory": ready["factory"],
                 "tokens": {"TUSD": tusd},
+                "feeds": feeds,
             }
         ]
         assert ready["relayer"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
@@ -114,6 +118,15 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         )
         assert created.status_code == 201, created.text
         assert (created.json()["invoiceId"], created.json()["requiredRaw"]) == ("1", str(10**16))
+        # A price in USD: in ETH through the dev feed (3,000 USD), in TUSD one to one.
+        for fields, required in (({}, str(10**16)), ({"tokenAddress": tusd}, "30000000")):
+            priced = httpx.post(
+                f"{ready['base_url']}/integration/invoices",
+                json={**body, "amount": "30.00", "currency": "USD", **fields},
+                headers={"x-service-api-key": key},
+            )
+            assert priced.status_code == 201, priced.text
+            assert priced.json()["requiredRaw"] == required
         wrong = httpx.post(
             f"{ready['base_url']}/integration/invoices",
             json=body,

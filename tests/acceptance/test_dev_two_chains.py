@@ -22,7 +22,7 @@ from invoicing.chain import artifacts
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ERC20, TEST_TOKEN
-from invoicing.chain.deploy import deterministic_address, factory_address
+from invoicing.chain.deploy import deterministic_address, dev_aggregator_init_code, factory_address
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from tests.acceptance.test_user_journey import INVOICING, poll_status, wait_ready
@@ -121,6 +121,7 @@ async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: 
     )
     owner = new_owner()
     tusd = deterministic_address(artifacts.test_token_bytecode())
+    feed = deterministic_address(dev_aggregator_init_code())
     try:
         ready = await wait_ready(ready_file, process)
         first, second = ready["chains"]  # type: ignore[misc]
@@ -130,12 +131,14 @@ async def test_two_chains_kept_apart_and_one_dead_node_stalls_nothing(tmp_path: 
             "rpc_url": f"http://127.0.0.1:{chain_port}",
             "factory": factory_address(),
             "tokens": {"TUSD": tusd},
+            "feeds": {"ETH/USD": feed},
         }
         assert second == {
             "chain_id": 31338,
             "rpc_url": f"http://127.0.0.1:{chain_port + 1}",
             "factory": factory_address(),
             "tokens": {"TUSD": tusd},
+            "feeds": {"ETH/USD": feed},
         }
         one, two = EvmClient.connect(first["rpc_url"]), EvmClient.connect(second["rpc_url"])
         assert (await one.chain_id(), await two.chain_id()) == (31337, 31338)

@@ -15,12 +15,13 @@ import httpx
 import pytest
 
 from invoicing.addresses import normalize_address
-from invoicing.chain.abi import abi_function
+from invoicing.chain.abi import abi_function, encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.artifacts import MOCK_AGGREGATOR, PAYMENT_FACTORY
 from invoicing.chain.checks import PROBE_OWNER, PROBE_SALT
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.escrows import escrow_address
+from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade_sync
 from tests.conftest import new_database_url
 from tests.support.rpc_log import Rewrite, recording_proxy
@@ -43,8 +44,17 @@ def chains_file(
     factory: str | None = None,
     decimals: int | None = None,
     relayer_key: str = "env:TEST_RELAYER_KEY",
+    feed_currency: str | None = None,
 ) -> Path:
     path = tmp_path / "chains.toml"
+    feed = (
+        ""
+        if feed_currency is None
+        else "[[chain.feed]]\n"
+        'asset = "native"\n'
+        f'currency = "{feed_currency}"\n'
+        f'address = "{dev.aggregator}"\n'
+    )
     path.write_text(
         "[[chain]]\n"
         f"chain_id = {chain_id or dev.chain_id}\n"
@@ -55,7 +65,7 @@ def chains_file(
         "[[chain.token]]\n"
         f'address = "{dev.token}"\n'
         'symbol = "TUSD"\n'
-        f"decimals = {dev.token_decimals if decimals is None else decimals}\n"
+        f"decimals = {dev.token_decimals if decimals is None else decimals}\n" + feed
     )
     return path
 
@@ -150,6 +160,44 @@ def test_refuses_a_token_whose_decimals_differ(
     assert result.stderr.splitlines() == [
         f"refusing to start: chain 31337 (Anvil): token TUSD {dev.token}: decimals() is 6, "
         "configured 18"
+    ]
+
+
+def test_refuses_a_feed_whose_description_is_another_pair(
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment, database_url: str
+) -> None:
+    chains = chains_file(tmp_path, anvil, dev, feed_currency="EUR")
+
+    result = run(["worker"], environment(database_url, chains))
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"refusing to start: chain 31337 (Anvil): price feed ETH / EUR {dev.aggregator}: "
+        "description() is 'ETH / USD'"
+    ]
+
+
+async def test_refuses_a_feed_whose_latest_round_is_stale(
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment, database_url: str, evm: EvmClient
+) -> None:
+    chains = chains_file(tmp_path, anvil, dev, feed_currency="USD")
+    updated_at = int(time.time()) - 2 * 3600
+    latest = int.from_bytes(
+        await evm.eth_call(dev.aggregator, encode_call(MOCK_AGGREGATOR, "latestRound")), "big"
+    )
+    round_ = (latest + 1, 3_000 * 10**8, updated_at, updated_at, latest + 1)
+    stale = encode_call(MOCK_AGGREGATOR, "setRoundData", *round_)
+    assert (await evm.transact(RELAYER_KEY, dev.aggregator, stale))["status"] == 1
+    try:
+        result = await asyncio.to_thread(run, ["worker"], environment(database_url, chains))
+    finally:
+        fresh = encode_call(MOCK_AGGREGATOR, "setAnswer", 3_000 * 10**8)
+        assert (await evm.transact(RELAYER_KEY, dev.aggregator, fresh))["status"] == 1
+
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"refusing to start: chain 31337 (Anvil): price feed ETH / USD {dev.aggregator}: "
+        f"latest round {latest + 1} is stale (updated at {updated_at}, heartbeat 3600 s)"
     ]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.async_api import Browser, async_playwright
+from playwright.async_api import Browser, Page, async_playwright
 
 from invoicing.web.app import create_app
 from tests.conftest import TEST_DATABASE, MakeServices, RunningApp
@@ -70,3 +70,25 @@ def artifacts() -> Path:
     folder = ARTIFACTS / ("sqlite" if TEST_DATABASE == "sqlite" else "postgresql")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+# axe-core from npm (@axe-core/playwright's axe-core, package-lock.json): evaluated through
+# the DevTools protocol, which the page's CSP does not govern, so the page keeps its policy.
+AXE_SOURCE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]
+
+
+async def axe_violations(
+    page: Page, impacts: tuple[str, ...] = ("serious", "critical")
+) -> list[str]:
+    """axe-core's violations of the given impacts, as ``rule: selectors`` lines."""
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.evaluate(AXE_SOURCE.read_text("utf-8"))
+    result = await page.evaluate(
+        "(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags}})", AXE_TAGS
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {[node['target'] for node in v['nodes']]}"
+        for v in result["violations"]
+        if v["impact"] in impacts
+    ]

@@ -224,6 +224,7 @@ def service_env(database_url: str, chains_file: Path) -> dict[str, str]:
         "INVOICING_WEBHOOK_POLL_INTERVAL_S": "0.1",
         "INVOICING_MONITOR_INTERVAL_S": "2",
         "INVOICING_MONITOR_POLL_INTERVAL_S": "0.2",
+        "INVOICING_MONITOR_LEASE_S": "3",
         "INVOICING_WITHDRAWAL_INTERVAL_S": "2",
         "INVOICING_SETTLEMENT_POLL_INTERVAL_S": "0.5",
         "INVOICING_SETTLEMENT_BACKOFF_MAX_S": "2",

@@ -103,6 +103,7 @@ async def test_settings_export_webhook_log_and_public_routes(dev_service: DevSer
         ready = await client.public.ready()
         status = await client.public.payment_status(invoice.payment_address)
         page = await client.public.payment_page(invoice.payment_address)
+        page_es = await client.public.payment_page(invoice.payment_address, lang="es")
 
     assert (before.webhook_api_key_header, after.webhook_api_key_header) == (True, False)
     assert [(line.payment_address, line.salt) for line in exported] == [
@@ -110,6 +111,8 @@ async def test_settings_export_webhook_log_and_public_routes(dev_service: DevSer
     ]
     assert (log.payment_address, log.events, log.items) == (invoice.payment_address, [], [])
     assert (health.status, ready.ready) == ("ok", True)
+    assert '<html lang="en" dir="ltr">' in page and '<html lang="es" dir="ltr">' in page_es
+    assert "Solicitud de pago" in page_es
     assert (status.required_raw, status.remaining_raw, status.remaining) == (10**16, 10**16, "0.01")
     assert "<html" in page.lower()
 

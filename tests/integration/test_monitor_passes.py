@@ -10,9 +10,8 @@ import pytest
 
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import ChainUnavailable
-from invoicing.monitor import passes
 from invoicing.monitor.check import read_balances, recheck_invoice
-from invoicing.monitor.passes import claim_due, run_block_pass, run_due_pass
+from invoicing.monitor.passes import run_block_pass, run_due_pass
 from invoicing.monitor.worker import watch_chain
 from invoicing.services import Services
 from tests.support.monitoring import (
@@ -22,6 +21,8 @@ from tests.support.monitoring import (
     fake_services,
     new_invoice,
     reload,
+    row_values,
+    shown_last_checked,
 )
 
 ETH = 10**18
@@ -75,34 +76,34 @@ async def test_erc20_invoice_reads_token_balance(services: Services, fake: FakeC
     assert (paid.status, paid.balance_raw, paid.required_raw) == ("paid", "2500000", "2500000")
 
 
-async def test_unchanged_invoice_only_moves_last_checked_at(
+async def test_the_due_pass_writes_nothing_for_an_unchanged_invoice(
     services: Services, fake: FakeChain
 ) -> None:
     invoice = await new_invoice(services, fake)
+    before = await row_values(services, invoice)
     clock_of(services).advance(5000)
 
     result = await run_due_pass(services, fake)
 
-    row = await reload(services, invoice)
     assert (result.checked, result.updated) == (1, 0)
-    assert row.last_checked_at == services.clock.now_ms()
-    assert row.updated_at == invoice.updated_at
-    assert row.next_check_at == services.clock.now_ms() + 20_000
+    assert await row_values(services, invoice) == before  # not one column written
+    assert await shown_last_checked(services, invoice) == services.clock.now_ms()
 
 
-async def test_claimed_invoices_are_not_due_again_until_the_interval(
+async def test_shards_are_not_due_again_until_the_interval(
     services: Services, fake: FakeChain
 ) -> None:
-    invoice = await new_invoice(services, fake)
-    now_ms = services.clock.now_ms()
+    await new_invoice(services, fake)
+    first = await run_due_pass(services, fake)
+    calls = fake.balance_calls
 
-    first = await claim_due(services, fake.config.chain_id, now_ms, 100)
-    again = await claim_due(services, fake.config.chain_id, now_ms + 19_999, 100)
-    later = await claim_due(services, fake.config.chain_id, now_ms + 20_000, 100)
+    clock_of(services).advance(19_999)
+    again = await run_due_pass(services, fake)
+    clock_of(services).advance(1)
+    later = await run_due_pass(services, fake)
 
-    assert [row.id for row in first] == [invoice.id]
-    assert again == []
-    assert [row.id for row in later] == [invoice.id]
+    assert (first.checked, again.checked, later.checked) == (1, 0, 1)
+    assert again.block == 0 and fake.balance_calls == calls + 1  # no read while not due
 
 
 async def test_expiry_then_late_payment_marks_paid_and_queues_the_event(
@@ -115,7 +116,6 @@ async def test_expiry_then_late_payment_marks_paid_and_queues_the_event(
 
     expired = await reload(services, invoice)
     assert (expired.status, expired.watch) == ("expired", True)
-    assert expired.next_check_at == services.clock.now_ms() + 300_000
 
     fake.pay(invoice.payment_address, ETH)
     clock_of(services).advance(299_999)
@@ -220,7 +220,7 @@ async def test_worker_survives_an_rpc_outage_and_catches_up(
     assert any("fake chain is down" in record.getMessage() for record in caplog.records)
 
 
-async def test_a_failed_read_releases_the_claim_and_keeps_last_checked_at(
+async def test_a_failed_read_records_no_pass_and_the_shards_stay_due(
     services: Services, fake: FakeChain
 ) -> None:
     invoice = await new_invoice(services, fake)
@@ -230,18 +230,16 @@ async def test_a_failed_read_releases_the_claim_and_keeps_last_checked_at(
     with pytest.raises(ChainUnavailable):
         await run_due_pass(services, fake, block=fake.block)
 
-    row = await reload(services, invoice)
-    assert row.last_checked_at == invoice.last_checked_at
-    assert row.next_check_at == services.clock.now_ms()
+    assert await shown_last_checked(services, invoice) == invoice.last_checked_at
     fake.available = True
     assert (await run_due_pass(services, fake)).checked == 1
-    assert (await reload(services, invoice)).last_checked_at == services.clock.now_ms()
+    assert await shown_last_checked(services, invoice) == services.clock.now_ms()
 
 
-async def test_a_pass_claims_in_pages_without_duplicates(
-    services: Services, fake: FakeChain, monkeypatch: pytest.MonkeyPatch
+async def test_a_pass_reads_in_batches_across_shards_and_stores_each_payment_once(
+    database_url: str, fake: FakeChain
 ) -> None:
-    monkeypatch.setattr(passes, "CLAIM_PAGE", 3)
+    services = fake_services(database_url, fake, monitor_batch_size=3)
     invoices = [await new_invoice(services, fake) for _ in range(10)]
     fake.pay(invoices[4].payment_address, ETH)
     clock_of(services).advance(1000)
@@ -249,14 +247,14 @@ async def test_a_pass_claims_in_pages_without_duplicates(
     result = await run_due_pass(services, fake)
 
     assert (result.checked, result.updated, result.paid) == (10, 1, 1)
-    for invoice in invoices:
-        row = await reload(services, invoice)
-        assert row.last_checked_at == services.clock.now_ms()
+    assert fake.balance_calls == 4  # ceil(10 / 3): batches are filled across shards
+    for invoice in invoices[:4] + invoices[5:]:
+        assert await shown_last_checked(services, invoice) == services.clock.now_ms()
     assert len(await events_of(services, invoices[4])) == 1
-    assert await claim_due(services, fake.config.chain_id, services.clock.now_ms(), 100) == []
+    await services.db.dispose()
 
 
-async def test_the_due_pass_takes_the_block_pass_readings_at_the_same_block(
+async def test_after_a_block_pass_the_due_pass_reads_nothing_until_the_interval(
     services: Services, fake: FakeChain
 ) -> None:
     paid = await new_invoice(services, fake)
@@ -267,16 +265,15 @@ async def test_the_due_pass_takes_the_block_pass_readings_at_the_same_block(
     fake.pay(unpaid.payment_address, ETH)  # after the block pass read it: not seen at once
     clock_of(services).advance(1000)
 
-    due = await run_due_pass(services, fake, fake.block, block)
+    due = await run_due_pass(services, fake, fake.block)
 
-    assert block.readings == {paid.id: ETH, unpaid.id: 0}
+    assert (block.checked, block.paid) == (2, 1)
     assert fake.balance_calls == calls_after_block_pass  # nothing read again
-    assert (due.checked, due.updated, due.paid) == (1, 0, 0)  # the paid one left the watch
-    row = await reload(services, unpaid)
-    assert (row.status, row.last_checked_at) == ("pending", services.clock.now_ms())
+    assert due.checked == 0
+    assert await shown_last_checked(services, unpaid) == services.clock.now_ms() - 1000
     fake.block += 1
-    clock_of(services).advance(20_000)
-    later = await run_due_pass(services, fake, fake.block, block)  # of an older block
+    clock_of(services).advance(19_000)
+    later = await run_due_pass(services, fake, fake.block)
     assert (later.checked, later.paid) == (1, 1)
     assert fake.balance_calls == calls_after_block_pass + 1
 

@@ -20,6 +20,8 @@ from tests.support.monitoring import (
     fake_services,
     new_invoice,
     reload,
+    row_values,
+    shown_last_checked,
 )
 from tests.support.rows import insert_invoice
 from tests.support.signing import new_owner
@@ -59,8 +61,45 @@ async def test_due_pass_marks_the_paid_invoice_and_leaves_unreadable_ones_alone(
         row = await reload(services, invoice)
         assert (row.status, row.balance_raw, row.updated_at) == ("pending", "0", invoice.updated_at)
         assert row.last_checked_at == invoice.last_checked_at  # not checked: left as it was
-        assert row.next_check_at == services.clock.now_ms() + 20_000  # not retried at once
+        assert await shown_last_checked(services, invoice) == invoice.last_checked_at
+        assert row.unreadable
         assert await events_of(services, invoice) == []
+    assert await shown_last_checked(services, tokens) == services.clock.now_ms()
+
+
+async def test_an_unreadable_invoice_is_written_once_then_again_when_readable(
+    services: Services, fake: FakeChain
+) -> None:
+    fake.unreadable_tokens.clear()  # a token that works, then fails, then works again
+    invoice = await insert_invoice(services, fake, new_owner().address, HOSTILE, 10)
+    clock_of(services).advance(30_000)
+    await run_due_pass(services, fake)  # a covering pass: it was readable until now
+    fake.block += 1
+    clock_of(services).advance(30_000)
+    await run_block_pass(services, fake, fake.block)  # readable: lastCheckedAt moves
+    shown = services.clock.now_ms()
+    fake.unreadable_tokens.add(HOSTILE.lower())
+
+    clock_of(services).advance(30_000)
+    first = await run_due_pass(services, fake)
+    flagged = await row_values(services, invoice)
+    clock_of(services).advance(30_000)
+    second = await run_due_pass(services, fake)
+
+    assert (first.unreadable, second.unreadable) == (1, 1)
+    assert await row_values(services, invoice) == flagged  # the second pass wrote nothing
+    row = await reload(services, invoice)
+    assert (row.unreadable, row.last_checked_at) == (True, shown)
+    assert await shown_last_checked(services, invoice) == shown
+
+    fake.unreadable_tokens.clear()
+    clock_of(services).advance(30_000)
+    third = await run_due_pass(services, fake)
+
+    assert (third.checked, third.updated, third.unreadable) == (1, 1, 0)
+    row = await reload(services, invoice)
+    assert (row.unreadable, row.last_checked_at) == (False, services.clock.now_ms())
+    assert (row.status, row.updated_at) == ("pending", invoice.updated_at)
 
 
 async def test_an_unreadable_invoice_past_its_expiry_does_not_expire(

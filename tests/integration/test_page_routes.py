@@ -90,7 +90,7 @@ async def test_page_of_a_native_invoice_shows_its_values(
     assert '<span id="amount">0.25</span> <span class="symbol">ETH</span>' in html
     assert '<span id="remaining">0.25</span>' in html
     assert '<span id="network">Anvil (local)</span>' in html
-    assert f'<code class="mono address" id="address">{escrow}</code>' in html
+    assert f'<code class="mono address" id="address" dir="ltr">{escrow}</code>' in html
     assert f'<a id="uri" href="{uri}">' in html
     assert '<p class="description" id="description">Order #42</p>' in html
     assert 'id="status" role="status" aria-live="polite">Awaiting payment</p>' in html
@@ -106,8 +106,13 @@ async def test_page_loads_nothing_from_other_origins(app: RunningApp, dev: DevDe
 
     references = re.findall(r'(?:src|href)="([^"]*)"', html)
 
+    page = f"/pay/{invoice['paymentAddress']}"
     assert sorted(references) == sorted(
         [
+            *(
+                f"{page}?lang={code}"
+                for code in ("en", "es", "pt", "fr", "de", "zh-Hans", "ja", "ar")
+            ),
             "data:,",
             next(r for r in references if r.startswith("/pay/assets/pay.css?v=")),
             next(r for r in references if r.startswith("/pay/assets/pay.js?v=")),
@@ -253,11 +258,12 @@ async def test_description_is_escaped_everywhere(app: RunningApp, dev: DevDeploy
 
     assert "<script>alert" not in html and "<img src=x" not in html
     assert (
-        '<p class="description" id="description">&lt;/script&gt;&lt;script&gt;alert(&quot;x&quot;)'
+        '<p class="description" id="description">&lt;/script&gt;&lt;script&gt;alert(&#34;x&#34;)'
         "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; &amp; more</p>"
     ) in html
     assert page_data(html)["description"] == text
-    assert html.count("</script>") == 2  # the data block and pay.js, nothing injected
+    # the page's texts, the data block and pay.js, nothing injected
+    assert html.count("</script>") == 3
 
 
 @pytest.mark.parametrize("address", [UNKNOWN, UNKNOWN.upper().replace("0X", "0x")])

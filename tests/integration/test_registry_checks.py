@@ -14,7 +14,7 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.settings import Settings
 
 
-def registry_file(tmp_path: Path, dev: DevDeployment, decimals: int) -> Path:
+def registry_file(tmp_path: Path, dev: DevDeployment, decimals: int, extra: str = "") -> Path:
     path = tmp_path / "registry.toml"
     path.write_text(
         "# source: the test's own anvil\n"
@@ -23,6 +23,7 @@ def registry_file(tmp_path: Path, dev: DevDeployment, decimals: int) -> Path:
         'explorer = "https://explorer.example"\n'
         "# source: deployed by the test\n"
         f'[[chain.token]]\naddress = "{dev.token}"\nsymbol = "TUSD"\ndecimals = {decimals}\n'
+        + extra
     )
     return path
 
@@ -94,3 +95,22 @@ async def test_a_registry_derived_chain_without_the_factory_code_stops_the_start
 
     with pytest.raises(ChainCheckFailed, match="no contract at the factory address"):
         await verify_chains(configs.values())
+
+
+async def test_an_eip3009_domain_is_checked_against_the_tokens_domain_separator(
+    tmp_path: Path, anvil: AnvilProcess, dev: DevDeployment
+) -> None:
+    chains = minimal_chains_file(tmp_path, anvil, dev.factory)
+    right = 'eip3009_name = "Test USD"\neip3009_version = "1"\n'
+    configs = settings(chains, registry_file(tmp_path, dev, 6, right)).chain_configs()
+    await verify_chains(configs.values())  # does not raise
+
+    wrong = 'eip3009_name = "Test USD"\neip3009_version = "2"\n'
+    (tmp_path / "wrong").mkdir()  # registries are cached by path
+    configs = settings(chains, registry_file(tmp_path / "wrong", dev, 6, wrong)).chain_configs()
+    with pytest.raises(ChainCheckFailed) as failed:
+        await verify_chains(configs.values())
+    assert str(failed.value) == (
+        f"chain 31337 (Anvil (registry)): token TUSD {dev.token}: DOMAIN_SEPARATOR() is not "
+        "the one of EIP-712 name 'Test USD' version '2' (eip3009_name, eip3009_version)"
+    )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 
 import pytest
+from eth_account import Account
+from pydantic import SecretStr
 from sqlalchemy import select
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
@@ -192,3 +195,48 @@ async def test_nonces_are_unique_and_gapless_across_processes(
             )
         )
     assert statuses == {TxStatus.CONFIRMED}
+
+
+async def test_after_a_key_rotation_the_old_keys_pending_sweep_is_followed_to_the_end(
+    make_services: MakeServices, evm: EvmClient, manual_mining: None, own_database: str
+) -> None:
+    """The production page's rotation: the workers restart with a new relayer key while a
+    sweep sent by the old one is pending. It is followed until final and never re-signed
+    (its key is gone); new sweeps go out from the new key."""
+    before = await make_services(relayer_resend_after_s=30, database_url=own_database)
+    owner = new_owner().address
+    await evm.call_rpc("evm_setAutomine", [True])
+    first = await paid_invoice(before, evm, owner, "0.007")
+    await evm.call_rpc("evm_setAutomine", [False])
+    (old,) = await plan_withdrawals(
+        before, gateway(before), relayer_of(before), full=True, owner_key=owner.lower()
+    )
+
+    new_key = "0x" + os.urandom(32).hex()
+    new_address = Account.from_key(new_key).address
+    await evm.call_rpc("anvil_setBalance", [new_address, hex(10**18)])
+    rotated = await make_services(
+        chain={"relayer_key": SecretStr(new_key)},
+        relayer_resend_after_s=30,
+        database_url=own_database,
+    )
+    clock = FakeClock(rotated.clock.now_ms() + 60_000)  # long overdue: ours would be replaced
+    rotated.clock = clock
+    chain, relayer = gateway(rotated), relayer_of(rotated)
+    assert relayer.address == new_address != old.sender
+    assert await track_pending(rotated, chain, relayer) == []
+    assert (await row_of(rotated, old.id)).hashes == [old.tx_hash]  # not re-signed
+    await evm.call_rpc("evm_mine")
+    finished = await track_pending(rotated, chain, relayer)
+
+    assert [(row.id, row.status, row.mined_hash) for row in finished] == [
+        (old.id, TxStatus.CONFIRMED, old.tx_hash)
+    ]
+    assert (await reload(rotated, first.id)).status == "completed"
+    await evm.call_rpc("evm_setAutomine", [True])
+    second = await paid_invoice(rotated, evm, owner, "0.001")
+    (new,) = await plan_withdrawals(rotated, chain, relayer, full=True, owner_key=owner.lower())
+    assert new.sender == new_address
+    await settle_all(rotated)
+    assert (await reload(rotated, second.id)).status == "completed"
+    assert await balance_of(evm, owner) == 8 * 10**15

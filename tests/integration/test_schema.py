@@ -10,6 +10,7 @@ from sqlalchemy import column, insert, inspect, table, text
 from sqlalchemy.engine import Connection
 
 from invoicing.db import create_engine
+from invoicing.invoices.coverage import shard_of
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.migrate import alembic_config, upgrade
 from invoicing.models import Base
@@ -152,11 +153,11 @@ def invoice_values() -> dict[str, object]:
         auth_timestamp="1",
         request_hash="0" * 64,
         watch=True,
-        next_check_at=1,
         swept_raw="0",
         lifetime_check_at=1,
     )
-    return InvoiceRow.copy_of(invoice).column_values()
+    # next_check_at: a column of the revisions before 0015.
+    return {**InvoiceRow.copy_of(invoice).column_values(), "next_check_at": 1}
 
 
 EVENTS_0002 = table(
@@ -265,3 +266,41 @@ async def test_the_extras_migration_flags_invoices_that_have_other_assets() -> N
         "holding": True,
         "own": False,
     }
+
+
+async def test_the_shard_migration_files_existing_invoices_by_their_ids_last_digits() -> None:
+    url, drop = new_database_url()
+    engine = create_engine(url)
+    rows = []
+    for suffix in ("00", "3f", "aa", "fF"):
+        row = {**invoice_values(), "id": f"00000000-0000-0000-0000-0000000000{suffix}"}
+        row["has_extras"] = False
+        row["payment_address"], row["invoice_id"] = "0x" + suffix.lower() * 20, suffix
+        rows.append(row)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(
+                lambda sync: command.upgrade(alembic_config(url, sync), "0014_relayer_budget")
+            )
+        async with engine.begin() as connection:
+            names = await connection.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("invoices")}
+            )
+            invoices = table("invoices", *(column(name) for name in names))
+            await connection.execute(
+                insert(invoices), [{k: v for k, v in row.items() if k in names} for row in rows]
+            )
+
+        await upgrade(url)
+
+        async with engine.connect() as connection:
+            found = dict((await connection.execute(text(SHARDS_OF_INVOICES))).all())
+    finally:
+        await engine.dispose()
+        drop()
+
+    assert found == {"00": 0, "3f": 63, "aa": 42, "fF": 63}
+    assert all(shard_of(row["id"]) == found[str(row["id"])[-2:]] for row in rows)
+
+
+SHARDS_OF_INVOICES = "SELECT substr(id, 35, 2), shard FROM invoices"

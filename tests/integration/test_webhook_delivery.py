@@ -300,3 +300,30 @@ async def test_a_slow_endpoint_does_not_delay_the_others(
     (slow_event,) = await events_of(services, slow)
     assert slow_event.status == "delivered"  # recorded on shutdown
     await services.db.dispose()
+
+
+async def test_a_freed_slot_is_used_at_once_not_at_the_next_poll(
+    own_database: str, fake: FakeChain
+) -> None:
+    # One slot per host and a poll interval far longer than the test: each delivery after
+    # the first starts only because the previous one woke the worker when it finished.
+    services = fake_services(
+        own_database, fake, webhook_per_host_concurrency=1, webhook_poll_interval_s=30
+    )
+    invoices = [
+        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}") for i in range(5)
+    ]
+    client = FakeWebhookClient()
+    stop = asyncio.Event()
+    task = asyncio.create_task(Dispatcher(services, client).run(stop))
+    for _ in range(500):
+        if len(client.sent) == 5:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    assert sorted(d.url for d in client.sent) == [f"https://one.example/{i}" for i in range(5)]
+    statuses = [e.status for i in invoices for e in await events_of(services, i)]
+    assert statuses == ["delivered"] * 5
+    await services.db.dispose()

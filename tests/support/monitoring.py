@@ -14,6 +14,7 @@ from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.owner_view import owner_views
 from invoicing.notifications.models import WebhookEvent
 from invoicing.services import Services
 from invoicing.settings import Settings
@@ -100,3 +101,21 @@ async def events_of(services: Services, invoice: Invoice) -> list[WebhookEvent]:
             select(WebhookEvent).where(WebhookEvent.invoice_pk == invoice.id)
         )
         return list(rows)
+
+
+async def row_values(services: Services, invoice: Invoice) -> tuple[object, ...]:
+    """Every column of the invoice's row, as stored."""
+    async with services.db.sessions() as session:
+        row = (
+            await session.execute(select(Invoice.__table__).where(Invoice.id == invoice.id))
+        ).one()
+    return tuple(row)
+
+
+async def shown_last_checked(services: Services, invoice: Invoice) -> int:
+    """The ``lastCheckedAt`` the owner's view of the invoice shows now."""
+    async with services.db.sessions() as session:
+        row = await session.get(Invoice, invoice.id)
+        assert row is not None
+        (view,) = await owner_views(session, services.settings.payment_page_url, [row])
+    return int(view["lastCheckedAt"])

@@ -54,7 +54,6 @@ async def insert_invoice(
             auth_timestamp="1",
             request_hash="0" * 64,
             watch=True,
-            next_check_at=now_ms,
             swept_raw="0",
         )
         session.add(invoice)

@@ -15,7 +15,7 @@ from invoicing.addresses import normalize_address
 from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.secrets import ServerSecrets, hkdf_sha256
 from invoicing.chain.chains_file import load_chains_file
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import ChainConfig, Eip712Domain, TokenConfig
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import UnsupportedToken
 from invoicing.invoices.create import allowed_token_decimals
@@ -234,4 +234,5 @@ def test_the_docs_chains_file_example_parses(
 
     (chain,) = settings.chain_configs().values()
     assert chain.relayer_private_key() == RELAYER_KEY
-    assert chain.tokens == (TokenConfig(normalize_address(TOKEN), "USDC", 6),)
+    domain = Eip712Domain("USD Coin", "2")
+    assert chain.tokens == (TokenConfig(normalize_address(TOKEN), "USDC", 6, eip3009=domain),)

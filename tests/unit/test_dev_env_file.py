@@ -20,7 +20,7 @@ CHAIN = ChainConfig(
     rpc_url="http://127.0.0.1:8545",
     factory="0x59B9Eb4714deD441FBFCEBFE692b7Af0f336fDEE",
     relayer_key=SecretStr(DEV_PRIVATE_KEYS[0]),
-    tokens=(TokenConfig("0xeE8eeD4aDA0f185DC0C4aDe4af99A159CEb809B5", "TUSD", 6),),
+    tokens=(TokenConfig("0xA6565348c3269F253E501B4842Fc10304E9fC4E5", "TUSD", 6),),
 )
 
 

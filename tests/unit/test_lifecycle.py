@@ -15,6 +15,7 @@ from invoicing.invoices.lifecycle import (
     apply_step,
     awaits_payment,
     late_window_over,
+    least_paid_raw,
     on_delete,
     on_reading,
     on_withdrawal_confirmed,
@@ -45,6 +46,7 @@ class State:
     payment_address: str = "0x" + "ab" * 20
     token_address: str | None = None
     last_checked_at: int = 0
+    tolerance_bps: int = 0
 
 
 def test_statuses_are_the_stored_and_shown_strings() -> None:
@@ -277,3 +279,34 @@ def test_apply_step_returns_the_events_of_the_row_before_the_step() -> None:
         "invoice.overpaid",
     ]
     assert (invoice.status, invoice.balance_raw) == ("paid", "130")
+
+
+# ---- underpayment tolerance -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("required", "bps", "least"),
+    [(100, 0, 100), (100, 100, 99), (100, 500, 95), (10_000, 150, 9_850), (199, 100, 198)],
+)
+def test_the_least_paying_reading_is_required_less_the_tolerance_rounded_down(
+    required: int, bps: int, least: int
+) -> None:
+    state = State(PENDING, required_raw=str(required), tolerance_bps=bps)
+    assert least_paid_raw(state) == least
+    assert on_reading(state, least, 0).status == PAID
+    assert on_reading(state, least - 1, 0).status == PENDING
+
+
+def test_an_expired_invoice_is_paid_late_within_its_tolerance() -> None:
+    state = State(EXPIRED, tolerance_bps=200)
+    assert on_reading(state, 98, EXPIRES_AT + 1) == Step(PAID, BECOMES_PAID)
+    assert on_reading(state, 97, EXPIRES_AT + 1).status == EXPIRED
+
+
+def test_a_payment_under_tolerance_records_its_shortfall_and_a_full_one_none() -> None:
+    short = row(tolerance_bps=300)
+    apply_step(short, Step(PAID, BECOMES_PAID), 5_000, 97)
+    assert (short.status, short.balance_raw, short.shortfall_raw) == (PAID, "97", "3")
+    full = row(tolerance_bps=300)
+    events = apply_step(full, Step(PAID, BECOMES_PAID), 5_000, 101)
+    assert (full.shortfall_raw, events) == (None, (InvoiceEvent.PAID, InvoiceEvent.OVERPAID))

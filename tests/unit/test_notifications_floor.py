@@ -42,6 +42,7 @@ def test_the_owner_view_reads_refund_and_settlement_tables_not_services() -> Non
     found = domain_imports(PACKAGE / "invoices" / "owner_view.py")
 
     assert found == {
+        "invoicing.invoices.coverage",
         "invoicing.invoices.models",
         "invoicing.invoices.views",
         "invoicing.refunds.models",

@@ -63,4 +63,7 @@ def test_the_documented_types_of_the_interface() -> None:
     assert create["security"] == [{"apiKey": []}, {"signature": [], "timestamp": []}]
     assert set(create["responses"]) == {"200", "201", "400", "401", "403", "409", "413", "429"}
     codes_409 = create["responses"]["409"]["content"]["application/json"]["schema"]["allOf"][1]
-    assert codes_409["properties"]["error"]["properties"]["code"]["enum"] == ["invoice_exists"]
+    assert codes_409["properties"]["error"]["properties"]["code"]["enum"] == [
+        "invoice_exists",
+        "price_unavailable",
+    ]

@@ -179,7 +179,7 @@ def test_page_links_the_payment_address_to_the_chains_explorer() -> None:
     html = payment_page(view(explorer_url=link))
 
     assert (
-        f'<code class="mono address" id="address">{ESCROW}</code> '
+        f'<code class="mono address" id="address" dir="ltr">{ESCROW}</code> '
         '<button type="button" id="copy" class="secondary" hidden>Copy address</button> '
         f'<a class="explorer" id="explorer" href="{link}" rel="noopener noreferrer" '
         'target="_blank">View on the Base explorer</a></dd>'

@@ -63,9 +63,12 @@ def test_every_entry_has_all_fields(chain_id: int) -> None:
     assert re.fullmatch(r"https://[a-z0-9.-]+[a-z]", entry["explorer"])
     assert entry.get("eip1559") in (None, True, False)
     for token in entry["token"]:
-        assert set(token) == {"address", "symbol", "decimals"}
+        optional = {"eip3009_name", "eip3009_version", "pegged"}
+        assert set(token) - optional == {"address", "symbol", "decimals"}
         assert token["symbol"] in {"USDC", "USDT", "DAI"}
         assert 0 <= token["decimals"] <= 18
+        # Only USDC is pegged: Circle's statement of 1:1 redemption is cited in chains.toml.
+        assert token.get("pegged") == ("USD" if token["symbol"] == "USDC" else None)
 
 
 @pytest.mark.parametrize("chain_id", sorted(EXPECTED_CHAINS))
@@ -86,6 +89,90 @@ def test_the_ethereum_stablecoins_are_the_issuers_contracts() -> None:
     }
 
 
+# USDC's EIP-712 domain (name, version) per chain where the cited sources give it; the
+# start-up check compares it with the token's DOMAIN_SEPARATOR() on the chain.
+EXPECTED_EIP3009 = {
+    8453: ("USD Coin", "2"),
+    84532: ("USDC", "2"),
+    137: ("USD Coin", "2"),
+    42161: ("USD Coin", "2"),
+}
+
+
+def test_eip3009_is_marked_on_the_usdc_whose_domain_is_cited() -> None:
+    marked = {
+        chain_id: (token["eip3009_name"], token["eip3009_version"])
+        for chain_id, entry in registry().items()
+        for token in entry["token"]
+        if "eip3009_name" in token
+    }
+    assert marked == EXPECTED_EIP3009
+    lines = registry_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("eip3009_name"):
+            assert lines[i - 1].startswith("# source: coinbase/x402"), f"line {i + 1}: no source"
+
+
+def test_a_chains_file_marks_eip3009_with_name_and_version_together(tmp_path: Path) -> None:
+    token = 'address = "0x00000000000000000000000000000000000000C1"\nsymbol = "X"\ndecimals = 6\n'
+    base = f'[[chain]]\nchain_id = 999\nrpc_urls = ["http://n"]\nfactory = "{FACTORY}"\n'
+    both = chains_file(
+        tmp_path, base + "[[chain.token]]\n" + token + 'eip3009_name = "X"\neip3009_version = "7"\n'
+    )
+    (chain,) = load_chains_file(both)
+    assert chain.tokens[0].eip3009 is not None
+    assert (chain.tokens[0].eip3009.name, chain.tokens[0].eip3009.version) == ("X", "7")
+    alone = chains_file(tmp_path, base + "[[chain.token]]\n" + token + 'eip3009_name = "X"\n')
+    with pytest.raises(ValueError, match="eip3009_name and eip3009_version go together"):
+        load_chains_file(alone)
+    (plain,) = load_chains_file(chains_file(tmp_path, base + "[[chain.token]]\n" + token))
+    assert plain.tokens[0].eip3009 is None
+
+
+# The Chainlink feeds shipped per chain (asset, currency, aggregator), each cited in
+# chains.toml from Chainlink's own repositories.
+EXPECTED_FEEDS = {
+    1: [("native", "USD", "0x5f4eC3Df9cbd43714FE2740f5E3616155c5b8419")],
+    42161: [("native", "USD", "0x639Fe6ab55C921f74e7fac1ee960C0B6293ba612")],
+    11155111: [("native", "USD", "0x694AA1769357215DE4FAC081bf1f309aDC325306")],
+}
+
+
+@pytest.mark.parametrize("chain_id", sorted(EXPECTED_CHAINS))
+def test_each_chain_ships_exactly_its_cited_feeds(chain_id: int) -> None:
+    feeds = registry()[chain_id]["feed"]
+
+    assert [(f["asset"], f["currency"], f["address"]) for f in feeds] == EXPECTED_FEEDS.get(
+        chain_id, []
+    )
+    for feed in feeds:
+        assert feed["address"] == checksum_encode(address_bytes(feed["address"]))
+
+
+def test_a_chains_file_gets_the_registry_feeds_and_pegs(tmp_path: Path) -> None:
+    path = chains_file(
+        tmp_path,
+        '[[chain]]\nchain_id = 11155111\nrpc_urls = ["http://127.0.0.1:1"]\n',
+    )
+    (sepolia,) = load_chains_file(path)
+
+    feed = sepolia.feed(None, "USD")
+    assert feed is not None and feed.address == "0x694AA1769357215DE4FAC081bf1f309aDC325306"
+    assert (feed.heartbeat_s, sepolia.feed(None, "EUR")) == (3600, None)
+    assert [t.pegged for t in sepolia.tokens] == ["USD"]
+
+
+def test_a_feed_for_a_token_off_the_allow_list_is_refused(tmp_path: Path) -> None:
+    path = chains_file(
+        tmp_path,
+        '[[chain]]\nchain_id = 11155111\nrpc_urls = ["http://127.0.0.1:1"]\n'
+        '[[chain.feed]]\nasset = "0x00000000000000000000000000000000000000C0"\n'
+        'currency = "USD"\naddress = "0x694AA1769357215DE4FAC081bf1f309aDC325306"\n',
+    )
+    with pytest.raises(ValueError, match="is not an allow-listed token"):
+        load_chains_file(path)
+
+
 def test_every_token_address_is_written_in_its_eip55_form() -> None:
     addresses = [token["address"] for entry in registry().values() for token in entry["token"]]
 
@@ -96,7 +183,11 @@ def test_every_token_address_is_written_in_its_eip55_form() -> None:
 
 def test_every_chain_and_token_table_is_preceded_by_its_source() -> None:
     lines = registry_text().splitlines()
-    tables = [i for i, line in enumerate(lines) if line in ("[[chain]]", "[[chain.token]]")]
+    tables = [
+        i
+        for i, line in enumerate(lines)
+        if line in ("[[chain]]", "[[chain.token]]", "[[chain.feed]]")
+    ]
 
     assert len(tables) > len(EXPECTED_CHAINS)
     for i in tables:

@@ -34,7 +34,7 @@ FLOORS: list[set[str]] = [
     {"clock", "coalescer", "db", "errors", "hashing", "logs", "metrics", "registry", "runtime"},
     {"addresses", "migrate", "ratelimit"},
     {"auth", "chain"},
-    {"settings"},
+    {"pricing", "settings"},
     {"services"},
     {"notifications"},
     {"invoices"},

@@ -75,18 +75,20 @@ class Invoices {
   }
 
   /**
-   * Create an invoice of `amount` in the token's units (a decimal string). With an invoiceId
+   * Create an invoice of `amount` in the token's units (a decimal string), or with `currency`
+   * (ISO 4217, "USD") a price in that currency, locked into the token amount by the service
+   * (`invoice.fiat`). With an invoiceId
    * it is idempotent (an identical retry returns the same invoice, `created: false`) and
    * retried after a lost connection or a 5xx. The answer is the Invoice plus `created` and,
    * in signature mode, `requestSignature` (the x-service-signature the paid webhook carries).
    */
   async create({ chainId, amount, tokenAddress, invoiceId, webhookUrl, expiresAt, description,
-    metadata }) {
+    metadata, currency }) {
     // Omitted, never null: a null is a different signed payload.
     const body = {
       chainId,
       amount: decimalAmount(amount),
-      ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata }),
+      ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata, currency }),
     };
     const { data, status, headers } = await this.#transport.call({
       ...route("invoices.create"),

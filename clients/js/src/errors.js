@@ -7,6 +7,8 @@
 //       ├── InvalidRequest             400 invalid_request
 //       │   ├── UnsupportedChain       400 unsupported_chain
 //       │   ├── UnsupportedToken       400 unsupported_token
+//       │   ├── UnknownCurrency        400 unknown_currency
+//       │   ├── UnpricedCurrency       400 unpriced_currency
 //       │   ├── FeeTooHigh             400 fee_too_high
 //       │   ├── DeadlineExpired        400 deadline_expired
 //       │   ├── InvalidOwnerSignature  400 invalid_owner_signature
@@ -23,7 +25,8 @@
 //       │   ├── SweepInProgress        409 sweep_in_progress
 //       │   ├── InvoicePending         409 invoice_pending
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
-//       │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+//       │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+//       │   └── PriceUnavailable       409 price_unavailable
 //       ├── PayloadTooLarge            413 payload_too_large
 //       ├── UnsupportedMediaType       415 unsupported_media_type
 //       ├── RateLimited                429 rate_limited (retryAfterS)
@@ -76,6 +79,8 @@ function errorClass(parent, code, status = parent.status) {
 export const InvalidRequest = errorClass(ApiError, "invalid_request", 400);
 export const UnsupportedChain = errorClass(InvalidRequest, "unsupported_chain");
 export const UnsupportedToken = errorClass(InvalidRequest, "unsupported_token");
+export const UnknownCurrency = errorClass(InvalidRequest, "unknown_currency");
+export const UnpricedCurrency = errorClass(InvalidRequest, "unpriced_currency");
 export const FeeTooHigh = errorClass(InvalidRequest, "fee_too_high");
 export const DeadlineExpired = errorClass(InvalidRequest, "deadline_expired");
 export const InvalidOwnerSignature = errorClass(InvalidRequest, "invalid_owner_signature");
@@ -93,6 +98,7 @@ export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
 export const InvoicePending = errorClass(Conflict, "invoice_pending");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
 export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
+export const PriceUnavailable = errorClass(Conflict, "price_unavailable");
 export const PayloadTooLarge = errorClass(ApiError, "payload_too_large", 413);
 export const UnsupportedMediaType = errorClass(ApiError, "unsupported_media_type", 415);
 export const InternalError = errorClass(ApiError, "internal_error", 500);
@@ -112,10 +118,12 @@ export class RateLimited extends ApiError {
 
 export const ERRORS_BY_CODE = new Map(
   [
-    InvalidRequest, UnsupportedChain, UnsupportedToken, FeeTooHigh, DeadlineExpired,
+    InvalidRequest, UnsupportedChain, UnsupportedToken, UnknownCurrency, UnpricedCurrency,
+    FeeTooHigh, DeadlineExpired,
     InvalidOwnerSignature, InsufficientBalance, Unauthorized, TimestampOutOfWindow,
     ReplayedRequest, Forbidden, NotFound, MethodNotAllowed, Conflict, InvoiceExists,
     NonceMismatch, SweepInProgress, InvoicePending, TooManyWebhookSecrets, TooManyWebhookEndpoints,
+    PriceUnavailable,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
     DatabaseUnavailable,
   ].map((cls) => [cls.code, cls]),

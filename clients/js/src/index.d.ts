@@ -29,9 +29,31 @@ export interface Invoice {
   updatedAt: number;
   url: string;
   salt?: string;
+  fiat?: FiatPrice | null;
+  tolerance?: Tolerance | null;
   refunds?: Refund[] | null;
   otherBalances?: OtherBalance[] | null;
   [field: string]: unknown;
+}
+
+/** The fiat price locked into an invoice at creation: `amount` of `currency` at `rate` (units
+ * of the currency per whole unit of the asset), from a 1:1 peg or a Chainlink feed. */
+export interface FiatPrice {
+  currency: string;
+  amount: string;
+  rate: string;
+  source: "peg" | "chainlink";
+  feed?: string | null;
+  roundId?: bigint | null;
+  roundUpdatedAt?: number | null;
+}
+
+/** The underpayment the owner accepted: `bps` of requiredRaw, so `minimumRaw` pays it. */
+export interface Tolerance {
+  bps: number;
+  minimumRaw: bigint;
+  acceptedUnder: boolean;
+  shortfallRaw: bigint;
 }
 
 export interface CreatedInvoice extends Invoice {
@@ -53,6 +75,8 @@ export interface CreateInvoice {
   expiresAt?: number | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
+  currency?: string | null;
 }
 
 export interface ListFilters {
@@ -181,7 +205,7 @@ export interface EscrowExportLine {
   status: InvoiceStatus; chainId: number;
 }
 
-export interface OwnerSettings { webhookApiKeyHeader: boolean }
+export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
 
 export interface PaymentStatus {
   paymentAddress: string; chainId: number; network: string; tokenAddress: string | null;
@@ -290,12 +314,12 @@ export class Client {
   };
   readonly settings: {
     get(): Promise<OwnerSettings>;
-    update(settings: OwnerSettings): Promise<OwnerSettings>;
+    update(settings: Partial<OwnerSettings>): Promise<OwnerSettings>;
   };
   readonly public: {
     health(): Promise<Health>;
     ready(): Promise<Readiness>;
-    paymentPage(paymentAddress: string): Promise<string>;
+    paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
@@ -315,6 +339,8 @@ export class ApiError extends InvoicingError {
 export class InvalidRequest extends ApiError {}
 export class UnsupportedChain extends InvalidRequest {}
 export class UnsupportedToken extends InvalidRequest {}
+export class UnknownCurrency extends InvalidRequest {}
+export class UnpricedCurrency extends InvalidRequest {}
 export class FeeTooHigh extends InvalidRequest {}
 export class DeadlineExpired extends InvalidRequest {}
 export class InvalidOwnerSignature extends InvalidRequest {}
@@ -332,6 +358,7 @@ export class SweepInProgress extends Conflict {}
 export class InvoicePending extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}
+export class PriceUnavailable extends Conflict {}
 export class PayloadTooLarge extends ApiError {}
 export class UnsupportedMediaType extends ApiError {}
 export class RateLimited extends ApiError {

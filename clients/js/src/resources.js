@@ -132,9 +132,14 @@ export class Settings extends Resource {
     return this.call("settings.get");
   }
 
-  /** { webhookApiKeyHeader }: whether paid webhooks carry the owner's API key. */
-  async update({ webhookApiKeyHeader }) {
-    return this.call("settings.update", { body: { webhookApiKeyHeader } });
+  /**
+   * Change what is given: { webhookApiKeyHeader }, whether paid webhooks carry the owner's API
+   * key; { underpaymentToleranceBps } (0 to 500), how far short of the amount due a payment
+   * may fall and still pay invoices created from now on.
+   */
+  async update({ webhookApiKeyHeader, underpaymentToleranceBps } = {}) {
+    const body = given({ webhookApiKeyHeader, underpaymentToleranceBps });
+    return this.call("settings.update", { body });
   }
 }
 
@@ -150,10 +155,11 @@ export class Public extends Resource {
     return this.call("public.ready", { accept: [503] });
   }
 
-  /** The hosted payment page's HTML. */
-  async paymentPage(paymentAddress) {
+  /** The hosted payment page's HTML, in `lang` ("es", "zh-Hans", …) when given. */
+  async paymentPage(paymentAddress, { lang } = {}) {
     return this.call("public.paymentPage", {
       params: { payment_address: paymentAddress }, text: true,
+      ...(lang === undefined ? {} : { query: { lang } }),
     });
   }
 

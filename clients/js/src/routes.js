@@ -45,7 +45,7 @@ export const ROUTES = Object.freeze({
   "settings.update": ["PUT", "/integration/settings", "settings.update"],
   "public.health": ["GET", "/healthz", null],
   "public.ready": ["GET", "/readyz", null],
-  "public.paymentPage": ["GET", "/pay/{payment_address}", null],
+  "public.paymentPage": ["GET", "/pay/{payment_address}", null, ["lang"]],
   "public.paymentStatus": ["GET", "/pay/{payment_address}/status", null],
   "public.relayFee": ["POST", "/fees/set-meta", null],
   "public.relayPayout": ["POST", "/fees/set-payout-meta", null],

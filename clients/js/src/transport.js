@@ -27,7 +27,10 @@ export function queryValue(value) {
 
 // The answers' raw amounts and nonces: decimal strings on the wire, bigints in this SDK (as
 // ints in the Python SDK; docs/integration/sdks.md). Amounts in token units stay strings.
-const RAW_FIELDS = new Set(["requiredRaw", "balanceRaw", "remainingRaw", "amountRaw", "nonce"]);
+const RAW_FIELDS = new Set([
+  "requiredRaw", "balanceRaw", "remainingRaw", "amountRaw", "nonce", "minimumRaw",
+  "shortfallRaw", "roundId",
+]);
 const DIGITS = /^[0-9]{1,78}$/;
 
 /** JSON of the service, its raw amounts and nonces read as bigints. */

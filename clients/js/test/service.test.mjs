@@ -379,7 +379,9 @@ describe("notifications, settings, escrows and the public routes", () => {
       const status = await signed.public.paymentStatus(invoice.paymentAddress);
       assert.deepEqual([status.requiredRaw, status.remainingRaw, status.remaining],
         [10n ** 16n, 10n ** 16n, "0.01"]);
-      assert.match(await signed.public.paymentPage(invoice.paymentAddress), /<html/i);
+      assert.match(await signed.public.paymentPage(invoice.paymentAddress), /<html lang="en"/);
+      const arabic = await signed.public.paymentPage(invoice.paymentAddress, { lang: "ar" });
+      assert.match(arabic, /<html lang="ar" dir="rtl">/);
     });
 
   test("a refund is signed, relayed and confirmed; a relayed SetFee needs no credential",

@@ -15,6 +15,8 @@ from typing import Any
 PAYMENT_FACTORY = "PaymentFactory"
 ESCROW = "Escrow"
 TEST_TOKEN = "TestToken"
+# A price feed of development chains with a Chainlink aggregator's read interface.
+MOCK_AGGREGATOR = "MockAggregator"
 # TestToken is an OpenZeppelin ERC20: its ABI serves for the standard calls to any token.
 ERC20 = TEST_TOKEN
 

@@ -14,7 +14,13 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import (
+    DEFAULT_HEARTBEAT_S,
+    ChainConfig,
+    Eip712Domain,
+    FeedConfig,
+    TokenConfig,
+)
 from invoicing.chain.deploy import factory_address
 from invoicing.registry import merged_entry
 
@@ -42,6 +48,15 @@ def load_chains_file(
         address = "0x…"
         symbol = "USDC"
         decimals = 6
+        eip3009_name = "USD Coin"             # optional: EIP-3009 with this EIP-712 domain
+        eip3009_version = "2"
+        pegged = "USD"                        # optional: redeemed 1:1 for this currency
+
+        [[chain.feed]]                        # a Chainlink aggregator (docs/integration/pricing.md)
+        asset = "native"                      # or an allow-listed token's address
+        currency = "USD"
+        address = "0x…"
+        heartbeat_s = 3600                    # optional (default 3600)
 
     A relayer key given inline (not ``env:`` / ``file:``) is refused unless
     ``allow_inline_keys`` (development). Errors never show a key.
@@ -86,8 +101,19 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
             address=str(token["address"]),
             symbol=str(token["symbol"]),
             decimals=int(token["decimals"]),
+            eip3009=_eip3009(token),
+            pegged=None if token.get("pegged") is None else str(token["pegged"]),
         )
         for token in entry.get("token", [])
+    )
+    feeds = tuple(
+        FeedConfig(
+            asset=str(feed["asset"]),
+            currency=str(feed["currency"]),
+            address=str(feed["address"]),
+            heartbeat_s=int(feed.get("heartbeat_s", DEFAULT_HEARTBEAT_S)),
+        )
+        for feed in entry.get("feed", [])
     )
     return ChainConfig(
         chain_id=int(entry["chain_id"]),
@@ -104,7 +130,21 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         max_fee_per_gas=_optional_int(entry, "max_fee_per_gas"),
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
+        feeds=feeds,
     )
+
+
+def _eip3009(token: dict[str, Any]) -> Eip712Domain | None:
+    """``eip3009_name`` and ``eip3009_version``: the token's EIP-712 domain, given together."""
+    name, version = token.get("eip3009_name"), token.get("eip3009_version")
+    if name is None and version is None:
+        return None
+    if not isinstance(name, str) or not isinstance(version, str) or not name or not version:
+        raise ValueError(
+            f"token {token.get('address')}: eip3009_name and eip3009_version go together, "
+            "as non-empty strings"
+        )
+    return Eip712Domain(name, version)
 
 
 def _rpc_urls(entry: dict[str, Any]) -> tuple[str, ...]:

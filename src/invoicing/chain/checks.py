@@ -12,7 +12,13 @@ what differs:
   ``immutableReferences``, are left out of the comparison);
 - the factory's ``predictEscrow`` for a probe (owner, salt) is not the service's own CREATE2
   derivation (``chain.escrows``);
-- an allow-listed token's ``decimals()`` is not its configured decimals.
+- an allow-listed token's ``decimals()`` is not its configured decimals;
+- a token marked with EIP-3009 answers a ``DOMAIN_SEPARATOR()`` other than the one its
+  configured EIP-712 name and version give on this chain (``chain.eip3009``);
+- a price feed's ``decimals()`` cannot be read, its ``description()`` is not the pair it is
+  configured for (``ETH / USD``: the asset's symbol, " / ", the currency, as Chainlink names
+  its feeds), or its latest round is not positive, incomplete or older than its heartbeat
+  (``chain.feeds.feed_problem``).
 
 ``/readyz`` repeats the cheap ones (:func:`cheap_problem`: chain id, factory code present).
 No line shows an RPC URL's path, query or user part (they may carry a provider's API key) or a
@@ -22,6 +28,7 @@ key: URLs are named by position and redacted host.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from eth_abi.exceptions import DecodingError
@@ -29,9 +36,11 @@ from eth_abi.exceptions import DecodingError
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
-from invoicing.chain.config import ChainConfig
+from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.eip3009 import DOMAIN_SEPARATOR_SELECTOR, domain_separator
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.feeds import FEED_CHECK_CALLS, feed_problem
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcPolicy
 from invoicing.errors import ChainUnavailable
@@ -75,6 +84,7 @@ async def verify_chain(config: ChainConfig, evm: EvmClient) -> None:
 
 async def _verify(config: ChainConfig, evm: EvmClient) -> None:
     factory = config.factory
+    signing = [t for t in config.tokens if t.eip3009 is not None]
     probe = encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)
     # Every read in one JSON-RPC batch: one round trip however many tokens are listed.
     answers = await evm.rpc.batch(
@@ -86,10 +96,22 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
                 ("eth_call", [{"to": t.address, "data": _DECIMALS}, "latest"])
                 for t in config.tokens
             ),
+            *(
+                ("eth_call", [{"to": t.address, "data": _DOMAIN_SEPARATOR}, "latest"])
+                for t in signing
+            ),
+            *(
+                ("eth_call", [{"to": feed.address, "data": data}, "latest"])
+                for feed in config.feeds
+                for data in FEED_CHECK_CALLS
+            ),
         ],
         return_errors=True,
     )
-    node_chain_id, code, predicted_raw, *decimals_raw = answers
+    node_chain_id, code, predicted_raw, *token_answers = answers
+    decimals_raw = token_answers[: len(config.tokens)]
+    separators_raw = token_answers[len(config.tokens) : len(config.tokens) + len(signing)]
+    feeds_raw = token_answers[len(config.tokens) + len(signing) :]
     for answer in (node_chain_id, code):
         if isinstance(answer, RpcError):
             raise answer
@@ -122,6 +144,29 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
             raise ChainCheckFailed(
                 config, f"{label}: decimals() is {decimals}, configured {token.decimals}"
             )
+    for token, raw in zip(signing, separators_raw, strict=True):
+        _check_domain(config, token, raw)
+    calls = len(FEED_CHECK_CALLS)
+    for index, feed in enumerate(config.feeds):
+        answers_of_feed = feeds_raw[calls * index : calls * (index + 1)]
+        problem = feed_problem(config, feed, answers_of_feed, int(time.time()))
+        if problem is not None:
+            raise ChainCheckFailed(config, problem)
+
+
+def _check_domain(config: ChainConfig, token: TokenConfig, raw: object) -> None:
+    """The token's DOMAIN_SEPARATOR() is the one its configured EIP-712 domain gives."""
+    assert token.eip3009 is not None
+    label = f"token {token.symbol} {token.address}"
+    expected = domain_separator(token.eip3009, config.chain_id, token.address)
+    found = bytes.fromhex(raw[2:]) if isinstance(raw, str) and len(raw) == 66 else None
+    if found != expected:
+        raise ChainCheckFailed(
+            config,
+            f"{label}: DOMAIN_SEPARATOR() is not the one of EIP-712 name "
+            f"{token.eip3009.name!r} version {token.eip3009.version!r} (eip3009_name, "
+            f"eip3009_version)",
+        )
 
 
 async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
@@ -149,6 +194,7 @@ async def _verify_every_url(config: ChainConfig, evm: EvmClient) -> None:
 
 
 _DECIMALS = "0x" + encode_call(ERC20, "decimals").hex()
+_DOMAIN_SEPARATOR = "0x" + DOMAIN_SEPARATOR_SELECTOR.hex()
 
 
 def _decoded(raw: object, contract: str, name: str) -> object:

@@ -11,7 +11,9 @@ filled by its constructor; its init code itself takes no arguments, so it is the
 every chain. ``invoicing deploy`` uses :func:`deploy_factory`; ``invoicing dev`` and the
 integration tests use :func:`deploy_dev_contracts`, which deploys the factory the same way, so
 the dev factory address is the address ``invoicing deploy`` prints. Every anvil default account
-receives 1,000,000 TUSD so a developer can pay invoices from any of them.
+receives 1,000,000 TUSD so a developer can pay invoices from any of them. Last comes a
+MockAggregator (contracts/dev) pricing the native coin in USD, whose answer anyone may set:
+deployed after the others, it leaves their addresses as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from eth_abi.abi import encode
 from eth_account import Account
 
 from invoicing.addresses import address_bytes, checksum_encode, normalize_address
@@ -28,6 +31,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import (
+    MOCK_AGGREGATOR,
     PAYMENT_FACTORY,
     TEST_TOKEN,
     factory_bytecode,
@@ -35,6 +39,7 @@ from invoicing.chain.artifacts import (
     test_token_bytecode,
 )
 from invoicing.chain.checks import same_runtime_code
+from invoicing.chain.config import Eip712Domain, TokenConfig
 from invoicing.chain.evm import EvmClient
 from invoicing.hashing import keccak256
 
@@ -69,10 +74,19 @@ DEPLOYMENT_SALT = bytes(32)
 
 TEST_TOKEN_DECIMALS = 6
 TEST_TOKEN_SYMBOL = "TUSD"
+# contracts/TestToken.sol: ERC20Permit("Test USD") signs under name "Test USD", version "1"
+# (EIP-2612 permit and EIP-3009 transfers with authorization alike).
+TEST_TOKEN_EIP712 = Eip712Domain("Test USD", "1")
 DEV_MINT_RAW = 1_000_000 * 10**TEST_TOKEN_DECIMALS
 # TestToken.mint to a fresh holder costs ~51k gas (estimated against a not-yet-mined token
 # is impossible when the mints are pipelined, so the limit is fixed).
 MINT_GAS = 100_000
+# The dev chain's native coin price feed: "ETH / USD" with 8 decimals (as Chainlink's USD feeds
+# answer; the start-up check reads decimals() rather than trusting this), 3,000 USD per ETH
+# until a test or developer sets another answer.
+DEV_FEED_DECIMALS = 8
+DEV_FEED_DESCRIPTION = "ETH / USD"
+DEV_FEED_ANSWER = 3_000 * 10**DEV_FEED_DECIMALS
 
 
 class DeploymentFailed(RuntimeError):
@@ -116,7 +130,21 @@ class DevDeployment:
     token_symbol: str
     token_decimals: int
     funded_accounts: tuple[str, ...]
+    # The MockAggregator pricing the native coin in USD (TUSD is pegged to USD).
+    aggregator: str
     minted_raw: int
+
+    @property
+    def token_config(self) -> TokenConfig:
+        """TestToken as an allow-listed token, with its EIP-3009 domain, pegged to USD (the
+        demo stablecoin stands for one)."""
+        return TokenConfig(
+            self.token,
+            self.token_symbol,
+            self.token_decimals,
+            eip3009=TEST_TOKEN_EIP712,
+            pegged="USD",
+        )
 
 
 def _checked(receipt: dict[str, Any], what: str) -> dict[str, Any]:
@@ -234,6 +262,9 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
     factory = await deploy_factory(client, deployer_key)
     token = await deploy_deterministic(client, deployer_key, test_token_bytecode(), TEST_TOKEN)
     await mint_test_tokens(client, deployer_key, token.address, DEV_ADDRESSES, DEV_MINT_RAW)
+    aggregator = await deploy_deterministic(
+        client, deployer_key, dev_aggregator_init_code(), MOCK_AGGREGATOR
+    )
     return DevDeployment(
         chain_id=factory.chain_id,
         factory=factory.address,
@@ -242,4 +273,13 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
         token_decimals=TEST_TOKEN_DECIMALS,
         funded_accounts=DEV_ADDRESSES,
         minted_raw=DEV_MINT_RAW,
+        aggregator=aggregator.address,
     )
+
+
+def dev_aggregator_init_code() -> bytes:
+    """MockAggregator's creation code with the dev feed's constructor arguments."""
+    arguments = encode(
+        ["uint8", "string", "int256"], [DEV_FEED_DECIMALS, DEV_FEED_DESCRIPTION, DEV_FEED_ANSWER]
+    )
+    return load_artifact(MOCK_AGGREGATOR).bytecode + arguments

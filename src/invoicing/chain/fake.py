@@ -27,6 +27,7 @@ from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
+from invoicing.chain.feeds import FeedRound
 from invoicing.chain.gateway import ChainGateway, NonceUse, configured_symbol
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
@@ -64,6 +65,9 @@ class FakeChain:
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
+        # Price feeds by lower-case address: (decimals, round id, answer, startedAt,
+        # updatedAt, answeredInRound), set by hand (``set_feed``).
+        self.feed_rounds: dict[str, tuple[int, int, int, int, int, int]] = {}
         # Sending: what the node holds and will answer.
         self.sent: list[bytes] = []
         self.known: set[str] = set()
@@ -163,6 +167,45 @@ class FakeChain:
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
         self._check("fee_settings")
         return self.fees.get(owner.lower(), (0, None))
+
+    def set_feed(
+        self,
+        address: str,
+        answer: int,
+        updated_at: int,
+        *,
+        decimals: int = 8,
+        round_id: int = 1,
+        started_at: int | None = None,
+        answered_in_round: int | None = None,
+    ) -> None:
+        """What the aggregator at ``address`` answers from now on (a complete round unless
+        ``started_at`` or ``answered_in_round`` say otherwise)."""
+        self.feed_rounds[address.lower()] = (
+            decimals,
+            round_id,
+            answer,
+            updated_at if started_at is None else started_at,
+            updated_at,
+            round_id if answered_in_round is None else answered_in_round,
+        )
+
+    async def feed_round(self, address: str) -> FeedRound:
+        self._check("feed_round")
+        found = self.feed_rounds.get(address.lower())
+        if found is None:
+            raise ChainUnavailable(f"price feed {address} could not be read")
+        decimals, round_id, answer, started_at, updated_at, answered_in_round = found
+        return FeedRound(
+            normalize_address(address),
+            self._block,
+            decimals,
+            round_id,
+            answer,
+            started_at,
+            updated_at,
+            answered_in_round,
+        )
 
     async def has_code(self, address: str) -> bool:
         self._check("has_code")

@@ -22,6 +22,7 @@ from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
+from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
 
@@ -71,6 +72,11 @@ class ChainGateway(Protocol):
 
     async def fee_settings(self, owner: str) -> tuple[int, str | None]:
         """(feeBps, payout address or None) of an owner, read from the factory."""
+        ...
+
+    async def feed_round(self, address: str) -> FeedRound:
+        """A Chainlink aggregator's latest round (``latestRoundData`` and ``decimals``, both
+        at the head): ChainUnavailable when it cannot be read."""
         ...
 
     async def has_code(self, address: str) -> bool:
@@ -218,6 +224,10 @@ class EvmGateway:
         payout = decode_result(PAYMENT_FACTORY, "payoutOf", bytes.fromhex(str(raw_payout)[2:]))
         assert isinstance(fee, int) and isinstance(payout, str)  # payout checksummed
         return fee, None if payout == ZERO_ADDRESS else payout
+
+    async def feed_round(self, address: str) -> FeedRound:
+        block = await self.block_number()
+        return await read_feed_round(self.evm, self.config.chain_id, address, block)
 
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))

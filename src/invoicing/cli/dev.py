@@ -3,7 +3,9 @@
 ``--chains N`` starts N anvil nodes (chain ids 31337, 31338, …; ports ``chain_port``,
 ``chain_port + 1``, …). Each gets PaymentFactory at the same deterministic address (the one
 ``invoicing deploy`` prints) and its own TestToken (TUSD, also deterministic, so the same
-address on each chain). The ready line keeps the first chain's keys and lists all chains
+address on each chain), listed as pegged to USD, and a MockAggregator pricing the native coin
+in USD (``"feeds"`` in the ready line; its answer can be set with ``setAnswer``). The ready
+line keeps the first chain's keys and lists all chains
 under ``"chains"``. It also names an owner, anvil account 0, and a fresh API key of that
 owner (``"owner"``, ``"api_key"``), so a first request needs no signing step.
 
@@ -44,7 +46,7 @@ from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilError, AnvilProcess
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
-from invoicing.chain.config import ChainConfig, TokenConfig
+from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
 from invoicing.chain.deploy import DeploymentFailed, DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.cli.common import configure_logging, refuse, verify_secrets_or_refuse
@@ -57,6 +59,9 @@ from invoicing.web.app import create_app
 log = logging.getLogger(__name__)
 
 MAX_DEV_CHAINS = 8
+# The dev feed's answer is set once at deployment and then only by hand, so it may stay old:
+# its heartbeat is the longest allowed (a real feed's is its published one).
+DEV_FEED_HEARTBEAT_S = 7 * 86400
 ENV_FILE_NAME = "dev.env"
 
 
@@ -183,7 +188,8 @@ def _chain_config(rpc_url: str, deployment: DevDeployment, relayer_key: str) -> 
         factory=deployment.factory,
         confirmations=1,
         relayer_key=SecretStr(relayer_key),
-        tokens=(TokenConfig(deployment.token, deployment.token_symbol, deployment.token_decimals),),
+        tokens=(deployment.token_config,),
+        feeds=(FeedConfig(NATIVE, "USD", deployment.aggregator, DEV_FEED_HEARTBEAT_S),),
     )
 
 
@@ -232,6 +238,7 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         "chain_id": first["chain_id"],
         "factory": first["factory"],
         "tokens": first["tokens"],
+        "feeds": first["feeds"],
         "relayer": Account.from_key(relayer_key).address,
         # A first curl needs no signing step: anvil account 0 as owner, with a key of its own.
         "owner": owner,
@@ -265,6 +272,10 @@ def _chain_facts(chain: ChainConfig) -> dict[str, object]:
         "rpc_url": chain.rpc_url,
         "factory": chain.factory,
         "tokens": {token.symbol: token.address for token in chain.tokens},
+        "feeds": {
+            f"{chain.asset_symbol(None if f.asset == NATIVE else f.asset)}/{f.currency}": f.address
+            for f in chain.feeds
+        },
     }
 
 
@@ -293,8 +304,22 @@ def _chain_json(chain: ChainConfig) -> dict[str, object]:
         "confirmations": chain.confirmations,
         "relayer_key": chain.relayer_private_key(),
         "tokens": [
-            {"address": token.address, "symbol": token.symbol, "decimals": token.decimals}
+            {
+                "address": token.address,
+                "symbol": token.symbol,
+                "decimals": token.decimals,
+                "pegged": token.pegged,
+            }
             for token in chain.tokens
+        ],
+        "feeds": [
+            {
+                "asset": feed.asset,
+                "currency": feed.currency,
+                "address": feed.address,
+                "heartbeat_s": feed.heartbeat_s,
+            }
+            for feed in chain.feeds
         ],
     }
 

@@ -5,6 +5,12 @@ Two limits of the service's settings (``CreateRules``) are checked here: a ``web
 that can plainly never be delivered is refused (400, no DNS lookup), and an owner's watched
 invoices are capped (429; ``invoices.watched``).
 
+An ``amount`` given with a ``currency`` is a fiat price: it is locked into the asset's
+``requiredRaw`` at creation (``pricing.quotes``), the invoice's ``amount`` is then that asset
+amount (the interface's meaning), and a price read from a feed holds for the quote window
+only: the invoice expires at its end (docs/integration/pricing.md). The owner's underpayment
+tolerance is copied into each new row in the batch's transaction.
+
 Creates are the API's hot write path. Concurrent requests of a process share one
 transaction (a ``Coalescer``), the rows are written with one cached Core executemany
 (:mod:`invoicing.invoices.insert`), and no ORM instance is built: a new invoice is an
@@ -31,12 +37,15 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
 from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
-from invoicing.invoices.amounts import to_raw
+from invoicing.invoices.amounts import to_decimal_string, to_raw
 from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.guard import webhook_url_problem
+from invoicing.notifications.signing import tolerances_of
+from invoicing.pricing.currencies import parse_currency, parse_fiat_amount
+from invoicing.pricing.quotes import CHAINLINK, Quote, quote
 
 
 @dataclass(frozen=True)
@@ -52,9 +61,10 @@ class NewInvoice:
     description: str | None = None
     expires_at: int | None = None
     metadata: dict[str, Any] | None = None
+    currency: str | None = None  # given: ``amount`` is in this ISO 4217 currency
 
     def request_hash(self) -> str:
-        fields = {
+        fields: dict[str, Any] = {
             "chainId": self.chain_id,
             "amount": self.amount,
             "tokenAddress": (self.token_address or "").lower() or None,
@@ -63,6 +73,8 @@ class NewInvoice:
             "expiresAt": self.expires_at,
             "metadata": self.metadata,
         }
+        if self.currency is not None:  # invoices without one keep their hashes
+            fields["currency"] = self.currency
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -76,6 +88,8 @@ class CreateRules:
     allow_private_webhook: bool = True
     # The escrow's low-rate lifetime checks start when this window after expiry is over.
     late_payment_window_s: int = 0
+    # How long a price read from a feed holds: the invoice expires at the end of it.
+    quote_window_s: int = 900
 
 
 # A refused create waits for some of the owner's watched invoices to be paid, expire or be
@@ -105,10 +119,23 @@ async def create_invoice(
         decimals = chain.config.native_decimals
     else:
         decimals = allowed_token_decimals(chain, request.token_address)
-    required_raw = to_raw(request.amount, decimals)
     expires_at = request.expires_at or now_ms + default_expiry_s * 1000
     if expires_at <= now_ms:
         raise InvalidRequest("expiresAt is in the past", {"field": "expiresAt"})
+    price: Quote | None = None
+    if request.currency is None:
+        required_raw = to_raw(request.amount, decimals)
+        amount = request.amount
+    else:
+        currency = parse_currency(request.currency)
+        fiat = parse_fiat_amount(request.amount, currency)
+        price = await quote(
+            chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
+        )
+        required_raw = price.required_raw
+        amount = to_decimal_string(required_raw, decimals)
+        if price.source == CHAINLINK:
+            expires_at = min(expires_at, now_ms + rules.quote_window_s * 1000)
     salt = os.urandom(32)
     row = InvoiceRow(
         id=time_ordered_id(now_ms),
@@ -118,7 +145,7 @@ async def create_invoice(
         invoice_id=request.invoice_id or "",
         payment_address=chain.escrow_address(request.owner_address, salt),
         salt="0x" + salt.hex(),
-        amount=request.amount,
+        amount=amount,
         token_address=request.token_address,
         decimals=decimals,
         required_raw=str(required_raw),
@@ -142,16 +169,31 @@ async def create_invoice(
         auth_timestamp=caller.timestamp,
         request_hash=request.request_hash(),
         watch=True,
-        next_check_at=now_ms,
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,
+        **_price_columns(price),
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     invoice, created = await _CREATOR.of(db).submit(job)
     if created:
         metrics.invoice_created(invoice.chain_id)
     return invoice, created
+
+
+def _price_columns(price: Quote | None) -> dict[str, Any]:
+    """The row's fiat columns for a locked price (none without one)."""
+    if price is None:
+        return {}
+    return {
+        "currency": price.currency,
+        "fiat_amount": price.fiat_amount,
+        "rate": price.rate,
+        "rate_source": price.source,
+        "feed_address": price.feed,
+        "feed_round_id": None if price.round_id is None else str(price.round_id),
+        "feed_updated_at": price.round_updated_at_ms,
+    }
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
@@ -305,6 +347,9 @@ def _create_admitted(connection: Connection, jobs: Sequence[_Job]) -> list[_Crea
         for offset, invoice in enumerate(invoices):
             invoice.invoice_id = str(last - len(invoices) + 1 + offset)
         last_taken[(owner_key, chain_id)] = last
+    tolerances = tolerances_of(connection, {job.invoice.owner_key for job in jobs})
+    for job in jobs:
+        job.invoice.tolerance_bps = tolerances.get(job.invoice.owner_key, 0)
     inserted = insert_rows(connection, [job.invoice for job in jobs])
     outcomes: list[_Created | Exception] = []
     for job in jobs:

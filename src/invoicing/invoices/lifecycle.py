@@ -20,11 +20,14 @@ here and only here.
 ===========  ==================================================  ===========  ================
 from         event (who triggers it)                              to           also
 ===========  ==================================================  ===========  ================
-pending,     reading >= requiredRaw (monitor pass, or the status  paid         balance, paid,
-expired      lookup's and the payment page's live re-check),                   paidAt, stop
-             the invoice not deleted                                           watching, paid
-                                                                               webhook
-pending      reading < requiredRaw at or after expiresAt          expired      balance
+pending,     reading >= requiredRaw less the tolerance (monitor       paid         balance, paid,
+expired      pass, or the status lookup's and the payment page's               paidAt, stop
+             live re-check), the invoice not deleted                           watching, paid
+                                                                               webhook;
+                                                                               shortfall if
+                                                                               under
+                                                                               requiredRaw
+pending      reading short of paid at or after expiresAt          expired      balance
 pending,     any other reading                                    (same)       balance if it
 expired                                                                        changed
 cancelled    reading                                              cancelled    balance if it
@@ -61,6 +64,11 @@ a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no s
 Nothing but the payer moves a pending invoice's reading: a refund is refused while the
 invoice is pending (``refunds.service``, 409 ``invoice_pending``), and its escrow is not swept
 before it is paid.
+
+"Less the tolerance": an invoice keeps its owner's underpayment tolerance from creation
+(``tolerance_bps``, 0 to 500 basis points); a reading short of ``requiredRaw`` by at most
+that share of it (rounded down to a raw unit) is paid, and the invoice records the shortfall
+(:func:`least_paid_raw`; docs/integration/pricing.md#tolerance).
 
 ``invoice.paid`` goes with every move to paid, like the paid webhook; ``late_paid``
 and ``overpaid`` tell the same move's circumstances, for receivers that treat them apart.
@@ -153,6 +161,15 @@ def awaits_payment(invoice: InvoiceState) -> bool:
     return invoice.status == _PENDING or invoice.status == _EXPIRED
 
 
+def least_paid_raw(invoice: InvoiceState) -> int:
+    """The lowest reading that pays the invoice: ``requiredRaw`` less its tolerance's share."""
+    required = int(invoice.required_raw)
+    tolerance_bps = invoice.tolerance_bps
+    if not tolerance_bps:
+        return required
+    return required - required * tolerance_bps // 10_000
+
+
 def on_reading(
     invoice: InvoiceState, balance_raw: int, now_ms: int, *, deleted: bool = False
 ) -> Step:
@@ -161,7 +178,7 @@ def on_reading(
     becomes paid."""
     status = invoice.status
     if status == _PENDING or status == _EXPIRED:
-        if balance_raw >= int(invoice.required_raw) and not deleted:
+        if balance_raw >= least_paid_raw(invoice) and not deleted:
             return _BECOMES_PAID
         if status == _PENDING and now_ms >= invoice.expires_at:
             return _EXPIRES
@@ -258,6 +275,9 @@ def apply_step(
     if Effect.MARK_PAID in effects:
         invoice.paid = True
         invoice.paid_at = now_ms
+        shortfall = int(invoice.required_raw) - balance_raw
+        if shortfall > 0:
+            invoice.shortfall_raw = str(shortfall)
     if Effect.STOP_WATCHING in effects:
         invoice.watch = False
     if Effect.MARK_DELETED in effects:

@@ -10,7 +10,7 @@ An invoice has three shapes, each where it pays for itself:
   answer of a re-check that changed nothing but ``lastCheckedAt`` (a detached copy: the loaded
   ORM row is shared by concurrent lookups and stays as it was).
 - ``InvoiceState``, a Protocol of what the lifecycle decides on and a balance read needs.
-  Both shapes above satisfy it, and so do the monitor's Core rows: a pass claims up to 100k
+  Both shapes above satisfy it, and so do the monitor's Core rows: a pass reads a shard's
   invoices as plain rows, without the ORM's per-row processing.
 
 The Invoice object of the API (``views.invoice_to_dict``) is built from either of the first
@@ -29,24 +29,33 @@ from sqlalchemy import (
     Boolean,
     Index,
     Integer,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
+    false,
     inspect,
     text,
 )
+from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
+from invoicing.invoices.coverage import shard_of
 
 # Raw token amounts can exceed 64 bits, so they are stored as decimal strings.
 RAW = String(80)
 
 
+def _shard_of_row(context: DefaultExecutionContext) -> int:
+    """The ``shard`` of a row inserted without one: from its id."""
+    parameters: dict[str, Any] = context.get_current_parameters()  # type: ignore[no-untyped-call]
+    return shard_of(str(parameters["id"]))
+
+
 class InvoiceState(Protocol):
     """What the lifecycle decides on and a balance read needs: an ``Invoice``, an
-    ``InvoiceRow`` or a monitor claim's Core row (whose ``last_checked_at`` is the value from
-    before the claim, restored if the read fails)."""
+    ``InvoiceRow`` or a monitor pass's Core row."""
 
     @property
     def id(self) -> str: ...
@@ -72,13 +81,24 @@ class InvoiceState(Protocol):
     @property
     def last_checked_at(self) -> int: ...
 
+    @property
+    def tolerance_bps(self) -> int: ...
+
 
 class Invoice(Base):
     __tablename__ = "invoices"
     __table_args__ = (
         UniqueConstraint("owner_key", "chain_id", "invoice_id"),
         Index("ix_invoices_owner_created", "owner_key", "created_at"),
-        Index("ix_invoices_watch", "chain_id", "watch", "next_check_at"),
+        # The monitor's passes read a chain's watched invoices shard by shard, by status.
+        Index(
+            "ix_invoices_watched",
+            "chain_id",
+            "shard",
+            "status",
+            postgresql_where=text("watch"),
+            sqlite_where=text("watch"),
+        ),
         # The low-rate pass over every escrow ever created (``monitor.lifetime``).
         Index("ix_invoices_lifetime_check", "chain_id", "lifetime_check_at"),
         # Withdrawals never look for pending invoices: on PostgreSQL they stay out of this
@@ -135,9 +155,9 @@ class Invoice(Base):
     # sha256 of the canonical create request: an identical retry returns the same invoice.
     request_hash: Mapped[str] = mapped_column(String(64))
 
-    # Monitoring: whether the monitor still reads this escrow, and when next.
+    # Monitoring: whether the monitor still reads this escrow (``invoices.coverage`` says
+    # when it last did).
     watch: Mapped[bool] = mapped_column(Boolean, default=True)
-    next_check_at: Mapped[int] = mapped_column(BigInteger, default=0)
     # Highest raw balance already swept from this escrow to the owner.
     swept_raw: Mapped[str] = mapped_column(RAW, default="0")
     # When the low-rate pass next reads every allow-listed asset of this escrow, for life:
@@ -146,6 +166,28 @@ class Invoice(Base):
     # Set once the escrow has refunds or other assets (``refunds``, ``escrow_assets``), so
     # owner views of every other invoice read neither table.
     has_extras: Mapped[bool] = mapped_column(Boolean, default=False)
+    # The escrow's balance was unreadable at its last reading (a hostile or broken token):
+    # its ``last_checked_at`` is its own, not its shard's passes' (``invoices.coverage``).
+    unreadable: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The monitor's shard of the invoice (``invoices.coverage.shard_of`` its id).
+    shard: Mapped[int] = mapped_column(SmallInteger, default=_shard_of_row)
+
+    # A fiat price locked at creation (docs/integration/pricing.md; all None without one):
+    # the currency and amount asked for, the rate (currency per whole unit of the asset),
+    # its source (``peg`` or ``chainlink``) and, for a feed, its address, round id and the
+    # round's updatedAt (ms).
+    currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
+    fiat_amount: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    rate: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    rate_source: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    feed_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    feed_round_id: Mapped[str | None] = mapped_column(String(30), nullable=True)
+    feed_updated_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The owner's underpayment tolerance when the invoice was created (basis points, 0..500):
+    # a reading short of requiredRaw by at most this share makes it paid (``lifecycle``).
+    tolerance_bps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # requiredRaw less the balance it was paid with, when it was paid under tolerance.
+    shortfall_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -191,10 +233,25 @@ class InvoiceRow:
     auth_timestamp: str | None
     request_hash: str
     watch: bool
-    next_check_at: int
     swept_raw: str
     lifetime_check_at: int
     has_extras: bool
+    unreadable: bool = False
+    shard: int = -1  # -1: from the id
+    currency: str | None = None
+    fiat_amount: str | None = None
+    rate: str | None = None
+    rate_source: str | None = None
+    feed_address: str | None = None
+    feed_round_id: str | None = None
+    feed_updated_at: int | None = None
+    tolerance_bps: int = 0
+    shortfall_raw: str | None = None
+
+    def __post_init__(self) -> None:
+        # An ORM row not yet inserted has no shard yet (its column default comes at insert).
+        if self.shard is None or self.shard == -1:
+            self.shard = shard_of(self.id)
 
     @classmethod
     def copy_of(cls, invoice: Invoice | InvoiceRow) -> InvoiceRow:

@@ -22,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
+from invoicing.invoices.coverage import last_checked_of, shard_records
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.refunds.models import Refund
@@ -34,7 +35,9 @@ _CHUNK = 1000
 async def owner_views(
     session: AsyncSession, payment_page_url: str, invoices: Sequence[Invoice]
 ) -> list[dict[str, Any]]:
-    """The owner's view of each invoice, in order, within an open session."""
+    """The owner's view of each invoice, in order, within an open session (with the
+    ``lastCheckedAt`` of its shard's passes)."""
+    records = await shard_records(session, invoices)
     with_extras = sorted({invoice.id for invoice in invoices if invoice.has_extras})
     refunds: dict[str, list[dict[str, Any]]] = {}
     others: dict[str, list[dict[str, Any]]] = {}
@@ -47,6 +50,7 @@ async def owner_views(
             payment_page_url,
             refunds=refunds.get(invoice.id),
             other_balances=others.get(invoice.id),
+            last_checked_at=last_checked_of(invoice, records),
         )
         for invoice in invoices
     ]

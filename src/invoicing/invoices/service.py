@@ -13,6 +13,7 @@ from invoicing.addresses import normalize_address
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
+from invoicing.invoices.coverage import last_checked_of, shard_records
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.notify import Occurrence, record_events
@@ -125,6 +126,9 @@ async def delete_invoice(
         if invoice is None:
             raise NotFound("no such invoice for this owner and chain")
         if invoice.deleted_at is None:
+            # Its shard's passes stop speaking for it: it keeps the last check they made.
+            records = await shard_records(session, [invoice])
+            invoice.last_checked_at = last_checked_of(invoice, records)
             events = apply_step(invoice, on_delete(invoice), now_ms)
             await record_events(session, settings, now_ms, [Occurrence(invoice, events)])
         return invoice

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.lifecycle import least_paid_raw
 from invoicing.invoices.models import Invoice, InvoiceRow
 
 
@@ -19,11 +20,13 @@ def invoice_to_dict(
     *,
     refunds: list[dict[str, Any]] | None = None,
     other_balances: list[dict[str, Any]] | None = None,
+    last_checked_at: int | None = None,
 ) -> dict[str, Any]:
     """The Invoice object (docs/reference/api.md; a loaded row, or one just created or re-checked).
     The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
     found in the escrow and not swept yet (``invoices.owner_view``); each key is present
-    only when there are some."""
+    only when there are some. ``last_checked_at``: the invoice's ``lastCheckedAt`` from its
+    shard's passes (``invoices.coverage``); default the row's own."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -50,12 +53,15 @@ def invoice_to_dict(
             "requiredRaw": invoice.required_raw,
             "balanceRaw": invoice.balance_raw,
             "metaBalance": to_decimal_string(int(invoice.balance_raw), invoice.decimals),
-            "lastCheckedAt": invoice.last_checked_at,
+            "lastCheckedAt": (
+                invoice.last_checked_at if last_checked_at is None else last_checked_at
+            ),
             "createdAt": invoice.created_at,
             "updatedAt": invoice.updated_at,
             "url": payment_url(payment_page_url, invoice.payment_address),
         }
     )
+    body.update(price_fields(invoice))
     if refunds:
         body["refunds"] = refunds
     if other_balances:
@@ -81,4 +87,31 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         "balanceRaw": invoice.balance_raw,
         "balance": float(Decimal(meta_balance)),
         "updatedAt": invoice.updated_at,
+        **price_fields(invoice),
     }
+
+
+def price_fields(invoice: Invoice | InvoiceRow) -> dict[str, Any]:
+    """``fiat`` (the price locked at creation) and ``tolerance`` (the underpayment accepted),
+    each present only when the invoice has one (docs/integration/pricing.md)."""
+    fields: dict[str, Any] = {}
+    if invoice.currency is not None:
+        fiat: dict[str, Any] = {
+            "currency": invoice.currency,
+            "amount": invoice.fiat_amount,
+            "rate": invoice.rate,
+            "source": invoice.rate_source,
+        }
+        if invoice.feed_address is not None:
+            fiat["feed"] = invoice.feed_address
+            fiat["roundId"] = invoice.feed_round_id
+            fiat["roundUpdatedAt"] = invoice.feed_updated_at
+        fields["fiat"] = fiat
+    if invoice.tolerance_bps:
+        fields["tolerance"] = {
+            "bps": invoice.tolerance_bps,
+            "minimumRaw": str(least_paid_raw(invoice)),
+            "acceptedUnder": invoice.shortfall_raw is not None,
+            "shortfallRaw": invoice.shortfall_raw or "0",
+        }
+    return fields

@@ -60,23 +60,16 @@ class BalanceReader:
         chain: ChainGateway,
         block: int,
         batch_size: int,
-        known: Mapping[str, int | None] | None = None,
     ) -> None:
         self.chain = chain
         self.block = block
         self.batch_size = batch_size
-        # Readings already made at ``block`` (by the block pass): not read again.
-        self._known = known or {}
-        self._reused: dict[str, int | None] = {}
         self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
         self._reads: list[asyncio.Task[dict[str, int | None]]] = []
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
     def add(self, invoices: Sequence[InvoiceState]) -> None:
         for invoice in invoices:
-            if invoice.id in self._known:
-                self._reused[invoice.id] = self._known[invoice.id]
-                continue
             group = self._waiting[invoice.token_address]
             group.append(invoice)
             if len(group) >= self.batch_size:
@@ -90,7 +83,7 @@ class BalanceReader:
                 self._start(token, group)
         self._waiting.clear()
         parts = await asyncio.gather(*self._reads)
-        return {key: value for part in [self._reused, *parts] for key, value in part.items()}
+        return {key: value for part in parts for key, value in part.items()}
 
     async def close(self) -> None:
         """Stop reads still running (after a failure) and collect their outcomes."""
@@ -153,6 +146,7 @@ async def store_balances(
             deleted = invoice.deleted_at is not None
             step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
             invoice.last_checked_at = now_ms
+            invoice.unreadable = False
             events = apply_step(invoice, step, now_ms, balance_raw)
             notify = Effect.NOTIFY_PAID in step.effects
             if events or notify:

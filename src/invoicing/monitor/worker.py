@@ -1,9 +1,12 @@
-"""The monitor worker: one loop per chain, polling the head and running passes.
+"""The monitor worker: one loop per chain, polling the head and running passes over the
+shards this worker leases.
 
-Every ``monitor_poll_interval_s`` it reads ``eth_blockNumber`` (one cheap call). When the head
-moved, a block pass reads the pending invoices so that a payment is seen within one block;
-then the due pass checks whatever is due (pending every 20 s, expired at the lower rate),
-taking the block pass's readings for the invoices it read at the same block, and every
+Beside the loop a task renews the worker's leases (``monitor.shards``) every third of
+``monitor_lease_s``; the passes read the shards held at the time. Every
+``monitor_poll_interval_s`` the loop reads ``eth_blockNumber`` (one cheap call). When the
+head moved, a block pass reads the pending invoices of those shards so that a payment is
+seen within one block; then the due pass reads the shards no pass read within the interval
+(pending every 20 s when the head stands still, expired at the lower rate), and every
 ``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate lifetime
 check is due (``monitor.lifetime``).
 
@@ -30,7 +33,8 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_at
 from invoicing.monitor.lifetime import run_lifetime_pass
-from invoicing.monitor.passes import PassResult, run_block_pass, run_due_pass
+from invoicing.monitor.passes import run_block_pass, run_due_pass
+from invoicing.monitor.shards import ShardLeases
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -98,34 +102,67 @@ async def run(services: Services, stop: asyncio.Event) -> None:
 
 
 async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Event) -> None:
+    leases = ShardLeases(services, chain.config.chain_id)
+    logs.annotate(chain_id=chain.config.chain_id)  # this loop runs in a task of its own
+    renewing = asyncio.create_task(_renew_leases(leases, stop))
+    try:
+        await _watch(services, chain, leases, stop)
+    finally:
+        renewing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewing
+        with contextlib.suppress(SQLAlchemyError, OSError):
+            await leases.release()
+
+
+async def _renew_leases(leases: ShardLeases, stop: asyncio.Event) -> None:
+    every_s = leases.lease_ms / 3000
+    while not stop.is_set():
+        try:
+            await leases.renew()
+            delay = every_s
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning("monitor leases on chain %s not renewed (%s)", leases.chain_id, exc)
+            delay = min(every_s, 1.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+
+
+async def _watch(
+    services: Services, chain: ChainGateway, leases: ShardLeases, stop: asyncio.Event
+) -> None:
     poll_s = services.settings.monitor_poll_interval_s
     lifetime_poll_ms = services.settings.lifetime_poll_interval_s * 1000
     chain_id = chain.config.chain_id
-    logs.annotate(chain_id=chain_id)  # this loop runs in a task of its own
     pacer = HeadPacer(poll_s, max_wait_s=services.settings.monitor_interval_s)
     last_block: int | None = None
+    last_shards: tuple[int, ...] = ()
     last_lifetime_ms: int | None = None
-    block_pass: PassResult | None = None
     failures = 0
     while not stop.is_set():
         try:
             head = await chain.block_number()
             pacer.seen(head, time.monotonic())
             block = confirmed_at(chain, head)
-            if block != last_block:
+            shards = leases.held()
+            # Shards just taken over are read at once, like a new block.
+            if shards and (block != last_block or not set(shards) <= set(last_shards)):
                 first_unread = block if last_block is None else last_block + 1
                 with metrics.monitor_pass(chain_id, "block"):
-                    block_pass = await run_block_pass(services, chain, block, first_unread)
+                    await run_block_pass(services, chain, block, first_unread, shards)
                 last_block = block
-            with metrics.monitor_pass(chain_id, "due"):
-                result = await run_due_pass(services, chain, block, block_pass)
+            last_shards = shards
+            result = None
+            if shards:
+                with metrics.monitor_pass(chain_id, "due"):
+                    result = await run_due_pass(services, chain, block, shards)
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
                 with metrics.monitor_pass(chain_id, "lifetime"):
                     lifetime = await run_lifetime_pass(services, chain, block)
                 # A backlog goes on at the next tick; otherwise wait for the next poll.
                 last_lifetime_ms = None if lifetime.more else now_ms
-            if result.unreadable:
+            if result is not None and result.unreadable:
                 log.info(
                     "monitor pass on chain %s: %d escrow balances unreadable (token balanceOf "
                     "failed); those invoices are left as they were",

@@ -5,9 +5,11 @@ target and refuses the delivery if any of its addresses is loopback, private, li
 multicast, unspecified or reserved, unless the development setting allows them; then the
 wire (``Wire``) connects only to the addresses it checked (the request keeps the URL's Host
 header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the
-connect. Every request carries ``User-Agent: invoicing-webhooks/<version>``. The wire is
-``http11.ConnectionPool`` (address fallback and stale keep-alive connections: its
-docstring), whose ``connect`` step tests swap. ``FakeWebhookClient`` ships beside it.
+connect. A name's answer is kept ``dns_cache_s`` seconds (``guard.CachedResolver``) and
+checked again at every delivery. Every request carries
+``User-Agent: invoicing-webhooks/<version>``. The wire is ``http11.ConnectionPool``
+(address fallback and stale keep-alive connections: its docstring), whose ``connect`` step
+tests swap. ``FakeWebhookClient`` ships beside it.
 
 Why a hand-written wire: ``bench/webhook_clients.py`` sends the same 5,000 POSTs through this
 client with each wire (100 hosts, 200 in flight, at most 20 per host, keep-alive, the guard
@@ -35,6 +37,7 @@ from typing import Protocol
 
 from invoicing import __version__
 from invoicing.notifications.guard import (
+    CachedResolver,
     Resolver,
     Target,
     TargetRefused,
@@ -110,10 +113,15 @@ class HttpWebhookClient:
     resolver: Resolver = resolve_host
     connect: Connect = open_streams
     wire: Wire | None = None
+    # Seconds a name's resolved addresses are kept (``guard.CachedResolver``); 0: every
+    # delivery looks the name up.
+    dns_cache_s: float = 0.0
     _wire: Wire = field(init=False)
 
     def __post_init__(self) -> None:
         self._wire = self.wire if self.wire is not None else ConnectionPool(self.connect)
+        if self.dns_cache_s > 0:
+            self.resolver = CachedResolver(self.resolver, self.dns_cache_s)
 
     async def aclose(self) -> None:
         await self._wire.aclose()

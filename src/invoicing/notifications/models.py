@@ -180,3 +180,6 @@ class OwnerSettings(Base):
     owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
     webhook_api_key_header: Mapped[bool] = mapped_column(Boolean, server_default=true())
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    # The share of the amount due a payment may fall short by and still pay an invoice, in
+    # basis points (0..500); copied into each invoice at creation (``invoices.create``).
+    underpayment_tolerance_bps: Mapped[int] = mapped_column(Integer, server_default="0")

@@ -12,7 +12,9 @@ Secrets are issued, sealed, listed and revoked by the owner-secret stack of ``au
 creates them, ``SecretStr`` everywhere else.
 
 ``owner_settings`` holds what an owner chose about their webhooks: ``webhookApiKeyHeader``
-(default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``.
+(default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``;
+and ``underpaymentToleranceBps`` (default 0, at most 500), the share of the amount due a
+payment may fall short by and still pay a new invoice (docs/integration/pricing.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import SecretStr
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    Connection,
     String,
     Text,
     func,
@@ -40,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.secrets import SealedColumn, SecretKind, ServerSecrets, list_owned, revoke_owned
 from invoicing.db import upsert
-from invoicing.errors import TooManyWebhookSecrets
+from invoicing.errors import InvalidRequest, TooManyWebhookSecrets
 from invoicing.notifications.models import OwnerSettings, WebhookSecret
 
 log = logging.getLogger(__name__)
@@ -192,30 +195,65 @@ async def webhook_options_by_owner(
     }
 
 
+# The highest underpayment tolerance an owner may set: 5% (docs/integration/pricing.md).
+MAX_TOLERANCE_BPS = 500
+
+
 @dataclass(frozen=True)
 class OwnerChoices:
-    """What an owner chose about their webhooks (the defaults until they choose)."""
+    """What an owner chose about their webhooks and the underpayment they accept (the
+    defaults until they choose)."""
 
     webhook_api_key_header: bool = True
+    underpayment_tolerance_bps: int = 0
 
 
 async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
     """The owner's choices (defaults when never set)."""
     row = await session.get(OwnerSettings, owner.lower())
-    return OwnerChoices() if row is None else OwnerChoices(row.webhook_api_key_header)
+    if row is None:
+        return OwnerChoices()
+    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
 
 
 async def update_settings(
-    session: AsyncSession, owner: str, webhook_api_key_header: bool, now_ms: int
+    session: AsyncSession,
+    owner: str,
+    webhook_api_key_header: bool | None,
+    now_ms: int,
+    *,
+    underpayment_tolerance_bps: int | None = None,
 ) -> OwnerChoices:
-    """Store the owner's choice; returns the choices as they now are."""
+    """Store the owner's choices (None: unchanged); returns the choices as they now are."""
+    if underpayment_tolerance_bps is not None and not (
+        0 <= underpayment_tolerance_bps <= MAX_TOLERANCE_BPS
+    ):
+        raise InvalidRequest(
+            f"underpaymentToleranceBps must be 0..{MAX_TOLERANCE_BPS}",
+            {"field": "underpaymentToleranceBps"},
+        )
     owner_key = owner.lower()
     await lock_owner(session, owner_key, now_ms)
     row = await session.get(OwnerSettings, owner_key, populate_existing=True)
     assert row is not None  # locked (so created) just above
-    row.webhook_api_key_header = webhook_api_key_header
+    if webhook_api_key_header is not None:
+        row.webhook_api_key_header = webhook_api_key_header
+    if underpayment_tolerance_bps is not None:
+        row.underpayment_tolerance_bps = underpayment_tolerance_bps
     row.updated_at = now_ms
-    return OwnerChoices(webhook_api_key_header)
+    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
+
+
+def tolerances_of(connection: Connection, owner_keys: Collection[str]) -> dict[str, int]:
+    """The underpayment tolerance of each owner that set one (basis points), in one query
+    on a Core connection (the create path's batch transaction)."""
+    rows = connection.execute(
+        select(OwnerSettings.owner_key, OwnerSettings.underpayment_tolerance_bps).where(
+            OwnerSettings.owner_key.in_(sorted(owner_keys)),
+            OwnerSettings.underpayment_tolerance_bps > 0,
+        )
+    )
+    return {owner_key: int(bps) for owner_key, bps in rows}
 
 
 async def lock_owner(session: AsyncSession, owner_key: str, now_ms: int) -> None:

@@ -54,7 +54,9 @@ def _reason(exc: BaseException) -> str:
 def client_for(services: Services) -> HttpWebhookClient:
     settings = services.settings
     return HttpWebhookClient(
-        timeout_s=settings.webhook_timeout_s, allow_private=settings.webhook_allow_private
+        timeout_s=settings.webhook_timeout_s,
+        allow_private=settings.webhook_allow_private,
+        dns_cache_s=settings.webhook_dns_cache_s,
     )
 
 
@@ -83,6 +85,10 @@ class Dispatcher:
         poll_s = self.services.settings.webhook_poll_interval_s
         failures = 0
         while not stop.is_set():
+            # Cleared before looking for work, never after: a delivery that finishes while
+            # this round writes and claims wakes the next wait at once (cleared in the wait,
+            # its wake-up was lost and the free slots idled for a whole poll interval).
+            self.wake.clear()
             try:
                 await self.flush()
                 claimed = await self.claim()
@@ -190,8 +196,8 @@ class Dispatcher:
         self.wake.set()
 
     async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
-        """Wait until the delay passes, a delivery finishes (free slot) or stop is set."""
-        self.wake.clear()
+        """Wait until the delay passes, a delivery finishes (free slot) or stop is set; a
+        delivery that finished since the round began (``wake`` set) ends it at once."""
         waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
         try:
             await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)

@@ -1,8 +1,9 @@
 """The chain and token registry shipped with the service (``registry/chains.toml``).
 
 It holds, per chain id, what an operator would otherwise look up and type: the network's
-name, native coin, default confirmations, explorer, fee type and the allow-listed stablecoins,
-each value citing its official source in the file. A chains file entry is merged over its
+name, native coin, default confirmations, explorer, fee type, the allow-listed stablecoins
+(with the currency each is pegged to) and the Chainlink feeds pricing the native coin, each
+value citing its official source in the file. A chains file entry is merged over its
 chain's registry entry (:func:`merged_entry`): the file's keys win, and a file that lists
 tokens replaces the registry's allow-list. ``INVOICING_REGISTRY_FILE`` points at another
 registry (tests, or an operator's reviewed copy).
@@ -61,4 +62,8 @@ def merged_entry(entry: dict[str, Any], path: Path | None = None) -> dict[str, A
 
 
 def _copy(entry: dict[str, Any]) -> dict[str, Any]:
-    return {**entry, "token": [dict(token) for token in entry.get("token", [])]}
+    return {
+        **entry,
+        "token": [dict(token) for token in entry.get("token", [])],
+        "feed": [dict(feed) for feed in entry.get("feed", [])],
+    }

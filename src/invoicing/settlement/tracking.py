@@ -1,8 +1,10 @@
 """Following the relayer's transactions to the end: confirm, re-send, replace or drop.
 
 Everything is read back from the database, so a restarted process resumes where the last
-one stopped. A transaction is final only at the chain's confirmation depth; what it then
-means is up to its purpose's handler (``settlement.finality``).
+one stopped. Transactions of an earlier relayer key (before a rotation) are followed too, to
+the end: re-broadcast when a node forgot them, but never replaced (that needs their key).
+A transaction is final only at the chain's confirmation depth; what it then means is up to
+its purpose's handler (``settlement.finality``).
 """
 
 from __future__ import annotations
@@ -27,17 +29,18 @@ log = logging.getLogger(__name__)
 
 
 async def pending_transactions(
-    db: Database, chain_id: int, sender: str
+    db: Database, chain_id: int, sender: str | None = None
 ) -> list[RelayerTransaction]:
+    """The pending transactions on ``chain_id`` by nonce: of ``sender``, or of every sender."""
+    query = select(RelayerTransaction).where(
+        RelayerTransaction.chain_id == chain_id,
+        RelayerTransaction.status == TxStatus.PENDING,
+    )
+    if sender is not None:
+        query = query.where(RelayerTransaction.sender == sender)
     async with db.sessions() as session:
         rows = await session.scalars(
-            select(RelayerTransaction)
-            .where(
-                RelayerTransaction.chain_id == chain_id,
-                RelayerTransaction.status == TxStatus.PENDING,
-                RelayerTransaction.sender == sender,
-            )
-            .order_by(RelayerTransaction.nonce)
+            query.order_by(RelayerTransaction.sender, RelayerTransaction.nonce)
         )
         return list(rows)
 
@@ -48,18 +51,22 @@ async def track_pending(
     """One pass over the relayer's pending transactions on ``chain``; returns those that
     became final. A JSON-RPC error about one transaction leaves it for the next pass and goes
     on with the others; an unreachable node (ChainUnavailable) ends the pass."""
-    rows = await pending_transactions(services.db, chain.config.chain_id, relayer.address)
+    rows = await pending_transactions(services.db, chain.config.chain_id)
     if not rows:
         return []
     head = await chain.block_number()
-    # Read before the receipts: a nonce below this count whose hashes have no receipt was
-    # taken by a transaction that is not ours.
-    mined_count = await chain.transaction_count(relayer.address, "latest")
+    mined_counts: dict[str, int] = {}
     finished = []
     for row in rows:
         try:
+            if row.sender not in mined_counts:
+                # Read before the receipts: a nonce below this count whose hashes have no
+                # receipt was taken by a transaction that is not ours.
+                mined_counts[row.sender] = await chain.transaction_count(row.sender, "latest")
             with logs.bind(tx_hash=row.tx_hash):
-                done = await track_one(services, chain, relayer, row, head, mined_count)
+                done = await track_one(
+                    services, chain, relayer, row, head, mined_counts[row.sender]
+                )
         except REQUEST_ERRORS as exc:
             log.warning(
                 "relayer chain %s: following %s failed (%s); retrying next pass",
@@ -87,7 +94,7 @@ async def track_one(
     if row.nonce < mined_count:
         # Dropped only when no URL holds a receipt and one reports the nonce mined in the
         # same answer: a URL that lags or hides receipts never fails a mined refund or sweep.
-        use = await chain.nonce_use(relayer.address, row.nonce, [str(h) for h in row.hashes])
+        use = await chain.nonce_use(row.sender, row.nonce, [str(h) for h in row.hashes])
         if use.receipt is not None:
             return await mined(services, chain, row, head, use.receipt)
         return await finalize(services, chain.factory, row.id, None) if use.taken else None
@@ -124,9 +131,11 @@ async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any]
 async def keep_alive(
     services: Services, chain: ChainGateway, relayer: Relayer, row: RelayerTransaction
 ) -> None:
-    """Replace a transaction that waited too long; re-send one the node has forgotten."""
+    """Replace a transaction that waited too long; re-send one the node has forgotten. One of
+    an earlier relayer key is only re-sent as it was signed."""
     waited_ms = services.clock.now_ms() - row.sent_at
-    if waited_ms >= services.settings.relayer_resend_after_s * 1000:
+    ours = row.sender == relayer.address
+    if ours and waited_ms >= services.settings.relayer_resend_after_s * 1000:
         await relayer.replace(row.id, row.sent_at)
         return
     try:

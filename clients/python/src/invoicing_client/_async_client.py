@@ -171,10 +171,12 @@ class AsyncInvoices:
         expires_at: int | None = None,
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        currency: str | None = None,
     ) -> CreatedInvoice:
-        """Create an invoice of ``amount`` in the token's units (a decimal string); with
-        ``invoice_id`` a retry is safe and an identical earlier invoice comes back with
-        ``created=False``."""
+        """Create an invoice of ``amount`` in the token's units (a decimal string), or with
+        ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
+        amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
+        identical earlier invoice comes back with ``created=False``."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -184,6 +186,7 @@ class AsyncInvoices:
             expires_at,
             description,
             metadata,
+            currency,
         )
         return await self._client._send(call, calls.read_created)
 

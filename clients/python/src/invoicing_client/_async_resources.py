@@ -185,9 +185,19 @@ class AsyncSettings:
     async def get(self) -> OwnerSettings:
         return await self._send(calls.call("settings.get"), calls.model(OwnerSettings))
 
-    async def update(self, *, webhook_api_key_header: bool) -> OwnerSettings:
-        """``webhook_api_key_header``: whether paid webhooks carry the owner's API key."""
-        body = {"webhookApiKeyHeader": webhook_api_key_header}
+    async def update(
+        self,
+        *,
+        webhook_api_key_header: bool | None = None,
+        underpayment_tolerance_bps: int | None = None,
+    ) -> OwnerSettings:
+        """Change what is given: ``webhook_api_key_header``, whether paid webhooks carry the
+        owner's API key; ``underpayment_tolerance_bps`` (0 to 500), how far short of the
+        amount due a payment may fall and still pay invoices created from now on."""
+        body = calls.given(
+            webhookApiKeyHeader=webhook_api_key_header,
+            underpaymentToleranceBps=underpayment_tolerance_bps,
+        )
         call = calls.call("settings.update", body=body)
         return await self._send(call, calls.model(OwnerSettings))
 
@@ -207,9 +217,13 @@ class AsyncPublic:
         call = calls.call("public.ready", accept=frozenset({503}))
         return await self._send(call, calls.model(Readiness))
 
-    async def payment_page(self, payment_address: str) -> str:
-        """The hosted payment page's HTML."""
-        call = calls.call("public.payment_page", path={"payment_address": payment_address})
+    async def payment_page(self, payment_address: str, lang: str | None = None) -> str:
+        """The hosted payment page's HTML, in ``lang`` (``es``, ``zh-Hans``, …) when given."""
+        call = calls.call(
+            "public.payment_page",
+            path={"payment_address": payment_address},
+            query=None if lang is None else {"lang": lang},
+        )
         return await self._send(call, calls.read_text)
 
     async def payment_status(self, payment_address: str) -> PaymentStatus:

@@ -108,6 +108,7 @@ def create_invoice(
     expires_at: int | None,
     description: str | None,
     metadata: Mapping[str, Any] | None,
+    currency: str | None = None,
 ) -> Call:
     body = {
         "chainId": chain_id,
@@ -119,6 +120,7 @@ def create_invoice(
             description=description,
             expiresAt=expires_at,
             metadata=dict(metadata) if metadata is not None else None,
+            currency=currency,
         ),
     }
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without

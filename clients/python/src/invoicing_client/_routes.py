@@ -92,7 +92,7 @@ ROUTES: dict[str, Route] = {
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
     "public.health": Route("GET", "/healthz", None),
     "public.ready": Route("GET", "/readyz", None),
-    "public.payment_page": Route("GET", "/pay/{payment_address}", None),
+    "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
     "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
     "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),

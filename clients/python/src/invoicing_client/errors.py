@@ -8,6 +8,8 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         ├── InvalidRequest            400 invalid_request
         │   ├── UnsupportedChain      400 unsupported_chain
         │   ├── UnsupportedToken      400 unsupported_token
+        │   ├── UnknownCurrency       400 unknown_currency
+        │   ├── UnpricedCurrency      400 unpriced_currency
         │   ├── FeeTooHigh            400 fee_too_high
         │   ├── DeadlineExpired       400 deadline_expired
         │   ├── InvalidOwnerSignature 400 invalid_owner_signature
@@ -24,7 +26,8 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── SweepInProgress       409 sweep_in_progress
         │   ├── InvoicePending        409 invoice_pending
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
-        │   └── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+        │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
+        │   └── PriceUnavailable      409 price_unavailable
         ├── PayloadTooLarge           413 payload_too_large
         ├── UnsupportedMediaType      415 unsupported_media_type
         ├── RateLimited               429 rate_limited (``retry_after_s``)
@@ -84,6 +87,14 @@ class UnsupportedChain(InvalidRequest):
 
 class UnsupportedToken(InvalidRequest):
     code = "unsupported_token"
+
+
+class UnknownCurrency(InvalidRequest):
+    code = "unknown_currency"
+
+
+class UnpricedCurrency(InvalidRequest):
+    code = "unpriced_currency"
 
 
 class FeeTooHigh(InvalidRequest):
@@ -152,6 +163,10 @@ class TooManyWebhookSecrets(Conflict):
 
 class TooManyWebhookEndpoints(Conflict):
     code = "too_many_webhook_endpoints"
+
+
+class PriceUnavailable(Conflict):
+    code = "price_unavailable"
 
 
 class PayloadTooLarge(ApiError):

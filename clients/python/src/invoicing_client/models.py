@@ -41,6 +41,31 @@ class OtherBalance(_Model):
     balance_raw: int
 
 
+class FiatPrice(_Model):
+    """The fiat price locked into an invoice at creation: ``amount`` of ``currency`` at
+    ``rate`` (units of the currency per whole unit of the asset), from a 1:1 ``peg`` or a
+    ``chainlink`` feed (then its address, round and the round's time)."""
+
+    currency: str
+    amount: str
+    rate: str
+    source: str
+    feed: str | None = None
+    round_id: int | None = None
+    round_updated_at: int | None = None
+
+
+class Tolerance(_Model):
+    """The underpayment the owner accepted for an invoice: ``bps`` of ``required_raw``, so
+    ``minimum_raw`` pays it; ``accepted_under`` once paid with less, short by
+    ``shortfall_raw``."""
+
+    bps: int
+    minimum_raw: int
+    accepted_under: bool
+    shortfall_raw: int
+
+
 class Invoice(_Model):
     """An invoice as its owner sees it."""
 
@@ -67,6 +92,8 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
+    fiat: FiatPrice | None = None
+    tolerance: Tolerance | None = None
     refunds: list[Refund] | None = None
     other_balances: list[OtherBalance] | None = None
 
@@ -296,6 +323,7 @@ class EscrowExportLine(_Model):
 
 class OwnerSettings(_Model):
     webhook_api_key_header: bool
+    underpayment_tolerance_bps: int = 0
 
 
 class PaymentStatus(_Model):

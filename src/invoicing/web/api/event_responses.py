@@ -51,10 +51,19 @@ class OwnerSettings(WireModel):
     webhookApiKeyHeader: bool = Field(
         description="Whether paid webhooks carry x-service-api-key (API-key invoices)."
     )
+    underpaymentToleranceBps: int = Field(
+        ge=0,
+        le=500,
+        description="The share of the amount due (basis points) a payment may fall short by "
+        "and still pay an invoice created from now on.",
+    )
 
     @classmethod
     def of(cls, choices: OwnerChoices) -> Self:
-        return cls(webhookApiKeyHeader=choices.webhook_api_key_header)
+        return cls(
+            webhookApiKeyHeader=choices.webhook_api_key_header,
+            underpaymentToleranceBps=choices.underpayment_tolerance_bps,
+        )
 
 
 class WebhookEvent(WireModel):

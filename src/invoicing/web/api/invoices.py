@@ -17,8 +17,17 @@ from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
     NotFound,
+    PriceUnavailable,
+    UnknownCurrency,
+    UnpricedCurrency,
     UnsupportedChain,
     UnsupportedToken,
+)
+from invoicing.invoices.coverage import (
+    MonitorShard,
+    covered_by_passes,
+    last_checked_of,
+    shard_records,
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
@@ -54,7 +63,16 @@ class CreateInvoiceBody(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
-    amount: str = Field(max_length=100)
+    amount: str = Field(
+        max_length=100,
+        description="In the token's units, or with `currency` a price in that currency.",
+    )
+    currency: str | None = Field(
+        default=None,
+        max_length=16,
+        description="ISO 4217 code (USD, EUR): `amount` is a price in it, locked into the "
+        "token amount at creation (docs: Pricing).",
+    )
     invoiceId: str | None = Field(default=None, min_length=1, max_length=128)
     tokenAddress: Address | None = None
     webhookUrl: str | None = Field(default=None, max_length=2048)
@@ -132,6 +150,7 @@ def create_rules(settings: Settings) -> CreateRules:
         and not settings.webhook_allow_http,
         allow_private_webhook=settings.webhook_allow_private,
         late_payment_window_s=settings.late_payment_window_s,
+        quote_window_s=settings.quote_window_s,
     )
 
 
@@ -143,7 +162,15 @@ def create_rules(settings: Settings) -> CreateRules:
         status=201,
         ok_description="Created",
         body=CreateInvoiceBody,
-        errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, InvoiceExists),
+        errors=(
+            *BODY_ROUTE_ERRORS,
+            UnsupportedChain,
+            UnsupportedToken,
+            UnknownCurrency,
+            UnpricedCurrency,
+            InvoiceExists,
+            PriceUnavailable,
+        ),
         other_responses={
             200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
         },
@@ -174,6 +201,7 @@ async def create(request: Request) -> Answer[InvoiceOut]:
             description=body.description,
             expires_at=body.expiresAt,
             metadata=body.metadata,
+            currency=body.currency,
         ),
         caller,
         services.clock.now_ms(),
@@ -200,7 +228,8 @@ async def status(request: Request) -> Answer[InvoiceStatusResult]:
     query, caller = await authorized_query(request, "invoice.status", StatusQuery)
     found = await find_by_payment_address(services.db, caller.owner_key, query.paymentAddress)
     invoice = await recheck_invoice(services, found)
-    (view,) = await owner_views(services, [invoice])
+    # An answer other than the row as found was checked now (or stored by the check).
+    (view,) = await owner_views(services, [invoice], checked_now=invoice is not found)
     return Answer(InvoiceStatusResult(invoice=view))
 
 
@@ -267,10 +296,16 @@ Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 
 
 async def owner_views(
-    services: Services, invoices: Sequence[Invoice | InvoiceRow], *, fresh: bool = False
+    services: Services,
+    invoices: Sequence[Invoice | InvoiceRow],
+    *,
+    fresh: bool = False,
+    checked_now: bool = False,
 ) -> list[InvoiceOut]:
     """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
     (never shown on the public /pay routes). ``fresh``: just created, so there are none.
+    ``lastCheckedAt`` comes from the shards' pass records (``invoices.coverage``) unless the
+    invoices were just created or ``checked_now``.
 
     One invoice (create, status: the hot paths) shares its reads with the other requests
     in flight in this process, as the lookup before it does; a page reads its own."""
@@ -284,9 +319,19 @@ async def owner_views(
         found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
         by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
         extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
+    records: dict[tuple[int, int], MonitorShard] = {}
+    if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
+        async with services.db.sessions() as session:
+            records = await shard_records(session, invoices)
     return [
         InvoiceOut.model_validate(
-            invoice_to_dict(invoice, page_url, refunds=refunds, other_balances=others)
+            invoice_to_dict(
+                invoice,
+                page_url,
+                refunds=refunds,
+                other_balances=others,
+                last_checked_at=last_checked_of(invoice, records),
+            )
         )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)
     ]

@@ -52,9 +52,36 @@ class OtherBalance(WireModel):
     balanceRaw: RawAmount
 
 
+class FiatPrice(WireModel):
+    """The fiat price locked into the invoice at creation (docs: Pricing)."""
+
+    currency: str = Field(description="ISO 4217.")
+    amount: DecimalAmount = Field(description="The price, in the currency.")
+    rate: DecimalAmount = Field(
+        description="Units of the currency one whole unit of the asset was worth."
+    )
+    source: Literal["peg", "chainlink"] = Field(
+        description="peg: a token its issuer redeems 1:1 for the currency; chainlink: a feed."
+    )
+    feed: AddressOut | None = Field(default=None, description="chainlink: the aggregator.")
+    roundId: Uint256String | None = Field(default=None, description="chainlink: its round.")
+    roundUpdatedAt: TimestampMs | None = Field(
+        default=None, description="chainlink: when that round was updated."
+    )
+
+
+class Tolerance(WireModel):
+    """The owner's underpayment tolerance when the invoice was created (docs: Pricing)."""
+
+    bps: int = Field(ge=1, le=500, description="Basis points of requiredRaw.")
+    minimumRaw: RawAmount = Field(description="The least balance that pays the invoice.")
+    acceptedUnder: bool = Field(description="Paid with less than requiredRaw.")
+    shortfallRaw: RawAmount = Field(description="requiredRaw less the balance it was paid with.")
+
+
 class Invoice(WireModel):
     """The Invoice object, plus the escrow's ``salt`` and, when there are some,
-    its ``refunds`` and ``otherBalances``."""
+    its ``refunds``, ``otherBalances``, fiat price and tolerance."""
 
     id: str
     ownerAddress: AddressOut
@@ -79,6 +106,12 @@ class Invoice(WireModel):
     createdAt: TimestampMs
     updatedAt: TimestampMs
     url: str = Field(description="The hosted payment page.")
+    fiat: FiatPrice | None = Field(
+        default=None, description="Present only for an invoice created with a currency."
+    )
+    tolerance: Tolerance | None = Field(
+        default=None, description="Present only when the owner accepted an underpayment."
+    )
     refunds: list[Refund] | None = Field(default=None, description="Present only when any.")
     otherBalances: list[OtherBalance] | None = Field(
         default=None, description="Present only when any."

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
+    MAX_TOLERANCE_BPS,
     create_secret,
     get_settings,
     list_secrets,
@@ -47,10 +48,19 @@ class RevokeSecretQuery(BaseModel):
 
 
 class SettingsBody(BaseModel):
+    """The settings to change; an omitted one stays as it is."""
+
     model_config = ConfigDict(extra="forbid", strict=True)
 
     ownerAddress: Address
-    webhookApiKeyHeader: bool
+    webhookApiKeyHeader: bool | None = None
+    underpaymentToleranceBps: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_TOLERANCE_BPS,
+        description="A payment short of the amount due by at most this share (basis points, "
+        "0 to 500) pays invoices created from now on.",
+    )
 
 
 @router.post(
@@ -157,6 +167,10 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
     body, caller = await authorized_body(request, "settings.update", SettingsBody)
     async with services.db.transaction() as session:
         choices = await update_settings(
-            session, caller.owner_key, body.webhookApiKeyHeader, services.clock.now_ms()
+            session,
+            caller.owner_key,
+            body.webhookApiKeyHeader,
+            services.clock.now_ms(),
+            underpayment_tolerance_bps=body.underpaymentToleranceBps,
         )
     return Answer(OwnerSettings.of(choices))

@@ -1,5 +1,6 @@
-"""HTML rendering with string templates: every value is escaped unless its name ends in
-``_html`` (fragments this module built itself from escaped parts)."""
+"""HTML rendering with Jinja2 templates in the request's language: autoescaped, every
+sentence through the language's catalogue (``_()`` in the templates, newstyle gettext), every
+amount and time formatted by Babel for that language."""
 
 from __future__ import annotations
 
@@ -7,32 +8,36 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from functools import cache
-from html import escape
 from importlib.resources import files
-from string import Template
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, Template
+from markupsafe import Markup
+
+from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
+from invoicing.web.page.texts import done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
 
-STATUS_LABELS = {
-    "pending": "Awaiting payment",
-    "paid": "Payment received",
-    "completed": "Payment complete",
-    "expired": "Expired",
-    "cancelled": "Cancelled",
-}
-DONE_TEXT = {
-    "paid": "Thank you: your payment has arrived. You can close this page.",
-    "completed": "Thank you: this invoice is paid and settled. You can close this page.",
-    "expired": "This invoice has expired. Please do not send funds to this address; "
-    "ask the merchant for a new payment link.",
-    "cancelled": "This invoice was cancelled. Please do not send funds to this address.",
-}
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
 
 
 @cache
-def template(name: str) -> Template:
-    return Template(files("invoicing.web.page").joinpath("templates", name).read_text("utf-8"))
+def environment(language: Language) -> Environment:
+    """One template environment per language, its catalogue installed (newstyle gettext:
+    ``_("Send %(amount)s", amount=…)`` escapes the values, not the translation)."""
+    env = Environment(
+        loader=PackageLoader("invoicing.web.page", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        extensions=["jinja2.ext.i18n"],
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.install_gettext_translations(translations(language), newstyle=True)  # type: ignore[attr-defined]
+    return env
+
+
+def template(language: Language, name: str) -> Template:
+    return environment(language).get_template(name)
 
 
 @cache
@@ -50,83 +55,64 @@ def asset_url(name: str) -> str:
     return f"/pay/assets/{name}?v={version}"
 
 
-def render(name: str, **values: str) -> str:
-    escaped = {k: v if k.endswith("_html") else escape(v, quote=True) for k, v in values.items()}
-    return template(name).substitute(escaped)
-
-
-def utc_text(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def utc_iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _script_json(data: object) -> str:
+def script_json(data: object) -> Markup:
     """JSON that is safe inside a ``<script type="application/json">`` element."""
-    text = json.dumps(data, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
-def _hidden(visible: bool) -> str:
-    return "" if visible else " hidden"
+def _page_values(locale: PageLocale, page_path: str) -> dict[str, object]:
+    """What every page of the payment site shows: language, direction, assets, the
+    language links (each to the same page in that language)."""
+    return {
+        "lang": locale.language.code,
+        "dir": locale.direction,
+        "css_url": asset_url("pay.css"),
+        "languages": [
+            {
+                "code": language.code,
+                "name": language.name,
+                "dir": "rtl" if language.rtl else "ltr",
+                "href": f"{page_path}?lang={language.code}",
+                "current": language == locale.language,
+            }
+            for language in LANGUAGES
+        ],
+    }
 
 
-def payment_page(view: PaymentView) -> str:
+def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
     """The full payment page; it reads well with JavaScript off, pay.js makes it live."""
+    locale = locale or PageLocale(LANGUAGES[0])
     base = f"/pay/{view.payment_address}"
-    description_html = (
-        f'<p class="description" id="description">{escape(view.description)}</p>'
-        if view.description
-        else ""
-    )
-    token_html = (
-        '<div class="fact"><dt>Token contract</dt>'
-        f'<dd><code class="mono" id="token">{escape(view.token_address)}</code></dd></div>'
-        if view.token_address
-        else ""
-    )
-    explorer_html = (
-        f'<a class="explorer" id="explorer" href="{escape(view.explorer_url, quote=True)}" '
-        f'rel="noopener noreferrer" target="_blank">View on the {escape(view.network)} explorer</a>'
-        if view.explorer_url
-        else ""
-    )
-    pending = view.status == "pending"
-    return render(
-        "pay.html",
-        css_url=asset_url("pay.css"),
+    return template(locale.language, "pay.html").render(
+        **_page_values(locale, base),
         js_url=asset_url("pay.js"),
-        status=view.status,
-        status_label=STATUS_LABELS.get(view.status, view.status),
-        amount=view.amount,
-        remaining=view.remaining,
-        symbol=view.symbol,
-        network=view.network,
-        chain_id=str(view.chain_id),
-        payment_address=view.payment_address,
+        view=view,
+        status_label=status_labels(locale).get(view.status, view.status),
+        done_text=done_texts(locale).get(view.status, ""),
+        amount=locale.amount(view.amount),
+        remaining=locale.amount(view.remaining),
         expires_iso=utc_iso(view.expires_at),
-        expires_text=utc_text(view.expires_at),
-        uri=view.uri,
+        expires_text=locale.time(view.expires_at),
         qr_url=f"{base}/qr.svg?r={view.remaining_raw}",
         status_url=f"{base}/status",
         qr_base_url=f"{base}/qr.svg",
-        description_html=description_html,
-        token_html=token_html,
-        explorer_html=explorer_html,
-        pay_hidden_html=_hidden(pending),
-        done_hidden_html=_hidden(not pending),
-        done_text=DONE_TEXT.get(view.status, ""),
-        data_html=_script_json(view.public_status().model_dump(mode="json")),
+        pending=view.status == "pending",
+        data_json=script_json(view.public_status().model_dump(mode="json")),
+        texts_json=script_json(script_texts(locale)),
     )
 
 
-def error_page(status_code: int, title: str, message: str) -> str:
-    return render(
-        "error.html",
-        css_url=asset_url("pay.css"),
-        status_code=str(status_code),
+def error_page(locale: PageLocale, status_code: int, title: str, message: str) -> str:
+    """An error page; ``title`` and ``message`` are already in the request's language."""
+    return template(locale.language, "error.html").render(
+        **_page_values(locale, ""),
+        status_code=status_code,
         title=title,
         message=message,
     )

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from invoicing.db import ProcessLocal
@@ -27,6 +28,7 @@ from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import Services
 from invoicing.web.context import client_network, services_of
+from invoicing.web.page.i18n import PageLocale, negotiate
 from invoicing.web.page.qr import QrCache
 from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_page
 from invoicing.web.page.view import (
@@ -58,6 +60,15 @@ async def _limit_client(request: Request) -> None:
         services.clock.now_ms(),
     )
 
+
+LangParam = Annotated[
+    str | None,
+    Query(
+        description="The page's language (en, es, pt, fr, de, zh-Hans, ja, ar; a regional tag "
+        "such as pt-BR works too). Without it, or when it names no supported language, the "
+        "page follows Accept-Language, then English.",
+    ),
+]
 
 router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
 
@@ -152,14 +163,36 @@ async def static_asset(name: str) -> Response:
         },
     ),
 )
-async def page(request: Request, payment_address: str) -> HTMLResponse:
+async def page(request: Request, payment_address: str, lang: LangParam = None) -> HTMLResponse:
+    locale = page_locale(request, lang)
+    _ = locale.gettext.gettext
     try:
         view = await _view(request, payment_address, recheck=False)
     except NotFound:
-        return _error(404, "Payment not found", "There is no payment request at this address.")
+        return _error(
+            locale,
+            404,
+            _("Payment not found"),
+            _("There is no payment request at this address."),
+        )
     except InvalidRequest:
-        return _error(400, "Not a payment link", "This link does not hold a valid address.")
-    return HTMLResponse(payment_page(view), headers=PAGE_HEADERS)
+        return _error(
+            locale, 400, _("Not a payment link"), _("This link does not hold a valid address.")
+        )
+    return HTMLResponse(payment_page(view, locale), headers=_headers(locale))
+
+
+def page_locale(request: Request, lang: str | None) -> PageLocale:
+    """The request's language: ``?lang=``, else ``Accept-Language``, else English."""
+    return PageLocale(negotiate(lang, request.headers.get("accept-language")))
+
+
+def _headers(locale: PageLocale) -> dict[str, str]:
+    return {
+        **PAGE_HEADERS,
+        "Content-Language": locale.language.code,
+        "Vary": "Accept-Language",
+    }
 
 
 @router.get(
@@ -197,7 +230,9 @@ def qr_cache(services: Services) -> QrCache:
     return QR_CACHE.of(services.db)
 
 
-def _error(status_code: int, title: str, message: str) -> HTMLResponse:
+def _error(locale: PageLocale, status_code: int, title: str, message: str) -> HTMLResponse:
     return HTMLResponse(
-        error_page(status_code, title, message), status_code=status_code, headers=PAGE_HEADERS
+        error_page(locale, status_code, title, message),
+        status_code=status_code,
+        headers=_headers(locale),
     )

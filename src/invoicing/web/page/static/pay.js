@@ -3,20 +3,11 @@
 (function () {
   "use strict";
 
-  var LABELS = {
-    pending: "Awaiting payment",
-    paid: "Payment received",
-    completed: "Payment complete",
-    expired: "Expired",
-    cancelled: "Cancelled"
-  };
-  var DONE = {
-    paid: "Thank you: your payment has arrived. You can close this page.",
-    completed: "Thank you: this invoice is paid and settled. You can close this page.",
-    expired: "This invoice has expired. Please do not send funds to this address; " +
-      "ask the merchant for a new payment link.",
-    cancelled: "This invoice was cancelled. Please do not send funds to this address."
-  };
+  // Every sentence comes from the page, in the payer's language (page-text); "%(name)s"
+  // marks a value this script fills in.
+  var TEXT = JSON.parse(document.getElementById("page-text").textContent);
+  var LABELS = TEXT.labels;
+  var DONE = TEXT.done;
   // Poll delay by status; settled invoices stop polling. Expired ones keep a slow poll
   // because a late full payment still turns them paid.
   var POLL_MS = { pending: 2000, paid: 5000, expired: 10000 };
@@ -31,6 +22,19 @@
   var walletBusy = false;
 
   function $(id) { return document.getElementById(id); }
+  function fill(text, values) {
+    return text.replace(/%\((\w+)\)s/g, function (all, name) {
+      return Object.prototype.hasOwnProperty.call(values, name) ? String(values[name]) : all;
+    });
+  }
+  // A decimal amount string as the server's Babel writes it for this language: integer
+  // digits grouped by three, the language's separators, every fraction digit kept.
+  function amount(text) {
+    var parts = String(text).split(".");
+    var whole = parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, "\u0000");
+    whole = whole.split("\u0000").join(TEXT.number.group);
+    return parts.length > 1 ? whole + TEXT.number.decimal + parts[1] : whole;
+  }
   function setText(id, text) { var el = $(id); if (el && el.textContent !== text) el.textContent = text; }
 
   function render(s) {
@@ -40,16 +44,16 @@
     status.textContent = LABELS[s.status] || s.status;
     status.className = "status status-" + s.status;
     $("payment").setAttribute("data-status", s.status);
-    setText("amount", s.amount);
-    setText("remaining", s.remaining);
-    setText("pay-remaining", s.remaining);
+    setText("amount", amount(s.amount));
+    setText("remaining", amount(s.remaining));
+    setText("pay-remaining", amount(s.remaining));
     var pending = s.status === "pending";
     $("pay-section").hidden = !pending;
     $("done-section").hidden = pending;
     setText("done-text", DONE[s.status] || "");
     if (previous.paymentUri !== s.paymentUri) {
       $("qr").src = qrUrl + "?r=" + encodeURIComponent(s.remainingRaw);
-      $("qr").alt = "QR code of the payment request " + s.paymentUri;
+      $("qr").alt = fill(TEXT.qrAlt, { uri: s.paymentUri });
       $("uri").href = s.paymentUri;
     }
     tick();
@@ -57,14 +61,13 @@
 
   function pad(n) { return (n < 10 ? "0" : "") + n; }
 
+  // Hours, minutes, seconds (more than a day shows more than 24 hours: no plural words).
   function countdownText(ms) {
     var total = Math.floor(ms / 1000);
-    var days = Math.floor(total / 86400);
-    var h = Math.floor((total % 86400) / 3600);
+    var h = Math.floor(total / 3600);
     var m = Math.floor((total % 3600) / 60);
     var sec = total % 60;
-    var clock = pad(h) + ":" + pad(m) + ":" + pad(sec);
-    return "(" + (days > 0 ? days + "d " + clock : clock) + " left)";
+    return fill(TEXT.countdown, { time: pad(h) + ":" + pad(m) + ":" + pad(sec) });
   }
 
   function tick() {
@@ -103,8 +106,8 @@
     var address = state.paymentAddress;
     var button = $("copy");
     function done(ok) {
-      button.textContent = ok ? "Copied" : "Copy failed";
-      setTimeout(function () { button.textContent = "Copy address"; }, 2000);
+      button.textContent = ok ? TEXT.copied : TEXT.copyFailed;
+      setTimeout(function () { button.textContent = TEXT.copy; }, 2000);
     }
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(address).then(function () { done(true); }, function () { done(fallbackCopy(address)); });
@@ -138,12 +141,9 @@
 
   function describe(error) {
     var code = error && error.code;
-    if (code === 4001) return "You rejected the request in your wallet.";
-    if (code === 4902) {
-      return "Your wallet does not know this network (" + state.network + ", chain ID " +
-        state.chainId + "). Add it to your wallet and try again.";
-    }
-    return "The wallet reported an error: " + ((error && error.message) || String(error));
+    if (code === 4001) return TEXT.rejected;
+    if (code === 4902) return fill(TEXT.unknownNetwork, { network: state.network, chainId: state.chainId });
+    return fill(TEXT.walletError, { error: (error && error.message) || String(error) });
   }
 
   function payTransaction(from) {
@@ -159,7 +159,7 @@
     if (walletBusy || !ethereum) return;
     walletBusy = true;
     $("wallet").disabled = true;
-    walletMessage("Confirm the request in your wallet…", false);
+    walletMessage(TEXT.confirmInWallet, false);
     try {
       var accounts = await ethereum.request({ method: "eth_requestAccounts" });
       if (!accounts || accounts.length === 0) throw new Error("the wallet shared no account");
@@ -171,7 +171,7 @@
         });
       }
       var hash = await ethereum.request({ method: "eth_sendTransaction", params: [payTransaction(accounts[0])] });
-      walletMessage("Transaction sent (" + hash + "). Waiting for the network to confirm it…", false);
+      walletMessage(fill(TEXT.sent, { hash: hash }), false);
       $("wallet-message").setAttribute("data-tx-hash", String(hash));
       schedule(500);
     } catch (error) {

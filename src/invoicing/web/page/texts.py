@@ -1,0 +1,54 @@
+"""The payment page's sentences that Python chooses (by status) or hands to pay.js, in the
+request's language. The templates hold the rest; ``tests/unit/test_page_catalogues.py``
+extracts both and checks every catalogue translates each one."""
+
+from __future__ import annotations
+
+from invoicing.web.page.i18n import PageLocale
+
+
+def status_labels(locale: PageLocale) -> dict[str, str]:
+    _ = locale.gettext.gettext
+    return {
+        "pending": _("Awaiting payment"),
+        "paid": _("Payment received"),
+        "completed": _("Payment complete"),
+        "expired": _("Expired"),
+        "cancelled": _("Cancelled"),
+    }
+
+
+def done_texts(locale: PageLocale) -> dict[str, str]:
+    _ = locale.gettext.gettext
+    return {
+        "paid": _("Thank you: your payment has arrived. You can close this page."),
+        "completed": _("Thank you: this invoice is paid and settled. You can close this page."),
+        "expired": _(
+            "This invoice has expired. Please do not send funds to this address; "
+            "ask the merchant for a new payment link."
+        ),
+        "cancelled": _("This invoice was cancelled. Please do not send funds to this address."),
+    }
+
+
+def script_texts(locale: PageLocale) -> dict[str, object]:
+    """Everything pay.js writes, by key; ``%(name)s`` marks what the script fills in."""
+    _ = locale.gettext.gettext
+    return {
+        "labels": status_labels(locale),
+        "done": done_texts(locale),
+        "countdown": _("(%(time)s left)"),
+        "qrAlt": _("QR code of the payment request %(uri)s"),
+        "copy": _("Copy address"),
+        "copied": _("Copied"),
+        "copyFailed": _("Copy failed"),
+        "confirmInWallet": _("Confirm the request in your wallet…"),
+        "rejected": _("You rejected the request in your wallet."),
+        "unknownNetwork": _(
+            "Your wallet does not know this network (%(network)s, chain ID %(chainId)s). "
+            "Add it to your wallet and try again."
+        ),
+        "walletError": _("The wallet reported an error: %(error)s"),
+        "sent": _("Transaction sent (%(hash)s). Waiting for the network to confirm it…"),
+        "number": locale.number_symbols(),
+    }
