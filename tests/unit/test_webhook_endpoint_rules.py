@@ -47,22 +47,32 @@ def flying(hosts: dict[str, int], owners: dict[str, int] | None = None) -> InFli
 def test_the_host_cap_leaves_out_only_what_would_exceed_it() -> None:
     rows = [("e1", "a:443"), ("e2", "a:443"), ("e3", "b:443"), ("e4", "a:443"), ("e1", "a:443")]
     owned = [(event_id, host, f"owner-{event_id}") for event_id, host in rows]
-    caps = Caps(per_host=3, per_owner=100)
+    caps = Caps(per_host=3, per_owner=100, reserved=0)
 
-    assert caps.within(owned, flying({"a:443": 1})) == ["e1", "e2", "e3"]
-    assert caps.within(owned, flying({})) == ["e1", "e2", "e3", "e4"]
-    assert caps.within(owned, flying({"b:443": 3})) == ["e1", "e2", "e4"]
-    assert caps.full(flying({"a:443": 3, "b:443": 2})) == (["a:443"], [])
+    assert caps.within(owned, flying({"a:443": 1}), 10) == ["e1", "e2", "e3"]
+    assert caps.within(owned, flying({}), 10) == ["e1", "e2", "e3", "e4"]
+    assert caps.within(owned, flying({"b:443": 3}), 10) == ["e1", "e2", "e4"]
+    assert caps.within(owned, flying({}), 2) == ["e1", "e2"]  # the free slots
+    assert caps.full(flying({"a:443": 3, "b:443": 2}), 10) == (["a:443"], [])
 
 
-def test_the_owner_cap_leaves_out_only_what_would_exceed_it() -> None:
-    rows = [(f"e{i}", f"h{i}:443", A_OWNER if i < 5 else B_OWNER) for i in range(8)]
-    caps = Caps(per_host=100, per_owner=2)
+def test_an_owner_takes_its_share_and_beyond_it_only_spare_slots() -> None:
+    rows = [(f"e{i}", f"h{i}:443", A_OWNER if i < 6 else B_OWNER) for i in range(9)]
+    caps = Caps(per_host=100, per_owner=2, reserved=3)  # a worker of 6 slots
 
-    assert caps.within(rows, flying({})) == ["e0", "e1", "e5", "e6"]
-    assert caps.within(rows, flying({}, {A_OWNER: 1})) == ["e0", "e5", "e6"]
-    assert caps.within(rows, flying({}, {A_OWNER: 2, B_OWNER: 1})) == ["e5"]
-    assert caps.full(flying({}, {A_OWNER: 2, B_OWNER: 1})) == ([], [A_OWNER])
+    # 6 free: A takes its 2, then spare ones while 3 stay free; B its share of what is left.
+    assert caps.within(rows, flying({}), 6) == ["e0", "e1", "e2", "e6", "e7"]
+    # A already holds 3 (3 free): nothing more for A, B takes its share.
+    assert caps.within(rows, flying({}, {A_OWNER: 3}), 3) == ["e6", "e7"]
+    assert caps.full(flying({}, {A_OWNER: 3, B_OWNER: 1}), 3) == ([], [A_OWNER])
+    assert caps.full(flying({}, {A_OWNER: 2}), 4) == ([], [])  # a spare slot is free
+    # Alone, an owner uses the spare half: claims stay as large as without the cap.
+    alone = [(f"e{i}", f"h{i}:443", A_OWNER) for i in range(300)]
+    wide = Caps(per_host=20, per_owner=20, reserved=100)  # 200 slots
+    assert len(wide.within(alone, flying({}, {A_OWNER: 80}), 120)) == 20
+    assert wide.most_claimable(120) == 40
+    assert wide.most_claimable(30) == 20
+    assert wide.most_claimable(10) == 10
 
 
 def test_in_flight_counts_come_back_to_nothing() -> None:

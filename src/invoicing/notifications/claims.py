@@ -8,9 +8,10 @@ delivery over with the next attempt number.
 Which ones: due deliveries oldest first, those of failing endpoints (``endpoints``: health
 per owner and URL) after everyone else's; and no more in flight than the caps allow
 (:class:`Caps`): ``webhook_per_host_concurrency`` to one ``host:port`` (the thing that
-hangs), ``webhook_per_owner_concurrency`` for one owner (so one owner's endpoints that hang
-until the timeout, or fail, hold at most that many of the worker's slots, and every other
-owner's deliveries still find free ones).
+hangs), and for one owner its share, ``webhook_per_owner_concurrency``, beyond which it only
+takes spare slots, never the half of the worker's slots kept for owners within their share
+(so one owner's endpoints that hang until the timeout, or fail, hold at most half of the
+slots, and every other owner's deliveries still find free ones).
 
 Each claimed batch also reads its owners' webhook options (signing secrets and whether to
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
@@ -52,6 +53,7 @@ from invoicing.notifications.signing import (
     webhook_options_by_owner,
 )
 from invoicing.services import Services
+from invoicing.settings import Settings
 
 EVENT_ID_HEADER = "x-service-event-id"
 ATTEMPT_HEADER = "x-service-delivery-attempt"
@@ -140,29 +142,30 @@ def encode_body(payload: dict[str, Any]) -> bytes:
 async def claim_events(
     services: Services, now_ms: int, limit: int, in_flight: InFlight | None = None
 ) -> list[ClaimedEvent]:
-    """Lease up to ``limit`` due events and take their next attempt number.
+    """Lease up to ``limit`` due events (``limit``: the worker's free slots) and take their
+    next attempt number.
 
     Due events of failing endpoints come after everyone else's, each group oldest first (a
-    failing endpoint's event waits so for at most one retry delay). No host gets more than
-    ``webhook_per_host_concurrency`` attempts in flight and no owner more than
-    ``webhook_per_owner_concurrency``, counting ``in_flight`` (this worker's attempts);
-    events over either cap stay unclaimed, and the hosts and owners already full are left
-    out of the query, so the next due events of everyone else are found.
+    failing endpoint's event waits so for at most one retry delay). The caps (:class:`Caps`)
+    count ``in_flight`` (this worker's attempts); events over them stay unclaimed, and the
+    hosts and owners already full are left out of the query, so the next due events of
+    everyone else are found.
     """
-    settings = services.settings
-    caps = Caps(settings.webhook_per_host_concurrency, settings.webhook_per_owner_concurrency)
+    caps = Caps.of(services.settings)
     in_flight = in_flight or InFlight()
+    settings = services.settings
     patience_ms = int(settings.webhook_retry_delay_s * 1000)
     lease_until = now_ms + int(settings.webhook_timeout_s * 1000) + LEASE_MARGIN_MS
-    full = caps.full(in_flight)
+    full = caps.full(in_flight, limit)
+    fetch = caps.most_claimable(limit)
     async with services.db.transaction() as session:
         rows = list(
-            await session.execute(_due_events(now_ms, patience_ms, full, False).limit(limit))
+            await session.execute(_due_events(now_ms, patience_ms, full, False).limit(fetch))
         )
-        if len(rows) < limit:
+        if len(rows) < fetch:
             deferred = _due_events(now_ms, patience_ms, full, True)
-            rows += await session.execute(deferred.limit(limit - len(rows)))
-        ids = caps.within([(row[0], row[1], row[2]) for row in rows], in_flight)
+            rows += await session.execute(deferred.limit(fetch - len(rows)))
+        ids = caps.within([(row[0], row[1], row[2]) for row in rows], in_flight, limit)
         if not ids:
             return []
         await session.execute(
@@ -176,29 +179,57 @@ async def claim_events(
 
 @dataclass(frozen=True)
 class Caps:
-    """Attempts in flight one host, and one owner, may have."""
+    """What one host and one owner may hold of a worker's slots.
+
+    A host holds at most ``per_host`` (the thing that hangs). An owner holds its share,
+    ``per_owner``, whenever a slot is free; beyond it, only spare slots: it takes one more
+    only while at least ``reserved`` slots (half the worker's) stay free. So one owner holds
+    at most half the slots (or its share, if larger), whatever its endpoints do, and the
+    other half always serves the owners within their share; an owner alone uses the whole
+    spare half, as fast as before (``bench/webhooks.py``)."""
 
     per_host: int
     per_owner: int
+    reserved: int
 
-    def full(self, in_flight: InFlight) -> tuple[list[str], list[str]]:
-        """(hosts, owners) already at their cap."""
+    @classmethod
+    def of(cls, settings: Settings) -> Caps:
+        return cls(
+            settings.webhook_per_host_concurrency,
+            settings.webhook_per_owner_concurrency,
+            settings.webhook_concurrency // 2,
+        )
+
+    def full(self, in_flight: InFlight, free: int) -> tuple[list[str], list[str]]:
+        """(hosts, owners) that can take no slot now, with ``free`` slots free."""
         hosts = sorted(host for host, count in in_flight.hosts.items() if count >= self.per_host)
-        owners = sorted(o for o, count in in_flight.owners.items() if count >= self.per_owner)
+        owners = sorted(o for o, n in in_flight.owners.items() if not self._takes(n, free))
         return hosts, owners
 
-    def within(self, rows: list[tuple[str, str, str]], in_flight: InFlight) -> list[str]:
+    def most_claimable(self, free: int) -> int:
+        """How many rows a claim reads: the spare slots, plus one owner's share (owners within
+        their share that are due beyond it are claimed at the next round, at once)."""
+        return min(free, max(free - self.reserved, 0) + self.per_owner)
+
+    def within(self, rows: list[tuple[str, str, str]], in_flight: InFlight, free: int) -> list[str]:
         """Ids of the candidates (id, host, owner), in order, leaving out any that would put
-        its host or its owner over the cap."""
+        its host over its cap, or its owner over its share while too few slots are free."""
         hosts, owners = Counter(in_flight.hosts), Counter(in_flight.owners)
         ids: dict[str, None] = {}
         for event_id, host, owner in rows:
-            if event_id in ids or hosts[host] >= self.per_host or owners[owner] >= self.per_owner:
+            if event_id in ids or hosts[host] >= self.per_host:
+                continue
+            if free <= 0 or not self._takes(owners[owner], free):
                 continue
             hosts[host] += 1
             owners[owner] += 1
+            free -= 1
             ids[event_id] = None
         return list(ids)
+
+    def _takes(self, held: int, free: int) -> bool:
+        """Whether an owner holding ``held`` slots may take one more of ``free``."""
+        return held < self.per_owner or free - 1 >= self.reserved
 
 
 def _due_events(
