@@ -12,7 +12,9 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── FeeTooHigh            400 fee_too_high
     │   ├── DeadlineExpired       400 deadline_expired
     │   ├── InvalidOwnerSignature 400 invalid_owner_signature
-    │   └── InsufficientBalance   400 insufficient_balance
+    │   ├── InsufficientBalance   400 insufficient_balance
+    │   ├── GaslessUnavailable    400 gasless_unavailable
+    │   └── InvalidAuthorization  400 invalid_authorization
     ├── Unauthorized              401 unauthorized
     │   ├── TimestampOutOfWindow  401 timestamp_out_of_window
     │   └── ReplayedRequest       401 replayed_request
@@ -24,6 +26,8 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── NonceMismatch         409 nonce_mismatch
     │   ├── SweepInProgress       409 sweep_in_progress
     │   ├── InvoicePending        409 invoice_pending
+    │   ├── AuthorizationUsed     409 authorization_used
+    │   ├── InvoiceNotPayable     409 invoice_not_payable
     │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
     │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
     │   └── PriceUnavailable      409 price_unavailable
@@ -109,10 +113,32 @@ class InvalidOwnerSignature(InvalidRequest):
 
 
 class InsufficientBalance(InvalidRequest):
-    """A refund asks for more than the escrow holds of that asset."""
+    """A refund asks for more than the escrow holds of that asset, or a payer's transfer
+    authorization for more than the payer holds."""
 
     code = "insufficient_balance"
-    meaning = "a refund asks for more than the escrow holds of that asset"
+    meaning = (
+        "a refund asks for more than the escrow holds of that asset, or a transfer "
+        "authorization for more than its payer holds"
+    )
+
+
+class GaslessUnavailable(InvalidRequest):
+    """The invoice's token has no EIP-3009, or its owner has not turned gasless payments on
+    for the chain."""
+
+    code = "gasless_unavailable"
+    meaning = "this invoice cannot be paid without gas (its token, or its owner's choice)"
+
+
+class InvalidAuthorization(InvalidRequest):
+    """A payer's EIP-3009 transfer authorization that this invoice cannot take."""
+
+    code = "invalid_authorization"
+    meaning = (
+        "a transfer authorization is not for this invoice (to, value, validity window), not "
+        "signed by its payer, or fails its simulation (`details.field`)"
+    )
 
 
 class Unauthorized(ServiceError):
@@ -182,6 +208,22 @@ class InvoicePending(Conflict):
 
     code = "invoice_pending"
     meaning = "a refund of an invoice that is still pending; refund once it is paid or expired"
+
+
+class AuthorizationUsed(Conflict):
+    """The authorization's nonce is used or canceled on the token: submitted by someone else
+    first, or canceled by its payer."""
+
+    code = "authorization_used"
+    meaning = "a transfer authorization whose nonce the token has already used or canceled"
+
+
+class InvoiceNotPayable(Conflict):
+    """The invoice takes no payment now: settled, cancelled, expired, or a payment through
+    this service is pending for it."""
+
+    code = "invoice_not_payable"
+    meaning = "the invoice takes no payment now (paid, cancelled, expired, or one is pending)"
 
 
 class TooManyWebhookSecrets(Conflict):

@@ -2,6 +2,7 @@
 
 from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.db import Base
+from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
@@ -32,6 +33,8 @@ __all__ = [
     "EscrowAsset",
     "Event",
     "EventEndpoint",
+    "GaslessOptIn",
+    "GaslessPayment",
     "Invoice",
     "MonitorShard",
     "MonitorWorker",

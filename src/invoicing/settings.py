@@ -156,6 +156,10 @@ class Settings(BaseSettings):
     # use at most, and how many the relayer sends per owner and chain per UTC day.
     relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
+    # Gasless payments (EIP-3009): the longest validity window (validBefore - now) accepted,
+    # and the least time left before validBefore for the relayer's transaction to be mined.
+    gasless_max_validity_s: int = Field(default=3600, ge=60, le=7 * 86400)
+    gasless_min_validity_left_s: int = Field(default=30, ge=1, le=3600)
     # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
     # chain and UTC day, and the share of one owner (all owners without a paid invoice on
     # the chain share one); an owner whose relayed transactions revert on-chain waits this

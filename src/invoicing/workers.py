@@ -11,8 +11,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-# What a final refund means is registered when its domain is imported (``settlement.finality``);
-# a process that only runs the workers follows refunds too.
+# What a final refund or gasless payment means is registered when its domain is imported
+# (``settlement.finality``); a process that only runs the workers follows them too.
+import invoicing.gasless.service  # noqa: F401
 import invoicing.refunds.service  # noqa: F401
 from invoicing import housekeeping
 from invoicing.monitor import worker as monitor

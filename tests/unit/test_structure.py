@@ -39,7 +39,7 @@ FLOORS: list[set[str]] = [
     {"notifications"},
     {"invoices"},
     {"settlement"},
-    {"fees", "gauges", "housekeeping", "monitor", "recovery", "refunds"},
+    {"fees", "gasless", "gauges", "housekeeping", "monitor", "recovery", "refunds"},
     {"models", "workers"},
     {"web"},
     {"cli"},

@@ -8,6 +8,7 @@ import {
   ApiKeys,
   Escrows,
   Events,
+  Gasless,
   Public,
   Settings,
   WebhookEndpoints,
@@ -45,6 +46,7 @@ export class Client {
     this.events = new Events(this.transport);
     this.escrows = new Escrows(this.transport);
     this.settings = new Settings(this.transport);
+    this.gasless = new Gasless(this.transport);
     this.public = new Public(this.transport);
   }
 

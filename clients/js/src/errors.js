@@ -12,7 +12,9 @@
 //       │   ├── FeeTooHigh             400 fee_too_high
 //       │   ├── DeadlineExpired        400 deadline_expired
 //       │   ├── InvalidOwnerSignature  400 invalid_owner_signature
-//       │   └── InsufficientBalance    400 insufficient_balance
+//       │   ├── InsufficientBalance    400 insufficient_balance
+//       │   ├── GaslessUnavailable     400 gasless_unavailable
+//       │   └── InvalidAuthorization   400 invalid_authorization
 //       ├── Unauthorized               401 unauthorized
 //       │   ├── TimestampOutOfWindow   401 timestamp_out_of_window
 //       │   └── ReplayedRequest        401 replayed_request
@@ -24,6 +26,8 @@
 //       │   ├── NonceMismatch          409 nonce_mismatch
 //       │   ├── SweepInProgress        409 sweep_in_progress
 //       │   ├── InvoicePending         409 invoice_pending
+//       │   ├── AuthorizationUsed      409 authorization_used
+//       │   ├── InvoiceNotPayable      409 invoice_not_payable
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
 //       │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
 //       │   └── PriceUnavailable       409 price_unavailable
@@ -85,6 +89,8 @@ export const FeeTooHigh = errorClass(InvalidRequest, "fee_too_high");
 export const DeadlineExpired = errorClass(InvalidRequest, "deadline_expired");
 export const InvalidOwnerSignature = errorClass(InvalidRequest, "invalid_owner_signature");
 export const InsufficientBalance = errorClass(InvalidRequest, "insufficient_balance");
+export const GaslessUnavailable = errorClass(InvalidRequest, "gasless_unavailable");
+export const InvalidAuthorization = errorClass(InvalidRequest, "invalid_authorization");
 export const Unauthorized = errorClass(ApiError, "unauthorized", 401);
 export const TimestampOutOfWindow = errorClass(Unauthorized, "timestamp_out_of_window");
 export const ReplayedRequest = errorClass(Unauthorized, "replayed_request");
@@ -96,6 +102,8 @@ export const InvoiceExists = errorClass(Conflict, "invoice_exists");
 export const NonceMismatch = errorClass(Conflict, "nonce_mismatch");
 export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
 export const InvoicePending = errorClass(Conflict, "invoice_pending");
+export const AuthorizationUsed = errorClass(Conflict, "authorization_used");
+export const InvoiceNotPayable = errorClass(Conflict, "invoice_not_payable");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
 export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
 export const PriceUnavailable = errorClass(Conflict, "price_unavailable");
@@ -125,7 +133,8 @@ export const ERRORS_BY_CODE = new Map(
     NonceMismatch, SweepInProgress, InvoicePending, TooManyWebhookSecrets, TooManyWebhookEndpoints,
     PriceUnavailable,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
-    DatabaseUnavailable,
+    DatabaseUnavailable, GaslessUnavailable, InvalidAuthorization, AuthorizationUsed,
+    InvoiceNotPayable,
   ].map((cls) => [cls.code, cls]),
 );
 

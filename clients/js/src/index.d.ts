@@ -207,6 +207,20 @@ export interface EscrowExportLine {
 
 export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
 
+/** Whether payers may pay the owner's invoices on a chain without gas (EIP-3009 tokens). */
+export interface GaslessSettings { chainId: number; enabled: boolean; tokens: string[] }
+
+/** A payer's EIP-3009 TransferWithAuthorization as signed, for payWithoutGas. */
+export interface AuthorizationBody {
+  chainId: number; tokenAddress: string; from: string; to: string; value: bigint;
+  validAfter: bigint; validBefore: bigint; nonce: string; signature: string;
+}
+
+/** A relayed transfer authorization: the transaction carrying it (202). */
+export interface GaslessSubmission {
+  txHash: string; chainId: number; payer: string; nonce: string; status: string;
+}
+
 export interface PaymentStatus {
   paymentAddress: string; chainId: number; network: string; tokenAddress: string | null;
   symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
@@ -316,11 +330,16 @@ export class Client {
     get(): Promise<OwnerSettings>;
     update(settings: Partial<OwnerSettings>): Promise<OwnerSettings>;
   };
+  readonly gasless: {
+    get(chainId: number): Promise<GaslessSettings>;
+    set(chainId: number, enabled: boolean): Promise<GaslessSettings>;
+  };
   readonly public: {
     health(): Promise<Health>;
     ready(): Promise<Readiness>;
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
+    payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };
@@ -345,6 +364,8 @@ export class FeeTooHigh extends InvalidRequest {}
 export class DeadlineExpired extends InvalidRequest {}
 export class InvalidOwnerSignature extends InvalidRequest {}
 export class InsufficientBalance extends InvalidRequest {}
+export class GaslessUnavailable extends InvalidRequest {}
+export class InvalidAuthorization extends InvalidRequest {}
 export class Unauthorized extends ApiError {}
 export class TimestampOutOfWindow extends Unauthorized {}
 export class ReplayedRequest extends Unauthorized {}
@@ -356,6 +377,8 @@ export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
 export class InvoicePending extends Conflict {}
+export class AuthorizationUsed extends Conflict {}
+export class InvoiceNotPayable extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}
 export class PriceUnavailable extends Conflict {}

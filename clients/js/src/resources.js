@@ -143,6 +143,18 @@ export class Settings extends Resource {
   }
 }
 
+/** Whether payers may pay the owner's invoices on a chain without gas (off by default). */
+export class Gasless extends Resource {
+  async get(chainId) {
+    return this.call("gasless.get", { query: { chainId } });
+  }
+
+  /** Each gasless payment's gas counts against the owner's share of the relayer's budget. */
+  async set(chainId, enabled) {
+    return this.call("gasless.set", { body: { chainId, enabled } });
+  }
+}
+
 /** The routes anyone may call (no credential is sent): health, payment pages, and the relay
  * of messages an owner signed in a wallet front end. */
 export class Public extends Resource {
@@ -166,6 +178,19 @@ export class Public extends Resource {
   /** What the payment page shows: amounts, remaining, status. */
   async paymentStatus(paymentAddress) {
     return this.call("public.paymentStatus", { params: { payment_address: paymentAddress } });
+  }
+
+  /** Submit a payer's signed EIP-3009 authorization for the invoice at `paymentAddress`
+   * ({ chainId, tokenAddress, from, to, value, validAfter, validBefore, nonce, signature });
+   * the relayer pays the gas. The same authorization again answers with the same txHash. */
+  async payWithoutGas(paymentAddress, authorization) {
+    const body = { ...authorization };
+    for (const name of ["value", "validAfter", "validBefore"]) {
+      body[name] = rawString(authorization[name], name);
+    }
+    return this.call("public.payWithoutGas", {
+      params: { payment_address: paymentAddress }, body, idempotent: true,
+    });
   }
 
   /** Relay a SetFee the owner signed elsewhere, at `nonce` (no credential). */

@@ -62,6 +62,8 @@ class FakeChain:
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
+        # EIP-3009 nonces used or canceled: (token, authorizer) lower case, nonce.
+        self.used_authorizations: set[tuple[str, str, bytes]] = set()
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -210,6 +212,10 @@ class FakeChain:
     async def has_code(self, address: str) -> bool:
         self._check("has_code")
         return address.lower() in self.contracts
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        self._check("authorization_state")
+        return (token.lower(), authorizer.lower(), nonce) in self.used_authorizations
 
     async def eip1559(self) -> bool:
         self._check("eip1559")

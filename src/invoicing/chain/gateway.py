@@ -20,6 +20,7 @@ from invoicing.chain.answers import RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
+from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
@@ -81,6 +82,11 @@ class ChainGateway(Protocol):
 
     async def has_code(self, address: str) -> bool:
         """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
+        ...
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        """EIP-3009 ``authorizationState``: whether the authorizer used or canceled the
+        nonce (at the latest block)."""
         ...
 
     # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
@@ -231,6 +237,13 @@ class EvmGateway:
 
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))
+
+    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
+        try:
+            raw = await self.evm.eth_call(token, encode_authorization_state(authorizer, nonce))
+        except RpcError as exc:
+            raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
+        return int.from_bytes(raw[:32] or b"\0", "big") != 0
 
     async def eip1559(self) -> bool:
         return await self.evm.eip1559()

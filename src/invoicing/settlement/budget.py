@@ -37,7 +37,13 @@ from invoicing.errors import RateLimited
 from invoicing.invoices.models import Invoice
 from invoicing.settings import Settings
 from invoicing.settlement.backoff import retry_delay_s
-from invoicing.settlement.models import OwnerSetAside, RelayerSpend, RelayerTransaction, TxStatus
+from invoicing.settlement.models import (
+    OwnerSetAside,
+    RelayerSpend,
+    RelayerTransaction,
+    TxPurpose,
+    TxStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +188,10 @@ async def after_final(
     """A final transaction's outcome for its owner, in the transaction that marks it final:
     reverted sets the owner aside (one more revert), confirmed ends that."""
     if row.owner_key is None or row.status == TxStatus.DROPPED:
+        return
+    if row.purpose == TxPurpose.GASLESS and row.status != TxStatus.CONFIRMED:
+        # A payer's authorization reverts when anyone submitted the same one first (it is
+        # public once broadcast), which says nothing of the owner: its share bounds the cost.
         return
     key = (row.chain_id, row.owner_key)
     if row.status == TxStatus.CONFIRMED:

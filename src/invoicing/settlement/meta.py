@@ -82,7 +82,9 @@ async def relay_meta(
         if held is not None:
             return _same_request(held, meta)
         await _check_budget(session, meta, settings, services.clock.now_ms())
-        spender = await spender_of(session, meta.chain_id, meta.owner_address)
+        # The call's own spender (a payer's authorization spends its invoice owner's share),
+        # or the signer's.
+        spender = meta.call.spender or await spender_of(session, meta.chain_id, meta.owner_address)
         # Read before the estimate, so a refused flood costs no node call; the send checks
         # again under the relayer account lock.
         now_ms = services.clock.now_ms()

@@ -34,6 +34,8 @@ class TxPurpose:
     SET_FEE = "set_fee"
     SET_PAYOUT = "set_payout"
     REFUND = "refund"
+    # A payer's EIP-3009 transferWithAuthorization into an invoice's escrow (gasless).
+    GASLESS = "gasless"
 
 
 class RelayerAccount(Base):

@@ -17,6 +17,7 @@ from invoicing.web.api import (
     escrows,
     events,
     fees,
+    gasless,
     invoices,
     refunds,
     webhook_signing,
@@ -25,6 +26,7 @@ from invoicing.web.api import (
 from invoicing.web.cors import CorsByPath, cors_rules, route_methods
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
+from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
@@ -37,7 +39,9 @@ ROUTERS = (
     api_keys.router,
     webhooks.router,
     page.router,
+    page_gasless.router,
     fees.router,
+    gasless.router,
     refunds.router,
     escrows.router,
     webhook_signing.router,

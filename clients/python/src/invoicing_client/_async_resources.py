@@ -1,5 +1,6 @@
 """The resources of the client that need only its ``_send``: webhook signing secrets,
-webhook endpoints, events, the escrow export, the owner's settings and the public routes
+webhook endpoints, events, the escrow export, the owner's settings, gasless payments and the
+public routes
 (written for asyncio; the blocking ones are generated, see ``_async_client.py``)."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from invoicing_client.models import (
     EventEnvelope,
     EventPage,
     FeeSubmission,
+    GaslessSettings,
+    GaslessSubmission,
     Health,
     IssuedWebhookSecret,
     OwnerSettings,
@@ -202,6 +205,23 @@ class AsyncSettings:
         return await self._send(call, calls.model(OwnerSettings))
 
 
+class AsyncGasless:
+    """Whether payers may pay the owner's invoices without gas, per chain (off by default)."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def get(self, chain_id: int) -> GaslessSettings:
+        call = calls.call("gasless.get", query={"chainId": chain_id})
+        return await self._send(call, calls.model(GaslessSettings))
+
+    async def set(self, chain_id: int, enabled: bool) -> GaslessSettings:
+        """Turn gasless payments on or off; each one's gas counts against the owner's share
+        of the relayer's daily budget."""
+        call = calls.call("gasless.set", body={"chainId": chain_id, "enabled": enabled})
+        return await self._send(call, calls.model(GaslessSettings))
+
+
 class AsyncPublic:
     """The routes anyone may call (no credential is sent): health, payment pages, and the
     relay of messages an owner signed in a wallet front end."""
@@ -230,6 +250,19 @@ class AsyncPublic:
         """What the payment page shows: amounts, remaining, status."""
         call = calls.call("public.payment_status", path={"payment_address": payment_address})
         return await self._send(call, calls.model(PaymentStatus))
+
+    async def pay_without_gas(
+        self, payment_address: str, authorization: dict[str, Any]
+    ) -> GaslessSubmission:
+        """Submit a payer's signed EIP-3009 authorization for the invoice at
+        ``payment_address`` (the body of docs/integration/gasless.md: chainId, tokenAddress,
+        from, to, value, validAfter, validBefore, nonce, signature); the relayer pays the gas."""
+        call = calls.call(
+            "public.pay_without_gas",
+            path={"payment_address": payment_address},
+            body=dict(authorization),
+        )
+        return await self._send(call, calls.model(GaslessSubmission))
 
     async def relay_fee(
         self, chain_id: int, fee_bps: int, nonce: int, deadline: int, signature: str

@@ -88,12 +88,15 @@ ROUTES: dict[str, Route] = {
         "POST", "/integration/events/{event_id}/redeliver", "event.redeliver"
     ),
     "escrows.export": Route("GET", "/integration/escrows/export", "escrow.export", ("chainId",)),
+    "gasless.get": Route("GET", "/integration/gasless", "gasless.get", ("chainId",)),
+    "gasless.set": Route("POST", "/integration/gasless", "gasless.set"),
     "settings.get": Route("GET", "/integration/settings", "settings.get"),
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
     "public.health": Route("GET", "/healthz", None),
     "public.ready": Route("GET", "/readyz", None),
     "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
     "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
+    "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
     "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),
 }

@@ -22,6 +22,7 @@ from invoicing_client import _calls as calls
 from invoicing_client._sync_resources import (
     Escrows,
     Events,
+    Gasless,
     Public,
     Settings,
     WebhookEndpoints,
@@ -97,6 +98,7 @@ class Client:
         self.events = Events(self._send)
         self.escrows = Escrows(self._send)
         self.settings = Settings(self._send)
+        self.gasless = Gasless(self._send)
         self.public = Public(self._send)
 
     def __repr__(self) -> str:

@@ -13,7 +13,9 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── FeeTooHigh            400 fee_too_high
         │   ├── DeadlineExpired       400 deadline_expired
         │   ├── InvalidOwnerSignature 400 invalid_owner_signature
-        │   └── InsufficientBalance   400 insufficient_balance
+        │   ├── InsufficientBalance   400 insufficient_balance
+        │   ├── GaslessUnavailable    400 gasless_unavailable
+        │   └── InvalidAuthorization  400 invalid_authorization
         ├── Unauthorized              401 unauthorized
         │   ├── TimestampOutOfWindow  401 timestamp_out_of_window
         │   └── ReplayedRequest       401 replayed_request
@@ -25,6 +27,8 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── NonceMismatch         409 nonce_mismatch
         │   ├── SweepInProgress       409 sweep_in_progress
         │   ├── InvoicePending        409 invoice_pending
+        │   ├── AuthorizationUsed     409 authorization_used
+        │   ├── InvoiceNotPayable     409 invoice_not_payable
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
         │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
         │   └── PriceUnavailable      409 price_unavailable
@@ -113,6 +117,14 @@ class InsufficientBalance(InvalidRequest):
     code = "insufficient_balance"
 
 
+class GaslessUnavailable(InvalidRequest):
+    code = "gasless_unavailable"
+
+
+class InvalidAuthorization(InvalidRequest):
+    code = "invalid_authorization"
+
+
 class Unauthorized(ApiError):
     code, status = "unauthorized", 401
 
@@ -147,6 +159,14 @@ class InvoiceExists(Conflict):
 
 class NonceMismatch(Conflict):
     code = "nonce_mismatch"
+
+
+class AuthorizationUsed(Conflict):
+    code = "authorization_used"
+
+
+class InvoiceNotPayable(Conflict):
+    code = "invoice_not_payable"
 
 
 class SweepInProgress(Conflict):

@@ -326,6 +326,25 @@ class OwnerSettings(_Model):
     underpayment_tolerance_bps: int = 0
 
 
+class GaslessSettings(_Model):
+    """Whether payers may pay the owner's invoices on a chain without gas, and the chain's
+    tokens that allow it (EIP-3009)."""
+
+    chain_id: int
+    enabled: bool
+    tokens: list[str]
+
+
+class GaslessSubmission(_Model):
+    """A payer's transfer authorization, relayed: the transaction carrying it (202)."""
+
+    tx_hash: str
+    chain_id: int
+    payer: str
+    nonce: str  # 0x + 64 hex digits (EIP-3009 nonces are random)
+    status: str
+
+
 class PaymentStatus(_Model):
     """The public status of a payment page (what a payer's browser reads)."""
 

@@ -71,6 +71,7 @@ LangParam = Annotated[
 ]
 
 router = APIRouter(prefix="/pay", tags=["payment page"], dependencies=[Depends(_limit_client)])
+limit_client = _limit_client  # every /pay route's limit (web.page.gasless too)
 
 
 def _html(description: str) -> dict[str, object]:

@@ -1,0 +1,54 @@
+"""Gasless payments: the owners who turned them on per chain, and the authorizations the
+relayer submitted into invoice escrows."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from invoicing.db import Base
+from invoicing.invoices.models import RAW
+
+
+class GaslessStatus:
+    SUBMITTED = "submitted"  # its relayer transaction is pending
+    CONFIRMED = "confirmed"  # mined with status 1 at the chain's confirmation depth
+    FAILED = "failed"  # reverted (submitted by someone else first, say), or dropped
+
+
+class GaslessOptIn(Base):
+    """An owner's choice on one chain: payers may pay its invoices without gas (off until
+    the owner turns it on)."""
+
+    __tablename__ = "gasless_opt_ins"
+
+    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)  # lower case
+    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    enabled: Mapped[bool] = mapped_column(Boolean)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class GaslessPayment(Base):
+    """A payer's transfer authorization the relayer submitted into an invoice's escrow."""
+
+    __tablename__ = "gasless_payments"
+    __table_args__ = (
+        Index("ix_gasless_payments_invoice", "invoice_id", "created_at"),
+        Index("ix_gasless_payments_authorization", "chain_id", "payer", "nonce"),
+    )
+
+    relayer_tx_id: Mapped[str] = mapped_column(
+        ForeignKey("relayer_transactions.id"), primary_key=True
+    )
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"))
+    chain_id: Mapped[int] = mapped_column(BigInteger)
+    payer: Mapped[str] = mapped_column(String(42))  # checksummed
+    nonce: Mapped[str] = mapped_column(String(66))  # 0x + 64 hex digits
+    value_raw: Mapped[str] = mapped_column(RAW)
+    valid_before: Mapped[int] = mapped_column(BigInteger)
+    # keccak256 of the token and calldata: the same authorization has the same one.
+    request_hash: Mapped[str] = mapped_column(String(66))
+    tx_hash: Mapped[str] = mapped_column(String(66))  # as first sent (the answer's)
+    status: Mapped[str] = mapped_column(String(16))  # a GaslessStatus value
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)
