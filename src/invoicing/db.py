@@ -143,6 +143,7 @@ def _tune_sqlite(engine: Engine, *, batch_writer: bool = False) -> None:
 
 
 SQLITE_BEGIN = "invoicing_sqlite_begin"
+_DATABASE_KEY = "invoicing_database"
 log = logging.getLogger(__name__)
 
 Result = TypeVar("Result")
@@ -159,7 +160,10 @@ class Database:
 
     def __init__(self, url: str) -> None:
         self.engine = create_engine(url)
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Every session knows its Database (``Database.of``): code handed only a session can
+        # still reach this Database's process-local objects.
+        info = {_DATABASE_KEY: self}
+        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False, info=info)
         self._write_lock: asyncio.Lock | None = None
         self._writer = self.engine
         self._write_sessions = self.sessions
@@ -168,7 +172,9 @@ class Database:
         if self.engine.dialect.name == "sqlite":
             self._write_lock = asyncio.Lock()
             self._writer = self.engine.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
-            self._write_sessions = async_sessionmaker(self._writer, expire_on_commit=False)
+            self._write_sessions = async_sessionmaker(
+                self._writer, expire_on_commit=False, info=info
+            )
             path = self.engine.url.database
             if path not in (None, "", ":memory:"):
                 self._batch_writer = _SqliteBatchWriter(self.engine, path)
@@ -176,6 +182,12 @@ class Database:
     @property
     def dialect(self) -> str:
         return self.engine.dialect.name
+
+    @staticmethod
+    def of(session: AsyncSession) -> Database | None:
+        """The Database whose ``sessions()`` or ``transaction()`` made ``session``."""
+        found = session.info.get(_DATABASE_KEY)
+        return found if isinstance(found, Database) else None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:

@@ -1,6 +1,11 @@
 """Imports every table so ``Base.metadata`` is complete (Alembic and tests use it)."""
 
-from invoicing.auth.models import ApiKey, UsedRequestTimestamp
+from invoicing.auth.models import (
+    ApiKey,
+    DashboardSession,
+    SignInTicket,
+    UsedRequestTimestamp,
+)
 from invoicing.db import Base
 from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
@@ -29,6 +34,7 @@ from invoicing.settlement.models import (
 __all__ = [
     "ApiKey",
     "Base",
+    "DashboardSession",
     "EndpointHealth",
     "EscrowAsset",
     "Event",
@@ -44,6 +50,7 @@ __all__ = [
     "ParkedEscrow",
     "RateLimitWindow",
     "Refund",
+    "SignInTicket",
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",

@@ -134,6 +134,12 @@ class Settings(BaseSettings):
     # sends, so their cost is bounded (0 turns a limit off).
     event_redelivery_per_hour: int = 100
     webhook_test_per_hour: int = 20
+    # The dashboard (web/dashboard): how long a session lasts, how long a login link printed
+    # by `invoicing dashboard-link` stays usable, and sign-in attempts (nonces, messages,
+    # links) per client network per minute.
+    dashboard_session_ttl_s: int = Field(default=8 * 3600, ge=60)
+    dashboard_link_ttl_s: int = Field(default=600, ge=10, le=3600)
+    dashboard_sign_in_per_minute: int = Field(default=30, ge=0)
     # Comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client.
     trusted_proxies: str = ""
     # CORS (api/cors.py): origins whose pages may call /fees/* and /pay/<address>/status

@@ -136,6 +136,14 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
         assert httpx.get(f"{ready['base_url']}/healthz").json() == {"status": "ok"}
         readyz = httpx.get(f"{ready['base_url']}/readyz")
         assert readyz.status_code == 200 and readyz.json()["ready"] is True
+        # The ready line's dashboard link signs in as that owner, once.
+        link = ready["dashboard"]
+        assert link.startswith(f"{ready['base_url']}/dashboard/login/link/dl_")
+        with httpx.Client() as browser:
+            assert browser.get(link).status_code == 200
+            overview = browser.get(f"{ready['base_url']}/dashboard")
+            assert overview.status_code == 200 and ready["owner"] in overview.text
+        assert httpx.get(link).status_code == 401
         assert port_is_open(chain_port)
     finally:
         process.send_signal(stop_signal)
@@ -230,9 +238,17 @@ def test_dev_files_live_in_one_temporary_directory_that_operator_commands_read(
             shell,
         )
         without_the_file = run_operator(["parked"], shell)
+        link = run_operator(
+            ["dashboard-link", "--owner", owner, "--env-file", str(env_file)], shell
+        )
 
         # then they work on the dev service's database and chain:
         assert (parked.returncode, parked.stdout, parked.stderr) == (0, "", "")
+        assert link.returncode == 0, link.stderr
+        assert link.stdout.startswith(f"{ready['base_url']}/dashboard/login/link/dl_")
+        with httpx.Client() as browser:
+            assert browser.get(link.stdout.strip()).status_code == 200
+            assert owner in browser.get(f"{ready['base_url']}/dashboard").text
         assert withdrawn.returncode == 0, withdrawn.stdout + withdrawn.stderr
         hash_ = "0x[0-9a-f]{64}"
         assert re.fullmatch(

@@ -280,6 +280,8 @@ async def test_off_by_default_and_per_chain(
     payer = await funded_payer(evm, dev, 1_000_000)
     body = await body_for(evm, dev, payer, invoice)
     await expect_refused(app, invoice, owner.address, body, 400, "gasless_unavailable")
+    page = await app.http.get(f"/pay/{invoice.payment_address}")
+    assert 'id="gasless"' not in page.text and "data-gasless-name" not in page.text
 
     api_key = await issue_api_key(services, owner)
     query = {"ownerAddress": owner.address, "chainId": dev.chain_id}
@@ -289,6 +291,9 @@ async def test_off_by_default_and_per_chain(
         "/integration/gasless", json={**query, "enabled": True}, headers=key_headers(api_key)
     )
     assert on.json() == {"chainId": dev.chain_id, "enabled": True, "tokens": [dev.token]}
+    page = await app.http.get(f"/pay/{invoice.payment_address}")
+    assert 'id="gasless"' in page.text
+    assert 'data-gasless-name="Test USD" data-gasless-version="1"' in page.text
     assert (await post(app, invoice, body)).status_code == 202
     # Another owner's key cannot turn it on for this owner; an unknown chain is refused.
     stranger = await issue_api_key(services, Account.create())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -15,12 +16,14 @@ from invoicing.auth.api_keys import create_api_key, revoke_api_key
 from invoicing.auth.guard import Caller
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
+from invoicing.db import Database
 from invoicing.invoices.models import Invoice
-from invoicing.monitor.passes import run_due_pass
+from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
 from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import WebhookAttempt
+from invoicing.notifications.outbox import OUTBOX_BELL, ring_after_commit
 from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
 from tests.support.monitoring import (
@@ -44,7 +47,8 @@ async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services
 async def paid_invoice(services: Services, fake: FakeChain, **kwargs: object) -> Invoice:
     invoice = await new_invoice(services, fake, **kwargs)  # type: ignore[arg-type]
     fake.pay(invoice.payment_address, ETH)
-    await run_due_pass(services, fake)
+    # The block pass reads every pending invoice (a due pass skips shards read recently).
+    await run_block_pass(services, fake, await fake.block_number())
     return invoice
 
 
@@ -327,3 +331,41 @@ async def test_a_freed_slot_is_used_at_once_not_at_the_next_poll(
     statuses = [e.status for i in invoices for e in await events_of(services, i)]
     assert statuses == ["delivered"] * 5
     await services.db.dispose()
+
+
+async def test_a_delivery_committed_in_this_process_is_sent_at_once_not_at_the_next_poll(
+    own_database: str, fake: FakeChain
+) -> None:
+    # The worker idles with a poll interval far longer than the test; the monitor's commit
+    # of a paid invoice rings the outbox bell, which wakes it.
+    services = fake_services(own_database, fake, webhook_poll_interval_s=30)
+    client = FakeWebhookClient()
+    stop = asyncio.Event()
+    task = asyncio.create_task(Dispatcher(services, client).run(stop))
+    await asyncio.sleep(0.2)  # the worker found nothing and waits
+    invoice = await paid_invoice(services, fake, webhook_url="https://one.example/paid")
+    for _ in range(500):
+        if client.sent:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    assert [d.url for d in client.sent] == ["https://one.example/paid"]
+    assert [e.status for e in await events_of(services, invoice)] == ["delivered"]
+    await services.db.dispose()
+
+
+async def test_a_rolled_back_transaction_does_not_ring_the_bell(own_database: str) -> None:
+    database = Database(own_database)
+    listener = OUTBOX_BELL.of(database).listen()
+    with contextlib.suppress(RuntimeError):
+        async with database.transaction() as session:
+            ring_after_commit(session)
+            raise RuntimeError("rolled back")
+    assert not listener.is_set()
+    async with database.transaction() as session:
+        ring_after_commit(session)
+        assert not listener.is_set()  # not before the commit
+    assert listener.is_set()
+    await database.dispose()

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
-from invoicing.monitor.passes import run_due_pass
+from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
@@ -64,7 +64,7 @@ async def paid_event(
     event's id. The clock moves 1 ms on, so events made later are younger."""
     invoice: Invoice = await new_invoice(services, fake, webhook_url=url, owner_address=owner)
     fake.pay(invoice.payment_address, 10**18)
-    await run_due_pass(services, fake)
+    await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
     clock_of(services).advance(1)
     (event,) = await events_of(services, invoice)
     return event.id

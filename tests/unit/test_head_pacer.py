@@ -28,13 +28,46 @@ def test_after_a_read_that_found_no_new_block_it_polls_every_poll() -> None:
     assert pacer.delay_s(83.95) == 0.5
 
 
-def test_too_few_blocks_or_uneven_ones_or_short_ones_keep_the_plain_poll() -> None:
+def test_too_few_blocks_or_uneven_ones_keep_the_plain_poll() -> None:
     few = pacer_after([(block, 12.0 * block) for block in range(1, 5)])
     uneven = pacer_after([(1, 0.0), (2, 3.0), (3, 15.0), (4, 16.0), (5, 30.0), (6, 31.0)])
-    short = pacer_after([(block, 1.0 * block) for block in range(1, 7)])
+    short_uneven = pacer_after([(1, 0.0), (2, 0.2), (3, 1.8), (4, 2.0), (5, 3.6), (6, 3.7)])
 
-    assert [p.interval_s() for p in (few, uneven, short)] == [None, None, None]
-    assert [p.delay_s(100.0) for p in (few, uneven, short)] == [0.5, 0.5, 0.5]
+    assert [p.interval_s() for p in (few, uneven, short_uneven)] == [None, None, None]
+    assert [p.short_interval_s() for p in (few, uneven, short_uneven)] == [None, None, None]
+    assert [p.delay_s(100.0) for p in (few, uneven, short_uneven)] == [0.5, 0.5, 0.5]
+
+
+def test_steady_1_s_blocks_are_read_when_due_then_chased() -> None:
+    pacer = pacer_after([(block, 1.0 * block + 0.03) for block in range(1, 7)])
+
+    assert (pacer.interval_s(), pacer.short_interval_s()) == (None, 1.0)
+    # Seen at 6.03 and the pass took 0.08 s: the next is due at 6.98 (a tenth of a poll early).
+    assert round(pacer.delay_s(6.11), 6) == 0.87
+    # That read found no new block: look again a fifth of a poll later, for one poll.
+    pacer.seen(6, 6.98)
+    assert round(pacer.delay_s(6.98), 6) == 0.1
+    assert round(pacer.delay_s(7.4), 6) == 0.1
+    # The block is a whole poll late: back to the plain poll.
+    assert pacer.delay_s(7.5) == 0.5
+    pacer.seen(7, 7.08)
+    assert round(pacer.delay_s(7.1), 6) == 0.93
+
+
+def test_chasing_1_s_blocks_sees_each_within_a_fifth_of_a_poll() -> None:
+    # Blocks every 1 s at x.37; the pacer's reads (each taking no time) as the loop makes them.
+    pacer, now, lags, reads = HeadPacer(0.5, max_wait_s=20.0), 0.0, [], 0
+    while now < 30.0:
+        head = int(now - 0.37) if now >= 0.37 else 0
+        if head and (not pacer._changes or head > pacer._changes[-1][0]):
+            lags.append(now - (head + 0.37))
+        pacer.seen(head, now)
+        reads += 1
+        now += pacer.delay_s(now)
+
+    late = [lag for lag in lags[10:]]  # once the pace is known
+    assert max(late) <= 0.1 + 1e-9
+    assert reads <= 2.2 * 30  # about as many calls as the plain poll (2 a block)
 
 
 def test_a_jump_of_several_blocks_starts_the_estimate_again() -> None:

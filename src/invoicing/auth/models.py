@@ -32,3 +32,37 @@ class UsedRequestTimestamp(Base):
     owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
     timestamp_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     expires_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class DashboardSession(Base):
+    """A signed-in dashboard browser (``auth.sign_in``): found by the SHA-256 of its cookie,
+    revocable, expiring; its CSRF token goes with every state-changing request."""
+
+    __tablename__ = "dashboard_sessions"
+    __table_args__ = (Index("ix_dashboard_sessions_owner", "owner_key", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    owner_address: Mapped[str] = mapped_column(String(42))
+    owner_key: Mapped[str] = mapped_column(String(42))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    # How it signed in: "siwe" (a wallet's EIP-4361 signature) or "link" (dashboard-link).
+    method: Mapped[str] = mapped_column(String(8))
+    chain_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    user_agent: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    last_seen_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int] = mapped_column(BigInteger, index=True)
+    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+
+class SignInTicket(Base):
+    """A single-use way in, stored as its SHA-256: a SIWE nonce (any wallet may sign it) or
+    a login link's token (for one owner). Deleted when used or expired."""
+
+    __tablename__ = "dashboard_sign_in_tickets"
+
+    ticket_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(8))  # "nonce" or "link"
+    owner_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    expires_at: Mapped[int] = mapped_column(BigInteger, index=True)

@@ -69,7 +69,7 @@ def _signer_bytes(message: str, signature: str) -> bytes | None:
             raw = bytes.fromhex(signature[2:])
             recoverable = raw[:64] + bytes([raw[64] - 27])
             public_key = PublicKey.from_signature_and_message(
-                recoverable, _personal_message_hash(message), hasher=None
+                recoverable, personal_message_hash(message), hasher=None
             )
         except ValueError:
             return None
@@ -81,7 +81,7 @@ def _signer_bytes(message: str, signature: str) -> bytes | None:
     return bytes.fromhex(str(address)[2:])
 
 
-def _personal_message_hash(message: str) -> bytes:
+def personal_message_hash(message: str) -> bytes:
     """EIP-191 version 0x45 (personal_sign) hash of a text message."""
     data = message.encode()
     return keccak256(b"\x19Ethereum Signed Message:\n" + str(len(data)).encode() + data)

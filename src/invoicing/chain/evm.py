@@ -102,13 +102,17 @@ class EvmClient:
         block: BlockRef = "latest",
         from_: str | None = None,
         value: int = 0,
+        gas: int | None = None,
     ) -> bytes:
-        """Run a call; raises ContractRevert with the revert data when it reverts."""
+        """Run a call (with at most ``gas`` when given); raises ContractRevert with the revert
+        data when it reverts."""
         tx: dict[str, Any] = {"to": to, "data": "0x" + data.hex()}
         if from_ is not None:
             tx["from"] = from_
         if value:
             tx["value"] = hex(value)
+        if gas is not None:
+            tx["gas"] = hex(gas)
         result = await self.rpc.call("eth_call", [tx, _block(block)])
         return bytes.fromhex(str(result)[2:])
 

@@ -62,6 +62,8 @@ class FakeChain:
         self.nonces: dict[str, int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
+        # (wallet lower case, digest, signature) an EIP-1271 wallet accepts.
+        self.wallet_signatures: set[tuple[str, bytes, bytes]] = set()
         # EIP-3009 nonces used or canceled: (token, authorizer) lower case, nonce.
         self.used_authorizations: set[tuple[str, str, bytes]] = set()
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
@@ -212,6 +214,12 @@ class FakeChain:
     async def has_code(self, address: str) -> bool:
         self._check("has_code")
         return address.lower() in self.contracts
+
+    async def is_valid_signature(
+        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
+    ) -> bool:
+        self._check("is_valid_signature")
+        return (wallet.lower(), digest, signature) in self.wallet_signatures
 
     async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
         self._check("authorization_state")

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from eth_abi.abi import encode
+
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
-from invoicing.chain.answers import RpcError, quantity
+from invoicing.chain.answers import ContractRevert, RpcError, quantity
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
@@ -25,6 +27,9 @@ from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.errors import ChainUnavailable, UnsupportedChain
+
+# bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
+ERC1271_SELECTOR = bytes.fromhex("1626ba7e")
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,14 @@ class ChainGateway(Protocol):
 
     # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
     # an unreachable node is ChainUnavailable.
+
+    async def is_valid_signature(
+        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
+    ) -> bool:
+        """Whether the contract wallet at ``wallet`` accepts ``signature`` over ``digest``
+        (EIP-1271 ``isValidSignature``), asked by an ``eth_call`` of at most ``gas_cap`` gas:
+        a revert, an answer other than the magic value, or running out of gas is "no"."""
+        ...
 
     async def eip1559(self) -> bool:
         """Whether transactions are EIP-1559 (type 2); False: legacy type 0 with gasPrice."""
@@ -237,6 +250,21 @@ class EvmGateway:
 
     async def has_code(self, address: str) -> bool:
         return bool(await self.evm.get_code(address))
+
+    async def is_valid_signature(
+        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
+    ) -> bool:
+        data = ERC1271_SELECTOR + encode(["bytes32", "bytes"], [digest, signature])
+        try:
+            answer = await self.evm.eth_call(wallet, data, gas=gas_cap)
+        except ContractRevert:
+            return False
+        except RpcError as exc:
+            if "gas" in exc.message.lower():  # ran out of its cap: not a valid signature
+                return False
+            chain_id = self.config.chain_id
+            raise ChainUnavailable(f"signature check failed on chain {chain_id}") from exc
+        return answer[:4] == ERC1271_SELECTOR and len(answer) == 32
 
     async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
         try:

@@ -2,8 +2,8 @@
 
 - ``dev``: the whole service on local anvil chains, in one process (:mod:`.dev`);
 - ``serve``, ``worker``, ``migrate``: the service's processes (:mod:`.serve`);
-- ``withdraw``, ``parked``, ``api-keys create``, ``escrows export``: the operator's commands on
-  the service's database (:mod:`.operator`);
+- ``withdraw``, ``parked``, ``api-keys create``, ``escrows export``, ``dashboard-link``: the
+  operator's commands on the service's database (:mod:`.operator`);
 - ``deploy``, ``recover``: the commands that need only a chain's node (:mod:`.factory`).
 
 :mod:`.common` holds what they share (logging, settings, one-line refusals).
@@ -30,6 +30,7 @@ for command in (
     operator.withdraw,
     operator.parked,
     factory.recover,
+    operator.dashboard_link,
 ):
     app.command()(command)
 api_keys_app.command("create")(operator.api_keys_create)

@@ -44,6 +44,7 @@ from sqlalchemy.engine import make_url
 
 from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.secrets import ServerSecrets
+from invoicing.auth.sign_in import issue_link, login_url
 from invoicing.chain.anvil import DEV_CHAIN_ID, DEV_PRIVATE_KEYS, AnvilError, AnvilProcess
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
@@ -220,6 +221,9 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
     services = build_services(settings)
     owner = Account.from_key(DEV_PRIVATE_KEYS[0]).address
     api_key = await _issue_dev_key(services, owner)
+    link_token = await issue_link(
+        services.db, owner, services.clock.now_ms(), settings.dashboard_link_ttl_s * 1000
+    )
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(services),
@@ -243,6 +247,8 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         # A first curl needs no signing step: anvil account 0 as owner, with a key of its own.
         "owner": owner,
         "api_key": api_key,
+        # One click into the dashboard as that owner, without a wallet (single-use, minutes).
+        "dashboard": login_url(base_url, link_token),
         "chains": chains,
         "database_url": make_url(options.database_url).render_as_string(hide_password=True),
         "env_file": str(env_file),

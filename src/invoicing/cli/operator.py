@@ -1,5 +1,5 @@
 """The operator's commands on the service's database: ``withdraw --now``, ``parked``,
-``api-keys create`` and ``escrows export``.
+``api-keys create``, ``escrows export`` and ``dashboard-link``.
 
 Each reads the service's settings from the environment, or first from ``--env-file``: the
 file ``invoicing dev`` writes (its ready line's ``env_file``) points them at a running dev
@@ -18,6 +18,7 @@ import typer
 from invoicing.addresses import normalize_address
 from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.secrets import ServerSecrets
+from invoicing.auth.sign_in import issue_link, login_url
 from invoicing.cli.common import EnvFileOption, load_settings, verify_chains_or_refuse
 from invoicing.clock import SystemClock
 from invoicing.db import Database
@@ -132,6 +133,28 @@ def escrows_export(
             await db.dispose()
 
     asyncio.run(main())
+
+
+def dashboard_link(owner: OwnerOption, env_file: EnvFileOption = None) -> None:
+    """Print a single-use dashboard login link for an owner; it expires after
+    INVOICING_DASHBOARD_LINK_TTL_S (10 minutes by default)."""
+    try:
+        owner_address = normalize_address(owner)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--owner {exc}") from None
+    settings = load_settings(env_file)
+
+    async def main() -> str:
+        db = Database(settings.database_url)
+        try:
+            token = await issue_link(
+                db, owner_address, SystemClock().now_ms(), settings.dashboard_link_ttl_s * 1000
+            )
+        finally:
+            await db.dispose()
+        return login_url(settings.base_url, token)
+
+    typer.echo(asyncio.run(main()))
 
 
 def _owner_key(owner: str) -> str:

@@ -37,7 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import address_bytes, normalize_address
 from invoicing.chain.answers import ContractRevert
-from invoicing.chain.config import TokenConfig
+from invoicing.chain.config import Eip712Domain, TokenConfig
 from invoicing.chain.eip3009 import (
     Authorization,
     encode_transfer_with_authorization,
@@ -56,6 +56,7 @@ from invoicing.errors import (
     InvalidOwnerSignature,
     InvoiceNotPayable,
     NotFound,
+    UnsupportedChain,
 )
 from invoicing.gasless.models import GaslessPayment, GaslessStatus
 from invoicing.gasless.opt_in import is_enabled
@@ -142,6 +143,20 @@ async def gasless_token(services: Services, chain: ChainGateway, invoice: Invoic
     if not await is_enabled(services.db, invoice.owner_address, invoice.chain_id):
         raise GaslessUnavailable("the invoice's owner has not turned gasless payments on")
     return token
+
+
+async def page_offer(services: Services, payment_address: str) -> Eip712Domain | None:
+    """The token's EIP-712 domain when the payment page should offer "Pay without gas" for
+    the invoice at ``payment_address`` (its token has EIP-3009, its owner opted in, and it
+    is pending); None otherwise."""
+    try:
+        invoice = await _invoice_at(services.db, payment_address)
+        if invoice.status != InvoiceStatus.PENDING or invoice.deleted_at is not None:
+            return None
+        chain = services.chains.get(invoice.chain_id)
+        return (await gasless_token(services, chain, invoice)).eip3009
+    except (NotFound, GaslessUnavailable, UnsupportedChain):
+        return None
 
 
 async def _invoice_at(db: Database, payment_address: str) -> Invoice:

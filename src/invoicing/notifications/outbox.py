@@ -4,15 +4,62 @@ Two kinds share it: a webhook to an invoice's ``webhookUrl`` (the paid webhook, 
 by ``invoices.notify`` in the paid transition's transaction, or copied by a redelivery) and
 an event's envelope to one of the owner's endpoints (``record.write_events``, redeliveries
 and pings).
+
+A transaction that writes deliveries rings this process's ``OutboxBell`` when it commits
+(``ring_after_commit``): the delivery workers of the process claim them at once instead of
+at their next poll (``webhook_poll_interval_s``); workers of other processes find them at
+their next poll.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from invoicing.db import Database, ProcessLocal
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key
 from invoicing.notifications.models import Event, EventEndpoint, EventStatus
+
+
+class OutboxBell:
+    """Wakes this process's delivery workers: each listens on an event of its own."""
+
+    def __init__(self) -> None:
+        self._listeners: set[asyncio.Event] = set()
+
+    def listen(self) -> asyncio.Event:
+        listener = asyncio.Event()
+        self._listeners.add(listener)
+        return listener
+
+    def forget(self, listener: asyncio.Event) -> None:
+        self._listeners.discard(listener)
+
+    def ring(self) -> None:
+        for listener in self._listeners:
+            listener.set()
+
+
+OUTBOX_BELL: ProcessLocal[OutboxBell] = ProcessLocal(lambda _db: OutboxBell())
+
+
+def ring_after_commit(session: AsyncSession) -> None:
+    """Ring the bell of ``session``'s Database once its transaction commits (never on a
+    rollback: the deliveries are not there to claim)."""
+    database = Database.of(session)
+    if database is None:
+        return
+    bell = OUTBOX_BELL.of(database)
+
+    def committed(_session: Session) -> None:
+        bell.ring()
+
+    event.listen(session.sync_session, "after_commit", committed, once=True)
 
 
 def webhook_url_row(

@@ -16,7 +16,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.notifications.models import Event, EventEndpoint, WebhookEvent
-from invoicing.notifications.outbox import endpoint_delivery_row
+from invoicing.notifications.outbox import endpoint_delivery_row, ring_after_commit
 from invoicing.settings import Settings
 
 
@@ -28,13 +28,15 @@ async def write_events(
     other_deliveries: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Insert ``events``, a delivery of each to every enabled endpoint of its owner that
-    takes its type, then ``other_deliveries`` (outbox rows, e.g. paid webhooks)."""
+    takes its type, then ``other_deliveries`` (outbox rows, e.g. paid webhooks); the
+    process's delivery workers are woken when the transaction commits."""
     deliveries = await _endpoint_deliveries(session, settings, events, now_ms)
     deliveries.extend(other_deliveries)
     if events:
         await session.execute(insert(Event), [_event_row(event) for event in events])
     if deliveries:
         await session.execute(insert(WebhookEvent), deliveries)
+        ring_after_commit(session)
 
 
 def new_event(owner_key: str, event_type: str, now_ms: int, data: dict[str, Any]) -> Event:

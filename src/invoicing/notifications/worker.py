@@ -24,6 +24,7 @@ from sqlalchemy.exc import (
 from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_events, signed_delivery
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
 from invoicing.notifications.delivery import AttemptResult, record_results, unrecorded
+from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,19 @@ class Dispatcher:
         self.counted = InFlight()  # by host and by owner, for the caps
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
+        self.queued = asyncio.Event()  # the outbox bell's listener while ``run`` runs
 
     async def run(self, stop: asyncio.Event) -> None:
+        # Deliveries committed by this process (a payment the monitor just marked) ring the
+        # outbox bell: they are claimed at once rather than at the next poll.
+        bell = OUTBOX_BELL.of(self.services.db)
+        self.queued = bell.listen()
+        try:
+            await self._run(stop)
+        finally:
+            bell.forget(self.queued)
+
+    async def _run(self, stop: asyncio.Event) -> None:
         poll_s = self.services.settings.webhook_poll_interval_s
         failures = 0
         while not stop.is_set():
@@ -89,6 +101,7 @@ class Dispatcher:
             # this round writes and claims wakes the next wait at once (cleared in the wait,
             # its wake-up was lost and the free slots idled for a whole poll interval).
             self.wake.clear()
+            self.queued.clear()
             try:
                 await self.flush()
                 claimed = await self.claim()
@@ -196,9 +209,14 @@ class Dispatcher:
         self.wake.set()
 
     async def _sleep(self, stop: asyncio.Event, delay: float) -> None:
-        """Wait until the delay passes, a delivery finishes (free slot) or stop is set; a
-        delivery that finished since the round began (``wake`` set) ends it at once."""
-        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
+        """Wait until the delay passes, a delivery finishes (free slot), new deliveries are
+        committed in this process, or stop is set; one of those since the round began ends
+        it at once."""
+        waiters = [
+            asyncio.ensure_future(stop.wait()),
+            asyncio.ensure_future(self.wake.wait()),
+            asyncio.ensure_future(self.queued.wait()),
+        ]
         try:
             await asyncio.wait(waiters, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
         finally:

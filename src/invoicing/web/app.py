@@ -24,6 +24,8 @@ from invoicing.web.api import (
     webhooks,
 )
 from invoicing.web.cors import CorsByPath, cors_rules, route_methods
+from invoicing.web.dashboard import session as dashboard_session
+from invoicing.web.dashboard.routes import ROUTERS as DASHBOARD_ROUTERS
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
 from invoicing.web.page import gasless as page_gasless
@@ -46,6 +48,7 @@ ROUTERS = (
     escrows.router,
     webhook_signing.router,
     events.router,
+    *DASHBOARD_ROUTERS,
 )
 
 
@@ -77,6 +80,7 @@ def create_app(services: Services, run_workers_in_process: bool | None = None) -
     )
     app.state.services = services
     install_error_handlers(app)
+    dashboard_session.install(app)
     install_openapi(app)
     for router in ROUTERS:
         app.include_router(router)

@@ -6,18 +6,14 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.auth.api_keys import (
-    active_key_cache,
-    create_api_key,
     list_api_keys,
-    revoke_api_key,
 )
-from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound
-from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.web.context import services_of
+from invoicing.web.owner_actions import end_api_key, issue_api_key
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,
@@ -68,21 +64,7 @@ async def create(request: Request) -> Answer[IssuedApiKey]:
     body, caller = await authorized_body(
         request, "apikey.create", CreateKeyBody, allow_api_key=False
     )
-    await hit(
-        services.db,
-        [f"apikey-owner:{caller.owner_key}"],
-        services.settings.api_key_issuance_per_hour,
-        services.clock.now_ms(),
-        window_ms=HOUR_MS,
-    )
-    async with services.db.transaction() as session:
-        row, api_key = await create_api_key(
-            session,
-            body.ownerAddress,
-            body.label,
-            ServerSecrets.of(services.settings),
-            services.clock.now_ms(),
-        )
+    row, api_key = await issue_api_key(services, body.ownerAddress, body.label)
     issued = IssuedApiKey(
         id=row.id, apiKey=api_key.get_secret_value(), label=row.label, createdAt=row.created_at
     )
@@ -128,11 +110,6 @@ async def revoke(request: Request) -> Answer[RevokedApiKey]:
     query, caller = await authorized_query(
         request, "apikey.revoke", RevokeKeyQuery, allow_api_key=False
     )
-    cache = active_key_cache(services.db)
-    async with services.db.transaction() as session:
-        row = await revoke_api_key(session, caller.owner_key, query.id, services.clock.now_ms())
-        cache.forget(row.key_hash)
-    # Again once committed: a lookup that read the row before the commit stores nothing.
-    cache.forget(row.key_hash)
+    row = await end_api_key(services, caller.owner_key, query.id)
     assert row.revoked_at is not None  # revoked just above, or before
     return Answer(RevokedApiKey(revoked=True, id=row.id, revokedAt=row.revoked_at))

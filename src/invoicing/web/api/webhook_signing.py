@@ -14,17 +14,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.auth.secrets import ServerSecrets
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
     MAX_TOLERANCE_BPS,
-    create_secret,
     get_settings,
     list_secrets,
-    revoke_secret,
     update_settings,
 )
-from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.event_responses import (
     IssuedWebhookSecret,
@@ -35,6 +31,7 @@ from invoicing.web.api.event_responses import (
 )
 from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.web.context import services_of
+from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])
@@ -77,17 +74,7 @@ class SettingsBody(BaseModel):
 async def create(request: Request) -> Answer[IssuedWebhookSecret]:
     services = services_of(request)
     _body, caller = await authorized_body(request, "webhook_secret.create", OwnerBody)
-    await hit(
-        services.db,
-        [f"webhook-secret-owner:{caller.owner_key}"],
-        services.settings.webhook_secret_issuance_per_hour,
-        services.clock.now_ms(),
-        window_ms=HOUR_MS,
-    )
-    async with services.db.transaction() as session:
-        row, secret = await create_secret(
-            session, caller.owner_key, ServerSecrets.of(services.settings), services.clock.now_ms()
-        )
+    row, secret = await issue_webhook_secret(services, caller.owner_key)
     issued = IssuedWebhookSecret(
         id=row.id, secret=secret.get_secret_value(), createdAt=row.created_at
     )
@@ -128,8 +115,7 @@ async def list_(request: Request) -> Answer[WebhookSecretList]:
 async def revoke(request: Request) -> Answer[RevokedWebhookSecret]:
     services = services_of(request)
     query, caller = await authorized_query(request, "webhook_secret.revoke", RevokeSecretQuery)
-    async with services.db.transaction() as session:
-        row = await revoke_secret(session, caller.owner_key, query.id, services.clock.now_ms())
+    row = await end_webhook_secret(services, caller.owner_key, query.id)
     assert row.revoked_at is not None  # revoked just above, or before
     return Answer(RevokedWebhookSecret(revoked=True, id=row.id, revokedAt=row.revoked_at))
 

@@ -13,6 +13,7 @@ from importlib.resources import files
 from jinja2 import Environment, PackageLoader, StrictUndefined, Template
 from markupsafe import Markup
 
+from invoicing.chain.config import Eip712Domain
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
 from invoicing.web.page.texts import done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
@@ -85,8 +86,11 @@ def _page_values(locale: PageLocale, page_path: str) -> dict[str, object]:
     }
 
 
-def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
-    """The full payment page; it reads well with JavaScript off, pay.js makes it live."""
+def payment_page(
+    view: PaymentView, locale: PageLocale | None = None, gasless: Eip712Domain | None = None
+) -> str:
+    """The full payment page; it reads well with JavaScript off, pay.js makes it live.
+    ``gasless``: the token's EIP-712 domain when the page offers "Pay without gas"."""
     locale = locale or PageLocale(LANGUAGES[0])
     base = f"/pay/{view.payment_address}"
     return template(locale.language, "pay.html").render(
@@ -105,6 +109,7 @@ def payment_page(view: PaymentView, locale: PageLocale | None = None) -> str:
         pending=view.status == "pending",
         data_json=script_json(view.public_status().model_dump(mode="json")),
         texts_json=script_json(script_texts(locale)),
+        gasless=gasless,
     )
 
 

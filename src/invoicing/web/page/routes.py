@@ -23,6 +23,7 @@ from invoicing.errors import (
     RateLimited,
     UnsupportedChain,
 )
+from invoicing.gasless.service import page_offer
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import hit_deferred
@@ -180,7 +181,8 @@ async def page(request: Request, payment_address: str, lang: LangParam = None) -
         return _error(
             locale, 400, _("Not a payment link"), _("This link does not hold a valid address.")
         )
-    return HTMLResponse(payment_page(view, locale), headers=_headers(locale))
+    offer = await page_offer(services_of(request), view.payment_address)
+    return HTMLResponse(payment_page(view, locale, offer), headers=_headers(locale))
 
 
 def page_locale(request: Request, lang: str | None) -> PageLocale:

@@ -50,5 +50,11 @@ def script_texts(locale: PageLocale) -> dict[str, object]:
         ),
         "walletError": _("The wallet reported an error: %(error)s"),
         "sent": _("Transaction sent (%(hash)s). Waiting for the network to confirm it…"),
+        "signInWallet": _("Sign the transfer in your wallet (no network fee)…"),
+        "submitted": _(
+            "Payment submitted (%(hash)s); the network fee is paid for you. Waiting for the "
+            "network to confirm it…"
+        ),
+        "notSubmitted": _("The payment could not be submitted: %(error)s"),
         "number": locale.number_symbols(),
     }

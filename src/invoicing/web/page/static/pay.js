@@ -1,5 +1,6 @@
-// Live payment page: status polling, expiry countdown, copy button and an EIP-1193
-// "pay with browser wallet" button. The page is complete without this script.
+// Live payment page: status polling, expiry countdown, copy button, an EIP-1193 "pay with
+// browser wallet" button and, where offered, "pay without gas" (an EIP-3009 authorization
+// the service relays). The page is complete without this script.
 (function () {
   "use strict";
 
@@ -154,6 +155,20 @@
     return { from: from, to: state.tokenAddress, value: "0x0", data: transferData(state.paymentAddress, amount) };
   }
 
+  // The wallet's account, on the invoice's chain.
+  async function walletAccount(ethereum) {
+    var accounts = await ethereum.request({ method: "eth_requestAccounts" });
+    if (!accounts || accounts.length === 0) throw new Error("the wallet shared no account");
+    var chainId = await ethereum.request({ method: "eth_chainId" });
+    if (parseInt(chainId, 16) !== state.chainId) {
+      await ethereum.request({
+        method: "wallet_switchEthereumChain",
+        params: [{ chainId: "0x" + state.chainId.toString(16) }]
+      });
+    }
+    return accounts[0];
+  }
+
   async function payWithWallet() {
     var ethereum = window.ethereum;
     if (walletBusy || !ethereum) return;
@@ -161,15 +176,7 @@
     $("wallet").disabled = true;
     walletMessage(TEXT.confirmInWallet, false);
     try {
-      var accounts = await ethereum.request({ method: "eth_requestAccounts" });
-      if (!accounts || accounts.length === 0) throw new Error("the wallet shared no account");
-      var chainId = await ethereum.request({ method: "eth_chainId" });
-      if (parseInt(chainId, 16) !== state.chainId) {
-        await ethereum.request({
-          method: "wallet_switchEthereumChain",
-          params: [{ chainId: "0x" + state.chainId.toString(16) }]
-        });
-      }
+      var accounts = [await walletAccount(ethereum)];
       var hash = await ethereum.request({ method: "eth_sendTransaction", params: [payTransaction(accounts[0])] });
       walletMessage(fill(TEXT.sent, { hash: hash }), false);
       $("wallet-message").setAttribute("data-tx-hash", String(hash));
@@ -182,12 +189,85 @@
     }
   }
 
+  // Pay without gas (EIP-3009) -----------------------------------------------------
+  // The payer signs a TransferWithAuthorization of the amount due to the payment address
+  // in the token's EIP-712 domain; the service's relayer submits it and pays the gas.
+  var GASLESS_NAME = dataEl.getAttribute("data-gasless-name");
+  var GASLESS_VERSION = dataEl.getAttribute("data-gasless-version");
+
+  function randomNonce() {
+    var bytes = new Uint8Array(32);
+    window.crypto.getRandomValues(bytes);
+    return "0x" + Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function authorization(from) {
+    var now = Math.floor((Date.now() + clockOffsetMs) / 1000);
+    return {
+      from: from, to: state.paymentAddress, value: String(state.remainingRaw),
+      validAfter: String(now - 60), validBefore: String(now + 600), nonce: randomNonce()
+    };
+  }
+
+  function typedData(message) {
+    return {
+      types: {
+        EIP712Domain: [
+          { name: "name", type: "string" }, { name: "version", type: "string" },
+          { name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" }
+        ],
+        TransferWithAuthorization: [
+          { name: "from", type: "address" }, { name: "to", type: "address" },
+          { name: "value", type: "uint256" }, { name: "validAfter", type: "uint256" },
+          { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" }
+        ]
+      },
+      primaryType: "TransferWithAuthorization",
+      domain: { name: GASLESS_NAME, version: GASLESS_VERSION, chainId: state.chainId, verifyingContract: state.tokenAddress },
+      message: message
+    };
+  }
+
+  async function payWithoutGas() {
+    var ethereum = window.ethereum;
+    if (walletBusy || !ethereum) return;
+    walletBusy = true;
+    $("gasless").disabled = true;
+    walletMessage(TEXT.signInWallet, false);
+    try {
+      var account = await walletAccount(ethereum);
+      var message = authorization(account);
+      var signature = await ethereum.request({
+        method: "eth_signTypedData_v4", params: [account, JSON.stringify(typedData(message))]
+      });
+      var body = Object.assign({ chainId: state.chainId, tokenAddress: state.tokenAddress, signature: signature }, message);
+      var response = await fetch(statusUrl.replace(/\/status$/, "/authorization"), {
+        method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+      });
+      var answer = await response.json();
+      if (!response.ok) throw new Error((answer.error && answer.error.message) || String(response.status));
+      walletMessage(fill(TEXT.submitted, { hash: answer.txHash }), false);
+      $("wallet-message").setAttribute("data-tx-hash", String(answer.txHash));
+      schedule(500);
+    } catch (error) {
+      var reason = (error && error.message) || String(error);
+      walletMessage(error && error.code ? describe(error) : fill(TEXT.notSubmitted, { error: reason }), true);
+    } finally {
+      walletBusy = false;
+      $("gasless").disabled = false;
+    }
+  }
+
   // Start ---------------------------------------------------------------------------
   $("copy").hidden = false;
   $("copy").addEventListener("click", copyAddress);
   if (window.ethereum && typeof window.ethereum.request === "function") {
     $("wallet").hidden = false;
     $("wallet").addEventListener("click", payWithWallet);
+    if (GASLESS_NAME && $("gasless")) {
+      $("gasless").hidden = false;
+      $("gasless").addEventListener("click", payWithoutGas);
+    }
   }
   tick();
   setInterval(tick, 1000);

@@ -1,0 +1,283 @@
+"""An owner's invoices as the dashboard browses them: filtered, searched, keyset-paged and
+exported, and the overview's figures (docs/dashboard.md).
+
+Paging is by keyset on (``created_at``, ``id``) newest first, through the
+``ix_invoices_owner_created`` index: page 5,000 of 100,000 invoices costs what page 1 costs
+(no OFFSET). The CSV export walks the same filtered list in chunks of the same statement,
+so it holds exactly the rows the list shows, and never holds them all in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import and_, exists, func, or_, select
+
+from invoicing.db import Database
+from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
+from invoicing.invoices.models import Invoice
+from invoicing.notifications.models import Event, EventStatus, WebhookEvent
+
+DAY_MS = 86_400_000
+NATIVE = "native"
+EXPORT_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class BrowseFilter:
+    """What the list shows: every field narrows it (None: no narrowing)."""
+
+    owner_key: str
+    status: str | None = None
+    chain_id: int | None = None
+    token: str | None = None  # a token address, or "native"
+    date_from: int | None = None  # created at or after (unix ms)
+    date_to: int | None = None  # created before (unix ms)
+    search: str | None = None  # an invoiceId, or a paymentAddress (0x + 40 hex)
+    webhook_failing: bool = False
+
+
+def encode_cursor(invoice: Invoice) -> str:
+    raw = f"{invoice.created_at}:{invoice.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[int, str] | None:
+    """(created_at, id) of a cursor; None for one that is not ours."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, _, invoice_pk = text.partition(":")
+        if not created.isdigit() or not invoice_pk or len(invoice_pk) > 36:
+            return None
+        return int(created), invoice_pk
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _failing_webhook() -> Any:
+    return exists(
+        select(WebhookEvent.id).where(
+            WebhookEvent.invoice_pk == Invoice.id,
+            or_(
+                WebhookEvent.status == EventStatus.FAILED,
+                and_(WebhookEvent.status == EventStatus.PENDING, WebhookEvent.attempts > 0),
+            ),
+        )
+    )
+
+
+def _conditions(query: BrowseFilter) -> list[Any]:
+    conditions: list[Any] = [Invoice.owner_key == query.owner_key]
+    if query.status is not None:
+        conditions.append(Invoice.status == query.status)
+    if query.chain_id is not None:
+        conditions.append(Invoice.chain_id == query.chain_id)
+    if query.token == NATIVE:
+        conditions.append(Invoice.token_address.is_(None))
+    elif query.token is not None:
+        conditions.append(func.lower(Invoice.token_address) == query.token.lower())
+    if query.date_from is not None:
+        conditions.append(Invoice.created_at >= query.date_from)
+    if query.date_to is not None:
+        conditions.append(Invoice.created_at < query.date_to)
+    if query.search:
+        term = query.search.strip()
+        if len(term) == 42 and term.lower().startswith("0x"):
+            conditions.append(func.lower(Invoice.payment_address) == term.lower())
+        else:
+            conditions.append(Invoice.invoice_id == term)
+    if query.webhook_failing:
+        conditions.append(_failing_webhook())
+    return conditions
+
+
+def _page_statement(query: BrowseFilter, after: tuple[int, str] | None, limit: int) -> Any:
+    statement = select(Invoice).where(*_conditions(query))
+    if after is not None:
+        created, invoice_pk = after
+        statement = statement.where(
+            or_(
+                Invoice.created_at < created,
+                and_(Invoice.created_at == created, Invoice.id < invoice_pk),
+            )
+        )
+    return statement.order_by(Invoice.created_at.desc(), Invoice.id.desc()).limit(limit)
+
+
+@dataclass(frozen=True)
+class InvoicePage:
+    items: list[Invoice]
+    next_cursor: str | None
+
+
+async def browse_invoices(
+    db: Database, query: BrowseFilter, cursor: str | None, limit: int
+) -> InvoicePage:
+    """One page of the filtered list, newest first, after ``cursor`` (None: the first)."""
+    after = decode_cursor(cursor) if cursor else None
+    async with db.sessions() as session:
+        rows = list(await session.scalars(_page_statement(query, after, limit + 1)))
+    more = len(rows) > limit
+    items = rows[:limit]
+    return InvoicePage(items, encode_cursor(items[-1]) if more and items else None)
+
+
+async def count_invoices(db: Database, query: BrowseFilter) -> int:
+    async with db.sessions() as session:
+        total = await session.scalar(
+            select(func.count()).select_from(Invoice).where(*_conditions(query))
+        )
+    return int(total or 0)
+
+
+async def export_invoices(db: Database, query: BrowseFilter) -> AsyncIterator[Sequence[Any]]:
+    """Every invoice of the filtered list, newest first, in chunks (rows of Core columns)."""
+    columns = (
+        Invoice.id,
+        Invoice.invoice_id,
+        Invoice.chain_id,
+        Invoice.payment_address,
+        Invoice.token_address,
+        Invoice.amount,
+        Invoice.decimals,
+        Invoice.required_raw,
+        Invoice.balance_raw,
+        Invoice.status,
+        Invoice.created_at,
+        Invoice.expires_at,
+        Invoice.paid_at,
+        Invoice.withdrawn_at,
+        Invoice.description,
+    )
+    after: tuple[int, str] | None = None
+    while True:
+        statement = select(*columns).where(*_conditions(query))
+        if after is not None:
+            created, invoice_pk = after
+            statement = statement.where(
+                or_(
+                    Invoice.created_at < created,
+                    and_(Invoice.created_at == created, Invoice.id < invoice_pk),
+                )
+            )
+        statement = statement.order_by(Invoice.created_at.desc(), Invoice.id.desc()).limit(
+            EXPORT_CHUNK
+        )
+        async with db.sessions() as session:
+            rows = (await session.execute(statement)).all()
+        if not rows:
+            return
+        yield rows
+        if len(rows) < EXPORT_CHUNK:
+            return
+        last = rows[-1]
+        after = (last.created_at, last.id)
+
+
+@dataclass
+class Overview:
+    """The overview page's figures for one owner."""
+
+    # (chain_id, token address or None) → raw amount paid per day, oldest day first.
+    volume: dict[tuple[int, str | None], list[int]] = field(default_factory=dict)
+    decimals: dict[tuple[int, str | None], int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    attention: list[tuple[Invoice, list[str]]] = field(default_factory=list)
+    first_day_ms: int = 0
+
+
+ATTENTION_EVENTS = (
+    InvoiceEvent.PARTIALLY_PAID,
+    InvoiceEvent.OVERPAID,
+    InvoiceEvent.LATE_PAID,
+)
+ATTENTION_LABELS = {
+    InvoiceEvent.PARTIALLY_PAID: "partially paid",
+    InvoiceEvent.OVERPAID: "overpaid",
+    InvoiceEvent.LATE_PAID: "paid late",
+}
+
+
+async def overview(db: Database, owner_key: str, now_ms: int, days: int = 30) -> Overview:
+    """Paid volume per token and day over ``days`` days, counts by status, and the invoices
+    that need attention: partially paid, overpaid or paid late in that time (by their
+    events), pending past their expiry, or with a failing webhook."""
+    first_day = (now_ms // DAY_MS - days + 1) * DAY_MS
+    found = Overview(first_day_ms=first_day)
+    async with db.sessions() as session:
+        paid = await session.execute(
+            select(
+                Invoice.chain_id,
+                Invoice.token_address,
+                Invoice.decimals,
+                Invoice.paid_at,
+                Invoice.required_raw,
+            ).where(Invoice.owner_key == owner_key, Invoice.paid_at >= first_day)
+        )
+        for chain_id, token, decimals, paid_at, required in paid:
+            if paid_at is None:
+                continue
+            key = (chain_id, token.lower() if token else None)
+            series = found.volume.setdefault(key, [0] * days)
+            found.decimals[key] = decimals
+            series[min((paid_at - first_day) // DAY_MS, days - 1)] += int(required)
+        counts = await session.execute(
+            select(Invoice.status, func.count())
+            .where(Invoice.owner_key == owner_key)
+            .group_by(Invoice.status)
+        )
+        found.counts = {status: 0 for status in InvoiceStatus} | {s: int(n) for s, n in counts}
+        found.attention = await _attention(session, owner_key, first_day, now_ms)
+    return found
+
+
+async def _attention(
+    session: Any, owner_key: str, since_ms: int, now_ms: int, limit: int = 20
+) -> list[tuple[Invoice, list[str]]]:
+    reasons: dict[str, list[str]] = defaultdict(list)
+    events = await session.execute(
+        select(Event.invoice_pk, Event.type)
+        .where(
+            Event.owner_key == owner_key,
+            Event.type.in_([str(e) for e in ATTENTION_EVENTS]),
+            Event.created_at >= since_ms,
+        )
+        .order_by(Event.seq.desc())
+        .limit(200)
+    )
+    for invoice_pk, event_type in events:
+        label = ATTENTION_LABELS[InvoiceEvent(event_type)]
+        if invoice_pk and label not in reasons[invoice_pk]:
+            reasons[invoice_pk].append(label)
+    late = await session.scalars(
+        select(Invoice.id)
+        .where(
+            Invoice.owner_key == owner_key,
+            Invoice.status == InvoiceStatus.PENDING,
+            Invoice.expires_at < now_ms,
+        )
+        .limit(limit)
+    )
+    for invoice_pk in late:
+        reasons[invoice_pk].append("late")
+    failing = await session.scalars(
+        select(Invoice.id)
+        .where(Invoice.owner_key == owner_key, Invoice.created_at >= since_ms, _failing_webhook())
+        .limit(limit)
+    )
+    for invoice_pk in failing:
+        reasons[invoice_pk].append("webhook failing")
+    if not reasons:
+        return []
+    rows = await session.scalars(
+        select(Invoice)
+        .where(Invoice.owner_key == owner_key, Invoice.id.in_(list(reasons)))
+        .order_by(Invoice.created_at.desc())
+        .limit(limit)
+    )
+    return [(row, reasons[row.id]) for row in rows]

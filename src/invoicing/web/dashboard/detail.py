@@ -1,0 +1,229 @@
+"""One invoice: amounts and balances per asset, its events, the explorer links of its
+sweeps and refunds, its webhook deliveries with every attempt and a redeliver button, and
+the refund form the wallet signs. Its summary refreshes itself (htmx), so a payment shows
+without a reload."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from invoicing.errors import ServiceError
+from invoicing.invoices.history import History, invoice_history
+from invoicing.invoices.views import payment_url
+from invoicing.notifications.service import redeliver
+from invoicing.services import Services
+from invoicing.web.context import services_of
+from invoicing.web.dashboard.common import (
+    amount_text,
+    chain_name,
+    explorer_link_html,
+    html,
+    symbol,
+)
+from invoicing.web.dashboard.render import (
+    HEADERS,
+    badge_html,
+    csrf_input_html,
+    e,
+    facts_html,
+    notice_html,
+    table_html,
+    utc_text,
+)
+from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+REFRESH_S = 3
+
+
+def summary_html(services: Services, found: History) -> str:
+    i = found.invoice
+    token = symbol(services, i.chain_id, i.token_address)
+    received = amount_text(i.balance_raw, i.decimals)
+    live = (
+        f' hx-get="/dashboard/invoices/{e(i.id)}/summary" hx-trigger="every {REFRESH_S}s" '
+        'hx-swap="outerHTML"'
+        if i.status in ("pending", "expired", "paid")
+        else ""
+    )
+    balances = [(f"Received ({token})", f'<span id="received">{e(received)}</span>')]
+    for other in found.other_balances:
+        other_token = symbol(services, i.chain_id, other["tokenAddress"])
+        balances.append((f"Also in the escrow ({other_token})", e(other["balanceRaw"] + " raw")))
+    return (
+        f'<section class="card" id="summary" aria-live="polite"{live}>'
+        + facts_html(
+            [
+                ("Status", f'<span id="status">{badge_html(i.status)}</span>'),
+                ("Amount", e(f"{i.amount} {token}")),
+                *balances,
+                ("Paid at", e(utc_text(i.paid_at))),
+                ("Swept at", e(utc_text(i.withdrawn_at))),
+            ]
+        )
+        + "</section>"
+    )
+
+
+def _facts_html(services: Services, found: History) -> str:
+    i = found.invoice
+    url = payment_url(services.settings.payment_page_url, i.payment_address)
+    return facts_html(
+        [
+            ("Invoice", f'<span class="mono">{e(i.invoice_id)}</span>'),
+            ("Chain", e(chain_name(services, i.chain_id))),
+            ("Token", e(i.token_address or "native coin")),
+            (
+                "Payment address",
+                explorer_link_html(services, i.chain_id, "address", i.payment_address),
+            ),
+            ("Hosted page", f'<a href="{e(url)}">{e(url)}</a>'),
+            ("Description", e(i.description or "–")),
+            ("Created", e(utc_text(i.created_at))),
+            ("Expires", e(utc_text(i.expires_at))),
+            ("Escrow salt", f'<span class="mono">{e(i.salt)}</span>'),
+        ]
+    )
+
+
+def _timeline_html(found: History) -> str:
+    if not found.events:
+        return '<p class="muted">No event yet.</p>'
+    items = "".join(
+        f"<li><strong>{e(event.type)}</strong> · {e(utc_text(event.created_at))}</li>"
+        for event in found.events
+    )
+    return f'<ol class="timeline" id="timeline">{items}</ol>'
+
+
+def _transactions_html(services: Services, found: History) -> str:
+    i = found.invoice
+    rows = [
+        [
+            "sweep",
+            badge_html(sweep.status),
+            e(amount_text(sweep.moved_raw or sweep.amount_raw, i.decimals)),
+            explorer_link_html(services, i.chain_id, "tx", sweep.tx_hash),
+        ]
+        for sweep in found.sweeps
+    ] + [
+        [
+            f"refund to {e(refund['to'])}",
+            badge_html(refund["status"]),
+            e(
+                amount_text(refund["amountRaw"], i.decimals)
+                if refund["tokenAddress"] == i.token_address
+                else refund["amountRaw"] + " raw"
+            ),
+            explorer_link_html(services, i.chain_id, "tx", refund["txHash"]),
+        ]
+        for refund in found.refunds
+    ]
+    return table_html(
+        ["What", "Status", "#Amount", "Transaction"], rows, "Sweeps and refunds", "transactions"
+    )
+
+
+def _deliveries_html(found: History, owner: Owner) -> str:
+    rows = []
+    for item in found.deliveries:
+        d = item.delivery
+        attempts = "<br>".join(
+            e(
+                f"#{a.attempt} {utc_text(a.attempted_at)}: "
+                + (f"HTTP {a.status_code}" if a.status_code is not None else (a.error or "error"))
+            )
+            for a in item.attempts
+        )
+        action = ""
+        if d.event_id is not None:
+            target = f"?endpoint={e(d.endpoint_id)}" if d.endpoint_id else ""
+            action = (
+                f'<form method="post" action="/dashboard/events/{e(d.event_id)}/redeliver{target}">'
+                f'{csrf_input_html(owner.csrf)}<input type="hidden" name="invoice" '
+                f'value="{e(found.invoice.id)}"><button type="submit" class="secondary">'
+                "Redeliver</button></form>"
+            )
+        rows.append(
+            [
+                f'<span class="mono">{e(d.url)}</span>',
+                badge_html(d.status),
+                attempts or '<span class="muted">not tried yet</span>',
+                action,
+            ]
+        )
+    return table_html(
+        ["Sent to", "Status", "Attempts", ""], rows, "Webhook deliveries", "deliveries"
+    )
+
+
+def _refund_form_html(services: Services, found: History, owner: Owner) -> str:
+    i = found.invoice
+    token = symbol(services, i.chain_id, i.token_address)
+    return (
+        f'<form class="card" id="refund-form" method="post" data-sign="refund" '
+        f'action="/dashboard/invoices/{e(i.id)}/refund" '
+        f'data-prepare="/dashboard/invoices/{e(i.id)}/refund/prepare">'
+        f"{csrf_input_html(owner.csrf)}"
+        '<p class="muted">Your wallet signs an EIP-712 Refund; the service relays it and pays '
+        "the gas. The amount leaves this invoice's escrow.</p>"
+        '<div class="field"><label for="refund-to">Refund to (address)</label>'
+        '<input id="refund-to" name="to" required autocomplete="off" size="44"></div>'
+        f'<div class="field"><label for="refund-amount">Amount ({e(token)})</label>'
+        '<input id="refund-amount" name="amount" required inputmode="decimal"></div>'
+        '<button type="submit">Sign and refund</button>'
+        '<p data-status role="status" aria-live="polite" id="refund-status"></p></form>'
+    )
+
+
+@router.get("/invoices/{invoice_pk}", response_class=HTMLResponse)
+async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HTMLResponse:
+    services = services_of(request)
+    found = await invoice_history(services.db, owner.key, invoice_pk)
+    notice = request.query_params.get("notice")
+    body = (
+        notice_html(notice)
+        + summary_html(services, found)
+        + _facts_html(services, found)
+        + "<h2>Timeline</h2>"
+        + _timeline_html(found)
+        + "<h2>Sweeps and refunds</h2>"
+        + _transactions_html(services, found)
+        + "<h2>Webhook deliveries</h2>"
+        + _deliveries_html(found, owner)
+        + "<h2>Refund</h2>"
+        + _refund_form_html(services, found, owner)
+    )
+    return html(f"Invoice {found.invoice.invoice_id}", body, owner, "invoices")
+
+
+@router.get("/invoices/{invoice_pk}/summary", response_class=HTMLResponse)
+async def invoice_summary(request: Request, invoice_pk: str, owner: SignedIn) -> HTMLResponse:
+    services = services_of(request)
+    found = await invoice_history(services.db, owner.key, invoice_pk)
+    return HTMLResponse(summary_html(services, found), headers=HEADERS)
+
+
+@router.post("/events/{event_id}/redeliver")
+async def redeliver_event(request: Request, event_id: str, owner: SignedIn) -> Response:
+    """Send an event again (to the endpoint named, or the paid webhook), as the API's
+    redeliver does; back to the page it came from."""
+    services = services_of(request)
+    fields = await form_fields(request, services.settings.max_body_bytes)
+    endpoint = request.query_params.get("endpoint") or None
+    invoice = fields.get("invoice", "")
+    safe = invoice and len(invoice) <= 36 and all(c.isalnum() or c == "-" for c in invoice)
+    back = f"/dashboard/invoices/{invoice}" if safe else "/dashboard/webhooks"
+    try:
+        await redeliver(
+            services.db,
+            services.settings,
+            owner.key,
+            event_id[:36],
+            services.clock.now_ms(),
+            endpoint_id=endpoint[:36] if endpoint else None,
+        )
+    except ServiceError as exc:
+        return html("Redeliver", notice_html(exc.message, error=True), owner, "", exc.status)
+    return RedirectResponse(f"{back}?notice=Redelivery+queued", status_code=303)

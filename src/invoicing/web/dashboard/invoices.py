@@ -1,0 +1,284 @@
+"""The invoices list (filters, search, keyset paging, live first page) and its CSV export.
+
+The export is exactly the filtered list: the same filter object drives both
+(``invoices.browse``), and the export is streamed in chunks.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, StreamingResponse
+
+from invoicing.addresses import normalize_address
+from invoicing.errors import InvalidRequest
+from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.browse import (
+    NATIVE,
+    BrowseFilter,
+    browse_invoices,
+    count_invoices,
+    export_invoices,
+)
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.services import Services
+from invoicing.web.context import services_of
+from invoicing.web.dashboard.common import amount_text, chain_name, html, symbol
+from invoicing.web.dashboard.render import (
+    HEADERS,
+    attrs,
+    badge_html,
+    e,
+    notice_html,
+    table_html,
+    utc_text,
+)
+from invoicing.web.dashboard.session import Owner, SignedIn
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+SELECTED = " selected"
+PAGE_SIZE = 50
+REFRESH_S = 5
+FILTER_KEYS = ("status", "chain", "token", "from", "to", "q", "failing")
+CSV_COLUMNS = (
+    "id",
+    "invoiceId",
+    "chainId",
+    "paymentAddress",
+    "tokenAddress",
+    "amount",
+    "requiredRaw",
+    "balanceRaw",
+    "received",
+    "status",
+    "createdAt",
+    "expiresAt",
+    "paidAt",
+    "withdrawnAt",
+    "description",
+)
+
+
+def _day_ms(text: str, name: str) -> int:
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        raise InvalidRequest(f"{name}: a date as YYYY-MM-DD") from None
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+
+
+def parse_filter(owner: Owner, params: dict[str, str]) -> BrowseFilter:
+    """The list's filter from its query parameters (400 for a bad one)."""
+    status = params.get("status") or None
+    if status is not None and status not in tuple(InvoiceStatus):
+        raise InvalidRequest(f"status: one of {', '.join(InvoiceStatus)}")
+    chain = params.get("chain") or None
+    if chain is not None and not (chain.isascii() and chain.isdigit() and len(chain) < 19):
+        raise InvalidRequest("chain: a chain id")
+    token = params.get("token") or None
+    if token is not None and token != NATIVE:
+        try:
+            token = normalize_address(token)
+        except ValueError:
+            raise InvalidRequest('token: a token address, or "native"') from None
+    search = (params.get("q") or "").strip()[:128] or None
+    date_to = params.get("to") or None
+    return BrowseFilter(
+        owner_key=owner.key,
+        status=status,
+        chain_id=int(chain) if chain else None,
+        token=token,
+        date_from=_day_ms(params["from"], "from") if params.get("from") else None,
+        # "to" is inclusive of its day.
+        date_to=_day_ms(date_to, "to") + 86_400_000 if date_to else None,
+        search=search,
+        webhook_failing=params.get("failing") == "1",
+    )
+
+
+def _params(request: Request) -> dict[str, str]:
+    return {key: request.query_params.get(key, "") for key in FILTER_KEYS}
+
+
+def _query(params: dict[str, str], **more: str) -> str:
+    kept = {k: v for k, v in params.items() if v} | {k: v for k, v in more.items() if v}
+    return urlencode(kept)
+
+
+def _token_options(services: Services, chosen: str) -> str:
+    options = [("", "Any token"), (NATIVE, "Native coin")]
+    for chain in services.chains.all():
+        options += [(t.address, f"{t.symbol} ({chain.config.name})") for t in chain.config.tokens]
+    return "".join(
+        f'<option value="{e(v)}"{SELECTED if v.lower() == chosen.lower() else ""}>{e(t)}</option>'
+        for v, t in options
+    )
+
+
+def filters_html(services: Services, params: dict[str, str]) -> str:
+    statuses = "".join(
+        f'<option value="{s}"{" selected" if params["status"] == s else ""}>{s}</option>'
+        for s in ("", *InvoiceStatus)
+    ).replace('<option value=""></option>', '<option value="">Any status</option>')
+    chains = '<option value="">Any chain</option>' + "".join(
+        f'<option value="{c.config.chain_id}"'
+        f"{' selected' if params['chain'] == str(c.config.chain_id) else ''}>"
+        f"{e(c.config.name)}</option>"
+        for c in services.chains.all()
+    )
+    return (
+        '<form class="filters" method="get" action="/dashboard/invoices" role="search">'
+        f'<div><label for="f-q">Search</label><input id="f-q" name="q" type="search" '
+        f'placeholder="invoiceId or payment address"{attrs(value=params["q"] or None)}></div>'
+        f'<div><label for="f-status">Status</label><select id="f-status" name="status">'
+        f"{statuses}</select></div>"
+        f'<div><label for="f-chain">Chain</label><select id="f-chain" name="chain">{chains}'
+        "</select></div>"
+        f'<div><label for="f-token">Token</label><select id="f-token" name="token">'
+        f"{_token_options(services, params['token'])}</select></div>"
+        f'<div><label for="f-from">Created from</label><input id="f-from" name="from" '
+        f'type="date"{attrs(value=params["from"] or None)}></div>'
+        f'<div><label for="f-to">Created to</label><input id="f-to" name="to" type="date"'
+        f"{attrs(value=params['to'] or None)}></div>"
+        '<div class="check"><input id="f-failing" name="failing" type="checkbox" value="1"'
+        f"{' checked' if params['failing'] == '1' else ''}>"
+        '<label for="f-failing">Webhook failing</label></div>'
+        '<div><button type="submit">Apply</button></div></form>'
+    )
+
+
+async def results_html(
+    services: Services, owner: Owner, params: dict[str, str], cursor: str | None
+) -> str:
+    query = parse_filter(owner, params)
+    found = await browse_invoices(services.db, query, cursor, PAGE_SIZE)
+    total = await count_invoices(services.db, query)
+    rows = [
+        [
+            f'<a href="/dashboard/invoices/{e(i.id)}">{e(i.invoice_id)}</a>',
+            badge_html(i.status),
+            e(f"{i.amount} {symbol(services, i.chain_id, i.token_address)}"),
+            e(amount_text(i.balance_raw, i.decimals)),
+            e(chain_name(services, i.chain_id)),
+            f'<span class="mono">{e(i.payment_address)}</span>',
+            e(utc_text(i.created_at)),
+        ]
+        for i in found.items
+    ]
+    pager = f'<p class="muted" id="total">{total} invoices match.</p>'
+    if cursor:
+        pager += f'<a href="/dashboard/invoices?{e(_query(params))}">First page</a>'
+    if found.next_cursor:
+        pager += (
+            f'<a id="next-page" href="/dashboard/invoices?'
+            f'{e(_query(params, after=found.next_cursor))}">Next page</a>'
+        )
+    live = (
+        f' hx-get="/dashboard/invoices/results?{e(_query(params))}" '
+        f'hx-trigger="every {REFRESH_S}s" hx-swap="outerHTML"'
+        if not cursor
+        else ""
+    )
+    return (
+        f'<div id="results"{live}>'
+        + table_html(
+            ["Invoice", "Status", "#Amount", "#Received", "Chain", "Payment address", "Created"],
+            rows,
+            "Invoices",
+            body_id="invoice-rows",
+        )
+        + f'<div class="pager">{pager}</div></div>'
+    )
+
+
+@router.get("/invoices", response_class=HTMLResponse)
+async def invoices_page(request: Request, owner: SignedIn) -> HTMLResponse:
+    services = services_of(request)
+    params = _params(request)
+    try:
+        results = await results_html(services, owner, params, request.query_params.get("after"))
+    except InvalidRequest as exc:
+        body = filters_html(services, params) + notice_html(exc.message, error=True)
+        return html("Invoices", body, owner, "invoices", status_code=400)
+    export = f"/dashboard/invoices.csv?{_query(params)}"
+    body = (
+        filters_html(services, params)
+        + f'<p class="actions"><a class="button secondary" id="export" href="{e(export)}" '
+        "download>Export these invoices (CSV)</a>"
+        '<a class="button secondary" href="/dashboard/invoices/new">Create an invoice</a></p>'
+        + results
+    )
+    return html("Invoices", body, owner, "invoices")
+
+
+@router.get("/invoices/results", response_class=HTMLResponse)
+async def invoices_results(request: Request, owner: SignedIn) -> HTMLResponse:
+    """The first page of the list alone (htmx polls it, so new payments show)."""
+    services = services_of(request)
+    return HTMLResponse(
+        await results_html(services, owner, _params(request), None), headers=HEADERS
+    )
+
+
+def _csv_line(values: list[object]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(
+        ["" if v is None else _no_formula(str(v)) for v in values]
+    )
+    return buffer.getvalue()
+
+
+def _no_formula(text: str) -> str:
+    """A cell a spreadsheet would run as a formula is quoted with a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+async def _csv_lines(services: Services, query: BrowseFilter) -> AsyncIterator[str]:
+    yield _csv_line(list(CSV_COLUMNS))
+    async for rows in export_invoices(services.db, query):
+        chunk = io.StringIO()
+        writer = csv.writer(chunk, lineterminator="\r\n")
+        for row in rows:
+            writer.writerow(
+                [
+                    row.id,
+                    _no_formula(row.invoice_id),
+                    row.chain_id,
+                    row.payment_address,
+                    row.token_address or "",
+                    row.amount,
+                    row.required_raw,
+                    row.balance_raw,
+                    to_decimal_string(int(row.balance_raw), row.decimals),
+                    row.status,
+                    row.created_at,
+                    row.expires_at,
+                    "" if row.paid_at is None else row.paid_at,
+                    "" if row.withdrawn_at is None else row.withdrawn_at,
+                    _no_formula(row.description or ""),
+                ]
+            )
+        yield chunk.getvalue()
+
+
+@router.get("/invoices.csv")
+async def invoices_csv(request: Request, owner: SignedIn) -> StreamingResponse:
+    """The filtered list as CSV, newest first, streamed."""
+    services = services_of(request)
+    query = parse_filter(owner, _params(request))
+    stamp = datetime.fromtimestamp(services.clock.now_ms() / 1000, tz=UTC).strftime("%Y%m%d")
+    return StreamingResponse(
+        _csv_lines(services, query),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="invoices-{stamp}.csv"',
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )

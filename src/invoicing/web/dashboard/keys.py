@@ -1,0 +1,95 @@
+"""API keys: issue one with a label (shown once), see each key's dates, revoke. The same
+actions as the API (``web.owner_actions``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from invoicing.auth.api_keys import list_api_keys
+from invoicing.errors import ServiceError
+from invoicing.web.context import services_of
+from invoicing.web.dashboard.common import html
+from invoicing.web.dashboard.render import (
+    badge_html,
+    csrf_input_html,
+    e,
+    notice_html,
+    table_html,
+    utc_text,
+)
+from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
+from invoicing.web.owner_actions import end_api_key, issue_api_key
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+
+async def keys_body_html(request: Request, owner: Owner, top_html: str = "") -> str:
+    services = services_of(request)
+    async with services.db.sessions() as session:
+        rows = await list_api_keys(session, owner.key)
+    table = [
+        [
+            e(row.label or "–"),
+            f'<span class="mono">{e(row.id)}</span>',
+            e(utc_text(row.created_at)),
+            badge_html("revoked" if row.revoked_at else "active"),
+            (
+                e(utc_text(row.revoked_at))
+                if row.revoked_at
+                else f'<form method="post" action="/dashboard/api-keys/{e(row.id)}/revoke">'
+                f'{csrf_input_html(owner.csrf)}<button type="submit" class="danger" '
+                f'aria-label="Revoke key {e(row.label or row.id)}">Revoke</button></form>'
+            ),
+        ]
+        for row in reversed(rows)
+    ]
+    return (
+        top_html + '<form class="card" method="post" action="/dashboard/api-keys" id="issue-key">'
+        f"{csrf_input_html(owner.csrf)}"
+        '<div class="field"><label for="key-label">Label</label>'
+        '<input id="key-label" name="label" maxlength="200" required></div>'
+        '<button type="submit">Issue a key</button>'
+        '<p class="muted">The key is shown once, right after it is issued. Keys authenticate '
+        "your server's API calls; the dashboard itself never needs one.</p></form>"
+        + table_html(["Label", "Id", "Created", "State", "Revoked"], table, "API keys", "keys")
+    )
+
+
+@router.get("/api-keys", response_class=HTMLResponse)
+async def keys_page(request: Request, owner: SignedIn) -> HTMLResponse:
+    notice = notice_html(request.query_params.get("notice"))
+    return html("API keys", await keys_body_html(request, owner, notice), owner, "keys")
+
+
+@router.post("/api-keys", response_class=HTMLResponse)
+async def issue(request: Request, owner: SignedIn) -> HTMLResponse:
+    services = services_of(request)
+    fields = await form_fields(request, services.settings.max_body_bytes)
+    label = fields.get("label", "").strip()[:200] or None
+    try:
+        row, key = await issue_api_key(services, owner.address, label)
+    except ServiceError as exc:
+        top = notice_html(exc.message, error=True)
+        return html(
+            "API keys", await keys_body_html(request, owner, top), owner, "keys", exc.status
+        )
+    top = (
+        '<section class="card" id="new-key" role="status"><p><strong>Your new key '
+        f"{e(row.label or '')}</strong>: copy it now, it is not shown again.</p>"
+        f'<code class="secret" id="new-key-value">{e(key.get_secret_value())}</code></section>'
+    )
+    return html("API keys", await keys_body_html(request, owner, top), owner, "keys", 201)
+
+
+@router.post("/api-keys/{key_id}/revoke")
+async def revoke(request: Request, key_id: str, owner: SignedIn) -> Response:
+    services = services_of(request)
+    try:
+        await end_api_key(services, owner.key, key_id[:36])
+    except ServiceError as exc:
+        top = notice_html(exc.message, error=True)
+        return html(
+            "API keys", await keys_body_html(request, owner, top), owner, "keys", exc.status
+        )
+    return RedirectResponse("/dashboard/api-keys?notice=Key+revoked", status_code=303)

@@ -1,0 +1,214 @@
+"""Signing in and out of the dashboard (docs/dashboard.md#sign-in): the sign-in page, the
+EIP-4361 message to sign, the signed message, a login link, and logout.
+
+Sign-in attempts count against the client network's limit
+(``INVOICING_DASHBOARD_SIGN_IN_PER_MINUTE``) before anything else is done.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from invoicing.addresses import normalize_address
+from invoicing.auth.admission import check_admitted
+from invoicing.auth.sign_in import (
+    NewSession,
+    issue_nonce,
+    open_session,
+    revoke_session,
+    spend_link,
+    spend_nonce,
+    verify_sign_in,
+)
+from invoicing.auth.siwe import SiweExpectations, SiweMessage
+from invoicing.errors import Forbidden, InvalidRequest, UnsupportedMediaType
+from invoicing.ratelimit import hit
+from invoicing.settings import Settings
+from invoicing.web.api.inputs import json_body
+from invoicing.web.context import client_network, services_of
+from invoicing.web.dashboard.render import HEADERS, e, page
+from invoicing.web.dashboard.session import (
+    SignedIn,
+    clear_session_cookie,
+    same_origin,
+    set_session_cookie,
+)
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+NONCE_TTL_MS = 5 * 60_000
+# A signed message is accepted only this long after it was issued.
+MESSAGE_MAX_AGE_MS = 10 * 60_000
+STATEMENT = "Sign in to the invoicing dashboard."
+
+
+def expectations(settings: Settings) -> SiweExpectations:
+    """What a message must name: this service's origin (``INVOICING_BASE_URL``), a chain."""
+    parts = urlsplit(settings.base_url)
+    return SiweExpectations(
+        scheme=parts.scheme,
+        domain=parts.netloc,
+        chain_ids=frozenset(settings.chain_configs()),
+        max_age_ms=MESSAGE_MAX_AGE_MS,
+    )
+
+
+def _iso(ms: int) -> str:
+    return (
+        datetime.fromtimestamp(ms / 1000, tz=UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+async def _limit_client(request: Request) -> None:
+    services = services_of(request)
+    settings = services.settings
+    client = client_network(request, settings.trusted_proxies)
+    await hit(
+        services.db,
+        [f"dashboard-sign-in:{client}"],
+        settings.dashboard_sign_in_per_minute,
+        services.clock.now_ms(),
+    )
+
+
+def _json_only(request: Request, settings: Settings) -> None:
+    """A sign-in POST is JSON from this service's own page: a form on another site can send
+    neither the content type nor this Origin."""
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        raise UnsupportedMediaType("send application/json")
+    if not same_origin(request, settings):
+        raise Forbidden("this request comes from another site")
+
+
+def login_page_html() -> str:
+    return page(
+        "Sign in",
+        '<div class="card login" id="login">'
+        "<p>Sign in with the wallet that owns your invoices. Your wallet is asked to sign a "
+        "message (Sign-In with Ethereum); no transaction is sent and nothing is paid.</p>"
+        '<p class="actions"><button type="button" id="sign-in">Sign in with wallet</button></p>'
+        '<p id="sign-in-status" role="status" aria-live="polite"></p>'
+        "<noscript><p>Signing in with a wallet needs JavaScript.</p></noscript>"
+        "<h2>No wallet in this browser?</h2>"
+        "<p>An operator with a shell on the server can print a single-use login link: "
+        "<code>invoicing dashboard-link --owner 0x…</code></p></div>",
+    )
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page() -> HTMLResponse:
+    return HTMLResponse(login_page_html(), headers=HEADERS)
+
+
+@router.post("/login/message", dependencies=[Depends(_limit_client)])
+async def sign_in_message(request: Request) -> JSONResponse:
+    """The EIP-4361 message for a wallet to sign: this origin, its chain, a fresh nonce."""
+    services = services_of(request)
+    settings = services.settings
+    _json_only(request, settings)
+    data = await json_body(request, settings.max_body_bytes)
+    address, chain_id = data.get("address"), data.get("chainId")
+    if not isinstance(address, str):
+        raise InvalidRequest("address: an EVM address")
+    try:
+        checksummed = normalize_address(address)
+    except ValueError as exc:
+        raise InvalidRequest(f"address: {exc}") from None
+    expected = expectations(settings)
+    if not isinstance(chain_id, int) or chain_id not in expected.chain_ids:
+        chain_id = min(expected.chain_ids)
+    now_ms = services.clock.now_ms()
+    nonce = await issue_nonce(services.db, now_ms, NONCE_TTL_MS)
+    message = SiweMessage(
+        domain=expected.domain,
+        address=checksummed,
+        statement=STATEMENT,
+        uri=f"{expected.origin}/dashboard/login",
+        chain_id=chain_id,
+        nonce=nonce,
+        issued_at=_iso(now_ms),
+        expiration_time=_iso(now_ms + NONCE_TTL_MS),
+    )
+    return JSONResponse({"message": message.text(), "chainId": chain_id}, headers=HEADERS)
+
+
+@router.post("/login", dependencies=[Depends(_limit_client)])
+async def sign_in(request: Request) -> JSONResponse:
+    """A signed message: every field and the signature checked, the nonce spent, a session
+    opened; the cookie is set on this answer."""
+    services = services_of(request)
+    settings = services.settings
+    _json_only(request, settings)
+    data = await json_body(request, settings.max_body_bytes)
+    text, signature = data.get("message"), data.get("signature")
+    if not isinstance(text, str) or not isinstance(signature, str):
+        raise InvalidRequest("send the signed message and its signature")
+    now_ms = services.clock.now_ms()
+    checked = await verify_sign_in(
+        services.chains,
+        text,
+        signature,
+        expectations(settings),
+        now_ms,
+        settings.relayer_meta_gas_limit,
+    )
+    check_admitted(services.db, settings.owners, checked.owner_address)
+    async with services.db.transaction() as session:
+        await spend_nonce(session, checked, now_ms)
+        _row, token = await open_session(
+            session,
+            NewSession(checked.owner_address, "siwe", checked.message.chain_id, _agent(request)),
+            now_ms,
+            settings.dashboard_session_ttl_s * 1000,
+        )
+    response = JSONResponse({"redirect": "/dashboard"}, headers=HEADERS)
+    set_session_cookie(response, settings, token)
+    return response
+
+
+@router.get(
+    "/login/link/{token}", response_class=HTMLResponse, dependencies=[Depends(_limit_client)]
+)
+async def sign_in_by_link(request: Request, token: str) -> HTMLResponse:
+    """A login link: spent on first use. The answer is a page that moves on to the dashboard
+    (a same-site navigation, so the SameSite=Strict cookie goes with it)."""
+    services = services_of(request)
+    settings = services.settings
+    now_ms = services.clock.now_ms()
+    async with services.db.transaction() as session:
+        owner = await spend_link(session, token, now_ms)
+        check_admitted(services.db, settings.owners, owner)
+        _row, session_token = await open_session(
+            session,
+            NewSession(owner, "link", None, _agent(request)),
+            now_ms,
+            settings.dashboard_session_ttl_s * 1000,
+        )
+    body = page(
+        "Signed in",
+        f'<p class="notice" role="status">Signed in as <span class="mono">{e(owner)}</span>.</p>'
+        '<p><a class="button" id="continue" href="/dashboard">Continue to the dashboard</a></p>',
+    ).replace("<head>", '<head><meta http-equiv="refresh" content="0;url=/dashboard">', 1)
+    response = HTMLResponse(body, headers=HEADERS)
+    set_session_cookie(response, settings, session_token)
+    return response
+
+
+@router.post("/logout")
+async def logout(request: Request, owner: SignedIn) -> Response:
+    services = services_of(request)
+    async with services.db.transaction() as session:
+        await revoke_session(session, owner.key, owner.session_id, services.clock.now_ms())
+    response = RedirectResponse("/dashboard/login", status_code=303)
+    clear_session_cookie(response, services.settings)
+    return response
+
+
+def _agent(request: Request) -> str | None:
+    return request.headers.get("user-agent")

@@ -1,0 +1,30 @@
+"""Every router of the dashboard, in the order they are matched (``/invoices/new`` before
+``/invoices/{id}``)."""
+
+from __future__ import annotations
+
+from invoicing.web.dashboard import (
+    assets,
+    create,
+    detail,
+    invoices,
+    keys,
+    login,
+    overview,
+    settings_page,
+    signed,
+    webhooks,
+)
+
+ROUTERS = (
+    assets.router,
+    login.router,
+    overview.router,
+    create.router,
+    invoices.router,
+    detail.router,
+    signed.router,
+    keys.router,
+    webhooks.router,
+    settings_page.router,
+)

@@ -1,0 +1,228 @@
+"""Money actions signed in the owner's wallet: a refund (EIP-712 ``Refund``), the fee
+(``SetFee``) and the payout address (``SetPayout``).
+
+Each has two steps. *Prepare* answers the exact typed data to sign (the factory's domain,
+the owner's current factory nonce, a deadline an hour ahead); uint256 values travel as
+decimal strings, which wallets accept and JavaScript numbers could not hold. *Submit*
+hands the signature to the same pipeline as ``refund-meta`` and ``set-meta``
+(``refunds.service.submit_refund``, ``fees.service.submit_meta``): the same checks, errors,
+relayer rules and events. The session only says who asks; the signature decides.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from invoicing.addresses import ZERO_ADDRESS, normalize_address
+from invoicing.chain.calldata import MAX_FEE_BPS
+from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
+from invoicing.errors import FeeTooHigh, InvalidRequest
+from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
+from invoicing.invoices.amounts import to_raw
+from invoicing.invoices.history import invoice_history
+from invoicing.refunds.service import RefundRequest, submit_refund
+from invoicing.web.api.inputs import json_body
+from invoicing.web.context import services_of
+from invoicing.web.dashboard.common import json_answer
+from invoicing.web.dashboard.session import SignedIn
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+DEADLINE_S = 3600
+UINTS = ("amount", "nonce", "deadline", "feeBps")
+
+
+def _strings(typed: dict[str, Any]) -> dict[str, Any]:
+    message = {k: str(v) if k in UINTS else v for k, v in typed["message"].items()}
+    return {**typed, "message": message}
+
+
+def _text(data: dict[str, Any], name: str, limit: int = 100) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise InvalidRequest(f"{name}: required", {"field": name})
+    return value.strip()
+
+
+def _address(data: dict[str, Any], name: str) -> str:
+    try:
+        address = normalize_address(_text(data, name))
+    except ValueError as exc:
+        raise InvalidRequest(f"{name}: {exc}", {"field": name}) from None
+    if address == ZERO_ADDRESS:
+        raise InvalidRequest(f"{name}: must not be the zero address", {"field": name})
+    return address
+
+
+def _uint(data: dict[str, Any], name: str) -> int:
+    value = _text(data, name, 78)
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidRequest(f"{name}: a decimal string of digits", {"field": name})
+    return int(value)
+
+
+def _chain_id(data: dict[str, Any]) -> int:
+    value = _text(data, "chainId", 19)
+    if not (value.isascii() and value.isdigit()):
+        raise InvalidRequest("chainId: a chain id", {"field": "chainId"})
+    return int(value)
+
+
+async def _json(request: Request) -> dict[str, Any]:
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        raise InvalidRequest("send application/json")
+    return await json_body(request, services_of(request).settings.max_body_bytes)
+
+
+@router.post("/invoices/{invoice_pk}/refund/prepare")
+async def prepare_refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResponse:
+    services = services_of(request)
+    invoice = (await invoice_history(services.db, owner.key, invoice_pk)).invoice
+    data = await _json(request)
+    to = _address(data, "to")
+    try:
+        amount_raw = to_raw(_text(data, "amount"), invoice.decimals)
+    except ValueError as exc:
+        raise InvalidRequest(f"amount: {exc}", {"field": "amount"}) from None
+    if amount_raw <= 0:
+        raise InvalidRequest("amount: must be positive", {"field": "amount"})
+    chain = services.chains.get(invoice.chain_id)
+    nonce = await chain.factory_nonce(owner.address)
+    deadline = int(time.time()) + DEADLINE_S
+    typed = refund_typed_data(
+        invoice.chain_id,
+        chain.config.factory,
+        owner.address,
+        bytes.fromhex(invoice.salt[2:]),
+        invoice.token_address,
+        to,
+        amount_raw,
+        nonce,
+        deadline,
+    )
+    submit = {
+        "to": to,
+        "amountRaw": str(amount_raw),
+        "nonce": str(nonce),
+        "deadline": str(deadline),
+    }
+    return _prepared(owner.address, invoice.chain_id, typed, submit)
+
+
+def _prepared(
+    owner: str, chain_id: int, typed: dict[str, Any], submit: dict[str, str]
+) -> JSONResponse:
+    return json_answer(
+        {"owner": owner, "chainId": chain_id, "typedData": _strings(typed), "submit": submit}
+    )
+
+
+@router.post("/invoices/{invoice_pk}/refund")
+async def refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResponse:
+    """Relay the signed Refund as ``refund-meta`` does."""
+    services = services_of(request)
+    invoice = (await invoice_history(services.db, owner.key, invoice_pk)).invoice
+    data = await _json(request)
+    accepted = await submit_refund(
+        services,
+        RefundRequest(
+            owner_address=owner.address,
+            chain_id=invoice.chain_id,
+            payment_address=invoice.payment_address,
+            to_address=_address(data, "to"),
+            amount_raw=_uint(data, "amountRaw"),
+            token_address=invoice.token_address,
+            token_given=False,
+            nonce=_uint(data, "nonce"),
+            deadline=_uint(data, "deadline"),
+            signature=_text(data, "signature", 4098),
+        ),
+    )
+    return json_answer(
+        {"message": f"Refund sent: transaction {accepted.tx_hash}", "txHash": accepted.tx_hash},
+        status_code=202,
+    )
+
+
+@router.post("/settings/fee/prepare")
+async def prepare_fee(request: Request, owner: SignedIn) -> JSONResponse:
+    services = services_of(request)
+    data = await _json(request)
+    chain_id = _chain_id(data)
+    fee_bps = _uint(data, "feeBps")
+    if fee_bps > MAX_FEE_BPS:
+        raise FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}")
+    fees = await fee_settings(services, chain_id, owner.address)
+    deadline = int(time.time()) + DEADLINE_S
+    typed = set_fee_typed_data(chain_id, fees.factory, owner.address, fee_bps, fees.nonce, deadline)
+    submit = {
+        "chainId": str(chain_id),
+        "feeBps": str(fee_bps),
+        "nonce": str(fees.nonce),
+        "deadline": str(deadline),
+    }
+    return _prepared(owner.address, chain_id, typed, submit)
+
+
+@router.post("/settings/payout/prepare")
+async def prepare_payout(request: Request, owner: SignedIn) -> JSONResponse:
+    services = services_of(request)
+    data = await _json(request)
+    chain_id = _chain_id(data)
+    payout = _address(data, "payoutAddress")
+    fees = await fee_settings(services, chain_id, owner.address)
+    deadline = int(time.time()) + DEADLINE_S
+    typed = set_payout_typed_data(
+        chain_id, fees.factory, owner.address, payout, fees.nonce, deadline
+    )
+    submit = {
+        "chainId": str(chain_id),
+        "payoutAddress": payout,
+        "nonce": str(fees.nonce),
+        "deadline": str(deadline),
+    }
+    return _prepared(owner.address, chain_id, typed, submit)
+
+
+@router.post("/settings/fee")
+async def set_fee(request: Request, owner: SignedIn) -> JSONResponse:
+    data = await _json(request)
+    return await _relay(
+        request,
+        MetaRequest(
+            owner_address=owner.address,
+            chain_id=_chain_id(data),
+            nonce=_uint(data, "nonce"),
+            deadline=_uint(data, "deadline"),
+            signature=_text(data, "signature", 4098),
+            fee_bps=_uint(data, "feeBps"),
+        ),
+    )
+
+
+@router.post("/settings/payout")
+async def set_payout(request: Request, owner: SignedIn) -> JSONResponse:
+    data = await _json(request)
+    return await _relay(
+        request,
+        MetaRequest(
+            owner_address=owner.address,
+            chain_id=_chain_id(data),
+            nonce=_uint(data, "nonce"),
+            deadline=_uint(data, "deadline"),
+            signature=_text(data, "signature", 4098),
+            payout_address=_address(data, "payoutAddress"),
+        ),
+    )
+
+
+async def _relay(request: Request, meta: MetaRequest) -> JSONResponse:
+    accepted = await submit_meta(services_of(request), meta)
+    return json_answer(
+        {"message": f"Sent: transaction {accepted.tx_hash}", "txHash": accepted.tx_hash},
+        status_code=202,
+    )
