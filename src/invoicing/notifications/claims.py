@@ -143,7 +143,25 @@ async def claim_events(
     services: Services, now_ms: int, limit: int, in_flight: InFlight | None = None
 ) -> list[ClaimedEvent]:
     """Lease up to ``limit`` due events (``limit``: the worker's free slots) and take their
-    next attempt number.
+    next attempt number (:func:`claim_batch`)."""
+    return (await claim_batch(services, now_ms, limit, in_flight)).claimed
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What a claim took, and whether claiming again at once may find more (it read as many
+    due rows as it could and took them all; a claim that read every due row, or left some
+    out for the caps, waits for a slot to free up or new deliveries instead: claiming again
+    at once would only read past the same rows)."""
+
+    claimed: list[ClaimedEvent]
+    more: bool
+
+
+async def claim_batch(
+    services: Services, now_ms: int, limit: int, in_flight: InFlight | None = None
+) -> Batch:
+    """Lease up to ``limit`` due events and take their next attempt number.
 
     Due events of failing endpoints come after everyone else's, each group oldest first (a
     failing endpoint's event waits so for at most one retry delay). The caps (:class:`Caps`)
@@ -166,15 +184,16 @@ async def claim_events(
             deferred = _due_events(now_ms, patience_ms, full, True)
             rows += await session.execute(deferred.limit(fetch - len(rows)))
         ids = caps.within([(row[0], row[1], row[2]) for row in rows], in_flight, limit)
+        more = len(rows) == fetch and len(ids) == len(rows)
         if not ids:
-            return []
+            return Batch([], more)
         await session.execute(
             update(WebhookEvent)
             .where(WebhookEvent.id.in_(ids))
             .values(claimed_until=lease_until, attempts=WebhookEvent.attempts + 1)
             .execution_options(synchronize_session=False)
         )
-        return await _load_claimed(session, services, ids)
+        return Batch(await _load_claimed(session, services, ids), more)
 
 
 @dataclass(frozen=True)
@@ -197,7 +216,7 @@ class Caps:
         return cls(
             settings.webhook_per_host_concurrency,
             settings.webhook_per_owner_concurrency,
-            settings.webhook_concurrency // 2,
+            settings.webhook_concurrency // 4,
         )
 
     def full(self, in_flight: InFlight, free: int) -> tuple[list[str], list[str]]:

@@ -21,7 +21,7 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
-from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_events, signed_delivery
+from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_batch, signed_delivery
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
 from invoicing.notifications.delivery import AttemptResult, record_results, unrecorded
 from invoicing.notifications.outbox import OUTBOX_BELL
@@ -82,6 +82,7 @@ class Dispatcher:
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
         self.queued = asyncio.Event()  # the outbox bell's listener while ``run`` runs
+        self.more = False  # the last claim may have left due events it could take
 
     async def run(self, stop: asyncio.Event) -> None:
         # Deliveries committed by this process (a payment the monitor just marked) ring the
@@ -104,9 +105,9 @@ class Dispatcher:
             self.queued.clear()
             try:
                 await self.flush()
-                claimed = await self.claim()
+                await self.claim()
                 failures = 0
-                delay = 0.0 if claimed else poll_s
+                delay = 0.0 if self.more else poll_s
             except (SQLAlchemyError, OSError) as exc:
                 failures += 1
                 delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
@@ -117,12 +118,15 @@ class Dispatcher:
         await self.drain()
 
     async def claim(self) -> int:
-        """Claim as many events as there are free slots and start sending them."""
+        """Claim as many events as there are free slots and start sending them; ``more``
+        says whether claiming again at once may find more (``claims.Batch``)."""
         free = self.slots - len(self.in_flight)
+        self.more = False
         if free <= 0:
             return 0
         now_ms = self.services.clock.now_ms()
-        claimed = await claim_events(self.services, now_ms, free, self.counted)
+        batch = await claim_batch(self.services, now_ms, free, self.counted)
+        self.more, claimed = batch.more, batch.claimed
         for event in claimed:
             self.counted.add(event)
             task = asyncio.create_task(self._deliver(event))
