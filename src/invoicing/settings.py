@@ -85,9 +85,9 @@ class Settings(BaseSettings):
     webhook_concurrency: int = 200
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
-    # One owner's share: beyond it an owner only takes spare slots, never the half of them
+    # One owner's share: beyond it an owner only takes spare slots, never the quarter of them
     # kept for owners within their share (notifications/claims.py), so one owner's endpoints
-    # that hang or fail hold at most half the slots and the others still find free ones.
+    # that hang or fail hold at most 3/4 of the slots and the others still find free ones.
     webhook_per_owner_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
     # Seconds a webhook host's resolved addresses are kept (each answer is still checked by

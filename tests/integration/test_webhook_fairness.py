@@ -1,7 +1,7 @@
 """Fairness between owners, with real HTTP receivers, the real worker and the real database:
 one owner's endpoints that hang until the timeout, or answer slowly with a failure, hold at
-most half of the worker's slots (their share, ``webhook_per_owner_concurrency``, and the
-spare half), so another owner's webhooks still arrive at once; and one owner's failures at
+most three quarters of the worker's slots (their share, ``webhook_per_owner_concurrency``,
+and the spare slots), so another owner's webhooks still arrive at once; and one owner's failures at
 a URL never push another owner's deliveries to that URL behind everyone (health is kept per
 owner and URL)."""
 
@@ -71,8 +71,8 @@ async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
         own_database,
         fake,
         webhook_allow_private=True,
-        webhook_concurrency=6,
-        webhook_per_host_concurrency=6,  # one host: the per-owner cap is what is tested
+        webhook_concurrency=8,
+        webhook_per_host_concurrency=8,  # one host: the per-owner cap is what is tested
         webhook_per_owner_concurrency=2,
         webhook_timeout_s=TIMEOUT_S,
     )
@@ -81,7 +81,7 @@ async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
         hostile.delay_s["/slow"] = delay_s
         hostile.default = answer
         slow = hostile.url("slow")
-        stalled = [await paid_event(services, fake, slow, hostile_owner) for _ in range(8)]
+        stalled = [await paid_event(services, fake, slow, hostile_owner) for _ in range(10)]
         others = [
             await paid_event(services, fake, fine.url(f"ok/{i}"), other_owner) for i in range(4)
         ]
@@ -100,8 +100,8 @@ async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
 
     # Delivered while the hostile owner's first attempts were still open.
     assert others_done_s < min(delay_s, TIMEOUT_S) - 1.0, others_done_s
-    assert stalled_then == ["pending"] * 8
-    assert hostile.peak_in_flight["/slow"] == 3  # half the slots, never more
+    assert stalled_then == ["pending"] * 10
+    assert hostile.peak_in_flight["/slow"] == 6  # three quarters of the slots, never more
     async with services.db.sessions() as session:
         attempts = (
             await session.execute(
@@ -110,7 +110,7 @@ async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
         ).all()
     assert sorted((e, s) for e, s, _ in attempts if e in others) == sorted((e, 200) for e in others)
     hostile_attempts = [(s, "timeout" if err else None) for e, s, err in attempts if e in stalled]
-    assert hostile_attempts == [outcome] * 3  # the other five waited for a slot of its own
+    assert hostile_attempts == [outcome] * 6  # the other four waited for a slot of its own
     await services.db.dispose()
 
 

@@ -66,11 +66,11 @@ def test_an_owner_takes_its_share_and_beyond_it_only_spare_slots() -> None:
     assert caps.within(rows, flying({}, {A_OWNER: 3}), 3) == ["e6", "e7"]
     assert caps.full(flying({}, {A_OWNER: 3, B_OWNER: 1}), 3) == ([], [A_OWNER])
     assert caps.full(flying({}, {A_OWNER: 2}), 4) == ([], [])  # a spare slot is free
-    # Alone, an owner uses the spare half: claims stay as large as without the cap.
+    # Alone, an owner uses the spare three quarters: claims stay as large as without caps.
     alone = [(f"e{i}", f"h{i}:443", A_OWNER) for i in range(300)]
-    wide = Caps(per_host=20, per_owner=20, reserved=100)  # 200 slots
-    assert len(wide.within(alone, flying({}, {A_OWNER: 80}), 120)) == 20
-    assert wide.most_claimable(120) == 40
+    wide = Caps(per_host=20, per_owner=20, reserved=50)  # 200 slots
+    assert len(wide.within(alone, flying({}, {A_OWNER: 80}), 120)) == 70
+    assert wide.most_claimable(120) == 90
     assert wide.most_claimable(30) == 20
     assert wide.most_claimable(10) == 10
 

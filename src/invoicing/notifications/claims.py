@@ -9,9 +9,9 @@ Which ones: due deliveries oldest first, those of failing endpoints (``endpoints
 per owner and URL) after everyone else's; and no more in flight than the caps allow
 (:class:`Caps`): ``webhook_per_host_concurrency`` to one ``host:port`` (the thing that
 hangs), and for one owner its share, ``webhook_per_owner_concurrency``, beyond which it only
-takes spare slots, never the half of the worker's slots kept for owners within their share
-(so one owner's endpoints that hang until the timeout, or fail, hold at most half of the
-slots, and every other owner's deliveries still find free ones).
+takes spare slots, never the quarter of the worker's slots kept for owners within their
+share (so one owner's endpoints that hang until the timeout, or fail, hold at most three
+quarters of the slots, and every other owner's deliveries still find free ones).
 
 Each claimed batch also reads its owners' webhook options (signing secrets and whether to
 send the API key, ``signing.webhook_options_by_owner``) in one query; the signature itself
@@ -202,10 +202,12 @@ class Caps:
 
     A host holds at most ``per_host`` (the thing that hangs). An owner holds its share,
     ``per_owner``, whenever a slot is free; beyond it, only spare slots: it takes one more
-    only while at least ``reserved`` slots (half the worker's) stay free. So one owner holds
-    at most half the slots (or its share, if larger), whatever its endpoints do, and the
-    other half always serves the owners within their share; an owner alone uses the whole
-    spare half, as fast as before (``bench/webhooks.py``)."""
+    only while at least ``reserved`` slots (a quarter of the worker's) stay free. So one
+    owner holds at most three quarters of the slots (or its share, if larger), whatever its
+    endpoints do, and the last quarter always serves the owners within their share. An
+    owner alone uses the spare three quarters: claims as large as without the caps (half
+    the slots cost a lone owner 10-15% of its deliveries per CPU second in
+    ``bench/webhooks.py``: claims and writes twice as many, half as large)."""
 
     per_host: int
     per_owner: int
