@@ -22,6 +22,7 @@ from invoicing.chain.artifacts import ERC20, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.web.page.i18n import ENGLISH, PageLocale
+from tests.browser.conftest import axe_violations
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.chain import read_view
@@ -404,3 +405,23 @@ async def test_unknown_address_shows_the_404_page(browser: Browser, page_app: Ru
     assert response.status == 404
     assert title == "Payment not found"
     assert overflow == 0
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+async def test_a_fiat_invoice_shows_its_price_in_the_page_language(
+    browser: Browser, page_app: RunningApp, dev: DevDeployment, artifacts: Path, lang: str
+) -> None:
+    invoice = await create(page_app, dev, amount="19.99", currency="USD", tokenAddress=dev.token)
+    shown = {"en": "$19.99", "ar": "\u200f19.99\xa0US$"}
+
+    for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+        context, page, _requests = await open_page(
+            browser, f"{page_app.base_url}/pay/{invoice['paymentAddress']}?lang={lang}", viewport
+        )
+        try:
+            await expect(page.locator("#price")).to_have_text(shown[lang])
+            await expect(page.locator("#amount")).to_have_text("19.99")
+            assert await axe_violations(page) == []
+            await page.screenshot(path=artifacts / f"payment-page-fiat-{lang}-{name}.png")
+        finally:
+            await context.close()

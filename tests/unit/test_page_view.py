@@ -14,6 +14,7 @@ from invoicing.chain.gateway import ChainRegistry
 from invoicing.errors import InvalidRequest
 from invoicing.invoices.lifecycle import shown_status
 from invoicing.invoices.models import Invoice
+from invoicing.web.page.i18n import LANGUAGES, PageLocale
 from invoicing.web.page.qr import qr_svg
 from invoicing.web.page.render import asset, asset_url, payment_page
 from invoicing.web.page.routes import RecheckThrottle
@@ -90,6 +91,7 @@ def test_public_status_holds_only_what_the_page_shows() -> None:
         "expiresAt": 1_900_000_000_000,
         "paidAt": None,
         "description": None,
+        "fiat": None,
     }
 
 
@@ -215,3 +217,22 @@ async def test_view_takes_the_network_name_and_explorer_from_the_chain_config() 
     assert shown.explorer_url == f"https://basescan.org/address/{ESCROW}"
     unknown = await payment_view(ChainRegistry({}), invoice, now_ms=0)
     assert (unknown.network, unknown.explorer_url) == ("Chain 8453", None)
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [("en", "$19.99"), ("de", "19,99\xa0$"), ("fr", "19,99\xa0$US"), ("ja", "$19.99")],
+)
+def test_a_fiat_price_is_shown_in_the_page_language_and_the_status(code: str, shown: str) -> None:
+    priced = view(price=("USD", "19.99", "2500"))
+
+    locale = PageLocale(next(language for language in LANGUAGES if language.code == code))
+    html = payment_page(priced, locale)
+
+    assert re.search(r'<strong class="big" id="price">([^<]*)</strong>', html)[1] == shown  # type: ignore[index]
+    assert priced.public_status().model_dump(mode="json", exclude_unset=True)["fiat"] == {
+        "currency": "USD",
+        "amount": "19.99",
+        "rate": "2500",
+    }
+    assert 'id="price"' not in payment_page(view(), locale)

@@ -15,6 +15,7 @@ from invoicing.auth.signatures import signed_by
 from invoicing_client import Client
 from invoicing_client import errors as e
 from invoicing_client.signing import sign_request
+from tests.support.node import node_json
 
 KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
 OWNER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
@@ -285,3 +286,66 @@ def test_the_sdk_stands_alone() -> None:
     }  # fmt: skip
     names = [dependency.split(">")[0] for dependency in project["dependencies"]]
     assert names == ["httpx", "pydantic", "eth-account", "coincurve"]
+
+
+FIAT = {"currency": "USD", "amount": "25.00", "rate": "2500", "source": "chainlink"}
+FIAT_ROUND = {"feed": PAYMENT_ADDRESS, "roundId": "18446744073709551617", "roundUpdatedAt": 1}
+TOLERANCE = {"bps": 100, "minimumRaw": "9900", "acceptedUnder": True, "shortfallRaw": "50"}
+
+
+def test_create_sends_a_currency_and_reads_the_locked_price_and_tolerance() -> None:
+    sent: list[httpx.Request] = []
+    answer = {**INVOICE, "fiat": {**FIAT, **FIAT_ROUND}, "tolerance": TOLERANCE}
+    with client_answering([httpx.Response(201, json=answer)], sent) as client:
+        invoice = client.invoices.create(31337, "25.00", currency="USD")
+
+    (request,) = sent
+    assert json.loads(request.content) == {
+        "ownerAddress": OWNER,
+        "chainId": 31337,
+        "amount": "25.00",
+        "currency": "USD",
+    }
+    assert signed_by_owner(request, "invoice.create")
+    assert invoice.fiat is not None and invoice.tolerance is not None
+    assert (invoice.fiat.rate, invoice.fiat.round_id) == ("2500", 2**64 + 1)
+    assert (invoice.tolerance.minimum_raw, invoice.tolerance.shortfall_raw) == (9900, 50)
+
+
+def test_settings_update_sends_only_what_is_given() -> None:
+    sent: list[httpx.Request] = []
+    answer = {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 250}
+    with client_answering([httpx.Response(200, json=answer)], sent) as client:
+        settings = client.settings.update(underpayment_tolerance_bps=250)
+
+    assert json.loads(sent[0].content) == {"ownerAddress": OWNER, "underpaymentToleranceBps": 250}
+    assert settings.underpayment_tolerance_bps == 250
+
+
+def test_the_js_sdk_sends_a_currency_and_reads_raw_price_fields_as_bigints() -> None:
+    answer = json.dumps({**INVOICE, "fiat": {**FIAT, **FIAT_ROUND}, "tolerance": TOLERANCE})
+    script = (
+        "const { Client } = await import('./clients/js/src/index.js');"
+        "const sent = [];"
+        "const fetch = async (url, init) => { sent.push(JSON.parse(init.body));"
+        f" return new Response({json.dumps(answer)},"
+        " { status: 201, headers: { 'content-type': 'application/json' } }); };"
+        f"const client = new Client({{ baseUrl: 'http://svc.test', ownerAddress: '{OWNER}',"
+        " apiKey: 'sk_test', fetch });"
+        "const invoice = await client.invoices.create("
+        "{ chainId: 31337, amount: '25.00', currency: 'USD' });"
+        "console.log(JSON.stringify({ sent, rate: invoice.fiat.rate,"
+        " round: typeof invoice.fiat.roundId, shortfall: String(invoice.tolerance.shortfallRaw),"
+        " kind: typeof invoice.tolerance.shortfallRaw }));"
+    )
+    found = node_json(script)
+
+    assert found["sent"] == [
+        {"ownerAddress": OWNER, "chainId": 31337, "amount": "25.00", "currency": "USD"}
+    ]
+    assert (found["rate"], found["round"], found["shortfall"], found["kind"]) == (
+        "2500",
+        "bigint",
+        "50",
+        "bigint",
+    )

@@ -85,12 +85,13 @@ class Invoices {
    * in signature mode, `requestSignature` (the x-service-signature the paid webhook carries).
    */
   async create({ chainId, amount, tokenAddress, invoiceId, webhookUrl, expiresAt, description,
-    metadata, currency }) {
+    metadata, currency, redirectUrl, cancelUrl }) {
     // Omitted, never null: a null is a different signed payload.
     const body = {
       chainId,
       amount: decimalAmount(amount),
-      ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata, currency }),
+      ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata, currency,
+        redirectUrl, cancelUrl }),
     };
     const { data, status, headers } = await this.#transport.call({
       ...route("invoices.create"),

@@ -15,6 +15,8 @@ export interface Invoice {
   tokenAddress: string | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  redirectUrl?: string | null;
+  cancelUrl?: string | null;
   expiresAt: number;
   status: InvoiceStatus;
   paid: boolean;
@@ -28,6 +30,8 @@ export interface Invoice {
   createdAt: number;
   updatedAt: number;
   url: string;
+  /** Only for an invoice in a token with EIP-3009: its x402 v2 resource. */
+  x402Url?: string | null;
   salt?: string;
   fiat?: FiatPrice | null;
   tolerance?: Tolerance | null;
@@ -77,6 +81,11 @@ export interface CreateInvoice {
   metadata?: Record<string, unknown> | null;
   /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
   currency?: string | null;
+  /** Where the payment page sends the payer after payment (http(s), https outside
+   * development, at most 2,048 characters). */
+  redirectUrl?: string | null;
+  /** The payment page's way back to the shop without paying (same rules). */
+  cancelUrl?: string | null;
 }
 
 export interface ListFilters {
@@ -203,6 +212,9 @@ export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[];
 export interface EscrowExportLine {
   paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
   status: InvoiceStatus; chainId: number;
+  /** The factory that made the escrow and sweeps it (a previous version's, for an escrow
+   * made before an upgrade). */
+  factory: string;
 }
 
 export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
@@ -226,7 +238,11 @@ export interface PaymentStatus {
   symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
   remainingRaw: bigint; remaining: string; paymentUri: string; status: InvoiceStatus;
   expiresAt: number; paidAt: number | null; description: string | null;
+  fiat?: PagePrice | null;
 }
+
+/** The fiat price a payment page shows: `amount` of `currency` at `rate`. */
+export interface PagePrice { currency: string; amount: string; rate: string }
 
 export interface Health { status: string }
 export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }
@@ -340,6 +356,7 @@ export class Client {
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
+    x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };

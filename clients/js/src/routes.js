@@ -50,6 +50,7 @@ export const ROUTES = Object.freeze({
   "public.paymentPage": ["GET", "/pay/{payment_address}", null, ["lang"]],
   "public.paymentStatus": ["GET", "/pay/{payment_address}/status", null],
   "public.payWithoutGas": ["POST", "/pay/{payment_address}/authorization", null],
+  "public.x402Requirements": ["GET", "/pay/{payment_address}/x402", null],
   "public.relayFee": ["POST", "/fees/set-meta", null],
   "public.relayPayout": ["POST", "/fees/set-payout-meta", null],
 });

@@ -76,18 +76,23 @@ def encode_balances_of(token: str, accounts: Sequence[str]) -> bytes:
 
     Selector, token word, offset 64, length, one word per account. Addresses must be 20
     bytes of hex; their checksum case is not verified (they are the service's own escrows)."""
-    words = [
+    head = [
         _BALANCES_OF_SELECTOR,
         bytes(12) + address_bytes(token),
         _BALANCES_OF_OFFSET,
         len(accounts).to_bytes(32, "big"),
     ]
-    words.extend([bytes(12) + address_bytes(account) for account in accounts])
-    return b"".join(words)
+    # One hex decode for every account (thousands per call): each is padded to a word.
+    digits = "".join([_WORD_PAD + account.removeprefix("0x") for account in accounts])
+    words = bytes.fromhex(digits)
+    if len(words) != 32 * len(accounts):
+        raise ValueError("balancesOf accounts must be 20-byte hex addresses")
+    return b"".join(head) + words
 
 
 _BALANCES_OF_SELECTOR = abi_function(PAYMENT_FACTORY, "balancesOf").selector
 _BALANCES_OF_OFFSET = (64).to_bytes(32, "big")
+_WORD_PAD = "00" * 12
 
 
 def decode_balances_of(data: bytes) -> list[int | None]:

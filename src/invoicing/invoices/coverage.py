@@ -101,7 +101,14 @@ def last_checked(invoice: Covered, record: MonitorShard | None) -> int:
     own = invoice.last_checked_at
     if record is None or not covered_by_passes(invoice):
         return own
-    return max(own, record.pending_at if invoice.status == _PENDING else record.expired_at)
+    return max(own, passed_at(record, invoice.status))
+
+
+def passed_at(record: MonitorShard | None, status: str) -> int:
+    """When the last pass over the shard's watched invoices of ``status`` started (0: none)."""
+    if record is None:
+        return 0
+    return record.pending_at if status == _PENDING else record.expired_at
 
 
 async def shard_records(

@@ -40,6 +40,7 @@ from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, Unsuppo
 from invoicing.invoices.amounts import to_decimal_string, to_raw
 from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.links import link_problem
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.guard import webhook_url_problem
@@ -61,6 +62,8 @@ class NewInvoice:
     description: str | None = None
     expires_at: int | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     currency: str | None = None  # given: ``amount`` is in this ISO 4217 currency
 
     def request_hash(self) -> str:
@@ -73,6 +76,11 @@ class NewInvoice:
             "expiresAt": self.expires_at,
             "metadata": self.metadata,
         }
+        # Only when given: the hashes of invoices created before these fields stay the same.
+        if self.redirect_url is not None:
+            fields["redirectUrl"] = self.redirect_url
+        if self.cancel_url is not None:
+            fields["cancelUrl"] = self.cancel_url
         if self.currency is not None:  # invoices without one keep their hashes
             fields["currency"] = self.currency
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
@@ -85,6 +93,8 @@ class CreateRules:
 
     max_watched_per_owner: int = 0  # 0: no cap
     require_https_webhook: bool = False
+    # redirectUrl and cancelUrl must be https (outside development).
+    require_https_links: bool = False
     allow_private_webhook: bool = True
     # The escrow's low-rate lifetime checks start when this window after expiry is over.
     late_payment_window_s: int = 0
@@ -115,6 +125,11 @@ async def create_invoice(
         )
         if problem is not None:
             raise InvalidRequest(f"webhookUrl: {problem}", {"field": "webhookUrl"})
+    for field, url in (("redirectUrl", request.redirect_url), ("cancelUrl", request.cancel_url)):
+        if url is not None and (
+            problem := link_problem(url, require_https=rules.require_https_links)
+        ):
+            raise InvalidRequest(f"{field}: {problem}", {"field": field})
     if request.token_address is None:
         decimals = chain.config.native_decimals
     else:
@@ -172,6 +187,8 @@ async def create_invoice(
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,
+        redirect_url=request.redirect_url,
+        cancel_url=request.cancel_url,
         **_price_columns(price),
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)

@@ -156,23 +156,23 @@ async def store_balances(
             stored.append(invoice)
         await record_events(session, services.settings, now_ms, occurred)
     if newly_paid and paid_from_block is not None:
-        await _observe_detection(
-            services, newly_paid[0].chain_id, paid_from_block, now_ms, newly_paid
-        )
+        await observe_detection(services, newly_paid[0].chain_id, paid_from_block, newly_paid)
     return stored
 
 
-async def _observe_detection(
-    services: Services, chain_id: int, block: int, paid_at_ms: int, paid: list[Invoice]
+async def observe_detection(
+    services: Services, chain_id: int, block: int, paid: Sequence[Invoice]
 ) -> None:
-    """Detection lag of invoices just marked paid: from ``block``'s timestamp to ``paid_at``.
-    One header read; when it fails the lag goes unmeasured (the payment is recorded)."""
+    """Detection lag of invoices just marked paid: from ``block``'s timestamp to each one's
+    ``paid_at``. One header read; when it fails the lag goes unmeasured (the payment is
+    recorded)."""
     try:
         timestamp_s = await services.chains.get(chain_id).block_timestamp(block)
     except (ChainUnavailable, RpcError) as exc:
         log.info("detection lag of %d payment(s) not measured: %s", len(paid), exc)
         return
-    metrics.payment_detected(paid_at_ms / 1000 - timestamp_s, len(paid))
+    for invoice in paid:
+        metrics.payment_detected((invoice.paid_at or 0) / 1000 - timestamp_s)
 
 
 async def recheck_invoice(

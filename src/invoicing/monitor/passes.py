@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from sqlalchemy import (
     ColumnElement,
@@ -48,19 +48,22 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.invoices.coverage import (
     SHARDS,
     MonitorShard,
-    last_checked,
-    shard_of,
+    passed_at,
 )
 from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
 from invoicing.invoices.models import Invoice
-from invoicing.monitor.check import PARALLEL_READS, confirmed_block, store_balances
+from invoicing.monitor.batches import Batches, PassRow
+from invoicing.monitor.check import (
+    confirmed_block,
+    observe_detection,
+    store_balances,
+)
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
 
 INVOICES = cast(Table, Invoice.__table__)
 # Passes run on the Core table: a shard's rows come back as plain rows, without the ORM's
-# per-row result processing. The first columns are the fields of ``InvoiceState``; the rest
-# decide ``lastCheckedAt`` (``invoices.coverage.Covered``).
+# per-row result processing. The first columns are the fields of ``InvoiceState``.
 PASS_COLUMNS = (
     INVOICES.c.id,
     INVOICES.c.payment_address,
@@ -71,21 +74,20 @@ PASS_COLUMNS = (
     INVOICES.c.expires_at,
     INVOICES.c.tolerance_bps,
     INVOICES.c.last_checked_at,
-    INVOICES.c.chain_id,
-    INVOICES.c.watch,
     INVOICES.c.unreadable,
+    INVOICES.c.shard,
 )
 ALL_SHARDS = tuple(range(SHARDS))
-# A row of ``PASS_COLUMNS``.
-PassRow = Any
+# Shards read per query: at a million watched invoices, 125,000 rows.
+SHARDS_PER_QUERY = 8
 # Readings stored per transaction.
 STORE_CHUNK = 500
 
 
 @dataclass(frozen=True)
 class PassResult:
-    """What one pass did: invoices read, invoices written, newly paid, invoices whose balance
-    was unreadable (left as they were), the block read at, and the shards it covered."""
+    """What one pass did: invoices read, written, newly paid and unreadable (left as they
+    were), the block read at, and the shards it covered."""
 
     block: int
     checked: int = 0
@@ -152,9 +154,6 @@ async def run_due_pass(
     return result
 
 
-Store = Callable[[Sequence[PassRow], Mapping[str, int | None]], Awaitable[None]]
-
-
 async def _run(
     services: Services,
     chain: ChainGateway,
@@ -172,18 +171,22 @@ async def _run(
     counts = _Counts()
     stores = asyncio.Lock()
 
-    async def store(rows: Sequence[PassRow], balances: Mapping[str, int | None]) -> None:
+    async def store(rows: Sequence[PassRow], readings: Sequence[int | None]) -> None:
         async with stores:
-            await _store(services, rows, balances, paid_from_block, status, records, counts)
+            await _store(services, rows, readings, status, records, counts)
 
-    batches = _Batches(chain, block, services.settings.monitor_batch_size, store)
+    batches = Batches(chain, block, services.settings.monitor_batch_size, store)
     try:
-        for shard in shards:
-            rows = await _select(services, chain_id, shard, status)
+        for start in range(0, len(shards), SHARDS_PER_QUERY):
+            rows = await _select(
+                services, chain_id, shards[start : start + SHARDS_PER_QUERY], status
+            )
             await batches.add(rows)
         await batches.finish()
     finally:
         await batches.close()
+    if counts.newly_paid:  # one header read for the pass's payments
+        await observe_detection(services, chain_id, paid_from_block, counts.newly_paid)
     await record_pass(services, chain_id, shards, status, started_ms)
     return PassResult(
         block=block,
@@ -196,7 +199,7 @@ async def _run(
 
 
 async def _select(
-    services: Services, chain_id: int, shard: int, status: InvoiceStatus
+    services: Services, chain_id: int, shards: Sequence[int], status: InvoiceStatus
 ) -> list[PassRow]:
     invoices = INVOICES.c
     async with services.db.sessions() as session:
@@ -204,7 +207,7 @@ async def _select(
             select(*PASS_COLUMNS).where(
                 invoices.chain_id == chain_id,
                 invoices.status == status,
-                invoices.shard == shard,
+                invoices.shard.in_(list(shards)),
                 # The watched-invoices index's own predicate, so both databases use it.
                 text("watch"),
             )
@@ -218,72 +221,13 @@ class _Counts:
     updated: int = 0
     paid: int = 0
     unreadable: int = 0
-
-
-class _Batches:
-    """Rows waiting for their read, per token; a batch is read (and then stored) as soon as it
-    is full, at most ``PARALLEL_READS`` at a time, so reads overlap with the next shard's
-    query. ``add`` waits while many batches are in flight: a pass holds a few batches of
-    rows, not a whole chain."""
-
-    def __init__(self, chain: ChainGateway, block: int, batch_size: int, store: Store) -> None:
-        self.chain = chain
-        self.block = block
-        self.batch_size = batch_size
-        self.store = store
-        self._waiting: dict[str | None, list[PassRow]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._gate = asyncio.Semaphore(PARALLEL_READS)
-
-    async def add(self, rows: Sequence[PassRow]) -> None:
-        for row in rows:
-            token = cast(str | None, row.token_address)
-            group = self._waiting.setdefault(token, [])
-            group.append(row)
-            if len(group) >= self.batch_size:
-                self._start(token, group)
-                self._waiting[token] = []
-        while len(self._tasks) > 2 * PARALLEL_READS:
-            done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
-            self._collect(done)
-
-    async def finish(self) -> None:
-        for token, group in self._waiting.items():
-            if group:
-                self._start(token, group)
-        self._waiting.clear()
-        while self._tasks:
-            done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
-            self._collect(done)
-
-    async def close(self) -> None:
-        """Stop reads still running (after a failure) and collect their outcomes."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
-
-    def _collect(self, done: set[asyncio.Task[None]]) -> None:
-        self._tasks -= done
-        for task in done:
-            task.result()  # the first failure fails the pass
-
-    def _start(self, token: str | None, rows: list[PassRow]) -> None:
-        self._tasks.add(asyncio.ensure_future(self._read(token, rows)))
-
-    async def _read(self, token: str | None, rows: list[PassRow]) -> None:
-        async with self._gate:
-            addresses = [cast(str, row.payment_address) for row in rows]
-            values = await self.chain.balances(token, addresses, self.block)
-        balances = {cast(str, row.id): value for row, value in zip(rows, values, strict=True)}
-        await self.store(rows, balances)
+    newly_paid: list[Invoice] = field(default_factory=list)
 
 
 async def _store(
     services: Services,
     rows: Sequence[PassRow],
-    balances: Mapping[str, int | None],
-    paid_from_block: int,
+    readings: Sequence[int | None],
     status: InvoiceStatus,
     records: Mapping[int, MonitorShard],
     counts: _Counts,
@@ -292,41 +236,55 @@ async def _store(
     unreadable clears the flag); flag the newly unreadable; stop watching expired invoices
     whose late-payment window is over."""
     now_ms = services.clock.now_ms()
-    changed: list[str] = []
+    changed: dict[str, int | None] = {}
     unreadable = []
-    for row in rows:
-        state = cast(Invoice, row)
-        reading = balances[state.id]
+    for row, reading in zip(rows, readings, strict=True):
         if reading is None:
-            counts.unreadable += 1
-            if not state.unreadable:
-                unreadable.append(state)
-        elif state.unreadable or reading_changes(state, reading, now_ms):
-            changed.append(state.id)
-    counts.checked += len(rows) - sum(1 for row in rows if balances[cast(str, row.id)] is None)
+            unreadable.append(row)
+        elif row.unreadable:
+            changed[row.id] = reading
+        elif nothing_arrived(row, reading, now_ms):
+            continue
+        elif reading_changes(row, reading, now_ms):
+            changed[row.id] = reading
+    counts.checked += len(rows) - len(unreadable)
+    counts.unreadable += len(unreadable)
     counts.updated += len(changed)
-    for start in range(0, len(changed), STORE_CHUNK):
-        ids = changed[start : start + STORE_CHUNK]
-        stored = await store_balances(services, ids, balances, paid_from_block)
-        counts.paid += sum(1 for invoice in stored if invoice.paid)
-    if unreadable:
-        await _flag_unreadable(services, unreadable, records)
+    ids = list(changed)
+    for start in range(0, len(ids), STORE_CHUNK):
+        stored = await store_balances(services, ids[start : start + STORE_CHUNK], changed)
+        # Paid now: a watched invoice read by a pass was not paid before.
+        paid = [invoice for invoice in stored if invoice.paid]
+        counts.paid += len(paid)
+        counts.newly_paid.extend(paid)
+    newly_unreadable = [row for row in unreadable if not row.unreadable]
+    if newly_unreadable:
+        await _flag_unreadable(services, newly_unreadable, records)
     if status == InvoiceStatus.EXPIRED:
         window_ms = services.settings.late_payment_window_s * 1000
-        finished = [
-            cast(Invoice, row)
-            for row in rows
-            if late_window_over(cast(Invoice, row), now_ms, window_ms)
-        ]
+        read = {row.id for row in rows} - {row.id for row in unreadable}
+        finished = [row for row in rows if late_window_over(row, now_ms, window_ms)]
         if finished:
-            await _stop_watching(services, finished, balances, now_ms)
+            await _stop_watching(services, finished, read, now_ms)
+
+
+def nothing_arrived(row: PassRow, reading: int, now_ms: int) -> bool:
+    """A zero reading of an invoice that nothing has reached and that is not past its
+    expiry: no move (``lifecycle.on_reading`` agrees; a test holds them together). It is
+    the answer for most rows of most passes, so it is decided without the lifecycle."""
+    return (
+        reading == 0
+        and row.balance_raw == "0"
+        and now_ms < row.expires_at
+        and row.required_raw != "0"
+    )
 
 
 async def _flag_unreadable(
-    services: Services, rows: Sequence[Invoice], records: Mapping[int, MonitorShard]
+    services: Services, rows: Sequence[PassRow], records: Mapping[int, MonitorShard]
 ) -> None:
-    """Invoices whose balance just became unreadable keep the ``lastCheckedAt`` they had
-    (their shard's passes no longer speak for them)."""
+    """Newly unreadable invoices keep the ``lastCheckedAt`` they had (no longer their
+    shard's)."""
     async with services.db.transaction() as session:
         connection = await session.connection()
         await connection.execute(
@@ -334,22 +292,24 @@ async def _flag_unreadable(
             .where(INVOICES.c.id == bindparam("b_id"), INVOICES.c.watch.is_(True))
             .values(unreadable=True, last_checked_at=bindparam("b_checked")),
             [
-                {"b_id": row.id, "b_checked": last_checked(row, records.get(shard_of(row.id)))}
+                {
+                    "b_id": row.id,
+                    "b_checked": max(
+                        row.last_checked_at, passed_at(records.get(row.shard), row.status)
+                    ),
+                }
                 for row in rows
             ],
         )
 
 
 async def _stop_watching(
-    services: Services,
-    rows: Sequence[Invoice],
-    balances: Mapping[str, int | None],
-    now_ms: int,
+    services: Services, rows: Sequence[PassRow], readable: set[str], now_ms: int
 ) -> None:
     """Expired invoices whose late-payment window has closed stop being watched; those read
     now keep this check as their ``lastCheckedAt``."""
-    read = [row.id for row in rows if balances[row.id] is not None]
-    unread = [row.id for row in rows if balances[row.id] is None]
+    read = [row.id for row in rows if row.id in readable]
+    unread = [row.id for row in rows if row.id not in readable]
     dialect = services.db.dialect
     async with services.db.transaction() as session:
         if read:

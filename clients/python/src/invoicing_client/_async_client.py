@@ -174,11 +174,16 @@ class AsyncInvoices:
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         currency: str | None = None,
+        *,
+        redirect_url: str | None = None,
+        cancel_url: str | None = None,
     ) -> CreatedInvoice:
         """Create an invoice of ``amount`` in the token's units (a decimal string), or with
         ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
         amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
-        identical earlier invoice comes back with ``created=False``."""
+        identical earlier invoice comes back with ``created=False``. The payment page sends
+        the payer to ``redirect_url`` after payment, and offers ``cancel_url`` to leave
+        without paying."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -189,6 +194,8 @@ class AsyncInvoices:
             description,
             metadata,
             currency,
+            redirect_url,
+            cancel_url,
         )
         return await self._client._send(call, calls.read_created)
 

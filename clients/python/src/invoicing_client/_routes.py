@@ -97,6 +97,7 @@ ROUTES: dict[str, Route] = {
     "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
     "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
     "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
+    "public.x402_requirements": Route("GET", "/pay/{payment_address}/x402", None),
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
     "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),
 }

@@ -79,6 +79,8 @@ class Invoice(_Model):
     token_address: str | None
     description: str | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     expires_at: int
     status: str
     paid: bool
@@ -92,6 +94,7 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
+    x402_url: str | None = None  # only for an invoice in a token with EIP-3009
     fiat: FiatPrice | None = None
     tolerance: Tolerance | None = None
     refunds: list[Refund] | None = None
@@ -319,6 +322,9 @@ class EscrowExportLine(_Model):
     invoice_id: str
     status: str
     chain_id: int
+    # The factory that made the escrow and sweeps it (a previous version's, for an escrow
+    # made before an upgrade); None from a server that does not name it.
+    factory: str | None = None
 
 
 class OwnerSettings(_Model):
@@ -345,6 +351,14 @@ class GaslessSubmission(_Model):
     status: str
 
 
+class PagePrice(_Model):
+    """The fiat price a payment page shows: ``amount`` of ``currency`` at ``rate``."""
+
+    currency: str
+    amount: str
+    rate: str
+
+
 class PaymentStatus(_Model):
     """The public status of a payment page (what a payer's browser reads)."""
 
@@ -364,6 +378,7 @@ class PaymentStatus(_Model):
     expires_at: int
     paid_at: int | None
     description: str | None
+    fiat: PagePrice | None = None
 
 
 class Health(_Model):

@@ -25,7 +25,12 @@ from babel.dates import format_date, format_time, get_datetime_format
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
+from babel.numbers import (
+    format_currency,
+    format_decimal,
+    get_decimal_symbol,
+    get_group_symbol,
+)
 from babel.support import Translations
 
 
@@ -146,6 +151,17 @@ class PageLocale:
         separators (``1234.5`` → ``1.234,5`` in German)."""
         return format_decimal(
             Decimal(decimal_text), locale=self.language.locale, decimal_quantization=False
+        )
+
+    def price(self, amount: str, currency: str) -> str:
+        """A fiat price in the language's currency format (``19.99`` USD → ``$19.99`` in
+        English, ``19,99 $`` in French), every digit kept."""
+        return format_currency(
+            Decimal(amount),
+            currency,
+            locale=self.language.locale,
+            currency_digits=False,
+            decimal_quantization=False,
         )
 
     def time(self, ms: int) -> str:

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from invoicing.chain.config import Eip712Domain
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
-from invoicing.web.page.texts import done_texts, script_texts, status_labels
+from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
 
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
@@ -100,6 +100,7 @@ def payment_page(
         status_label=status_labels(locale).get(view.status, view.status),
         done_text=done_texts(locale).get(view.status, ""),
         amount=locale.amount(view.amount),
+        price=None if view.price is None else locale.price(view.price[1], view.price[0]),
         remaining=locale.amount(view.remaining),
         expires_iso=utc_iso(view.expires_at),
         expires_text=locale.time(view.expires_at),
@@ -107,8 +108,10 @@ def payment_page(
         status_url=f"{base}/status",
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
-        data_json=script_json(view.public_status().model_dump(mode="json")),
-        texts_json=script_json(script_texts(locale)),
+        data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
+        texts_json=script_json(script_texts(locale, view.shop_name)),
+        shop=view.shop_name or "",
+        return_countdown_s=RETURN_COUNTDOWN_S,
         gasless=gasless,
     )
 

@@ -18,6 +18,7 @@ from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
+from invoicing.invoices.links import shop_name_of
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.web.routedocs import AddressOut, DecimalAmount, RawAmount, TimestampMs
 
@@ -54,6 +55,18 @@ def payment_uri(
     )
 
 
+class PagePrice(BaseModel):
+    """The fiat price an invoice was created with (docs/integration/pricing.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    currency: str = Field(description="ISO 4217.")
+    amount: DecimalAmount
+    rate: DecimalAmount = Field(
+        description="Units of the currency one whole unit of the asset was worth."
+    )
+
+
 class PaymentStatus(BaseModel):
     """``GET /pay/<paymentAddress>/status``: what the hosted payment page shows (public,
     no owner data): the fields the page renders, built by ``PaymentView.public_status``."""
@@ -76,6 +89,9 @@ class PaymentStatus(BaseModel):
     expiresAt: TimestampMs
     paidAt: TimestampMs | None
     description: str | None
+    fiat: PagePrice | None = Field(
+        default=None, description="Present only for an invoice created with a currency."
+    )
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,19 @@ class PaymentView:
     description: str | None
     # The payment address on the chain's block explorer (None: the chain has none).
     explorer_url: str | None = None
+    # The fiat price locked at creation: (currency, amount, rate), or None.
+    price: tuple[str, str, str] | None = None
+    # The way back to the shop (``invoices.links``): after payment, and without paying.
+    redirect_url: str | None = None
+    cancel_url: str | None = None
+    # What the page calls the shop: the owner's display name, else the host of a link.
+    shop_name: str | None = None
+
+    @property
+    def return_url(self) -> str | None:
+        """The link back to the shop for the current status: after payment the redirectUrl,
+        otherwise (pending, expired, cancelled) the cancelUrl."""
+        return self.redirect_url if self.status in ("paid", "completed") else self.cancel_url
 
     @property
     def remaining_raw(self) -> int:
@@ -116,6 +145,13 @@ class PaymentView:
         return payment_uri(self.payment_address, self.chain_id, self.token_address, owed)
 
     def public_status(self) -> PaymentStatus:
+        status = self._status()
+        if self.price is not None:
+            currency, amount, rate = self.price
+            status.fiat = PagePrice(currency=currency, amount=amount, rate=rate)
+        return status
+
+    def _status(self) -> PaymentStatus:
         return PaymentStatus(
             paymentAddress=self.payment_address,
             chainId=self.chain_id,
@@ -137,7 +173,10 @@ class PaymentView:
 
 
 async def payment_view(
-    chains: ChainRegistry, invoice: Invoice | InvoiceRow, now_ms: int
+    chains: ChainRegistry,
+    invoice: Invoice | InvoiceRow,
+    now_ms: int,
+    brand_name: str | None = None,
 ) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
@@ -149,6 +188,8 @@ async def payment_view(
         symbol = await chain.token_symbol(invoice.token_address)
     except (UnsupportedChain, ChainUnavailable):
         symbol = symbol or "tokens"
+    link = invoice.redirect_url or invoice.cancel_url
+    shop_name = brand_name or (shop_name_of(link) if link else None)
     return PaymentView(
         payment_address=invoice.payment_address,
         chain_id=invoice.chain_id,
@@ -163,4 +204,14 @@ async def payment_view(
         paid_at=invoice.paid_at,
         description=invoice.description,
         explorer_url=explorer_url,
+        redirect_url=invoice.redirect_url,
+        cancel_url=invoice.cancel_url,
+        shop_name=shop_name,
+        price=_price_of(invoice),
     )
+
+
+def _price_of(invoice: Invoice | InvoiceRow) -> tuple[str, str, str] | None:
+    if invoice.currency is None or invoice.fiat_amount is None or invoice.rate is None:
+        return None
+    return (invoice.currency, invoice.fiat_amount, invoice.rate)

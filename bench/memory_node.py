@@ -1,0 +1,111 @@
+"""A minimal JSON-RPC node in the bench's own process, answering from memory.
+
+It knows what the monitor's passes ask: ``eth_chainId``, ``eth_blockNumber``,
+``eth_getBlockByNumber`` (a timestamp), ``eth_getBalance``, ``eth_call`` of the factory's
+``balancesOf(token, accounts)`` and of a token's ``balanceOf``, answered from dicts without
+executing anything. A bench run against it measures the service's own time: anvil's EVM
+work per balance is not in it.
+
+    async with MemoryNode(chain_id, factory) as node:
+        node.native[address] = 10**18
+        ... EvmClient.connect(node.url) ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from invoicing.chain.calldata import encode_balances_of
+
+SELECTOR = encode_balances_of("0x" + "00" * 20, [])[:4]
+ZERO_WORD = bytes(32)
+BALANCE_OF = "0x70a08231"  # ERC-20 balanceOf(address)
+
+
+class MemoryNode:
+    """Balances by lower-case address: ``native``, and ``tokens[token]`` per token."""
+
+    def __init__(self, chain_id: int, factory: str, block: int = 100) -> None:
+        self.chain_id = chain_id
+        self.factory = factory.lower()
+        self.block = block
+        self.native: dict[str, int] = {}
+        self.tokens: dict[str, dict[str, int]] = {}
+        self.calls = 0
+        self.url = ""
+        self._server: uvicorn.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> MemoryNode:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        app = Starlette(routes=[Route("/", self._endpoint, methods=["POST"])])
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._task = asyncio.create_task(self._server.serve())
+        for _ in range(500):  # uvicorn says it has started only through this flag
+            if self._server.started:
+                break
+            await asyncio.sleep(0.01)  # noqa: ASYNC110
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None and self._task is not None
+        self._server.should_exit = True
+        await self._task
+
+    async def _endpoint(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        if isinstance(body, list):
+            return JSONResponse([self._answer(item) for item in body])
+        return JSONResponse(self._answer(body))
+
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        method, params = request["method"], request.get("params") or []
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request.get("id")}
+        if method == "eth_chainId":
+            answer["result"] = hex(self.chain_id)
+        elif method == "eth_blockNumber":
+            answer["result"] = hex(self.block)
+        elif method == "eth_getBlockByNumber":
+            answer["result"] = {"number": hex(self.block), "timestamp": hex(int(time.time()))}
+        elif method == "eth_getBalance":
+            answer["result"] = hex(self.native.get(params[0].lower(), 0))
+        elif method == "eth_call" and params[0].get("to", "").lower() == self.factory:
+            answer["result"] = "0x" + self._balances_of(bytes.fromhex(params[0]["data"][2:])).hex()
+        elif method == "eth_call" and params[0].get("data", "").startswith(BALANCE_OF):
+            book = self.tokens.get(params[0]["to"].lower(), {})
+            balance = book.get("0x" + params[0]["data"][-40:].lower(), 0)
+            answer["result"] = "0x" + balance.to_bytes(32, "big").hex()
+        else:
+            answer["error"] = {"code": -32601, "message": f"{method} is not served here"}
+        return answer
+
+    def _balances_of(self, data: bytes) -> bytes:
+        """balancesOf(token, accounts) → uint256[] (the calldata's layout is fixed: selector,
+        token word, offset, length, one word per account)."""
+        if data[:4] != SELECTOR:
+            raise ValueError("only balancesOf is served")
+        token = "0x" + data[16:36].hex()
+        book = self.native if int(token, 16) == 0 else self.tokens.get(token, {})
+        count = int.from_bytes(data[68:100], "big")
+        words = [(32).to_bytes(32, "big"), count.to_bytes(32, "big")]
+        for i in range(count):
+            start = 100 + 32 * i + 12
+            balance = book.get("0x" + data[start : start + 20].hex()) if book else None
+            words.append(ZERO_WORD if not balance else balance.to_bytes(32, "big"))
+        return b"".join(words)
