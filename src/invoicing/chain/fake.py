@@ -177,8 +177,10 @@ class FakeChain:
             return self.previous_nonces.get((factory.lower(), owner.lower()), 0)
         return self.nonces.get(owner.lower(), 0)
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
         self._check("fee_settings")
+        if factory is not None and factory.lower() != self.factory.lower():
+            return (0, None)  # a previous factory's settings are not kept here
         return self.fees.get(owner.lower(), (0, None))
 
     def set_feed(
