@@ -1,7 +1,7 @@
 """webhook health per owner and URL: queued deliveries' health keys take their owner
 
-Revision ID: 0020_webhook_health_per_owner
-Revises: 0019_invoice_links
+Revision ID: 0021_webhook_health_per_owner
+Revises: 0020_api_key_last_used
 Create Date: 2026-11-25 19:30:00.000000
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020_webhook_health_per_owner"
-down_revision: str | Sequence[str] | None = "0019_invoice_links"
+revision: str = "0021_webhook_health_per_owner"
+down_revision: str | Sequence[str] | None = "0020_api_key_last_used"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
