@@ -94,6 +94,7 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
+    x402_url: str | None = None  # only for an invoice in a token with EIP-3009
     fiat: FiatPrice | None = None
     tolerance: Tolerance | None = None
     refunds: list[Refund] | None = None

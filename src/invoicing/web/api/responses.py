@@ -114,6 +114,11 @@ class Invoice(WireModel):
     createdAt: TimestampMs
     updatedAt: TimestampMs
     url: str = Field(description="The hosted payment page.")
+    x402Url: str | None = Field(
+        default=None,
+        description="The invoice's x402 v2 resource; present only for an invoice in a token "
+        "with EIP-3009.",
+    )
     fiat: FiatPrice | None = Field(
         default=None, description="Present only for an invoice created with a currency."
     )
