@@ -27,6 +27,7 @@ from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
+from invoicing_client import AsyncClient
 from tests.conftest import MakeServices, chain_config
 from tests.integration.test_withdraw_helpers import (
     balance_of,
@@ -178,3 +179,47 @@ async def test_a_previous_factory_invoice_is_refunded_through_it_after_the_upgra
     assert await read_view(evm, v1, PAYMENT_FACTORY, "nonces", owner.address) == 1
     assert await read_view(evm, dev.factory, PAYMENT_FACTORY, "nonces", owner.address) == 0
     assert (await reload(after, old.id)).status == "completed"
+
+
+async def test_the_fees_route_names_the_factory_an_escrow_is_refunded_through(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment, v1: str
+) -> None:
+    owner, payer = Account.create(), Account.create().address
+    payout = Account.create().address
+    await set_owner_fee(evm, v1, owner, 300, payout)  # nonces 0 and 1 at version 1
+    before = await make_services(chain={"factory": v1})
+    old = await paid_invoice(before, evm, owner.address, "0.001")
+    after = await upgraded(make_services, dev, v1)
+    new = await paid_invoice(after, evm, owner.address, "0.001")
+    api_key = await issue_api_key(after, owner)
+    fees = "/integration/fees"
+    query = {"ownerAddress": owner.address, "chainId": str(dev.chain_id)}
+    async with serve(create_app(after)) as base_url, httpx.AsyncClient(base_url=base_url) as http:
+        current = await http.get(fees, params=query, headers=key_headers(api_key))
+        of_old = await http.get(
+            fees, params={**query, "paymentAddress": old.payment_address},
+            headers=key_headers(api_key),
+        )  # fmt: skip
+        of_new = await http.get(
+            fees, params={**query, "paymentAddress": new.payment_address},
+            headers=key_headers(api_key),
+        )  # fmt: skip
+        unknown = await http.get(
+            fees, params={**query, "paymentAddress": Account.create().address},
+            headers=key_headers(api_key),
+        )  # fmt: skip
+        # The Python SDK signs an older invoice's refund for the factory that made it.
+        async with AsyncClient(base_url, owner.address, private_key=owner.key.to_0x_hex()) as sdk:
+            submitted = await sdk.invoices.refund(old.payment_address, payer, 10**14)
+        (settled,) = await settle_all(after)
+
+    assert current.json() == {
+        "feeBps": 0, "payoutAddress": None, "nonce": "0", "factory": dev.factory,
+    }  # fmt: skip
+    assert of_new.json() == current.json()
+    assert of_old.json() == {"feeBps": 300, "payoutAddress": payout, "nonce": "2", "factory": v1}
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["code"] == "not_found"
+    assert (submitted.nonce, normalize_address(settled.to_address)) == (2, v1)
+    assert settled.status == "confirmed"
+    assert await balance_of(evm, payer) == 10**14

@@ -321,7 +321,9 @@ export class Client {
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
-    get(chainId: number): Promise<FeeSettings>;
+    /** With paymentAddress (one of the owner's escrows): the settings and nonce of the factory
+     * that made it, which its Refund is signed for. */
+    get(chainId: number, paymentAddress?: string): Promise<FeeSettings>;
     setFee(chainId: number, feeBps: number, options?: FeeOptions): Promise<FeeSubmission>;
     setPayout(chainId: number, payoutAddress: string, options?: FeeOptions): Promise<FeeSubmission>;
   };

@@ -18,7 +18,7 @@ export const ROUTES = Object.freeze({
   "invoices.refund": ["POST", "/integration/invoices/refund-meta", "invoice.refund"],
   "invoices.webhooks": ["GET", "/integration/invoices/webhooks", "invoice.webhooks",
     ["paymentAddress"]],
-  "fees.get": ["GET", "/integration/fees", "fee.get", ["chainId"]],
+  "fees.get": ["GET", "/integration/fees", "fee.get", ["chainId", "paymentAddress"]],
   "fees.setFee": ["POST", "/integration/fees/set-meta", "fee.set-meta"],
   "fees.setPayout": ["POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"],
   "apiKeys.create": ["POST", "/integration/api-keys", "apikey.create"],

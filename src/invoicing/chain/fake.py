@@ -76,6 +76,7 @@ class FakeChain:
         # Price feeds by lower-case address: (decimals, round id, answer, startedAt,
         # updatedAt, answeredInRound), set by hand (``set_feed``).
         self.feed_rounds: dict[str, tuple[int, int, int, int, int, int]] = {}
+        self.feed_reads = 0
         # Sending: what the node holds and will answer.
         self.sent: list[bytes] = []
         self.known: set[str] = set()
@@ -177,8 +178,10 @@ class FakeChain:
             return self.previous_nonces.get((factory.lower(), owner.lower()), 0)
         return self.nonces.get(owner.lower(), 0)
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
         self._check("fee_settings")
+        if factory is not None and factory.lower() != self.factory.lower():
+            return (0, None)  # a previous factory's settings are not kept here
         return self.fees.get(owner.lower(), (0, None))
 
     def set_feed(
@@ -205,6 +208,7 @@ class FakeChain:
 
     async def feed_round(self, address: str) -> FeedRound:
         self._check("feed_round")
+        self.feed_reads += 1
         found = self.feed_rounds.get(address.lower())
         if found is None:
             raise ChainUnavailable(f"price feed {address} could not be read")

@@ -86,8 +86,9 @@ class ChainGateway(Protocol):
         """The owner's ``nonces(owner)`` at ``factory`` (None: the current factory)."""
         ...
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        """(feeBps, payout address or None) of an owner, read from the factory."""
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
+        """(feeBps, payout address or None) of an owner, read from ``factory`` (None: the
+        current factory)."""
         ...
 
     async def feed_round(self, address: str) -> FeedRound:
@@ -243,10 +244,11 @@ class EvmGateway:
         assert isinstance(nonce, int)
         return nonce
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
         # Both reads in one JSON-RPC batch, at the same block.
+        to = factory or self.factory
         calls = [
-            {"to": self.factory, "data": "0x" + encode_call(PAYMENT_FACTORY, n, owner).hex()}
+            {"to": to, "data": "0x" + encode_call(PAYMENT_FACTORY, n, owner).hex()}
             for n in ("feeBpsOf", "payoutOf")
         ]
         try:

@@ -53,7 +53,7 @@ ROUTES: dict[str, Route] = {
     "invoices.webhooks": Route(
         "GET", "/integration/invoices/webhooks", "invoice.webhooks", ("paymentAddress",)
     ),
-    "fees.get": Route("GET", "/integration/fees", "fee.get", ("chainId",)),
+    "fees.get": Route("GET", "/integration/fees", "fee.get", ("chainId", "paymentAddress")),
     "fees.set_fee": Route("POST", "/integration/fees/set-meta", "fee.set-meta"),
     "fees.set_payout": Route("POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"),
     "api_keys.create": Route("POST", "/integration/api-keys", "apikey.create"),
