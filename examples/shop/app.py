@@ -88,6 +88,10 @@ def create_app(config: ShopConfig) -> FastAPI:
             webhook_url=f"{config.public_url}/webhooks/invoicing",
             description=PRODUCT,
             metadata={"orderId": order.id},
+            # After payment the payment page counts down and sends the buyer back here;
+            # before, "Cancel and return" leads to the shop's front page.
+            redirect_url=f"{config.public_url}/orders/{order.id}",
+            cancel_url=f"{config.public_url}/",
         )
         orders.attach_invoice(order.id, invoice.payment_address, invoice.url)
         return RedirectResponse(invoice.url, status_code=303)

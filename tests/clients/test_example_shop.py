@@ -67,6 +67,7 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
         await wait_paid(orders, order_id)
         order_page = await buyer.get(f"/orders/{order_id}")
         paid = orders.get(order_id)
+        paid_page = await buyer.get(payment_url)
 
     assert home.status_code == 200 and PRICE in home.text
     assert checkout.status_code == 303
@@ -81,3 +82,10 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
     assert (invoice.invoice_id, invoice.status, invoice.metadata) == (
         f"order-{order_id}", "paid", {"orderId": order_id},
     )  # fmt: skip
+    # The payment page leads back to the shop: the order after payment, the shop before.
+    back = f"{config.public_url}/orders/{order_id}"
+    assert (invoice.redirect_url, invoice.cancel_url) == (back, f"{config.public_url}/")
+    assert (
+        f'id="cancel-link" href="{config.public_url}/">Cancel and return to 127.0.0.1' in page.text
+    )
+    assert f'id="return-link" href="{back}">Return to 127.0.0.1</a>' in paid_page.text

@@ -15,6 +15,8 @@ export interface Invoice {
   tokenAddress: string | null;
   description?: string | null;
   metadata?: Record<string, unknown> | null;
+  redirectUrl?: string | null;
+  cancelUrl?: string | null;
   expiresAt: number;
   status: InvoiceStatus;
   paid: boolean;
@@ -28,6 +30,8 @@ export interface Invoice {
   createdAt: number;
   updatedAt: number;
   url: string;
+  /** Only for an invoice in a token with EIP-3009: its x402 v2 resource. */
+  x402Url?: string | null;
   salt?: string;
   fiat?: FiatPrice | null;
   tolerance?: Tolerance | null;
@@ -77,6 +81,11 @@ export interface CreateInvoice {
   metadata?: Record<string, unknown> | null;
   /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
   currency?: string | null;
+  /** Where the payment page sends the payer after payment (http(s), https outside
+   * development, at most 2,048 characters). */
+  redirectUrl?: string | null;
+  /** The payment page's way back to the shop without paying (same rules). */
+  cancelUrl?: string | null;
 }
 
 export interface ListFilters {
@@ -203,6 +212,9 @@ export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[];
 export interface EscrowExportLine {
   paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
   status: InvoiceStatus; chainId: number;
+  /** The factory that made the escrow and sweeps it (a previous version's, for an escrow
+   * made before an upgrade). */
+  factory: string;
 }
 
 export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
@@ -299,7 +311,9 @@ export class Client {
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
-    get(chainId: number): Promise<FeeSettings>;
+    /** With paymentAddress (one of the owner's escrows): the settings and nonce of the factory
+     * that made it, which its Refund is signed for. */
+    get(chainId: number, paymentAddress?: string): Promise<FeeSettings>;
     setFee(chainId: number, feeBps: number, options?: FeeOptions): Promise<FeeSubmission>;
     setPayout(chainId: number, payoutAddress: string, options?: FeeOptions): Promise<FeeSubmission>;
   };
@@ -344,6 +358,7 @@ export class Client {
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
+    x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };

@@ -364,9 +364,10 @@ describe("notifications, settings, escrows and the public routes", () => {
   test("settings, the escrow export, an invoice's webhook log and the public routes",
     async () => {
       const { signed } = await newOwner();
-      assert.deepEqual(await signed.settings.get(), { webhookApiKeyHeader: true });
+      assert.deepEqual(await signed.settings.get(),
+        { webhookApiKeyHeader: true, underpaymentToleranceBps: 0 });
       assert.deepEqual(await signed.settings.update({ webhookApiKeyHeader: false }),
-        { webhookApiKeyHeader: false });
+        { webhookApiKeyHeader: false, underpaymentToleranceBps: 0 });
       const invoice = await signed.invoices.create({ chainId: ready.chain_id, amount: "0.01" });
       const lines = await signed.escrows.export(ready.chain_id);
       assert.deepEqual(lines.map((line) => [line.paymentAddress, line.salt]),

@@ -23,7 +23,6 @@ import functools
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,10 +35,25 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
-from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
+from invoicing.errors import (
+    ChainUnavailable,
+    InvalidRequest,
+    InvoiceExists,
+    PriceUnavailable,
+    RateLimited,
+    UnsupportedToken,
+)
 from invoicing.invoices.amounts import to_decimal_string, to_raw
-from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
+from invoicing.invoices.insert import (
+    advance_sequence,
+    find_by_invoice_id,
+    identical_row,
+    insert_rows,
+    skip_taken,
+    time_ordered_id,
+)
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.links import link_problem
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.guard import webhook_url_problem
@@ -61,6 +75,8 @@ class NewInvoice:
     description: str | None = None
     expires_at: int | None = None
     metadata: dict[str, Any] | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
     currency: str | None = None  # given: ``amount`` is in this ISO 4217 currency
 
     def request_hash(self) -> str:
@@ -73,6 +89,11 @@ class NewInvoice:
             "expiresAt": self.expires_at,
             "metadata": self.metadata,
         }
+        # Only when given: the hashes of invoices created before these fields stay the same.
+        if self.redirect_url is not None:
+            fields["redirectUrl"] = self.redirect_url
+        if self.cancel_url is not None:
+            fields["cancelUrl"] = self.cancel_url
         if self.currency is not None:  # invoices without one keep their hashes
             fields["currency"] = self.currency
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
@@ -85,6 +106,8 @@ class CreateRules:
 
     max_watched_per_owner: int = 0  # 0: no cap
     require_https_webhook: bool = False
+    # redirectUrl and cancelUrl must be https (outside development).
+    require_https_links: bool = False
     allow_private_webhook: bool = True
     # The escrow's low-rate lifetime checks start when this window after expiry is over.
     late_payment_window_s: int = 0
@@ -115,6 +138,11 @@ async def create_invoice(
         )
         if problem is not None:
             raise InvalidRequest(f"webhookUrl: {problem}", {"field": "webhookUrl"})
+    for field, url in (("redirectUrl", request.redirect_url), ("cancelUrl", request.cancel_url)):
+        if url is not None and (
+            problem := link_problem(url, require_https=rules.require_https_links)
+        ):
+            raise InvalidRequest(f"{field}: {problem}", {"field": field})
     if request.token_address is None:
         decimals = chain.config.native_decimals
     else:
@@ -129,9 +157,18 @@ async def create_invoice(
     else:
         currency = parse_currency(request.currency)
         fiat = parse_fiat_amount(request.amount, currency)
-        price = await quote(
-            chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
-        )
+        try:
+            price = await quote(
+                chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
+            )
+        except (PriceUnavailable, ChainUnavailable):
+            # An identical retry still gets the invoice it created, price read or not.
+            key = (request.owner_address.lower(), request.chain_id, request.invoice_id or "")
+            same = functools.partial(identical_row, key=key, request_hash=request.request_hash())
+            earlier = await db.run_batch(same) if request.invoice_id else None
+            if earlier is None:
+                raise
+            return earlier, False
         required_raw = price.required_raw
         amount = to_decimal_string(required_raw, decimals)
         if price.source == CHAINLINK:
@@ -172,28 +209,15 @@ async def create_invoice(
         swept_raw="0",
         lifetime_check_at=expires_at + rules.late_payment_window_s * 1000,
         has_extras=False,
-        **_price_columns(price),
+        redirect_url=request.redirect_url,
+        cancel_url=request.cancel_url,
+        **({} if price is None else price.row_values()),
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     invoice, created = await _CREATOR.of(db).submit(job)
     if created:
         metrics.invoice_created(invoice.chain_id)
     return invoice, created
-
-
-def _price_columns(price: Quote | None) -> dict[str, Any]:
-    """The row's fiat columns for a locked price (none without one)."""
-    if price is None:
-        return {}
-    return {
-        "currency": price.currency,
-        "fiat_amount": price.fiat_amount,
-        "rate": price.rate,
-        "rate_source": price.source,
-        "feed_address": price.feed,
-        "feed_round_id": None if price.round_id is None else str(price.round_id),
-        "feed_updated_at": price.round_updated_at_ms,
-    }
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
@@ -206,20 +230,6 @@ def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
             {"field": "tokenAddress", "chainId": chain.config.chain_id},
         )
     return token.decimals
-
-
-def time_ordered_id(now_ms: int) -> str:
-    """A version 7 UUID (RFC 9562): the milliseconds come first, so a new row's key lands at
-    the end of the primary-key index instead of on a random page of it."""
-    random = int.from_bytes(os.urandom(10), "big")
-    value = (
-        (now_ms & (1 << 48) - 1) << 80
-        | 0x7 << 76
-        | (random >> 68) << 64
-        | 0b10 << 62
-        | random & (1 << 62) - 1
-    )
-    return str(uuid.UUID(int=value))
 
 
 @dataclass

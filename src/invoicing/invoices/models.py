@@ -188,6 +188,10 @@ class Invoice(Base):
     tolerance_bps: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # requiredRaw less the balance it was paid with, when it was paid under tolerance.
     shortfall_raw: Mapped[str | None] = mapped_column(RAW, nullable=True)
+    # Where the payment page sends the payer back to the shop (``invoices.links``): after
+    # payment, and when they give up or the invoice ended unpaid.
+    redirect_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    cancel_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -247,6 +251,8 @@ class InvoiceRow:
     feed_updated_at: int | None = None
     tolerance_bps: int = 0
     shortfall_raw: str | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

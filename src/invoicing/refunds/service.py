@@ -64,7 +64,7 @@ from invoicing.settlement.models import (
 from invoicing.settlement.parking import unpark
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
-from invoicing.settlement.swept import swept_by_event
+from invoicing.settlement.swept import log_credits, swept_by_event
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,11 @@ async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
             "this invoice is still pending: refund once it is paid or expired (or cancel it first)",
             {"status": invoice.status},
         )
-    factory = normalize_address(chain.config.factory)
-    if request.to_address in (ZERO_ADDRESS, factory, invoice.payment_address):
+    # The factory that made the escrow refunds it (a previous version's, for an escrow it
+    # made: ``chain.versions``); no factory can take coin back.
+    salt = bytes.fromhex(invoice.salt[2:])
+    factory = chain.factory_of(invoice.owner_address, salt, invoice.payment_address)
+    if request.to_address in (ZERO_ADDRESS, *chain.config.factories, invoice.payment_address):
         raise InvalidRequest(
             "to must not be the zero address, the factory or the escrow", {"field": "to"}
         )
@@ -239,6 +242,7 @@ async def settle_refund(session: AsyncSession, services: Services, final: Final[
     # The rest of a token stays in the escrow, swept as usual.
     native = invoice.token_address is None
     paid_out = swept_by_event(receipt, final.factory, None)[0] if native else 0
+    log_credits(receipt, final.factory, row.chain_id)
     if paid_out > 0:
         invoice.swept_raw = str(int(invoice.swept_raw) + paid_out)
         events += apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)

@@ -30,6 +30,7 @@ from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
 from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
+from invoicing.web.page import x402 as page_x402
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
 
@@ -42,6 +43,7 @@ ROUTERS = (
     webhooks.router,
     page.router,
     page_gasless.router,
+    page_x402.router,
     fees.router,
     gasless.router,
     refunds.router,

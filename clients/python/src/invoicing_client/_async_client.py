@@ -135,13 +135,18 @@ class AsyncClient:
             attempt += 1
 
     async def _relay(
-        self, chain_id: int, build: Callable[[FeeSettings], Call], read: Callable[[Reply], S]
+        self,
+        chain_id: int,
+        build: Callable[[FeeSettings], Call],
+        read: Callable[[Reply], S],
+        payment_address: str | None = None,
     ) -> S:
-        """Read the owner's nonce, sign, submit; after a nonce_mismatch read it again, once."""
+        """Read the owner's nonce (at the factory of ``payment_address``'s escrow, if given),
+        sign, submit; after a nonce_mismatch read it again, once."""
         try:
-            return await self._send(build(await self.fees.get(chain_id)), read)
+            return await self._send(build(await self.fees.get(chain_id, payment_address)), read)
         except NonceMismatch:
-            return await self._send(build(await self.fees.get(chain_id)), read)
+            return await self._send(build(await self.fees.get(chain_id, payment_address)), read)
 
     def _message(
         self,
@@ -174,11 +179,16 @@ class AsyncInvoices:
         description: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         currency: str | None = None,
+        *,
+        redirect_url: str | None = None,
+        cancel_url: str | None = None,
     ) -> CreatedInvoice:
         """Create an invoice of ``amount`` in the token's units (a decimal string), or with
         ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
         amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
-        identical earlier invoice comes back with ``created=False``."""
+        identical earlier invoice comes back with ``created=False``. The payment page sends
+        the payer to ``redirect_url`` after payment, and offers ``cancel_url`` to leave
+        without paying."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -189,6 +199,8 @@ class AsyncInvoices:
             description,
             metadata,
             currency,
+            redirect_url,
+            cancel_url,
         )
         return await self._client._send(call, calls.read_created)
 
@@ -249,7 +261,8 @@ class AsyncInvoices:
             calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
         )
         read = calls.model(RefundSubmission)
-        return await self._client._relay(invoice.chain_id, build, read)
+        # Signed for the factory that made the escrow (after an upgrade, maybe a previous one).
+        return await self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
 
     async def webhooks(self, payment_address: str) -> WebhookLog:
         """The paid webhook's events and delivery attempts of one invoice."""
@@ -261,9 +274,13 @@ class AsyncFees:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
 
-    async def get(self, chain_id: int) -> FeeSettings:
-        """The owner's fee, payout address and next nonce, read from the chain."""
-        call = calls.call("fees.get", query={"chainId": chain_id})
+    async def get(self, chain_id: int, payment_address: str | None = None) -> FeeSettings:
+        """The owner's fee, payout address and next nonce, read from the chain; with
+        ``payment_address`` (one of the owner's escrows), those of the factory that made it."""
+        query: dict[str, Any] = {"chainId": chain_id}
+        if payment_address is not None:
+            query["paymentAddress"] = payment_address
+        call = calls.call("fees.get", query=query)
         return await self._client._send(call, calls.model(FeeSettings))
 
     async def set_fee(

@@ -109,6 +109,8 @@ def create_invoice(
     description: str | None,
     metadata: Mapping[str, Any] | None,
     currency: str | None = None,
+    redirect_url: str | None = None,
+    cancel_url: str | None = None,
 ) -> Call:
     body = {
         "chainId": chain_id,
@@ -121,6 +123,8 @@ def create_invoice(
             expiresAt=expires_at,
             metadata=dict(metadata) if metadata is not None else None,
             currency=currency,
+            redirectUrl=redirect_url,
+            cancelUrl=cancel_url,
         ),
     }
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without
@@ -169,6 +173,11 @@ def read_export(reply: Reply) -> list[EscrowExportLine]:
     """The escrow export is NDJSON: one escrow per line."""
     lines = reply.text.splitlines()
     return [EscrowExportLine.model_validate(json.loads(line)) for line in lines if line]
+
+
+def read_json(reply: Reply) -> dict[str, Any]:
+    """The answer's JSON object as it came."""
+    return dict(reply.data)
 
 
 def read_text(reply: Reply) -> str:

@@ -31,6 +31,7 @@ from invoicing.invoices.coverage import (
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.links import MAX_URL_CHARS
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.service import (
@@ -39,7 +40,7 @@ from invoicing.invoices.service import (
     find_by_payment_address,
     list_invoices,
 )
-from invoicing.invoices.views import invoice_to_dict
+from invoicing.invoices.views import invoice_to_dict, x402_tokens
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
@@ -79,6 +80,17 @@ class CreateInvoiceBody(BaseModel):
     description: str | None = Field(default=None, max_length=1000)
     expiresAt: int | None = Field(default=None, gt=0, lt=2**63)
     metadata: dict[str, Any] | None = None
+    redirectUrl: str | None = Field(
+        default=None,
+        max_length=MAX_URL_CHARS,
+        description="http(s) (https outside development), at most 2,048 characters: the "
+        "payment page offers it after payment and goes there after a short countdown.",
+    )
+    cancelUrl: str | None = Field(
+        default=None,
+        max_length=MAX_URL_CHARS,
+        description="Same rules: the page's way back to the shop without paying.",
+    )
 
     @field_validator("webhookUrl")
     @classmethod
@@ -149,6 +161,7 @@ def create_rules(settings: Settings) -> CreateRules:
         require_https_webhook=settings.environment != "development"
         and not settings.webhook_allow_http,
         allow_private_webhook=settings.webhook_allow_private,
+        require_https_links=settings.environment != "development",
         late_payment_window_s=settings.late_payment_window_s,
         quote_window_s=settings.quote_window_s,
     )
@@ -201,6 +214,8 @@ async def create(request: Request) -> Answer[InvoiceOut]:
             description=body.description,
             expires_at=body.expiresAt,
             metadata=body.metadata,
+            redirect_url=body.redirectUrl,
+            cancel_url=body.cancelUrl,
             currency=body.currency,
         ),
         caller,
@@ -323,6 +338,7 @@ async def owner_views(
     if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
         async with services.db.sessions() as session:
             records = await shard_records(session, invoices)
+    x402 = x402_tokens(services.settings)
     return [
         InvoiceOut.model_validate(
             invoice_to_dict(
@@ -331,6 +347,7 @@ async def owner_views(
                 refunds=refunds,
                 other_balances=others,
                 last_checked_at=last_checked_of(invoice, records),
+                x402=x402,
             )
         )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from invoicing.chain.config import Eip712Domain
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
-from invoicing.web.page.texts import done_texts, script_texts, status_labels
+from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
 from invoicing.web.page.view import PaymentView
 
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
@@ -109,7 +109,9 @@ def payment_page(
         qr_base_url=f"{base}/qr.svg",
         pending=view.status == "pending",
         data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
-        texts_json=script_json(script_texts(locale)),
+        texts_json=script_json(script_texts(locale, view.shop_name)),
+        shop=view.shop_name or "",
+        return_countdown_s=RETURN_COUNTDOWN_S,
         gasless=gasless,
     )
 

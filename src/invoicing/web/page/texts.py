@@ -31,7 +31,31 @@ def done_texts(locale: PageLocale) -> dict[str, str]:
     }
 
 
-def script_texts(locale: PageLocale) -> dict[str, object]:
+# After payment the page goes back to the shop after this many seconds, unless the payer
+# stops it.
+RETURN_COUNTDOWN_S = 10
+
+
+def return_texts(locale: PageLocale, shop: str) -> dict[str, object]:
+    """The countdown back to the shop: ``countdown[n]`` is the sentence with n seconds left
+    (plural forms chosen here, by the catalogue's rules, so pay.js needs none)."""
+    ngettext = locale.gettext.ngettext
+    _ = locale.gettext.gettext
+    return {
+        "countdown": [
+            ngettext(
+                "Returning to %(shop)s in %(seconds)s second.",
+                "Returning to %(shop)s in %(seconds)s seconds.",
+                seconds,
+            )
+            % {"shop": shop, "seconds": locale.amount(str(seconds))}
+            for seconds in range(RETURN_COUNTDOWN_S + 1)
+        ],
+        "stopped": _("Automatic return stopped. Use the link when you are ready."),
+    }
+
+
+def script_texts(locale: PageLocale, shop: str | None = None) -> dict[str, object]:
     """Everything pay.js writes, by key; ``%(name)s`` marks what the script fills in."""
     _ = locale.gettext.gettext
     return {
@@ -57,4 +81,5 @@ def script_texts(locale: PageLocale) -> dict[str, object]:
         ),
         "notSubmitted": _("The payment could not be submitted: %(error)s"),
         "number": locale.number_symbols(),
+        "return": None if shop is None else return_texts(locale, shop),
     }

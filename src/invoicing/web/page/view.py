@@ -18,6 +18,7 @@ from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
+from invoicing.invoices.links import shop_name_of
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.web.routedocs import AddressOut, DecimalAmount, RawAmount, TimestampMs
 
@@ -113,6 +114,17 @@ class PaymentView:
     explorer_url: str | None = None
     # The fiat price locked at creation: (currency, amount, rate), or None.
     price: tuple[str, str, str] | None = None
+    # The way back to the shop (``invoices.links``): after payment, and without paying.
+    redirect_url: str | None = None
+    cancel_url: str | None = None
+    # What the page calls the shop: the owner's display name, else the host of a link.
+    shop_name: str | None = None
+
+    @property
+    def return_url(self) -> str | None:
+        """The link back to the shop for the current status: after payment the redirectUrl,
+        otherwise (pending, expired, cancelled) the cancelUrl."""
+        return self.redirect_url if self.status in ("paid", "completed") else self.cancel_url
 
     @property
     def remaining_raw(self) -> int:
@@ -161,7 +173,10 @@ class PaymentView:
 
 
 async def payment_view(
-    chains: ChainRegistry, invoice: Invoice | InvoiceRow, now_ms: int
+    chains: ChainRegistry,
+    invoice: Invoice | InvoiceRow,
+    now_ms: int,
+    brand_name: str | None = None,
 ) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
@@ -173,6 +188,8 @@ async def payment_view(
         symbol = await chain.token_symbol(invoice.token_address)
     except (UnsupportedChain, ChainUnavailable):
         symbol = symbol or "tokens"
+    link = invoice.redirect_url or invoice.cancel_url
+    shop_name = brand_name or (shop_name_of(link) if link else None)
     return PaymentView(
         payment_address=invoice.payment_address,
         chain_id=invoice.chain_id,
@@ -187,6 +204,9 @@ async def payment_view(
         paid_at=invoice.paid_at,
         description=invoice.description,
         explorer_url=explorer_url,
+        redirect_url=invoice.redirect_url,
+        cancel_url=invoice.cancel_url,
+        shop_name=shop_name,
         price=_price_of(invoice),
     )
 

@@ -52,6 +52,7 @@
     $("pay-section").hidden = !pending;
     $("done-section").hidden = pending;
     setText("done-text", DONE[s.status] || "");
+    showReturn(s.status);
     if (previous.paymentUri !== s.paymentUri) {
       $("qr").src = qrUrl + "?r=" + encodeURIComponent(s.remainingRaw);
       $("qr").alt = fill(TEXT.qrAlt, { uri: s.paymentUri });
@@ -100,6 +101,50 @@
       })
       .then(function (s) { render(s); schedule(POLL_MS[s.status]); })
       .catch(function () { schedule(5000); });
+  }
+
+  // Back to the shop ----------------------------------------------------------------
+  // After payment: the link to redirectUrl and a countdown the payer can stop (announced
+  // once when it starts and when it stops; the seconds themselves are not read out).
+  // Pending, expired, cancelled: the link to cancelUrl, no countdown.
+  var returnTimer = null;
+  var returnStopped = false;
+
+  function showReturn(status) {
+    var box = $("return");
+    if (!box) return;
+    var paid = status === "paid" || status === "completed";
+    var url = paid ? box.getAttribute("data-redirect-url") : box.getAttribute("data-cancel-url");
+    box.hidden = status === "pending" || !url;
+    if (url) $("return-link").href = url;
+    if (paid && url && TEXT["return"] && returnTimer === null && !returnStopped) startReturn(url);
+    if (!paid && returnTimer !== null) stopReturn(false);
+  }
+
+  function startReturn(url) {
+    var left = TEXT["return"].countdown.length - 1;
+    setText("return-countdown", TEXT["return"].countdown[left]);
+    setText("return-announce", TEXT["return"].countdown[left]);
+    $("return-timer").hidden = false;
+    returnTimer = setInterval(function () {
+      left -= 1;
+      setText("return-countdown", TEXT["return"].countdown[Math.max(left, 0)]);
+      if (left <= 0) {
+        clearInterval(returnTimer);
+        window.location.assign(url);
+      }
+    }, 1000);
+  }
+
+  function stopReturn(byPayer) {
+    clearInterval(returnTimer);
+    returnTimer = null;
+    $("return-timer").hidden = true;
+    if (byPayer) {
+      returnStopped = true;
+      setText("return-announce", TEXT["return"].stopped);
+      $("return-link").focus();
+    }
   }
 
   // Copy button ---------------------------------------------------------------------
@@ -269,6 +314,8 @@
       $("gasless").addEventListener("click", payWithoutGas);
     }
   }
+  if ($("return-stop")) $("return-stop").addEventListener("click", function () { stopReturn(true); });
+  showReturn(state.status);
   tick();
   setInterval(tick, 1000);
   if (POLL_MS[state.status] !== undefined) schedule(POLL_MS[state.status]);
