@@ -10,22 +10,32 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 
 import {Escrow, ISweepSource} from "./Escrow.sol";
 
-/// @title PaymentFactory
+/// @title PaymentFactory (version 2)
 /// @notice One per chain. Holds each owner's fee settings (set by owner-signed EIP-712
 /// messages that anyone may relay) and sweeps per-invoice CREATE2 escrows in batches.
+/// Version 2 bounds what a recipient can cost: every native send carries `NATIVE_SEND_GAS`.
+/// The previous version (contracts/previous/PaymentFactoryV1.sol) made the same escrows at
+/// its own address, with the same EIP-712 domain name and version; signatures differ by the
+/// domain's verifyingContract.
 /// @dev Escrow address = CREATE2(this, keccak256(abi.encode(owner, salt)), Escrow init code).
 /// `withdraw` is permissionless: the destinations come only from this contract's state, so a
 /// caller cannot redirect funds and owners can recover their money without the service.
 ///
+/// Native sends. Every native send of a sweep or a refund (to the owner, the payout address,
+/// a refund's recipient) hands the recipient `NATIVE_SEND_GAS` gas, no more: whatever the
+/// recipient's code does, it costs the caller at most that stipend (plus the credit below). A
+/// send starts only with enough gas left to hand over the whole stipend (it reverts with
+/// `GasTooLowForSend` otherwise), so a gas estimate never starves a wallet that would accept.
+///
 /// Native coin that cannot be delivered. An escrow is created and self-destructed in one
 /// transaction, so its account is deleted at the end of it (EIP-6780): coin sent back to an
-/// escrow address would be burnt. Native coin found during an ERC-20 sweep or a refund, that
-/// the owner or payout address refuses, is therefore kept here and credited to the refusing
-/// account (`nativeCreditOf`, event `NativeCredited`) instead of reverting the token part. A
-/// credit is paid by `claimNativeCredit(account)` (anyone may call it; the coin only goes to
-/// `account`) and, for an owner, by the owner's next native `withdraw` (event
-/// `NativeCreditPaid`). A native sweep itself still reverts with `NativeTransferFailed` when
-/// its coin is refused, so that coin stays in the escrows.
+/// escrow address would be burnt. Native coin a recipient refuses (it reverts, or needs more
+/// than the stipend) is therefore kept here and credited to the refusing account
+/// (`nativeCreditOf`, event `NativeCredited`); the sweep or refund still succeeds. A credit is
+/// paid by `claimNativeCredit(account)` (anyone may call it, the coin only goes to `account`,
+/// and it forwards all the gas its caller gives: a wallet that needs more than the stipend
+/// claims this way) and, for an owner, with the owner's next native `withdraw` (event
+/// `NativeCreditPaid`).
 contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSource {
     using SafeERC20 for IERC20;
 
@@ -51,6 +61,16 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     /// 2,600 + the stipend grossed up by 64/63 + the loop and the return).
     uint256 private constant _TOKEN_READ_RESERVE = 40_000;
     uint256 private constant _NATIVE_READ_RESERVE = 6_000;
+
+    /// @notice Gas each native send of a sweep or a refund hands its recipient. Ample for
+    /// smart-contract wallets: a Safe proxy delegating to its singleton, whose `receive` emits
+    /// `SafeReceived`, takes about 6,300 (contracts/test/ProxyWallet.sol).
+    uint256 public constant NATIVE_SEND_GAS = 50_000;
+    /// @dev A native send to an account with code starts only with this much gas left: the
+    /// call's own cost (value 9,000, account 2,600) and the stipend grossed up by 64/63
+    /// (EIP-150), rounded up. An account without code runs nothing, so it needs no reserve
+    /// (and a new account's 25,000 comes only with no code).
+    uint256 private constant _NATIVE_SEND_MIN_GAS = 63_000;
 
     /// @notice Share of each swept amount, in basis points, sent to the owner's payout address.
     mapping(address => uint256) public feeBpsOf;
@@ -83,6 +103,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     error FeeTooHigh(uint256 feeBps);
     error InvalidSignature();
     error NativeTransferFailed(address to);
+    error GasTooLowForSend();
     error InsufficientBalance(uint256 available, uint256 amount);
     error InvalidRecipient(address to);
 
@@ -124,7 +145,8 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
 
     /// @notice Refund from one escrow, from the owner's EIP-712 `Refund` signature; anyone may
     /// submit. Sends `amount` of `token` (address(0) = native coin) from `user`'s escrow for
-    /// `salt` to `to`, with no fee split. Shares `nonces(user)` with SetFee and SetPayout.
+    /// `salt` to `to`, with no fee split (native coin `to` refuses is credited to it). Shares
+    /// `nonces(user)` with SetFee and SetPayout.
     /// @dev What the escrow held beyond `amount` is not lost:
     /// - of an ERC-20 `token`, the rest goes back to the escrow address, where it stays
     ///   sweepable by `withdraw` (a token balance lives in the token's ledger, which the
@@ -168,10 +190,10 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     /// @notice Sweep `owner`'s escrows for `salts` and pay out the total of `token`
     /// (address(0) = native coin): the fee share to the payout address, the rest to `owner`.
     /// @dev An escrow that cannot be swept (its token blocks the transfer) is skipped, not
-    /// fatal. Native coin found in escrows during an ERC-20 sweep is paid out too; when the
-    /// owner or payout address refuses it, it is credited to them (`NativeCredited`) and the
-    /// token part still succeeds. A native sweep also pays the owner's native credit, if any
-    /// and if accepted (`NativeCreditPaid`).
+    /// fatal. Native coin found in escrows during an ERC-20 sweep is paid out too. Native coin
+    /// the owner or payout address refuses is credited to it (`NativeCredited`). A native
+    /// sweep pays the owner's share and the owner's native credit in one send
+    /// (`NativeCreditPaid` when accepted), so it makes at most two native sends.
     function withdraw(address owner, address token, bytes32[] calldata salts)
         external
         nonReentrant
@@ -185,25 +207,30 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         _createEscrows(owner, salts);
         uint256 nativeTotal = address(this).balance - nativeBefore;
         if (token == address(0)) {
-            _payOut(owner, address(0), salts.length, nativeTotal, false);
-            _payNativeCredit(owner);
+            _payOut(owner, address(0), salts.length, nativeTotal, nativeCreditOf[owner]);
             return;
         }
         _sweepToken = address(0);
         uint256 tokenAfter = IERC20(token).balanceOf(address(this));
         uint256 tokenTotal = tokenAfter > tokenBefore ? tokenAfter - tokenBefore : 0;
-        _payOut(owner, token, salts.length, tokenTotal, false);
-        if (nativeTotal != 0) _payOut(owner, address(0), salts.length, nativeTotal, true);
+        _payOut(owner, token, salts.length, tokenTotal, 0);
+        if (nativeTotal != 0) _payOut(owner, address(0), salts.length, nativeTotal, 0);
     }
 
     /// @notice Pay `account` the native coin credited to it after it refused coin; anyone may
     /// call, the coin only goes to `account`. Reverts with `NativeTransferFailed` (keeping
     /// the credit) while `account` still refuses it.
+    /// @dev The one native send without the stipend: it forwards all the gas its caller gives
+    /// (whoever claims pays), so a wallet that needs more than `NATIVE_SEND_GAS` gets its coin.
     function claimNativeCredit(address account) external nonReentrant {
         uint256 credit = nativeCreditOf[account];
         if (credit == 0) return;
         nativeCreditOf[account] = 0;
-        if (!_trySendNative(account, credit)) revert NativeTransferFailed(account);
+        bool ok;
+        assembly ("memory-safe") {
+            ok := call(gas(), account, credit, 0, 0, 0, 0)
+        }
+        if (!ok) revert NativeTransferFailed(account);
         emit NativeCreditPaid(account, credit);
     }
 
@@ -294,8 +321,8 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         uint256 nativeFound = address(this).balance - nativeBefore;
         if (token == address(0)) {
             if (amount > nativeFound) revert InsufficientBalance(nativeFound, amount);
-            _send(address(0), to, amount, false);
-            if (nativeFound != amount) _payOut(user, address(0), 1, nativeFound - amount, true);
+            _sendNative(to, amount);
+            if (nativeFound != amount) _payOut(user, address(0), 1, nativeFound - amount, 0);
             return;
         }
         _sweepToken = address(0);
@@ -304,7 +331,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         if (amount > found) revert InsufficientBalance(found, amount);
         IERC20(token).safeTransfer(to, amount);
         if (found != amount) IERC20(token).safeTransfer(escrow, found - amount);
-        if (nativeFound != 0) _payOut(user, address(0), 1, nativeFound, true);
+        if (nativeFound != 0) _payOut(user, address(0), 1, nativeFound, 0);
     }
 
     /// @dev One escrow, with the same duplicate guard as `_createEscrows`.
@@ -320,41 +347,52 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     }
 
     /// @dev Pays `total` of `token` out: the fee share to the payout address, the rest to
-    /// `owner`. With `creditRefused`, native coin a recipient refuses is credited to it
-    /// instead of reverting.
-    function _payOut(address owner, address token, uint256 count, uint256 total, bool creditRefused)
+    /// `owner`, together with `credit`, the owner's native credit (native coin only; 0 when
+    /// not paid here).
+    function _payOut(address owner, address token, uint256 count, uint256 total, uint256 credit)
         private
     {
         address payout = payoutOf[owner];
         uint256 fee = payout == address(0) ? 0 : total * feeBpsOf[owner] / _BPS;
-        if (fee != 0) _send(token, payout, fee, creditRefused);
-        if (total != fee) _send(token, owner, total - fee, creditRefused);
+        if (token != address(0)) {
+            if (fee != 0) IERC20(token).safeTransfer(payout, fee);
+            if (total != fee) IERC20(token).safeTransfer(owner, total - fee);
+        } else {
+            if (fee != 0) _sendNative(payout, fee);
+            if (total != fee || credit != 0) _sendNativeWithCredit(owner, total - fee, credit);
+        }
         emit Withdrawn(owner, token, count, total, fee);
     }
 
-    function _send(address token, address to, uint256 amount, bool creditRefused) private {
-        if (token != address(0)) {
-            IERC20(token).safeTransfer(to, amount);
-        } else if (!_trySendNative(to, amount)) {
-            if (!creditRefused) revert NativeTransferFailed(to);
+    /// @dev Sends `amount` of native coin with the stipend; credits it to `to` when refused.
+    function _sendNative(address to, uint256 amount) private {
+        if (!_trySendNative(to, amount)) {
             nativeCreditOf[to] += amount;
             emit NativeCredited(to, amount);
         }
     }
 
-    /// @dev Pays an owner's native credit if the owner accepts it now; keeps it otherwise.
-    function _payNativeCredit(address account) private {
-        uint256 credit = nativeCreditOf[account];
-        if (credit == 0) return;
-        nativeCreditOf[account] = 0;
-        if (_trySendNative(account, credit)) emit NativeCreditPaid(account, credit);
-        else nativeCreditOf[account] = credit;
+    /// @dev Sends `amount` plus `credit` (`to`'s whole native credit) in one send with the
+    /// stipend. Accepted: the credit is paid. Refused: `amount` is credited beside it.
+    function _sendNativeWithCredit(address to, uint256 amount, uint256 credit) private {
+        if (credit == 0) return _sendNative(to, amount);
+        nativeCreditOf[to] = 0;
+        if (_trySendNative(to, amount + credit)) {
+            emit NativeCreditPaid(to, credit);
+        } else {
+            nativeCreditOf[to] = credit + amount;
+            if (amount != 0) emit NativeCredited(to, amount);
+        }
     }
 
-    /// @dev A native transfer that copies none of the recipient's answer.
+    /// @dev A native transfer with the `NATIVE_SEND_GAS` stipend that copies none of the
+    /// recipient's answer. To an account with code (a contract, an EIP-7702 account) it starts
+    /// only when the whole stipend can be handed over, so a gas estimate never starves a
+    /// wallet that would accept; reading the code size warms the account for the call.
     function _trySendNative(address to, uint256 amount) private returns (bool ok) {
+        if (to.code.length != 0 && gasleft() < _NATIVE_SEND_MIN_GAS) revert GasTooLowForSend();
         assembly ("memory-safe") {
-            ok := call(gas(), to, amount, 0, 0, 0, 0)
+            ok := call(NATIVE_SEND_GAS, to, amount, 0, 0, 0, 0)
         }
     }
 

@@ -31,7 +31,13 @@ const provider = new ethers.JsonRpcProvider(RPC_URL);
 const factory = new ethers.Contract(FACTORY, ABI, provider);
 const owner = ethers.getAddress(OWNER);
 const chainId = (await provider.getNetwork()).chainId;
-const escrows = readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+// A line names the factory that made its escrow (after a factory upgrade, the previous one for
+// older escrows): only this factory's lines are swept here; run again with FACTORY=<that one>.
+const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
+const mine = (e) => !e.factory || ethers.getAddress(e.factory) === ethers.getAddress(FACTORY);
+const escrows = lines.filter(mine);
+const elsewhere = lines.length - escrows.length;
+if (elsewhere) console.error(`${elsewhere} escrow(s) were made by another factory: run again with its FACTORY`);
 
 for (const [i, e] of escrows.entries()) {
   if (BigInt(e.chainId) !== chainId) throw new Error(`line ${i + 1}: chain ${e.chainId}, the node is ${chainId}`);

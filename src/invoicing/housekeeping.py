@@ -6,7 +6,9 @@
 - finished webhook events and their attempts past ``webhook_event_retention_s``
   (``notifications.retention.prune_finished_events``);
 - events past the same retention (``notifications.retention.prune_events``);
-- the relayer's spend counts of days before yesterday (``settlement.budget.purge_spend``).
+- the relayer's spend counts of days before yesterday (``settlement.budget.purge_spend``);
+- expired dashboard sign-in tickets, and sessions a day past their end
+  (``auth.sign_in.purge_sign_in``).
 
 The request paths never delete: each table stays as small as its window because of this
 loop. Each step fails alone (logged, tried again next round), never the loop.
@@ -21,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from invoicing.auth.guard import purge_used_timestamps
+from invoicing.auth.sign_in import purge_sign_in
 from invoicing.db import Database
 from invoicing.notifications.retention import prune_events, prune_finished_events
 from invoicing.ratelimit import purge_windows
@@ -33,7 +36,7 @@ log = logging.getLogger(__name__)
 PURGE_INTERVAL_S = 60.0
 
 Step = Callable[[Database, int], Awaitable[object]]
-STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows, purge_spend)
+STEPS: tuple[Step, ...] = (purge_used_timestamps, purge_windows, purge_spend, purge_sign_in)
 
 
 def steps(settings: Settings) -> tuple[Step, ...]:

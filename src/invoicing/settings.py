@@ -151,7 +151,7 @@ class Settings(BaseSettings):
     webhook_allow_http: bool = False
     # Relayer spend (docs/architecture.md#relayer-spend-rules): gas a relayed meta-transaction may
     # use at most, and how many the relayer sends per owner and chain per UTC day.
-    relayer_meta_gas_limit: int = Field(default=200_000, ge=21_000, le=16_777_216)
+    relayer_meta_gas_limit: int = Field(default=250_000, ge=21_000, le=16_777_216)
     relayer_meta_per_owner_per_day: int = Field(default=20, ge=0)
     # Gasless payments (EIP-3009): the longest validity window (validBefore - now) accepted,
     # and the least time left before validBefore for the relayer's transaction to be mined.

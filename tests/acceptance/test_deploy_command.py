@@ -16,7 +16,6 @@ from eth_account import Account
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import PAYMENT_FACTORY, load_artifact
-from invoicing.chain.checks import same_runtime_code
 from invoicing.chain.deploy import (
     DETERMINISTIC_DEPLOYMENT_PROXY,
     PROXY_DEPLOYMENT_COST_WEI,
@@ -28,6 +27,7 @@ from invoicing.chain.deploy import (
     factory_address,
 )
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.versions import same_runtime_code
 from tests.support.server import free_port
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.slow]

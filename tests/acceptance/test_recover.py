@@ -461,6 +461,17 @@ async def test_operator_export_prints_what_the_owner_gets_from_the_api(
             **os.environ,
             "INVOICING_DATABASE_URL": database_url,
             "INVOICING_ENVIRONMENT": "development",
+            # The chain as the service has it: each line names the factory of its escrow.
+            "INVOICING_CHAINS": json.dumps(
+                [
+                    {
+                        "chain_id": dev.chain_id,
+                        "name": "anvil",
+                        "rpc_url": "http://unused",
+                        "factory": dev.factory,
+                    }
+                ]  # fmt: skip
+            ),
         },
         timeout=60,
         check=False,

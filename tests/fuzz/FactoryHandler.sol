@@ -3,23 +3,33 @@ pragma solidity 0.8.30;
 
 import {PaymentFactory} from "contracts/PaymentFactory.sol";
 import {TestToken} from "contracts/TestToken.sol";
-import {EthRejecter} from "contracts/test/EthRejecter.sol";
+import {HostileWallet} from "./HostileWallet.sol";
 import {VM} from "./Vm.sol";
 
 /// @notice What the invariant fuzzer does to a factory: pays escrows, sweeps them (with
 /// duplicate salts), sets fees and payout addresses, refunds, replays old signatures, signs
-/// with the wrong key, claims credits and makes recipients refuse coin. It keeps the books the
-/// invariants check (FactoryInvariants.t.sol).
+/// with the wrong key, claims credits and makes recipients accept, refuse or burn gas on
+/// receipt. It keeps the books the invariants check (FactoryInvariants.t.sol).
 ///
-/// Every owner has its own accounts (payout candidates and refund recipients, one of each an
-/// `EthRejecter`), disjoint from every other owner's: value that reaches an account can only
+/// Every owner has its own accounts (payout candidates and refund recipients, one of each a
+/// `HostileWallet`), disjoint from every other owner's: value that reaches an account can only
 /// have come from that owner's escrows, so per-owner conservation shows that coin and tokens
-/// leave an escrow only to its owner, its payout address or a signed refund's recipient.
+/// leave an escrow only to its owner, its payout address or a signed refund's recipient. The
+/// last owner is itself a `HostileWallet` (an EIP-1271 wallet), so owners refuse and burn too.
+///
+/// Every sweep and refund is measured: its gas must stay within what its escrows and native
+/// sends should cost, each send counted at its stipend (`gasBound`), whatever the recipients do.
 contract FactoryHandler {
-    uint256 public constant OWNERS = 2;
+    uint256 public constant OWNERS = 3; // [EOA, EOA, HostileWallet]
     uint256 public constant SALTS = 4;
-    uint256 public constant ACCOUNTS = 3; // per owner: [EOA, EOA, EthRejecter]
+    uint256 public constant ACCOUNTS = 3; // per owner: [EOA, EOA, HostileWallet]
     uint256 public constant FUNDS = 1e30;
+    /// @dev What a call may cost besides its escrows and native sends, what each escrow may
+    /// cost, and what each native send may cost beyond its stipend (the call, a new account,
+    /// a credit written when refused).
+    uint256 public constant CALL_GAS = 60_000;
+    uint256 public constant ESCROW_GAS = 60_000;
+    uint256 public constant SEND_OVERHEAD_GAS = 65_000;
 
     PaymentFactory public immutable factory;
     TestToken public immutable token;
@@ -37,23 +47,32 @@ contract FactoryHandler {
     uint256 public sweeps;
     uint256 public refunds;
     uint256 public claims;
+    /// @notice How many sweeps and refunds ran while a recipient refused or burned gas.
+    uint256 public hostileRuns;
+    /// @notice The most any sweep or refund used beyond its bound (0: none went over).
+    uint256 public worstOverBound;
+    /// @notice Gas the last sweep or refund that went through used (the factory call alone).
+    uint256 public lastGas;
     /// @notice Set when something that must fail succeeded (a replay, a foreign signature), or
     /// a nonce went down; handler reverts are ignored by the fuzzer, so this flag carries it.
     string public violation;
 
-    constructor(PaymentFactory factory_, TestToken token_) {
+    /// @param seed makes this handler's keys and accounts its own (two handlers, two seeds)
+    constructor(PaymentFactory factory_, TestToken token_, uint256 seed) {
         factory = factory_;
         token = token_;
         for (uint256 o = 0; o < OWNERS; ++o) {
-            keys[o] = 0xA11CE + o;
-            owners[o] = VM.addr(keys[o]);
+            keys[o] = 0xA11CE + seed * OWNERS + o;
+            owners[o] = o == OWNERS - 1
+                ? address(new HostileWallet(VM.addr(keys[o])))
+                : VM.addr(keys[o]);
             for (uint256 a = 0; a < ACCOUNTS; ++a) {
                 payouts[o][a] = a == ACCOUNTS - 1
-                    ? address(new EthRejecter())
-                    : address(uint160(uint256(keccak256(abi.encode("payout", o, a)))));
+                    ? address(new HostileWallet(address(0)))
+                    : address(uint160(uint256(keccak256(abi.encode("payout", seed, o, a)))));
                 refundees[o][a] = a == ACCOUNTS - 1
-                    ? address(new EthRejecter())
-                    : address(uint160(uint256(keccak256(abi.encode("refundee", o, a)))));
+                    ? address(new HostileWallet(address(0)))
+                    : address(uint160(uint256(keccak256(abi.encode("refundee", seed, o, a)))));
             }
         }
         VM.deal(address(this), FUNDS);
@@ -89,9 +108,26 @@ contract FactoryHandler {
         o %= OWNERS;
         bytes32[] memory salts = new bytes32[](count % 7);
         for (uint256 i = 0; i < salts.length; ++i) salts[i] = salt(picks >> (8 * i));
+        bool hostile = _hostile(o);
+        uint256 start = gasleft();
         try factory.withdraw(owners[o], native ? address(0) : address(token), salts) {
+            _measured(start - gasleft(), salts.length, 2, hostile);
             sweeps += 1;
         } catch {}
+    }
+
+    /// @notice Makes owner `o`'s hostile wallet (`which` 0: the owner, if a wallet; 1: its
+    /// hostile payout candidate; 2: its hostile refund recipient) accept, refuse or burn gas.
+    function setMode(uint256 o, uint8 which, uint8 mode) external {
+        o %= OWNERS;
+        address wallet = _wallet(o, which % 3);
+        if (wallet.code.length != 0) HostileWallet(payable(wallet)).setMode(HostileWallet.Mode(mode % 3));
+    }
+
+    /// @notice The most a call sweeping or refunding `escrows` escrows with `sends` native
+    /// sends may cost: what a recipient does counts at most its stipend.
+    function gasBound(uint256 escrows, uint256 sends) public view returns (uint256) {
+        return CALL_GAS + escrows * ESCROW_GAS + sends * (factory.NATIVE_SEND_GAS() + SEND_OVERHEAD_GAS);
     }
 
     function setFee(uint256 o, uint256 feeBps) external {
@@ -150,30 +186,26 @@ contract FactoryHandler {
 
     function refund(uint256 o, uint256 s, bool native, uint256 a, uint256 amount) external {
         o %= OWNERS;
-        address asset = native ? address(0) : address(token);
-        address to = refundees[o][a % ACCOUNTS];
         address from = escrow(o, s);
         uint256 held = native ? from.balance : token.balanceOf(from);
-        amount = amount % (held + 2); // sometimes more than the escrow holds: refused
-        uint256 nonce = factory.nonces(owners[o]);
-        bytes memory signature = _sign(keys[o], _refundHash(o, s, asset, to, amount, nonce));
-        try factory.refundMeta(
-            owners[o], salt(s), asset, to, amount, nonce, block.timestamp, signature
-        ) {
-            metaAccepted[o] += 1;
-            refunds += 1;
-        } catch {}
-        _checkNonce(o);
+        _refund(o, s, native, a, amount % (held + 2)); // sometimes more than held: refused
     }
 
-    /// @dev Makes one of an owner's refusing accounts accept coin or refuse it, then claims
-    /// its credit (only they are ever credited).
-    function claimCredit(uint256 o, bool payout, bool accepting) external {
+    /// @notice A native refund of exactly `amount` from owner `o`'s escrow `s` to its
+    /// refund recipient `a`.
+    function refundExactly(uint256 o, uint256 s, uint256 a, uint256 amount) external {
+        _refund(o % OWNERS, s, true, a, amount);
+    }
+
+    /// @dev Makes one of an owner's hostile wallets accept coin or not, then claims its credit
+    /// (only they are ever credited). The claimer pays what a claim costs, so it caps the gas.
+    function claimCredit(uint256 o, uint8 which, uint8 mode) external {
         o %= OWNERS;
-        address account = payout ? payouts[o][ACCOUNTS - 1] : refundees[o][ACCOUNTS - 1];
-        EthRejecter(payable(account)).setAccepting(accepting);
+        address account = _wallet(o, which % 3);
+        if (account.code.length == 0) return;
+        HostileWallet(payable(account)).setMode(HostileWallet.Mode(mode % 3));
         uint256 credit = factory.nativeCreditOf(account);
-        try factory.claimNativeCredit(account) {
+        try factory.claimNativeCredit{gas: 2 * HostileWallet(payable(account)).BURN()}(account) {
             if (credit != 0) claims += 1;
         } catch {}
     }
@@ -203,6 +235,46 @@ contract FactoryHandler {
     function _balance(address account, bool native) private view returns (uint256) {
         if (!native) return token.balanceOf(account);
         return account.balance + factory.nativeCreditOf(account);
+    }
+
+    function _refund(uint256 o, uint256 s, bool native, uint256 a, uint256 amount) private {
+        address asset = native ? address(0) : address(token);
+        address to = refundees[o][a % ACCOUNTS];
+        uint256 nonce = factory.nonces(owners[o]);
+        bytes memory signature = _sign(keys[o], _refundHash(o, s, asset, to, amount, nonce));
+        bool hostile = _hostile(o) || _mode(to) != HostileWallet.Mode.Accept;
+        uint256 start = gasleft();
+        try factory.refundMeta(
+            owners[o], salt(s), asset, to, amount, nonce, block.timestamp, signature
+        ) {
+            _measured(start - gasleft(), 1, 3, hostile);
+            metaAccepted[o] += 1;
+            refunds += 1;
+        } catch {}
+        _checkNonce(o);
+    }
+
+    function _wallet(uint256 o, uint256 which) private view returns (address) {
+        if (which == 0) return owners[o];
+        return which == 1 ? payouts[o][ACCOUNTS - 1] : refundees[o][ACCOUNTS - 1];
+    }
+
+    function _mode(address account) private view returns (HostileWallet.Mode) {
+        if (account.code.length == 0) return HostileWallet.Mode.Accept;
+        return HostileWallet(payable(account)).mode();
+    }
+
+    /// @dev Whether a sweep of owner `o` pays a recipient that refuses or burns gas.
+    function _hostile(uint256 o) private view returns (bool) {
+        return _mode(owners[o]) != HostileWallet.Mode.Accept
+            || _mode(payouts[o][ACCOUNTS - 1]) != HostileWallet.Mode.Accept;
+    }
+
+    function _measured(uint256 used, uint256 escrows, uint256 sends, bool hostile) private {
+        lastGas = used;
+        if (hostile) hostileRuns += 1;
+        uint256 bound = gasBound(escrows, sends);
+        if (used > bound && used - bound > worstOverBound) worstOverBound = used - bound;
     }
 
     function _checkNonce(uint256 o) private {

@@ -14,7 +14,7 @@ contract FactoryInvariantsTest {
     function setUp() public {
         factory = new PaymentFactory();
         token = new TestToken();
-        handler = new FactoryHandler(factory, token);
+        handler = new FactoryHandler(factory, token, 0);
     }
 
     /// @dev forge's invariant fuzzer calls only the handler.
@@ -41,6 +41,13 @@ contract FactoryInvariantsTest {
         for (uint256 o = 0; o < handler.OWNERS(); ++o) paid += handler.paidNative(o);
         require(address(handler).balance == handler.FUNDS() - paid, "the caller was paid");
         require(token.balanceOf(address(handler)) == 0, "the caller was paid tokens");
+    }
+
+    /// @notice No recipient can make a send cost more than its stipend: every sweep and
+    /// refund stayed within what its escrows and native sends should cost, while owners,
+    /// payout addresses and refund recipients accepted, refused or burned gas.
+    function invariant_aRecipientCostsAtMostItsStipend() public view {
+        require(handler.worstOverBound() == 0, "a sweep or refund cost more than its bound");
     }
 
     /// @notice A nonce counts exactly the owner's accepted signed messages: it only rises, and

@@ -15,7 +15,7 @@ contract FactorySweepTest {
     function setUp() public {
         factory = new PaymentFactory();
         token = new TestToken();
-        handler = new FactoryHandler(factory, token);
+        handler = new FactoryHandler(factory, token, 0);
     }
 
     function testFuzz_aSweepPaysTheFeeToThePayoutAndTheRestToTheOwner(

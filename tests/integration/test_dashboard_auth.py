@@ -3,6 +3,7 @@ refusal leaving nothing behind: no session row, no spent nonce, no change."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 
 import httpx
@@ -11,8 +12,8 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.auth.models import DashboardSession
-from invoicing.auth.sign_in import issue_link
+from invoicing.auth.models import DashboardSession, SignInTicket
+from invoicing.auth.sign_in import issue_link, purge_sign_in
 from invoicing.chain.deploy import DevDeployment
 from tests.conftest import MakeServices, RunningApp
 from tests.support.dashboard import (
@@ -219,3 +220,26 @@ async def test_an_owner_the_service_does_not_admit_cannot_sign_in(
         assert refused.status_code == 403
         assert allowed.status_code == 200
         assert await session_count(app, stranger.address) == 0
+
+
+async def test_housekeeping_forgets_expired_tickets_and_keeps_live_ones(dash: RunningApp) -> None:
+    now_ms = int(time.time() * 1000)
+    owner = Account.create().address
+    expired = await issue_link(dash.services.db, owner, now_ms - 120_000, 60_000)
+    live = await issue_link(dash.services.db, owner, now_ms, 60_000)
+
+    await purge_sign_in(dash.services.db, now_ms)
+
+    async with dash.services.db.sessions() as session:
+        kept = set(
+            await session.scalars(
+                select(SignInTicket.ticket_hash).where(
+                    SignInTicket.ticket_hash.in_([sha256_hex(expired), sha256_hex(live)])
+                )
+            )
+        )
+    assert kept == {sha256_hex(live)}
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -136,6 +136,7 @@ async def test_export_lists_every_escrow_oldest_first_in_both_auth_modes(
         "invoiceId": "a",
         "status": "pending",
         "chainId": dev.chain_id,
+        "factory": dev.factory,
     }
     assert lines[1]["tokenAddress"] == dev.token and lines[1]["salt"] == token["salt"]
     assert lines[2]["status"] == "cancelled" and lines[2]["salt"] == cancelled["salt"]
@@ -153,7 +154,9 @@ async def test_export_reads_in_chunks_without_skipping_or_repeating(
 
     lines = [
         json.loads(line)
-        async for line in export_escrows(app.services.db, owner.address.lower(), dev.chain_id, 2)
+        async for line in export_escrows(
+            app.services.db, owner.address.lower(), dev.chain_id, (dev.factory,), 2
+        )
     ]
 
     assert [line["paymentAddress"] for line in lines] == [c["paymentAddress"] for c in created]

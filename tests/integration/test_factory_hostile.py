@@ -249,21 +249,39 @@ async def test_payout_refusing_its_native_fee_is_credited_and_claimed_later(
     assert await native_credit(evm, dev.factory, payout) == 0
 
 
-async def test_native_sweep_to_an_owner_refusing_coin_still_reverts_and_keeps_the_coin(
+async def test_a_native_sweep_to_an_owner_refusing_coin_credits_it_until_a_sweep_it_accepts(
     evm: EvmClient, dev: DevDeployment
 ) -> None:
     owner = await deploy_test_contract(evm, "EthRejecter")
-    salt = new_salt()
-    escrow = escrow_address(dev.factory, owner, salt)
-    await send(evm, PAYER_KEY, escrow, b"", value=99)
+    salts = [new_salt(), new_salt()]
+    escrows = [escrow_address(dev.factory, owner, salt) for salt in salts]
+    await send(evm, PAYER_KEY, escrows[0], b"", value=99)
+    factory_native = await evm.get_balance(dev.factory)
 
-    reason = await expect_revert(
-        evm, CALLER_KEY, dev.factory, encode_withdraw(owner, ZERO_ADDRESS, [salt])
+    receipt = await send(
+        evm, CALLER_KEY, dev.factory, encode_withdraw(owner, ZERO_ADDRESS, salts[:1])
     )
 
-    assert reason == RevertReason("NativeTransferFailed", (owner.lower(),))
-    assert await evm.get_balance(escrow) == 99
+    assert factory_events(receipt, "Withdrawn") == [(owner, ZERO_ADDRESS, 1, 99, 0)]
+    assert factory_events(receipt, "NativeCredited") == [(owner, 99)]
+    assert await evm.get_balance(escrows[0]) == 0
+    assert await native_credit(evm, dev.factory, owner) == 99
+    assert await evm.get_balance(dev.factory) == factory_native + 99
+
+    # Refused again: the new share joins the credit. Accepted: both arrive in one send.
+    await send(evm, PAYER_KEY, escrows[1], b"", value=1)
+    await send(evm, CALLER_KEY, dev.factory, encode_withdraw(owner, ZERO_ADDRESS, salts[1:]))
+    assert await native_credit(evm, dev.factory, owner) == 100
+    await set_accepting(evm, owner, True)
+    await send(evm, PAYER_KEY, escrows[0], b"", value=5)
+    receipt = await send(
+        evm, CALLER_KEY, dev.factory, encode_withdraw(owner, ZERO_ADDRESS, salts[:1])
+    )
+
+    assert factory_events(receipt, "NativeCreditPaid") == [(owner, 100)]
+    assert await evm.get_balance(owner) == 105
     assert await native_credit(evm, dev.factory, owner) == 0
+    assert await evm.get_balance(dev.factory) == factory_native
 
 
 async def test_gateway_refuses_a_read_that_makes_no_progress(

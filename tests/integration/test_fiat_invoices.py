@@ -376,3 +376,23 @@ async def test_a_tolerance_outside_0_to_5_percent_is_refused(shop: Shop, bps: in
     assert answer.json()["error"]["code"] == "invalid_request"
     after = await shop.http.get("/integration/settings", params=owner, headers=shop.headers)
     assert after.json()["underpaymentToleranceBps"] == 0
+
+
+async def test_an_identical_retry_gets_its_invoice_even_when_the_feed_is_stale(
+    shop: Shop, dev: DevDeployment, evm: EvmClient
+) -> None:
+    await set_answer(evm, dev, 2_000 * USD_8)
+    first = await shop.create(amount="20", currency="USD", invoiceId="retry-1")
+    assert first.status_code == 201
+    next_round = await latest_round(evm, dev) + 1
+    old = shop.clock.now_ms() // 1000 - 7200
+    await set_round(evm, dev, next_round, 2_000 * USD_8, old, old, next_round)
+    try:
+        retry = await shop.create(amount="20", currency="USD", invoiceId="retry-1")
+        other = await shop.create(amount="21", currency="USD", invoiceId="retry-1")
+    finally:
+        await set_answer(evm, dev, 2_000 * USD_8)
+
+    assert (retry.status_code, retry.json()) == (200, first.json())
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "price_unavailable")
+    assert await shop.invoice_rows() == 1

@@ -100,8 +100,8 @@ async def test_a_call_over_the_gas_cap_is_refused_and_nothing_is_recorded(
     with pytest.raises(InvalidOwnerSignature) as raised:
         await submit_meta(services, set_fee(chain, owner, 100, 0))
 
-    assert raised.value.details == {"gasLimit": 200_000}
-    assert chain.gas_caps == [200_000]
+    assert raised.value.details == {"gasLimit": 250_000}
+    assert chain.gas_caps == [250_000]
     assert chain.sent == []
     assert await recorded(services, chain) == []
 
@@ -110,7 +110,7 @@ async def test_a_call_under_the_cap_is_sent_with_a_gas_limit_within_it(
     relaying: Relaying,
 ) -> None:
     services, chain = relaying.services, relaying.chain
-    chain.gas_estimate = 170_000
+    chain.gas_estimate = 220_000
 
     answer = await submit_meta(services, set_fee(chain, Account.create(), 100, 0))
 
@@ -120,7 +120,7 @@ async def test_a_call_under_the_cap_is_sent_with_a_gas_limit_within_it(
         row = await session.scalar(
             select(RelayerTransaction).where(RelayerTransaction.tx_hash == tx_hash)
         )
-    assert row is not None and row.gas == 200_000
+    assert row is not None and row.gas == 250_000
 
 
 async def test_a_repeat_gets_the_pending_transaction_and_another_request_gets_409(

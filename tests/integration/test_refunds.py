@@ -516,7 +516,7 @@ async def test_a_withdrawal_claim_skips_an_escrow_whose_refund_is_pending(
     assert answer.status_code == 202, answer.text
     before = await relayer_tx_count(services)
 
-    assert await sweep_batch(planning, Batch(owner.address, None, [invoice])) == []
+    assert await sweep_batch(planning, Batch(owner.address, None, [invoice], dev.factory)) == []
 
     assert await relayer_tx_count(services) == before
     await settle_all(services)

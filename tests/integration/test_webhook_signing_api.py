@@ -200,10 +200,19 @@ async def test_settings_in_both_modes(app: RunningApp) -> None:
         SETTINGS, json={"ownerAddress": owner.address, "webhookApiKeyHeader": True}, headers=headers
     )
 
-    assert default.status_code == 200 and default.json() == {"webhookApiKeyHeader": True}
-    assert put.status_code == 200 and put.json() == {"webhookApiKeyHeader": False}
-    assert read.status_code == 200 and read.json() == {"webhookApiKeyHeader": False}
-    assert back_on.json() == {"webhookApiKeyHeader": True}
+    assert default.status_code == 200 and default.json() == {
+        "webhookApiKeyHeader": True,
+        "underpaymentToleranceBps": 0,
+    }
+    assert put.status_code == 200 and put.json() == {
+        "webhookApiKeyHeader": False,
+        "underpaymentToleranceBps": 0,
+    }
+    assert read.status_code == 200 and read.json() == {
+        "webhookApiKeyHeader": False,
+        "underpaymentToleranceBps": 0,
+    }
+    assert back_on.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}
 
 
 @pytest.mark.parametrize(
@@ -228,7 +237,7 @@ async def test_bad_settings_are_400_and_change_nothing(
     read = await app.http.get(SETTINGS, params={"ownerAddress": owner.address}, headers=headers)
 
     refused(response, 400, "invalid_request")
-    assert read.json() == {"webhookApiKeyHeader": True}
+    assert read.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}
 
 
 async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> None:
@@ -244,7 +253,10 @@ async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> N
         SETTINGS,
         json={"ownerAddress": alice.address, "webhookApiKeyHeader": False},
         headers=signed_headers(
-            mallory, "settings.update", {"webhookApiKeyHeader": False}, owner_address=alice.address
+            mallory,
+            "settings.update",
+            {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0},
+            owner_address=alice.address,
         ),
     )
     read = await signed_get(
@@ -253,4 +265,4 @@ async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> N
 
     refused(response, 403, "forbidden")
     refused(forged, 401, "unauthorized")
-    assert read.json() == {"webhookApiKeyHeader": True}
+    assert read.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from invoicing.chain.gateway import ChainGateway
-from invoicing.invoices.create import time_ordered_id
+from invoicing.invoices.insert import time_ordered_id
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from invoicing.chain.artifacts import ESCROW, PAYMENT_FACTORY, load_artifact
-from invoicing.chain.checks import same_runtime_code
+from invoicing.chain.versions import same_runtime_code
 from invoicing.web.health import bearer_matches
 
 

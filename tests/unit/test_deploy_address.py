@@ -18,6 +18,7 @@ from invoicing.chain.deploy import (
     deterministic_address,
     factory_address,
 )
+from invoicing.chain.versions import V1_FACTORY_ADDRESS
 from invoicing.hashing import keccak256
 
 
@@ -47,6 +48,13 @@ def test_the_factory_address_is_create2_from_the_proxy_with_the_zero_salt() -> N
     )[12:]
     assert factory_address() == checksum_encode(expected)
     assert deterministic_address(artifacts.test_token_bytecode()) != factory_address()
+
+
+def test_the_previous_version_keeps_the_address_it_was_deployed_at() -> None:
+    # The address the previous release's `invoicing deploy` printed, on every chain.
+    previous = artifacts.load_artifact(artifacts.PAYMENT_FACTORY_V1)
+    assert deterministic_address(previous.bytecode) == V1_FACTORY_ADDRESS
+    assert factory_address() != V1_FACTORY_ADDRESS
 
 
 def test_the_presigned_transaction_creates_the_proxy_with_the_cited_runtime_code() -> None:

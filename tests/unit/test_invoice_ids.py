@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from invoicing.invoices.create import time_ordered_id
+from invoicing.invoices.insert import time_ordered_id
 
 NOW_MS = 1_795_000_000_123
 

@@ -59,6 +59,9 @@ def test_a_matching_export_is_read_once_per_escrow_with_blank_lines_skipped() ->
         (line(os.urandom(32), chainId="1"), "line 2: paymentAddress and chainId are required"),
         (line(os.urandom(32), paymentAddress="0x" + "11" * 20), "line 2: paymentAddress 0x1111"),
         (line(os.urandom(32), tokenAddress=5), "line 2: tokenAddress must be an address or null"),
+        (line(os.urandom(32), factory=5), "line 2: factory must be an address"),
+        (line(os.urandom(32), factory="0x12"), "line 2: must be a 0x-prefixed 20-byte hex"),
+        (line(os.urandom(32), factory=FACTORY, salt="0x12"), "line 2: salt must be 0x"),
     ],
 )
 def test_one_bad_line_refuses_the_whole_file(bad: str, reason: str) -> None:
@@ -67,6 +70,27 @@ def test_one_bad_line_refuses_the_whole_file(bad: str, reason: str) -> None:
 
     assert str(refused.value).startswith(reason)
     assert str(refused.value).endswith("nothing was sent")
+
+
+def test_lines_another_factory_made_are_left_out_and_counted() -> None:
+    previous = "0x" + "9a" * 20
+    mine, theirs, unnamed = os.urandom(32), os.urandom(32), os.urandom(32)
+    their_escrow = escrow_address(previous, OWNER, theirs)
+    elsewhere: dict[str, int] = {}
+
+    escrows = read_export(
+        [
+            line(mine, factory=FACTORY.lower()),
+            line(theirs, factory=previous, paymentAddress=their_escrow),
+            line(unnamed),  # an export from before lines named their factory
+        ],
+        FACTORY,
+        OWNER,
+        elsewhere,
+    )
+
+    assert [e.salt for e in escrows] == [mine, unnamed]
+    assert elsewhere == {normalize_address(previous): 1}
 
 
 def test_an_export_of_two_chains_is_refused() -> None:

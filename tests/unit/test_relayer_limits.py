@@ -160,7 +160,7 @@ def test_each_chain_takes_the_global_relayer_limits_unless_it_sets_its_own(
         31337: (200 * 10**9, 10**16),
     }
     assert (defaults.relayer_meta_gas_limit, defaults.relayer_meta_per_owner_per_day) == (
-        200_000,
+        250_000,
         20,
     )
     assert tuned.chain_configs()[10].max_fee_per_gas == 50 * 10**9

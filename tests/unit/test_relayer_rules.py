@@ -3,6 +3,7 @@ the meta-transaction cap, batch sizes."""
 
 from __future__ import annotations
 
+from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX, group_batches, max_batch
 from invoicing.settlement.gas import (
@@ -35,7 +36,14 @@ def test_batches_stay_under_the_gas_cap() -> None:
 
 
 def invoice(n: int, owner: str, token: str | None) -> Invoice:
-    return Invoice(id=f"id-{n}", owner_key=owner.lower(), owner_address=owner, token_address=token)
+    return Invoice(
+        id=f"id-{n}",
+        owner_key=owner.lower(),
+        owner_address=owner,
+        token_address=token,
+        salt="0x" + f"{n:064x}",
+        payment_address="0x" + f"{n:040x}",
+    )
 
 
 def test_batches_group_by_owner_and_token() -> None:
@@ -43,13 +51,30 @@ def test_batches_group_by_owner_and_token() -> None:
     invoices = [invoice(1, a, None), invoice(2, a, token), invoice(3, b, None),
                 invoice(4, a, None), invoice(5, a, token.lower()), invoice(6, a, None)]  # fmt: skip
 
-    batches = group_batches(invoices, 2)
+    batches = group_batches(FakeChain(), invoices, 2)
 
     assert [(x.owner_address, x.token_address, [i.id for i in x.invoices]) for x in batches] == [
         (a, None, ["id-1", "id-4"]),
         (a, None, ["id-6"]),
         (a, token, ["id-2", "id-5"]),
         (b, None, ["id-3"]),
+    ]
+    assert {x.factory for x in batches} == {FakeChain().factory}
+
+
+def test_escrows_a_previous_factory_made_are_swept_in_batches_of_their_own_to_it() -> None:
+    a, previous = "0x" + "aa" * 20, "0x" + "9F" * 20
+    chain = FakeChain()
+    invoices = [invoice(n, a, None) for n in range(1, 6)]
+    chain.escrow_factories = {invoices[1].payment_address: previous}
+    chain.escrow_factories[invoices[3].payment_address] = previous
+
+    batches = group_batches(chain, invoices, 2)
+
+    assert [(x.factory, [i.id for i in x.invoices]) for x in batches] == [
+        (chain.factory, ["id-1", "id-3"]),
+        (chain.factory, ["id-5"]),
+        (previous, ["id-2", "id-4"]),
     ]
 
 

@@ -158,8 +158,9 @@ class Invoices {
       salt: invoice.salt, token: token ?? ZERO_ADDRESS, to, amount: BigInt(amount),
     };
     const bodyFields = { paymentAddress, to, amountRaw: amount, tokenAddress: token ?? null };
+    // Signed for the factory that made the escrow (after an upgrade, maybe a previous one).
     return relaySigned(this.#transport, invoice.chainId, options, "invoices.refund", REFUND_TYPES,
-      fields, bodyFields);
+      fields, bodyFields, paymentAddress);
   }
 
   /** The paid webhook's events and delivery attempts of one invoice. */
@@ -213,10 +214,13 @@ class Fees {
     this.#transport = transport;
   }
 
-  /** The owner's settings as the factory holds them: { feeBps, payoutAddress, nonce }
-   * (nonce, a bigint, is the next one to sign). */
-  async get(chainId) {
-    return this.#transport.call({ ...route("fees.get"), query: { chainId }, idempotent: true });
+  /** The owner's settings as the factory holds them: { feeBps, payoutAddress, nonce, factory }
+   * (nonce, a bigint, is the next one to sign); with paymentAddress (one of the owner's
+   * escrows), those of the factory that made it. */
+  async get(chainId, paymentAddress) {
+    return this.#transport.call({
+      ...route("fees.get"), query: given({ chainId, paymentAddress }), idempotent: true,
+    });
   }
 
   /**
@@ -241,11 +245,12 @@ class Fees {
  * Sign one of the owner's EIP-712 messages at its current nonce and have the service relay
  * it; after a nonce_mismatch read the nonce and sign once more.
  */
-async function relaySigned(transport, chainId, options, name, types, fields, bodyFields) {
+async function relaySigned(transport, chainId, options, name, types, fields, bodyFields, paymentAddress) {
   const signer = options.signer ?? transport.signer?.signer;
   if (!signer) throw new TypeError("give options.signer: the owner wallet signs this message");
   const attempt = async () => {
-    const settings = await transport.call({ ...route("fees.get"), query: { chainId }, idempotent: true });
+    const query = given({ chainId, paymentAddress });
+    const settings = await transport.call({ ...route("fees.get"), query, idempotent: true });
     const factory = options.factory ?? settings.factory;
     if (!factory) throw new TypeError("the service did not name its factory: give options.factory");
     const deadline = options.deadline ?? Math.floor(Date.now() / 1000) + DEFAULT_DEADLINE_S;

@@ -30,6 +30,8 @@ export interface Invoice {
   createdAt: number;
   updatedAt: number;
   url: string;
+  /** Only for an invoice in a token with EIP-3009: its x402 v2 resource. */
+  x402Url?: string | null;
   salt?: string;
   fiat?: FiatPrice | null;
   tolerance?: Tolerance | null;
@@ -210,6 +212,9 @@ export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[];
 export interface EscrowExportLine {
   paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
   status: InvoiceStatus; chainId: number;
+  /** The factory that made the escrow and sweeps it (a previous version's, for an escrow
+   * made before an upgrade). */
+  factory: string;
 }
 
 export interface Brand {
@@ -313,7 +318,9 @@ export class Client {
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
-    get(chainId: number): Promise<FeeSettings>;
+    /** With paymentAddress (one of the owner's escrows): the settings and nonce of the factory
+     * that made it, which its Refund is signed for. */
+    get(chainId: number, paymentAddress?: string): Promise<FeeSettings>;
     setFee(chainId: number, feeBps: number, options?: FeeOptions): Promise<FeeSubmission>;
     setPayout(chainId: number, payoutAddress: string, options?: FeeOptions): Promise<FeeSubmission>;
   };
@@ -364,6 +371,7 @@ export class Client {
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
+    x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };

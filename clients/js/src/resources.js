@@ -211,6 +211,14 @@ export class Public extends Resource {
     });
   }
 
+  /** The invoice's x402 resource asked without payment: the PaymentRequired object (402;
+   * pay it with an x402 client such as @x402/fetch), or the page's status once nothing is due. */
+  async x402Requirements(paymentAddress) {
+    return this.call("public.x402Requirements", {
+      params: { payment_address: paymentAddress }, accept: [402],
+    });
+  }
+
   /** Relay a SetFee the owner signed elsewhere, at `nonce` (no credential). */
   async relayFee({ chainId, feeBps, nonce, deadline, signature }) {
     return this.#relay("public.relayFee", { chainId, feeBps }, nonce, deadline, signature);

@@ -18,7 +18,7 @@ export const ROUTES = Object.freeze({
   "invoices.refund": ["POST", "/integration/invoices/refund-meta", "invoice.refund"],
   "invoices.webhooks": ["GET", "/integration/invoices/webhooks", "invoice.webhooks",
     ["paymentAddress"]],
-  "fees.get": ["GET", "/integration/fees", "fee.get", ["chainId"]],
+  "fees.get": ["GET", "/integration/fees", "fee.get", ["chainId", "paymentAddress"]],
   "fees.setFee": ["POST", "/integration/fees/set-meta", "fee.set-meta"],
   "fees.setPayout": ["POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"],
   "apiKeys.create": ["POST", "/integration/api-keys", "apikey.create"],
@@ -52,6 +52,7 @@ export const ROUTES = Object.freeze({
   "public.paymentPage": ["GET", "/pay/{payment_address}", null, ["lang"]],
   "public.paymentStatus": ["GET", "/pay/{payment_address}/status", null],
   "public.payWithoutGas": ["POST", "/pay/{payment_address}/authorization", null],
+  "public.x402Requirements": ["GET", "/pay/{payment_address}/x402", null],
   "public.relayFee": ["POST", "/fees/set-meta", null],
   "public.relayPayout": ["POST", "/fees/set-payout-meta", null],
 });

@@ -13,6 +13,8 @@ from importlib import resources
 from typing import Any
 
 PAYMENT_FACTORY = "PaymentFactory"
+# The previous factory version, kept for the escrows it made (``chain.versions``).
+PAYMENT_FACTORY_V1 = "PaymentFactoryV1"
 ESCROW = "Escrow"
 TEST_TOKEN = "TestToken"
 # A price feed of development chains with a Chainlink aggregator's read interface.

@@ -22,6 +22,7 @@ from invoicing.chain.config import (
     TokenConfig,
 )
 from invoicing.chain.deploy import factory_address
+from invoicing.chain.versions import V1_FACTORY_ADDRESS
 from invoicing.registry import merged_entry
 
 
@@ -38,6 +39,7 @@ def load_chains_file(
         name = "Ethereum"
         rpc_urls = ["https://rpc.example", "https://backup.example"]  # in order of preference
         factory = "0x…"
+        previous_factories = ["0x…"]          # optional: factories that made escrows before
         confirmations = 12
         relayer_key = "env:RELAYER_KEY_MAINNET"
         max_fee_per_gas = 300_000_000_000     # optional, wei
@@ -64,7 +66,8 @@ def load_chains_file(
     Each entry is merged over its chain's entry in the registry (:mod:`invoicing.registry`;
     ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
     ``chain_id``, ``rpc_urls`` and ``relayer_key`` (``factory`` defaults to the address
-    ``invoicing deploy`` gives the shipped factory on every chain): the name, native coin,
+    ``invoicing deploy`` gives the shipped factory on every chain, ``previous_factories`` to
+    the address it gave the previous version): the name, native coin,
     confirmations, explorer, fee type and token allow-list come from the registry. Any key the
     entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
     the registry's allow-list as a whole.
@@ -131,7 +134,17 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
         relayer_min_balance=_optional_int(entry, "relayer_min_balance"),
         eip1559=_optional_bool(entry, "eip1559"),
         feeds=feeds,
+        previous_factories=_previous_factories(entry),
     )
+
+
+def _previous_factories(entry: dict[str, Any]) -> tuple[str, ...]:
+    """``previous_factories`` (a list of addresses), by default the previous version's
+    deterministic address: an upgrade keeps the escrows the previous factory made."""
+    found = entry.get("previous_factories", [V1_FACTORY_ADDRESS])
+    if isinstance(found, str) or not isinstance(found, list):
+        raise ValueError("previous_factories must be a list of addresses")
+    return tuple(map(str, found))
 
 
 def _eip3009(token: dict[str, Any]) -> Eip712Domain | None:

@@ -7,10 +7,13 @@ what differs:
 - the node's ``eth_chainId`` is not the configured ``chain_id``, on any of the chain's URLs
   (each is asked; a backup URL on another chain refuses the start, and one that does not
   answer is named in a warning);
-- the factory address has no code, or its runtime code is not the shipped PaymentFactory
-  artifact's (the byte ranges the constructor fills with immutables, listed by the artifact's
+- the factory address has no code, or its runtime code is not a known PaymentFactory
+  version's artifact (``chain.versions``: the current version or the previous one; the byte
+  ranges the constructor fills with immutables, listed by the artifact's
   ``immutableReferences``, are left out of the comparison);
-- the factory's ``predictEscrow`` for a probe (owner, salt) is not the service's own CREATE2
+- a previous factory (``previous_factories``) has code that is not a known version's (one
+  with no code made no escrow: it is passed over);
+- a factory's ``predictEscrow`` for a probe (owner, salt) is not the service's own CREATE2
   derivation (``chain.escrows``);
 - an allow-listed token's ``decimals()`` is not its configured decimals;
 - a token marked with EIP-3009 answers a ``DOMAIN_SEPARATOR()`` other than the one its
@@ -35,7 +38,7 @@ from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import RpcError, quantity
-from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, Artifact, load_artifact
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY
 from invoicing.chain.config import ChainConfig, TokenConfig
 from invoicing.chain.eip3009 import DOMAIN_SEPARATOR_SELECTOR, domain_separator
 from invoicing.chain.escrows import escrow_address
@@ -43,6 +46,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.feeds import FEED_CHECK_CALLS, feed_problem
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.rpc import RpcPolicy
+from invoicing.chain.versions import factory_version
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 
@@ -60,18 +64,6 @@ class ChainCheckFailed(Exception):
         super().__init__(f"chain {config.chain_id} ({config.name}): {what}")
 
 
-def same_runtime_code(code: bytes, artifact: Artifact) -> bool:
-    """Whether deployed ``code`` is ``artifact``'s runtime code, immutables aside."""
-    expected = artifact.deployed_bytecode
-    if len(code) != len(expected):
-        return False
-    deployed, shipped = bytearray(code), bytearray(expected)
-    for start, length in artifact.immutable_references:
-        deployed[start : start + length] = bytes(length)
-        shipped[start : start + length] = bytes(length)
-    return deployed == shipped
-
-
 async def verify_chain(config: ChainConfig, evm: EvmClient) -> None:
     """Raise ChainCheckFailed on the first difference between ``config`` and the chain."""
     try:
@@ -83,15 +75,15 @@ async def verify_chain(config: ChainConfig, evm: EvmClient) -> None:
 
 
 async def _verify(config: ChainConfig, evm: EvmClient) -> None:
-    factory = config.factory
+    factories = config.factories
     signing = [t for t in config.tokens if t.eip3009 is not None]
-    probe = encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT)
+    probe = "0x" + encode_call(PAYMENT_FACTORY, "predictEscrow", PROBE_OWNER, PROBE_SALT).hex()
     # Every read in one JSON-RPC batch: one round trip however many tokens are listed.
     answers = await evm.rpc.batch(
         [
             ("eth_chainId", []),
-            ("eth_getCode", [factory, "latest"]),
-            ("eth_call", [{"to": factory, "data": "0x" + probe.hex()}, "latest"]),
+            *(("eth_getCode", [factory, "latest"]) for factory in factories),
+            *(("eth_call", [{"to": f, "data": probe}, "latest"]) for f in factories),
             *(
                 ("eth_call", [{"to": t.address, "data": _DECIMALS}, "latest"])
                 for t in config.tokens
@@ -108,11 +100,14 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
         ],
         return_errors=True,
     )
-    node_chain_id, code, predicted_raw, *token_answers = answers
+    node_chain_id = answers[0]
+    codes = answers[1 : 1 + len(factories)]
+    predictions = answers[1 + len(factories) : 1 + 2 * len(factories)]
+    token_answers = answers[1 + 2 * len(factories) :]
     decimals_raw = token_answers[: len(config.tokens)]
     separators_raw = token_answers[len(config.tokens) : len(config.tokens) + len(signing)]
     feeds_raw = token_answers[len(config.tokens) + len(signing) :]
-    for answer in (node_chain_id, code):
+    for answer in (node_chain_id, *codes):
         if isinstance(answer, RpcError):
             raise answer
     node_chain_id = int(node_chain_id, 16)
@@ -122,19 +117,10 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
         )
     if len(evm.rpc.urls) > 1:
         await _verify_every_url(config, evm)
-    if not bytes.fromhex(str(code)[2:]):
-        raise ChainCheckFailed(config, f"no contract at the factory address {factory}")
-    if not same_runtime_code(bytes.fromhex(str(code)[2:]), load_artifact(PAYMENT_FACTORY)):
-        raise ChainCheckFailed(
-            config, f"the code at factory {factory} is not the shipped PaymentFactory"
-        )
-    predicted = _decoded(predicted_raw, PAYMENT_FACTORY, "predictEscrow")
-    derived = escrow_address(factory, PROBE_OWNER, PROBE_SALT)
-    if predicted != derived:
-        raise ChainCheckFailed(
-            config,
-            f"factory {factory} predictEscrow gives {predicted}, the service derives {derived}",
-        )
+    for number, (factory, code, predicted_raw) in enumerate(
+        zip(factories, codes, predictions, strict=True)
+    ):
+        _verify_factory(config, factory, bytes.fromhex(str(code)[2:]), predicted_raw, number)
     for token, raw in zip(config.tokens, decimals_raw, strict=True):
         label = f"token {token.symbol} {token.address}"
         decimals = _decoded(raw, ERC20, "decimals")
@@ -152,6 +138,29 @@ async def _verify(config: ChainConfig, evm: EvmClient) -> None:
         problem = feed_problem(config, feed, answers_of_feed, int(time.time()))
         if problem is not None:
             raise ChainCheckFailed(config, problem)
+
+
+def _verify_factory(
+    config: ChainConfig, factory: str, code: bytes, predicted_raw: object, number: int
+) -> None:
+    """The current factory (``number`` 0) or a previous one is a known version that
+    derives escrows as the service does; a previous one without code is passed over."""
+    which = "factory" if number == 0 else "previous factory"
+    if not code:
+        if number == 0:
+            raise ChainCheckFailed(config, f"no contract at the factory address {factory}")
+        return
+    if factory_version(code) is None:
+        raise ChainCheckFailed(
+            config, f"the code at {which} {factory} is not a known PaymentFactory version"
+        )
+    predicted = _decoded(predicted_raw, PAYMENT_FACTORY, "predictEscrow")
+    derived = escrow_address(factory, PROBE_OWNER, PROBE_SALT)
+    if predicted != derived:
+        raise ChainCheckFailed(
+            config,
+            f"{which} {factory} predictEscrow gives {predicted}, the service derives {derived}",
+        )
 
 
 def _check_domain(config: ChainConfig, token: TokenConfig, raw: object) -> None:

@@ -123,6 +123,9 @@ class ChainConfig:
     eip1559: bool | None = None
     # Chainlink aggregators pricing the chain's assets, at most one per (asset, currency).
     feeds: tuple[FeedConfig, ...] = ()
+    # Factories (any known version) that made escrows on this chain before ``factory``: the
+    # invoices they made are swept, refunded and exported through them (``chain.versions``).
+    previous_factories: tuple[str, ...] = ()
     _by_address: dict[str, TokenConfig] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -135,6 +138,10 @@ class ChainConfig:
             object.__setattr__(self, "explorer", _explorer_url(self.explorer))
         object.__setattr__(self, "tokens", tuple(self.tokens))
         object.__setattr__(self, "rpc_urls", tuple(self.rpc_urls) or (self.rpc_url,))
+        previous = dict.fromkeys(normalize_address(f) for f in self.previous_factories)
+        current = self.factory.lower()
+        previous_factories = tuple(f for f in previous if f.lower() != current)
+        object.__setattr__(self, "previous_factories", previous_factories)
         self._by_address.update({token.address.lower(): token for token in self.tokens})
         object.__setattr__(self, "feeds", tuple(self.feeds))
         pairs = [(feed.asset, feed.currency) for feed in self.feeds]
@@ -145,6 +152,11 @@ class ChainConfig:
                 raise ValueError(
                     f"feed {feed.address}: asset {feed.asset} is not an allow-listed token"
                 )
+
+    @property
+    def factories(self) -> tuple[str, ...]:
+        """Every factory that made escrows here, the current one first (checksummed)."""
+        return (normalize_address(self.factory), *self.previous_factories)
 
     def explorer_address_url(self, address: str) -> str | None:
         """The explorer's page of ``address``, or None without an explorer."""

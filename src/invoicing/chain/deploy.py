@@ -38,9 +38,9 @@ from invoicing.chain.artifacts import (
     load_artifact,
     test_token_bytecode,
 )
-from invoicing.chain.checks import same_runtime_code
 from invoicing.chain.config import Eip712Domain, TokenConfig
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.versions import same_runtime_code
 from invoicing.hashing import keccak256
 
 # The deterministic deployment proxy, from its official repository

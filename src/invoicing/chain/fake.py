@@ -60,6 +60,10 @@ class FakeChain:
         self.decimals: dict[str, int] = {}
         self.symbols: dict[str, str] = {}
         self.nonces: dict[str, int] = {}
+        # Escrows a previous factory made (payment address → factory, lower case), and the
+        # owners' nonces there ((factory, owner) → nonce).
+        self.escrow_factories: dict[str, str] = {}
+        self.previous_nonces: dict[tuple[str, str], int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
         # (wallet lower case, digest, signature) an EIP-1271 wallet accepts.
@@ -164,12 +168,19 @@ class FakeChain:
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(address_bytes(FAKE_FACTORY), keccak256(b"fake-escrow"), owner, salt)
 
-    async def factory_nonce(self, owner: str) -> int:
+    def factory_of(self, owner: str, salt: bytes, payment_address: str) -> str:
+        return self.escrow_factories.get(payment_address.lower(), self.factory)
+
+    async def factory_nonce(self, owner: str, factory: str | None = None) -> int:
         self._check("factory_nonce")
+        if factory is not None and factory.lower() != self.factory.lower():
+            return self.previous_nonces.get((factory.lower(), owner.lower()), 0)
         return self.nonces.get(owner.lower(), 0)
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
         self._check("fee_settings")
+        if factory is not None and factory.lower() != self.factory.lower():
+            return (0, None)  # a previous factory's settings are not kept here
         return self.fees.get(owner.lower(), (0, None))
 
     def set_feed(

@@ -26,6 +26,7 @@ from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
+from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
 # bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
@@ -72,12 +73,22 @@ class ChainGateway(Protocol):
         """The configured symbol (native or allow-listed token); never calls the token."""
         ...
 
-    def escrow_address(self, owner: str, salt: bytes) -> str: ...
+    def escrow_address(self, owner: str, salt: bytes) -> str:
+        """The escrow of (owner, salt) at the current factory: where new invoices are paid."""
+        ...
 
-    async def factory_nonce(self, owner: str) -> int: ...
+    def factory_of(self, owner: str, salt: bytes, payment_address: str) -> str:
+        """The factory (current or previous, ``chain.versions``) that made the escrow at
+        ``payment_address`` for (owner, salt): the one that sweeps and refunds it."""
+        ...
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
-        """(feeBps, payout address or None) of an owner, read from the factory."""
+    async def factory_nonce(self, owner: str, factory: str | None = None) -> int:
+        """The owner's ``nonces(owner)`` at ``factory`` (None: the current factory)."""
+        ...
+
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
+        """(feeBps, payout address or None) of an owner, read from ``factory`` (None: the
+        current factory)."""
         ...
 
     async def feed_round(self, address: str) -> FeedRound:
@@ -215,22 +226,29 @@ class EvmGateway:
     def escrow_address(self, owner: str, salt: bytes) -> str:
         return create2_address(self._factory_bytes, self._init_code_hash, owner, salt)
 
-    async def _factory_view(self, name: str, owner: str) -> object:
+    def factory_of(self, owner: str, salt: bytes, payment_address: str) -> str:
+        if not self.config.previous_factories:
+            return self.factory
+        return escrow_factory(self.config.factories, owner, salt, payment_address)
+
+    async def _factory_view(self, name: str, owner: str, factory: str | None = None) -> object:
+        data = encode_call(PAYMENT_FACTORY, name, owner)
         try:
-            raw = await self.evm.eth_call(self.factory, encode_call(PAYMENT_FACTORY, name, owner))
+            raw = await self.evm.eth_call(factory or self.factory, data)
         except RpcError as exc:
             raise ChainUnavailable(f"factory read failed on chain {self.config.chain_id}") from exc
         return decode_result(PAYMENT_FACTORY, name, raw)
 
-    async def factory_nonce(self, owner: str) -> int:
-        nonce = await self._factory_view("nonces", owner)
+    async def factory_nonce(self, owner: str, factory: str | None = None) -> int:
+        nonce = await self._factory_view("nonces", owner, factory)
         assert isinstance(nonce, int)
         return nonce
 
-    async def fee_settings(self, owner: str) -> tuple[int, str | None]:
+    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
         # Both reads in one JSON-RPC batch, at the same block.
+        to = factory or self.factory
         calls = [
-            {"to": self.factory, "data": "0x" + encode_call(PAYMENT_FACTORY, n, owner).hex()}
+            {"to": to, "data": "0x" + encode_call(PAYMENT_FACTORY, n, owner).hex()}
             for n in ("feeBpsOf", "payoutOf")
         ]
         try:

@@ -123,11 +123,15 @@ def escrows_export(
     line, oldest first (the input of `invoicing recover`)."""
     owner_key = _owner_key(owner)
     settings = load_settings(env_file)
+    config = settings.chain_configs().get(chain_id)
+    if config is None:
+        typer.echo(f"chain {chain_id} is not configured here: the lines name no factory", err=True)
 
     async def main() -> None:
         db = Database(settings.database_url)
+        factories = () if config is None else config.factories
         try:
-            async for line in export_escrows(db, owner_key, chain_id):
+            async for line in export_escrows(db, owner_key, chain_id, factories):
                 sys.stdout.write(line)
         finally:
             await db.dispose()

@@ -13,7 +13,8 @@ from typing import Any
 from invoicing.addresses import normalize_address
 from invoicing.chain.calldata import MAX_FEE_BPS, encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
-from invoicing.errors import FeeTooHigh, InvalidRequest
+from invoicing.errors import FeeTooHigh, InvalidRequest, NotFound
+from invoicing.invoices.service import find_by_payment_address
 from invoicing.services import Services
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call
@@ -97,10 +98,21 @@ class OwnerFees:
     factory: str
 
 
-async def fee_settings(services: Services, chain_id: int, owner_address: str) -> OwnerFees:
-    """The owner's fee settings on one chain, read from its factory."""
+async def fee_settings(
+    services: Services, chain_id: int, owner_address: str, payment_address: str | None = None
+) -> OwnerFees:
+    """The owner's fee settings on one chain, read from its factory; with
+    ``payment_address`` (one of the owner's escrows), from the factory that made that escrow
+    (a previous version's for an older one: what its Refund is signed for). NotFound when the
+    owner has no invoice at that address on this chain."""
     chain = services.chains.get(chain_id)
-    fee_bps, payout = await chain.fee_settings(owner_address)
-    nonce = await chain.factory_nonce(owner_address)
     factory = normalize_address(chain.config.factory)
+    if payment_address is not None:
+        invoice = await find_by_payment_address(services.db, owner_address.lower(), payment_address)
+        if invoice.chain_id != chain_id:
+            raise NotFound("no invoice with this paymentAddress for this owner")
+        salt = bytes.fromhex(invoice.salt[2:])
+        factory = chain.factory_of(invoice.owner_address, salt, invoice.payment_address)
+    fee_bps, payout = await chain.fee_settings(owner_address, factory)
+    nonce = await chain.factory_nonce(owner_address, factory)
     return OwnerFees(fee_bps=fee_bps, payout_address=payout, nonce=nonce, factory=factory)

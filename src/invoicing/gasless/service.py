@@ -98,7 +98,7 @@ class GaslessAccepted:
 async def submit_authorization(services: Services, request: PayerAuthorization) -> GaslessAccepted:
     """Check and relay a payer's authorization (the module's steps); nothing is sent when a
     check fails."""
-    invoice = await _invoice_at(services.db, request.payment_address)
+    invoice = await invoice_at(services.db, request.payment_address)
     chain = services.chains.get(invoice.chain_id)
     token = await gasless_token(services, chain, invoice)
     _check_domain(invoice, request)
@@ -150,7 +150,7 @@ async def page_offer(services: Services, payment_address: str) -> Eip712Domain |
     the invoice at ``payment_address`` (its token has EIP-3009, its owner opted in, and it
     is pending); None otherwise."""
     try:
-        invoice = await _invoice_at(services.db, payment_address)
+        invoice = await invoice_at(services.db, payment_address)
         if invoice.status != InvoiceStatus.PENDING or invoice.deleted_at is not None:
             return None
         chain = services.chains.get(invoice.chain_id)
@@ -159,7 +159,7 @@ async def page_offer(services: Services, payment_address: str) -> Eip712Domain |
         return None
 
 
-async def _invoice_at(db: Database, payment_address: str) -> Invoice:
+async def invoice_at(db: Database, payment_address: str) -> Invoice:
     async with db.sessions() as session:
         invoice = await session.scalar(
             select(Invoice).where(Invoice.payment_address == payment_address)

@@ -23,7 +23,6 @@ import functools
 import hashlib
 import json
 import os
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +35,23 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
-from invoicing.errors import InvalidRequest, InvoiceExists, RateLimited, UnsupportedToken
+from invoicing.errors import (
+    ChainUnavailable,
+    InvalidRequest,
+    InvoiceExists,
+    PriceUnavailable,
+    RateLimited,
+    UnsupportedToken,
+)
 from invoicing.invoices.amounts import to_decimal_string, to_raw
-from invoicing.invoices.insert import advance_sequence, find_by_invoice_id, insert_rows, skip_taken
+from invoicing.invoices.insert import (
+    advance_sequence,
+    find_by_invoice_id,
+    identical_row,
+    insert_rows,
+    skip_taken,
+    time_ordered_id,
+)
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.links import link_problem
 from invoicing.invoices.models import InvoiceRow
@@ -144,9 +157,18 @@ async def create_invoice(
     else:
         currency = parse_currency(request.currency)
         fiat = parse_fiat_amount(request.amount, currency)
-        price = await quote(
-            chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
-        )
+        try:
+            price = await quote(
+                chain, request.token_address, decimals, currency, request.amount, fiat, now_ms
+            )
+        except (PriceUnavailable, ChainUnavailable):
+            # An identical retry still gets the invoice it created, price read or not.
+            key = (request.owner_address.lower(), request.chain_id, request.invoice_id or "")
+            same = functools.partial(identical_row, key=key, request_hash=request.request_hash())
+            earlier = await db.run_batch(same) if request.invoice_id else None
+            if earlier is None:
+                raise
+            return earlier, False
         required_raw = price.required_raw
         amount = to_decimal_string(required_raw, decimals)
         if price.source == CHAINLINK:
@@ -189,28 +211,13 @@ async def create_invoice(
         has_extras=False,
         redirect_url=request.redirect_url,
         cancel_url=request.cancel_url,
-        **_price_columns(price),
+        **({} if price is None else price.row_values()),
     )
     job = _Job(row, request.invoice_id is None, rules.max_watched_per_owner)
     invoice, created = await _CREATOR.of(db).submit(job)
     if created:
         metrics.invoice_created(invoice.chain_id)
     return invoice, created
-
-
-def _price_columns(price: Quote | None) -> dict[str, Any]:
-    """The row's fiat columns for a locked price (none without one)."""
-    if price is None:
-        return {}
-    return {
-        "currency": price.currency,
-        "fiat_amount": price.fiat_amount,
-        "rate": price.rate,
-        "rate_source": price.source,
-        "feed_address": price.feed,
-        "feed_round_id": None if price.round_id is None else str(price.round_id),
-        "feed_updated_at": price.round_updated_at_ms,
-    }
 
 
 def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
@@ -223,20 +230,6 @@ def allowed_token_decimals(chain: ChainGateway, token_address: str) -> int:
             {"field": "tokenAddress", "chainId": chain.config.chain_id},
         )
     return token.decimals
-
-
-def time_ordered_id(now_ms: int) -> str:
-    """A version 7 UUID (RFC 9562): the milliseconds come first, so a new row's key lands at
-    the end of the primary-key index instead of on a random page of it."""
-    random = int.from_bytes(os.urandom(10), "big")
-    value = (
-        (now_ms & (1 << 48) - 1) << 80
-        | 0x7 << 76
-        | (random >> 68) << 64
-        | 0b10 << 62
-        | random & (1 << 62) - 1
-    )
-    return str(uuid.UUID(int=value))
 
 
 @dataclass

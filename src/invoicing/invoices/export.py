@@ -2,7 +2,10 @@
 
 One JSON object a line (NDJSON), oldest first, cancelled and deleted invoices included::
 
-    {"paymentAddress","salt","tokenAddress","invoiceId","status","chainId"}
+    {"paymentAddress","salt","tokenAddress","invoiceId","status","chainId","factory"}
+
+``factory`` is the factory that made the escrow and sweeps it: the chain's current one, or a
+previous version's for an escrow made before an upgrade (``chain.versions``).
 
 The file is what ``invoicing recover`` (``invoicing.recovery``) and ``examples/recover.mjs``
 (docs/operations/recovery.md) read to sweep the escrows through the factory without this
@@ -13,11 +16,12 @@ keyset-paginated chunks, so an owner with millions of invoices is never held in 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from sqlalchemy import select, tuple_
 
+from invoicing.chain.versions import escrow_factory
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 
@@ -32,12 +36,15 @@ _COLUMNS = (
     Invoice.invoice_id,
     Invoice.status,
     Invoice.chain_id,
+    Invoice.owner_address,
 )
 
 
-def escrow_line(row: Any) -> str:
-    """One export line (with its newline) from a row of ``_COLUMNS``."""
-    entry = {
+def escrow_line(row: Any, factories: Sequence[str]) -> str:
+    """One export line (with its newline) from a row of ``_COLUMNS``; ``factories``: the
+    chain's, the current one first (none: the chain is not configured here, and the line
+    names no factory)."""
+    entry: dict[str, Any] = {
         "paymentAddress": row.payment_address,
         "salt": row.salt,
         "tokenAddress": row.token_address,
@@ -45,13 +52,22 @@ def escrow_line(row: Any) -> str:
         "status": row.status,
         "chainId": row.chain_id,
     }
+    if factories:
+        salt = bytes.fromhex(row.salt[2:])
+        made_by = escrow_factory(factories, row.owner_address, salt, row.payment_address)
+        entry["factory"] = made_by
     return json.dumps(entry, separators=(",", ":")) + "\n"
 
 
 async def export_escrows(
-    db: Database, owner_key: str, chain_id: int, chunk_rows: int = EXPORT_CHUNK_ROWS
+    db: Database,
+    owner_key: str,
+    chain_id: int,
+    factories: Sequence[str],
+    chunk_rows: int = EXPORT_CHUNK_ROWS,
 ) -> AsyncIterator[str]:
-    """The owner's escrows on ``chain_id`` as NDJSON lines, oldest first (created_at, id).
+    """The owner's escrows on ``chain_id`` as NDJSON lines, oldest first (created_at, id);
+    ``factories``: the chain's (``ChainConfig.factories``).
 
     Each chunk is one short read session; the next starts after the last (created_at, id)
     seen, so rows added meanwhile are included and none is read twice."""
@@ -66,7 +82,7 @@ async def export_escrows(
         async with db.sessions() as session:
             rows = (await session.execute(query)).all()
         for row in rows:
-            yield escrow_line(row)
+            yield escrow_line(row, factories)
         if len(rows) < chunk_rows:
             return
         after = (rows[-1].created_at, rows[-1].id)

@@ -1,6 +1,7 @@
 """Writing new invoice rows in bulk, below ``create.py``'s batches: one statement inserts a
 batch (the driver's own executemany on SQLite), an owner's generated invoiceIds come from one
 sequence upsert per owner and chain, and a row is found by its (owner, chain, invoiceId).
+New rows' ids are time-ordered (:func:`time_ordered_id`).
 
 All of it runs on a plain Core connection inside the batch's transaction
 (``Database.run_batch``); no ORM instance is built.
@@ -9,6 +10,8 @@ All of it runs on a plain Core connection inside the batch's transaction
 from __future__ import annotations
 
 import functools
+import os
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -75,11 +78,27 @@ def _insert_statement(dialect: str) -> Any:
 
 
 def find_by_invoice_id(connection: Connection, invoice: InvoiceRow) -> InvoiceRow | None:
+    return find_by_key(connection, (invoice.owner_key, invoice.chain_id, invoice.invoice_id))
+
+
+def identical_row(
+    connection: Connection, key: tuple[str, int, str], request_hash: str
+) -> InvoiceRow | None:
+    """The invoice an identical earlier create made (same key and request), or None."""
+    found = find_by_key(connection, key)
+    if found is None or found.request_hash != request_hash or found.deleted_at is not None:
+        return None
+    return found
+
+
+def find_by_key(connection: Connection, key: tuple[str, int, str]) -> InvoiceRow | None:
+    """The invoice of (lowercased owner, chain id, invoiceId), or None."""
+    owner_key, chain_id, invoice_id = key
     found = connection.execute(
         select(_INVOICES).where(
-            _INVOICES.c.owner_key == invoice.owner_key,
-            _INVOICES.c.chain_id == invoice.chain_id,
-            _INVOICES.c.invoice_id == invoice.invoice_id,
+            _INVOICES.c.owner_key == owner_key,
+            _INVOICES.c.chain_id == chain_id,
+            _INVOICES.c.invoice_id == invoice_id,
         )
     ).first()
     return None if found is None else InvoiceRow(*found)
@@ -133,3 +152,17 @@ def skip_taken(
             .where(sequences.c.owner_key == key[0], sequences.c.chain_id == key[1])
             .values(next_value=value + 1)
         )
+
+
+def time_ordered_id(now_ms: int) -> str:
+    """A version 7 UUID (RFC 9562): the milliseconds come first, so a new row's key lands at
+    the end of the primary-key index instead of on a random page of it."""
+    random = int.from_bytes(os.urandom(10), "big")
+    value = (
+        (now_ms & (1 << 48) - 1) << 80
+        | 0x7 << 76
+        | (random >> 68) << 64
+        | 0b10 << 62
+        | random & (1 << 62) - 1
+    )
+    return str(uuid.UUID(int=value))

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
-from invoicing.invoices.views import webhook_payload
+from invoicing.invoices.views import webhook_payload, x402_tokens
 from invoicing.notifications.models import Event
 from invoicing.notifications.outbox import webhook_url_row
 from invoicing.notifications.record import new_event, write_events
@@ -46,7 +46,8 @@ async def record_events(
     occurrences = [o for o in occurrences if o.types or o.notify_paid]
     if not occurrences:
         return []
-    views = await owner_views(session, settings.payment_page_url, [o.invoice for o in occurrences])
+    invoices = [o.invoice for o in occurrences]
+    views = await owner_views(session, settings.payment_page_url, invoices, x402_tokens(settings))
     events: list[Event] = []
     paid_event_of: dict[str, str] = {}
     for occurrence, view in zip(occurrences, views, strict=True):

@@ -33,7 +33,10 @@ _CHUNK = 1000
 
 
 async def owner_views(
-    session: AsyncSession, payment_page_url: str, invoices: Sequence[Invoice]
+    session: AsyncSession,
+    payment_page_url: str,
+    invoices: Sequence[Invoice],
+    x402: frozenset[tuple[int, str]] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The owner's view of each invoice, in order, within an open session (with the
     ``lastCheckedAt`` of its shard's passes)."""
@@ -51,6 +54,7 @@ async def owner_views(
             refunds=refunds.get(invoice.id),
             other_balances=others.get(invoice.id),
             last_checked_at=last_checked_of(invoice, records),
+            x402=x402,
         )
         for invoice in invoices
     ]

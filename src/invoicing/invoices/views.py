@@ -8,10 +8,22 @@ from typing import Any
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import least_paid_raw
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.settings import Settings
 
 
 def payment_url(payment_page_url: str, payment_address: str) -> str:
     return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
+
+
+def x402_tokens(settings: Settings) -> frozenset[tuple[int, str]]:
+    """(chain id, lower-case address) of every configured token with EIP-3009: invoices in
+    them are x402 resources (``x402Url``)."""
+    return frozenset(
+        (chain.chain_id, token.address.lower())
+        for chain in settings.chain_configs().values()
+        for token in chain.tokens
+        if token.eip3009 is not None
+    )
 
 
 def invoice_to_dict(
@@ -21,12 +33,14 @@ def invoice_to_dict(
     refunds: list[dict[str, Any]] | None = None,
     other_balances: list[dict[str, Any]] | None = None,
     last_checked_at: int | None = None,
+    x402: frozenset[tuple[int, str]] = frozenset(),
 ) -> dict[str, Any]:
     """The Invoice object (docs/reference/api.md; a loaded row, or one just created or re-checked).
     The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
     found in the escrow and not swept yet (``invoices.owner_view``); each key is present
     only when there are some. ``last_checked_at``: the invoice's ``lastCheckedAt`` from its
-    shard's passes (``invoices.coverage``); default the row's own."""
+    shard's passes (``invoices.coverage``); default the row's own. ``x402``: the tokens with
+    EIP-3009 (``x402_tokens``): an invoice in one carries ``x402Url``, its x402 resource."""
     body: dict[str, Any] = {
         "id": invoice.id,
         "ownerAddress": invoice.owner_address,
@@ -65,6 +79,9 @@ def invoice_to_dict(
             "url": payment_url(payment_page_url, invoice.payment_address),
         }
     )
+    token = invoice.token_address
+    if token is not None and (invoice.chain_id, token.lower()) in x402:
+        body["x402Url"] = payment_url(payment_page_url, invoice.payment_address) + "/x402"
     body.update(price_fields(invoice))
     if refunds:
         body["refunds"] = refunds

@@ -30,11 +30,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing import logs, metrics
 from invoicing.chain.gateway import ChainGateway
+from invoicing.db import is_connection_loss
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_at
 from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.monitor.passes import run_block_pass, run_due_pass
 from invoicing.monitor.shards import ShardLeases
+from invoicing.outage import wait_for_database
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -153,6 +155,9 @@ async def _renew_leases(leases: ShardLeases, stop: asyncio.Event) -> None:
         except (SQLAlchemyError, OSError) as exc:
             log.warning("monitor leases on chain %s not renewed (%s)", leases.chain_id, exc)
             delay = min(every_s, 1.0)
+            if is_connection_loss(exc):  # or sooner, once the database answers again
+                await wait_for_database(leases.services.db, delay, stop)
+                continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=delay)
 
@@ -169,6 +174,7 @@ async def _watch(
     last_lifetime_ms: int | None = None
     failures = 0
     while not stop.is_set():
+        database_lost = False
         try:
             head = await chain.block_number()
             pacer.seen(head, time.monotonic())
@@ -203,11 +209,15 @@ async def _watch(
         except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
             failures += 1
             delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
+            database_lost = not isinstance(exc, ChainUnavailable) and is_connection_loss(exc)
             log.warning(
                 "monitor pass on chain %s failed (%s); retrying in %.1f s",
                 chain.config.chain_id,
                 exc,
                 delay,
             )
+        if database_lost:  # or sooner, once the database answers again
+            await wait_for_database(services.db, delay, stop)
+            continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=delay)

@@ -21,6 +21,7 @@ from sqlalchemy.exc import (
     SQLAlchemyError,
 )
 
+from invoicing.db import is_connection_loss
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
 from invoicing.notifications.delivery import (
     AttemptResult,
@@ -31,6 +32,7 @@ from invoicing.notifications.delivery import (
     unrecorded,
 )
 from invoicing.notifications.outbox import OUTBOX_BELL
+from invoicing.outage import wait_for_database
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -117,6 +119,9 @@ class Dispatcher:
                 failures += 1
                 delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
                 log.warning("webhook worker: database error (%s); retrying in %.1f s", exc, delay)
+                if is_connection_loss(exc):  # or sooner, once the database answers again
+                    await wait_for_database(self.services.db, delay, stop)
+                    continue
             if delay:
                 await self._sleep(stop, delay)
                 await asyncio.sleep(BATCH_WINDOW_S)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 from invoicing.chain.feeds import round_problem
 from invoicing.chain.gateway import ChainGateway
@@ -43,6 +44,18 @@ class Quote:
     feed: str | None = None
     round_id: int | None = None
     round_updated_at_ms: int | None = None
+
+    def row_values(self) -> dict[str, Any]:
+        """What an invoice row keeps of the quote (``invoices.models``: its fiat columns)."""
+        return {
+            "currency": self.currency,
+            "fiat_amount": self.fiat_amount,
+            "rate": self.rate,
+            "rate_source": self.source,
+            "feed_address": self.feed,
+            "feed_round_id": None if self.round_id is None else str(self.round_id),
+            "feed_updated_at": self.round_updated_at_ms,
+        }
 
 
 def ceil_div(numerator: int, denominator: int) -> int:

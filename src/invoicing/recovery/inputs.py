@@ -124,9 +124,14 @@ def load_sender_key(spec: str, environ: Mapping[str, str], flag: str = "--sender
     return key
 
 
-def read_export(lines: Iterable[str], factory: str, owner: str) -> list[ExportedEscrow]:
+def read_export(
+    lines: Iterable[str], factory: str, owner: str, elsewhere: dict[str, int] | None = None
+) -> list[ExportedEscrow]:
     """The export's escrows (duplicates once). Refuses the whole file when a line is not an
-    escrow of ``owner`` at ``factory``: a file that does not match is not trusted."""
+    escrow of ``owner`` at ``factory``: a file that does not match is not trusted. A line
+    whose ``factory`` field names another factory (an escrow a previous factory version
+    made) is left out and counted in ``elsewhere`` (factory → lines): sweep those with that
+    factory."""
     found: dict[str, ExportedEscrow] = {}
     refused: list[str] = []
     for number, text in enumerate(lines, start=1):
@@ -137,6 +142,10 @@ def read_export(lines: Iterable[str], factory: str, owner: str) -> list[Exported
         except ValueError as exc:
             refused.append(f"line {number}: {exc}")
             continue
+        except _OtherFactory as other:
+            if elsewhere is not None:
+                elsewhere[other.factory] = elsewhere.get(other.factory, 0) + 1
+            continue
         found.setdefault(escrow.payment_address, escrow)
     if refused:
         more = f" (and {len(refused) - 1} more line(s))" if len(refused) > 1 else ""
@@ -145,6 +154,14 @@ def read_export(lines: Iterable[str], factory: str, owner: str) -> list[Exported
     if len(chains) > 1:
         raise RecoveryRefused(f"the export mixes chains {sorted(chains)}; nothing was sent")
     return list(found.values())
+
+
+class _OtherFactory(Exception):
+    """An export line of an escrow another factory made (its ``factory`` field)."""
+
+    def __init__(self, factory: str) -> None:
+        super().__init__(factory)
+        self.factory = factory
 
 
 def _exported_escrow(number: int, text: str, factory: str, owner: str) -> ExportedEscrow:
@@ -163,6 +180,12 @@ def _exported_escrow(number: int, text: str, factory: str, owner: str) -> Export
         raise ValueError("paymentAddress and chainId are required")
     if token is not None and not isinstance(token, str):
         raise ValueError("tokenAddress must be an address or null")
+    made_by = entry.get("factory")
+    if made_by is not None:
+        if not isinstance(made_by, str):
+            raise ValueError("factory must be an address")
+        if normalize_address(made_by) != normalize_address(factory):
+            raise _OtherFactory(normalize_address(made_by))
     payment_address = normalize_address(address)
     derived = escrow_address(factory, owner, bytes.fromhex(salt[2:]))
     if derived != payment_address:

@@ -248,9 +248,15 @@ def _failure_reason(exc: RpcError) -> str:
 
 async def recover(options: RecoveryOptions, echo: Echo) -> Summary:
     """Check the export against the factory, read the balances and sweep what is held."""
+    elsewhere: dict[str, int] = {}
     with options.export_file.open() as lines:
-        escrows = read_export(lines, options.factory, options.owner)
+        escrows = read_export(lines, options.factory, options.owner, elsewhere)
     summary = Summary()
+    for factory, count in sorted(elsewhere.items()):
+        summary.problems.append(
+            f"{count} escrow(s) of the export were made by factory {factory}: "
+            f"run again with --factory {factory}"
+        )
     evm = EvmClient.connect(options.rpc_url, timeout_s=30.0)
     try:
         await check_chain(evm, options.factory, options.owner, escrows)

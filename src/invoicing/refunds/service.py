@@ -100,8 +100,11 @@ async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
             "this invoice is still pending: refund once it is paid or expired (or cancel it first)",
             {"status": invoice.status},
         )
-    factory = normalize_address(chain.config.factory)
-    if request.to_address in (ZERO_ADDRESS, factory, invoice.payment_address):
+    # The factory that made the escrow refunds it (a previous version's, for an escrow it
+    # made: ``chain.versions``); no factory can take coin back.
+    salt = bytes.fromhex(invoice.salt[2:])
+    factory = chain.factory_of(invoice.owner_address, salt, invoice.payment_address)
+    if request.to_address in (ZERO_ADDRESS, *chain.config.factories, invoice.payment_address):
         raise InvalidRequest(
             "to must not be the zero address, the factory or the escrow", {"field": "to"}
         )

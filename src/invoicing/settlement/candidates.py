@@ -46,9 +46,23 @@ MAX_CANDIDATES_PER_PASS = 10_000
 
 @dataclass(frozen=True)
 class Batch:
+    """Escrows of one owner and token that one factory made (``chain.versions``): one
+    withdraw of that factory sweeps them."""
+
     owner_address: str
     token_address: str | None
     invoices: list[Invoice]
+    factory: str
+
+    def part(self, invoices: list[Invoice]) -> Batch:
+        """The same owner, token and factory with only ``invoices``."""
+        return Batch(self.owner_address, self.token_address, invoices, self.factory)
+
+
+def invoice_factory(chain: ChainGateway, invoice: Invoice) -> str:
+    """The factory that made ``invoice``'s escrow: the one that sweeps and refunds it."""
+    salt = bytes.fromhex(invoice.salt[2:])
+    return chain.factory_of(invoice.owner_address, salt, invoice.payment_address)
 
 
 def max_batch(batch_size: int) -> int:
@@ -175,12 +189,25 @@ def by_owner_and_token(invoices: Sequence[Invoice]) -> list[list[Invoice]]:
     return list(groups.values())
 
 
-def group_batches(invoices: Sequence[Invoice], size: int) -> list[Batch]:
-    """Batches per (owner, token), each at most ``size`` escrows."""
-    batches = []
-    for group in by_owner_and_token(invoices):
-        for start in range(0, len(group), size):
-            chunk = group[start : start + size]
-            first = chunk[0]
-            batches.append(Batch(first.owner_address, first.token_address, chunk))
-    return batches
+def group_batches(chain: ChainGateway, invoices: Sequence[Invoice], size: int) -> list[Batch]:
+    """Batches per (owner, token, factory), each at most ``size`` escrows."""
+    return [
+        batch
+        for group in by_owner_and_token(invoices)
+        for batch in batches_of(chain, group, group[0].token_address, size)
+    ]
+
+
+def batches_of(
+    chain: ChainGateway, invoices: Sequence[Invoice], token: str | None, size: int
+) -> list[Batch]:
+    """Batches sweeping ``token`` from the escrows of ``invoices`` (of one owner), per
+    factory, each at most ``size`` escrows."""
+    by_factory: dict[str, list[Invoice]] = defaultdict(list)
+    for invoice in invoices:
+        by_factory[invoice_factory(chain, invoice)].append(invoice)
+    return [
+        Batch(group[0].owner_address, token, group[start : start + size], factory)
+        for factory, group in by_factory.items()
+        for start in range(0, len(group), size)
+    ]

@@ -202,7 +202,7 @@ class FactoryPurpose(ABC):
     factory: str
 
     async def nonce_taken(self, chain: ChainGateway) -> NonceTaken | None:
-        expected = await chain.factory_nonce(self.request.signer_address)
+        expected = await chain.factory_nonce(self.request.signer_address, self.factory)
         if self.request.nonce == expected:
             return None
         error = NonceMismatch(

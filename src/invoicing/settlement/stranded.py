@@ -30,7 +30,7 @@ from invoicing.settlement.assets import (
 from invoicing.settlement.backoff import Backoff
 from invoicing.settlement.candidates import (
     MAX_CANDIDATES_PER_PASS,
-    Batch,
+    batches_of,
     candidates,
     max_batch,
     settled_for_good,
@@ -119,9 +119,7 @@ async def _sweep_asset(
         return []  # the relayer is under its balance threshold: withdrawals wait (logged)
     sent = []
     for group in by_owner.values():
-        for start in range(0, len(group), size):
-            chunk = group[start : start + size]
-            batch = Batch(chunk[0].owner_address, token, chunk)
+        for batch in batches_of(chain, group, token, size):
             sent += await sweep_with_backoff(planning, batch, backoff)
     return sent
 

@@ -97,7 +97,7 @@ async def track_one(
         use = await chain.nonce_use(row.sender, row.nonce, [str(h) for h in row.hashes])
         if use.receipt is not None:
             return await mined(services, chain, row, head, use.receipt)
-        return await finalize(services, chain.factory, row.id, None) if use.taken else None
+        return await finalize(services, row.id, None) if use.taken else None
     await keep_alive(services, chain, relayer, row)
     return None
 
@@ -116,7 +116,7 @@ async def mined(
     readings = None
     if handler is not None and handler.read is not None and receipt["status"] == 1:
         readings = await handler.read(services, chain, row, int(receipt["blockNumber"]))
-    return await finalize(services, chain.factory, row.id, receipt, readings)
+    return await finalize(services, row.id, receipt, readings)
 
 
 async def find_receipt(chain: ChainGateway, hashes: list[Any]) -> dict[str, Any] | None:
@@ -149,7 +149,6 @@ async def keep_alive(
 
 async def finalize(
     services: Services,
-    factory: str,
     row_id: str,
     receipt: dict[str, Any] | None,
     readings: Any = None,
@@ -180,7 +179,9 @@ async def finalize(
         await after_final(session, services.db.dialect, limits, row, now_ms)
         handler = handler_of(row.purpose)
         if handler is not None:
-            final = Final(row, receipt, factory, now_ms, readings)
+            # The factory is the transaction's own target: a sweep or refund of an escrow a
+            # previous factory made went there (``chain.versions``).
+            final = Final(row, receipt, row.to_address, now_ms, readings)
             await handler.settle(session, services, final)
     log.info(
         "relayer chain %s: %s nonce %s is %s (%s)",

@@ -64,14 +64,17 @@ _EMPTY = "the escrow holds nothing to sweep (swept outside this service?)"
 # (~89,000 and ~43,000 for TestToken); real tokens cost more per transfer, hence the room.
 SWEEP_BASE_GAS = 200_000
 SWEEP_ESCROW_GAS = {"native": 60_000, "token": 120_000}
-# What one native send to an owner or payout address may cost: room for a smart-contract
-# wallet to receive coin (a Safe proxy and its `receive` event take about 10,000; see
-# contracts/test/ProxyWallet.sol), the call itself (value, cold account) and a credit written
-# when the coin is refused. A native sweep sends to the payout address, the owner and the
-# owner's credit; a token sweep sends native coin found beside the token to the first two.
-RECIPIENT_GAS = 50_000
-NATIVE_SEND_OVERHEAD_GAS = 9_000 + 2_600 + 22_100 + 5_000
-NATIVE_SENDS_PER_SWEEP = 3
+# What one native send to an owner or payout address may cost: the factory's stipend
+# (PaymentFactory.NATIVE_SEND_GAS, checked against the contract by
+# tests/integration/test_withdraw_recipients.py; a Safe proxy and its `receive` event take
+# about 6,300 of it), the call itself (value, cold account, new account) and the credit
+# written when the coin is refused. A native sweep makes at most two sends, to the payout
+# address and to the owner (with the owner's credit); a token sweep sends native coin found
+# beside the token to the same two. A previous factory version's sends are not bounded: there
+# the cap alone stops a recipient that burns gas (its sweep is parked).
+NATIVE_SEND_GAS = 50_000
+NATIVE_SEND_OVERHEAD_GAS = 9_000 + 2_600 + 25_000 + 22_100 + 2_000
+NATIVE_SENDS_PER_SWEEP = 2
 
 on_final(TxPurpose.WITHDRAW, SWEEP_FINAL)
 
@@ -144,7 +147,7 @@ async def plan_withdrawals(
     due = [i for i in invoices if planning.is_due(i.id)]
     if stale := planning.stale_paid(invoices):
         await park_escrows(planning, stale)
-    batches = group_batches(due, size)
+    batches = group_batches(chain, due, size)
     if not full:
         batches = [b for b in batches if len(b.invoices) >= settings.withdrawal_batch_size]
     if batches and await relayer.balance_shortfall() is not None:
@@ -210,7 +213,7 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
     salts = [bytes.fromhex(i.salt[2:]) for i in batch.invoices]
     call = Call(
         TxPurpose.WITHDRAW,
-        planning.chain.factory,
+        batch.factory,
         encode_withdraw(batch.owner_address, token, salts),
         spender=Spender.owner(batch.owner_address),
     )
@@ -229,11 +232,13 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
 
 def sweep_gas_cap(escrows: int, *, native: bool) -> int:
     """The most gas a sweep of ``escrows`` escrows may use, and its transaction's limit: what
-    such a batch should cost. An owner or payout address that burns gas on receipt cannot
-    make the relayer pay more: a sweep whose simulation needs more is parked, and one whose
-    recipient burns more only once mined stops at its limit (docs/security.md)."""
+    such a batch should cost, each native send counted at its stipend. An owner or payout
+    address that burns gas on receipt costs the relayer at most the stipend per send (the
+    factory credits what it refuses); through a previous factory version, a sweep whose
+    simulation needs more is parked, and one whose recipient burns more only once mined stops
+    at its limit (docs/security.md)."""
     per_escrow = SWEEP_ESCROW_GAS["native" if native else "token"]
-    sends = NATIVE_SENDS_PER_SWEEP * (RECIPIENT_GAS + NATIVE_SEND_OVERHEAD_GAS)
+    sends = NATIVE_SENDS_PER_SWEEP * (NATIVE_SEND_GAS + NATIVE_SEND_OVERHEAD_GAS)
     return min(TX_GAS_CAP, SWEEP_BASE_GAS + escrows * per_escrow + sends)
 
 
@@ -271,8 +276,7 @@ async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[R
         reason,
     )
     half = len(batch.invoices) // 2
-    first = Batch(batch.owner_address, batch.token_address, batch.invoices[:half])
-    rest = Batch(batch.owner_address, batch.token_address, batch.invoices[half:])
+    first, rest = batch.part(batch.invoices[:half]), batch.part(batch.invoices[half:])
     return [*await sweep_batch(planning, first), *await sweep_batch(planning, rest)]
 
 

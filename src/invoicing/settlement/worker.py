@@ -21,7 +21,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from invoicing import logs
 from invoicing.chain.gateway import ChainGateway
+from invoicing.db import is_connection_loss
 from invoicing.errors import ChainUnavailable
+from invoicing.outage import wait_for_database
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
 from invoicing.settlement.budget import Limits
@@ -74,6 +76,7 @@ async def settle_chain(
     last_full_ms: int | None = None
     failures = 0
     while not stop.is_set():
+        database_lost = False
         now_ms = services.clock.now_ms()
         full = (
             last_full_ms is None or now_ms - last_full_ms >= settings.withdrawal_interval_s * 1000
@@ -88,6 +91,7 @@ async def settle_chain(
         except STEP_ERRORS as exc:
             failures += 1
             delay_s = retry_delay_s(failures + 1, poll_s, settings.settlement_backoff_max_s)
+            database_lost = not isinstance(exc, ChainUnavailable) and is_connection_loss(exc)
             log.warning(
                 "settlement on chain %s failed (%s); retrying in %.1f s",
                 relayer.chain_id,
@@ -100,6 +104,9 @@ async def settle_chain(
             log.exception(
                 "settlement on chain %s crashed; retrying in %.1f s", relayer.chain_id, delay_s
             )
+        if database_lost:  # or sooner, once the database answers again
+            await wait_for_database(services.db, delay_s, stop)
+            continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=delay_s)
 

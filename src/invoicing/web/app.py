@@ -32,6 +32,7 @@ from invoicing.web.observability import Observability
 from invoicing.web.page import brand as page_brand
 from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
+from invoicing.web.page import x402 as page_x402
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
 
@@ -45,6 +46,7 @@ ROUTERS = (
     page_brand.router,
     page.router,
     page_gasless.router,
+    page_x402.router,
     fees.router,
     gasless.router,
     refunds.router,

@@ -135,13 +135,18 @@ class AsyncClient:
             attempt += 1
 
     async def _relay(
-        self, chain_id: int, build: Callable[[FeeSettings], Call], read: Callable[[Reply], S]
+        self,
+        chain_id: int,
+        build: Callable[[FeeSettings], Call],
+        read: Callable[[Reply], S],
+        payment_address: str | None = None,
     ) -> S:
-        """Read the owner's nonce, sign, submit; after a nonce_mismatch read it again, once."""
+        """Read the owner's nonce (at the factory of ``payment_address``'s escrow, if given),
+        sign, submit; after a nonce_mismatch read it again, once."""
         try:
-            return await self._send(build(await self.fees.get(chain_id)), read)
+            return await self._send(build(await self.fees.get(chain_id, payment_address)), read)
         except NonceMismatch:
-            return await self._send(build(await self.fees.get(chain_id)), read)
+            return await self._send(build(await self.fees.get(chain_id, payment_address)), read)
 
     def _message(
         self,
@@ -256,7 +261,8 @@ class AsyncInvoices:
             calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
         )
         read = calls.model(RefundSubmission)
-        return await self._client._relay(invoice.chain_id, build, read)
+        # Signed for the factory that made the escrow (after an upgrade, maybe a previous one).
+        return await self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
 
     async def webhooks(self, payment_address: str) -> WebhookLog:
         """The paid webhook's events and delivery attempts of one invoice."""
@@ -268,9 +274,13 @@ class AsyncFees:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
 
-    async def get(self, chain_id: int) -> FeeSettings:
-        """The owner's fee, payout address and next nonce, read from the chain."""
-        call = calls.call("fees.get", query={"chainId": chain_id})
+    async def get(self, chain_id: int, payment_address: str | None = None) -> FeeSettings:
+        """The owner's fee, payout address and next nonce, read from the chain; with
+        ``payment_address`` (one of the owner's escrows), those of the factory that made it."""
+        query: dict[str, Any] = {"chainId": chain_id}
+        if payment_address is not None:
+            query["paymentAddress"] = payment_address
+        call = calls.call("fees.get", query=query)
         return await self._client._send(call, calls.model(FeeSettings))
 
     async def set_fee(

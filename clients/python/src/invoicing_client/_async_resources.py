@@ -283,6 +283,16 @@ class AsyncPublic:
         )
         return await self._send(call, calls.model(GaslessSubmission))
 
+    async def x402_requirements(self, payment_address: str) -> dict[str, Any]:
+        """The invoice's x402 resource asked without payment: the ``PaymentRequired`` object
+        (402; pay it with an x402 client), or the payment page's status once nothing is due."""
+        call = calls.call(
+            "public.x402_requirements",
+            path={"payment_address": payment_address},
+            accept=frozenset({402}),
+        )
+        return await self._send(call, calls.read_json)
+
     async def relay_fee(
         self, chain_id: int, fee_bps: int, nonce: int, deadline: int, signature: str
     ) -> FeeSubmission:

@@ -199,6 +199,11 @@ def read_export(reply: Reply) -> list[EscrowExportLine]:
     return [EscrowExportLine.model_validate(json.loads(line)) for line in lines if line]
 
 
+def read_json(reply: Reply) -> dict[str, Any]:
+    """The answer's JSON object as it came."""
+    return dict(reply.data)
+
+
 def read_text(reply: Reply) -> str:
     return reply.text
 

@@ -53,7 +53,7 @@ ROUTES: dict[str, Route] = {
     "invoices.webhooks": Route(
         "GET", "/integration/invoices/webhooks", "invoice.webhooks", ("paymentAddress",)
     ),
-    "fees.get": Route("GET", "/integration/fees", "fee.get", ("chainId",)),
+    "fees.get": Route("GET", "/integration/fees", "fee.get", ("chainId", "paymentAddress")),
     "fees.set_fee": Route("POST", "/integration/fees/set-meta", "fee.set-meta"),
     "fees.set_payout": Route("POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"),
     "api_keys.create": Route("POST", "/integration/api-keys", "apikey.create"),
@@ -99,6 +99,7 @@ ROUTES: dict[str, Route] = {
     "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
     "public.payment_status": Route("GET", "/pay/{payment_address}/status", None),
     "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
+    "public.x402_requirements": Route("GET", "/pay/{payment_address}/x402", None),
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
     "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),
 }

@@ -94,6 +94,7 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
+    x402_url: str | None = None  # only for an invoice in a token with EIP-3009
     fiat: FiatPrice | None = None
     tolerance: Tolerance | None = None
     refunds: list[Refund] | None = None
@@ -321,6 +322,9 @@ class EscrowExportLine(_Model):
     invoice_id: str
     status: str
     chain_id: int
+    # The factory that made the escrow and sweeps it (a previous version's, for an escrow
+    # made before an upgrade); None from a server that does not name it.
+    factory: str | None = None
 
 
 class OwnerSettings(_Model):

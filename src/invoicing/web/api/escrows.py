@@ -48,7 +48,9 @@ class ExportQuery(BaseModel):
 async def export(request: Request) -> StreamingResponse:
     services = services_of(request)
     query, caller = await authorized_query(request, "escrow.export", ExportQuery)
-    services.chains.get(query.chainId)  # 400 unsupported_chain before the stream starts
+    # 400 unsupported_chain before the stream starts
+    factories = services.chains.get(query.chainId).config.factories
     return StreamingResponse(
-        export_escrows(services.db, caller.owner_key, query.chainId), media_type=NDJSON
+        export_escrows(services.db, caller.owner_key, query.chainId, factories),
+        media_type=NDJSON,
     )

@@ -22,6 +22,7 @@ from invoicing.errors import (
     InvalidOwnerSignature,
     InvalidRequest,
     NonceMismatch,
+    NotFound,
     PayloadTooLarge,
     RateLimited,
     UnsupportedChain,
@@ -99,6 +100,12 @@ class FeesQuery(BaseModel):
 
     ownerAddress: Address
     chainId: int = Field(gt=0, lt=2**63)
+    paymentAddress: Address | None = Field(
+        default=None,
+        description="One of the owner's escrows: the settings and nonce of the factory that "
+        "made it (after a factory upgrade, the previous factory for an older escrow), which "
+        "its Refund is signed for.",
+    )
 
 
 META_ERRORS = (
@@ -194,13 +201,15 @@ async def integration_set_payout(request: Request) -> Answer[FeeSubmission]:
         "An owner's fee settings, read from the chain",
         ok=FeeSettings,
         query=FeesQuery,
-        errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain, ChainUnavailable),
+        errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain, NotFound, ChainUnavailable),
         action="fee.get",
     ),
 )
 async def get_fees(request: Request) -> Answer[FeeSettings]:
     query, _caller = await authorized_query(request, "fee.get", FeesQuery)
-    found = await fee_settings(services_of(request), query.chainId, query.ownerAddress)
+    found = await fee_settings(
+        services_of(request), query.chainId, query.ownerAddress, query.paymentAddress
+    )
     return Answer(FeeSettings.of(found))
 
 

@@ -40,7 +40,7 @@ from invoicing.invoices.service import (
     find_by_payment_address,
     list_invoices,
 )
-from invoicing.invoices.views import invoice_to_dict
+from invoicing.invoices.views import invoice_to_dict, x402_tokens
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
@@ -338,6 +338,7 @@ async def owner_views(
     if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
         async with services.db.sessions() as session:
             records = await shard_records(session, invoices)
+    x402 = x402_tokens(services.settings)
     return [
         InvoiceOut.model_validate(
             invoice_to_dict(
@@ -346,6 +347,7 @@ async def owner_views(
                 refunds=refunds,
                 other_balances=others,
                 last_checked_at=last_checked_of(invoice, records),
+                x402=x402,
             )
         )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)

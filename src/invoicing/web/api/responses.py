@@ -114,6 +114,11 @@ class Invoice(WireModel):
     createdAt: TimestampMs
     updatedAt: TimestampMs
     url: str = Field(description="The hosted payment page.")
+    x402Url: str | None = Field(
+        default=None,
+        description="The invoice's x402 v2 resource; present only for an invoice in a token "
+        "with EIP-3009.",
+    )
     fiat: FiatPrice | None = Field(
         default=None, description="Present only for an invoice created with a currency."
     )
@@ -227,6 +232,10 @@ class EscrowExportLine(WireModel):
     invoiceId: str
     status: InvoiceStatus
     chainId: int
+    factory: AddressOut = Field(
+        description="The factory that made the escrow and sweeps it: the chain's current "
+        "one, or a previous version's for an escrow made before an upgrade."
+    )
 
 
 class Health(WireModel):

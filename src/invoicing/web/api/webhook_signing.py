@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
@@ -45,7 +45,8 @@ class RevokeSecretQuery(BaseModel):
 
 
 class SettingsBody(BaseModel):
-    """The settings to change; an omitted one stays as it is."""
+    """The settings to change, at least one; an omitted one stays as it is (null is refused:
+    omitted and null differ)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -58,6 +59,15 @@ class SettingsBody(BaseModel):
         description="A payment short of the amount due by at most this share (basis points, "
         "0 to 500) pays invoices created from now on.",
     )
+
+    @model_validator(mode="after")
+    def _something_given(self) -> SettingsBody:
+        given = self.model_fields_set - {"ownerAddress"}
+        if not given:
+            raise ValueError("give at least one setting to change")
+        if any(getattr(self, name) is None for name in given):
+            raise ValueError("a setting cannot be null: omit it to keep it")
+        return self
 
 
 @router.post(

@@ -5,12 +5,16 @@ without a reload."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from invoicing.errors import ServiceError
+from invoicing.errors import ChainUnavailable, ServiceError, UnsupportedChain
 from invoicing.invoices.history import History, invoice_history
+from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.views import payment_url
+from invoicing.monitor.check import recheck_invoice
 from invoicing.notifications.service import redeliver
 from invoicing.services import Services
 from invoicing.web.context import services_of
@@ -38,13 +42,14 @@ REFRESH_S = 3
 
 
 def summary_html(services: Services, found: History) -> str:
+    """The invoice's live part: status, balances, its sweeps and refunds, its events."""
     i = found.invoice
     token = symbol(services, i.chain_id, i.token_address)
     received = amount_text(i.balance_raw, i.decimals)
     live = (
         f' hx-get="/dashboard/invoices/{e(i.id)}/summary" hx-trigger="every {REFRESH_S}s" '
         'hx-swap="outerHTML"'
-        if i.status in ("pending", "expired", "paid")
+        if i.status in ("pending", "expired", "paid") or found.refunds
         else ""
     )
     balances = [(f"Received ({token})", f'<span id="received">{e(received)}</span>')]
@@ -62,6 +67,10 @@ def summary_html(services: Services, found: History) -> str:
                 ("Swept at", e(utc_text(i.withdrawn_at))),
             ]
         )
+        + "<h2>Sweeps and refunds</h2>"
+        + _transactions_html(services, found)
+        + "<h2>Timeline</h2>"
+        + _timeline_html(found)
         + "</section>"
     )
 
@@ -186,10 +195,6 @@ async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HT
         notice_html(notice)
         + summary_html(services, found)
         + _facts_html(services, found)
-        + "<h2>Timeline</h2>"
-        + _timeline_html(found)
-        + "<h2>Sweeps and refunds</h2>"
-        + _transactions_html(services, found)
         + "<h2>Webhook deliveries</h2>"
         + _deliveries_html(found, owner)
         + "<h2>Refund</h2>"
@@ -200,8 +205,20 @@ async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HT
 
 @router.get("/invoices/{invoice_pk}/summary", response_class=HTMLResponse)
 async def invoice_summary(request: Request, invoice_pk: str, owner: SignedIn) -> HTMLResponse:
+    """The live part. A pending or expired invoice is re-checked on the chain first, as the
+    API's status lookup does (``monitor.check.recheck_invoice``), so a payment shows at once."""
     services = services_of(request)
     found = await invoice_history(services.db, owner.key, invoice_pk)
+    if found.invoice.status in (InvoiceStatus.PENDING, InvoiceStatus.EXPIRED):
+        try:
+            rechecked = await recheck_invoice(services, found.invoice)
+        except (ChainUnavailable, UnsupportedChain):
+            rechecked = found.invoice  # the monitor catches up; the page keeps working
+        if (
+            rechecked.status != found.invoice.status
+            or rechecked.balance_raw != found.invoice.balance_raw
+        ):
+            found = await invoice_history(services.db, owner.key, invoice_pk)
     return HTMLResponse(summary_html(services, found), headers=HEADERS)
 
 
@@ -214,7 +231,7 @@ async def redeliver_event(request: Request, event_id: str, owner: SignedIn) -> R
     endpoint = request.query_params.get("endpoint") or None
     invoice = fields.get("invoice", "")
     safe = invoice and len(invoice) <= 36 and all(c.isalnum() or c == "-" for c in invoice)
-    back = f"/dashboard/invoices/{invoice}" if safe else "/dashboard/webhooks"
+    back = f"/dashboard/invoices/{invoice}" if safe else f"/dashboard/events/{quote(event_id)}"
     try:
         await redeliver(
             services.db,

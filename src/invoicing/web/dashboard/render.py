@@ -22,7 +22,8 @@ CONTENT_SECURITY_POLICY = (
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: with it a form POST sends "Origin: null", and the Origin check needs it.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
 }
@@ -145,7 +146,8 @@ def table_html(headers: list[str], rows: list[list[str]], caption: str, body_id:
         body = f'<tr><td colspan="{len(headers)}" class="muted">Nothing here yet.</td></tr>'
     tbody_id = f' id="{e(body_id)}"' if body_id else ""
     return (
-        f'<div class="table-wrap"><table><caption class="skip">{e(caption)}</caption>'
+        f'<div class="table-wrap" tabindex="0" role="region" aria-label="{e(caption)}">'
+        f'<table><caption class="skip">{e(caption)}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody{tbody_id}>{body}</tbody></table></div>"
     )
 

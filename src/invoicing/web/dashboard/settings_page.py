@@ -163,9 +163,10 @@ async def escrow_export(request: Request, owner: SignedIn) -> StreamingResponse:
     chain = request.query_params.get("chain", "")
     if not (chain.isascii() and chain.isdigit() and len(chain) < 19):
         raise InvalidRequest("chain: a chain id")
-    services.chains.get(int(chain))  # 400 unsupported_chain before the stream starts
+    # 400 unsupported_chain before the stream starts
+    factories = services.chains.get(int(chain)).config.factories
     return StreamingResponse(
-        export_escrows(services.db, owner.key, int(chain)),
+        export_escrows(services.db, owner.key, int(chain), factories),
         media_type="application/x-ndjson",
         headers={
             "Content-Disposition": f'attachment; filename="escrows-{chain}.ndjson"',

@@ -91,13 +91,16 @@ async def prepare_refund(request: Request, invoice_pk: str, owner: SignedIn) -> 
     if amount_raw <= 0:
         raise InvalidRequest("amount: must be positive", {"field": "amount"})
     chain = services.chains.get(invoice.chain_id)
-    nonce = await chain.factory_nonce(owner.address)
+    # Signed for the factory that made the escrow (a previous version's, for an older one).
+    salt = bytes.fromhex(invoice.salt[2:])
+    factory = chain.factory_of(owner.address, salt, invoice.payment_address)
+    nonce = await chain.factory_nonce(owner.address, factory)
     deadline = int(time.time()) + DEADLINE_S
     typed = refund_typed_data(
         invoice.chain_id,
-        chain.config.factory,
+        factory,
         owner.address,
-        bytes.fromhex(invoice.salt[2:]),
+        salt,
         invoice.token_address,
         to,
         amount_raw,

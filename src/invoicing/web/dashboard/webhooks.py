@@ -18,7 +18,7 @@ from invoicing.notifications.endpoints import (
     update_endpoint,
 )
 from invoicing.notifications.models import EventEndpoint
-from invoicing.notifications.service import list_events, ping
+from invoicing.notifications.service import get_event, list_events, ping
 from invoicing.notifications.signing import list_secrets
 from invoicing.web.api.events import EVENT_TYPES, endpoint_rules
 from invoicing.web.context import services_of
@@ -107,7 +107,7 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
     ]
     event_rows = [
         [
-            e(item["type"]),
+            f'<a href="/dashboard/events/{e(item["id"])}">{e(item["type"])}</a>',
             e(utc_text(item["createdAt"])),
             f'<span class="mono">{e(item["id"])}</span>',
             _redeliver_forms(item["id"], endpoints, owner.csrf),
@@ -118,6 +118,7 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
         top_html
         + "<h2>Endpoints</h2>"
         + table_html(["URL", "Events", "State", "Actions"], endpoint_rows, "Endpoints", "endpoints")
+        + "<h2>Add an endpoint</h2>"
         + '<form class="card" method="post" action="/dashboard/webhooks/endpoints" '
         f'id="add-endpoint">{csrf_input_html(owner.csrf)}'
         '<div class="field"><label for="ep-url">Endpoint URL</label>'
@@ -294,3 +295,39 @@ async def revoke_secret(request: Request, secret_id: str, owner: SignedIn) -> Re
     except ServiceError as exc:
         return await _fail(request, owner, exc)
     return _back("Secret+revoked")
+
+
+@router.get("/events/{event_id}", response_class=HTMLResponse)
+async def event_page(request: Request, event_id: str, owner: SignedIn) -> HTMLResponse:
+    """One event: its deliveries, each with every attempt, and redelivery."""
+    services = services_of(request)
+    found = await get_event(
+        services.db, services.settings, owner.key, event_id[:36], services.clock.now_ms()
+    )
+    async with services.db.sessions() as session:
+        endpoints = await list_endpoints(session, owner.key)
+    rows = [
+        [
+            f'<span class="mono">{e(d.url)}</span>',
+            badge_html(d.status),
+            "<br>".join(
+                e(
+                    f"#{a.attempt} {utc_text(a.attempted_at)}: "
+                    + (f"HTTP {a.status_code}" if a.status_code is not None else a.error or "error")
+                )
+                for a in d.attempts
+            )
+            or '<span class="muted">not tried yet</span>',
+        ]
+        for d in found.deliveries
+    ]
+    envelope = found.envelope
+    body = (
+        notice_html(request.query_params.get("notice"))
+        + f"<p><strong>{e(envelope['type'])}</strong> · {e(utc_text(envelope['createdAt']))} · "
+        f'<span class="mono">{e(envelope["id"])}</span></p>'
+        + table_html(["Sent to", "Status", "Attempts"], rows, "Deliveries", "event-deliveries")
+        + "<h2>Send again</h2>"
+        + _redeliver_forms(envelope["id"], endpoints, owner.csrf)
+    )
+    return html("Event", body, owner, "webhooks")

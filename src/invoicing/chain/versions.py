@@ -1,0 +1,60 @@
+"""The factory versions the service knows, and which one made an escrow.
+
+``PaymentFactory`` (version 2, ``contracts/PaymentFactory.sol``) is what ``invoicing deploy``
+deploys: every native send carries a fixed gas stipend. ``PaymentFactoryV1``
+(``contracts/previous/PaymentFactoryV1.sol``) is the version before it, kept so that a
+deployment that ran it keeps sweeping, refunding and exporting the escrows it made. Both make
+the same escrows (same ``Escrow`` init code); an escrow's address depends on the factory's
+address, so the factory that made an invoice's escrow is found from its address
+(:func:`escrow_factory`). A chain's ``ChainConfig.factory`` may be either version; its
+``previous_factories`` list the others that made escrows there
+(docs/operations/chains.md#upgrade-the-factory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from invoicing.addresses import address_bytes, normalize_address
+from invoicing.chain.artifacts import PAYMENT_FACTORY, PAYMENT_FACTORY_V1, Artifact, load_artifact
+from invoicing.chain.escrows import create2_address, escrow_init_code_hash
+
+# Every known version, newest first.
+FACTORY_VERSIONS = (PAYMENT_FACTORY, PAYMENT_FACTORY_V1)
+# Where ``invoicing deploy`` put version 1 on every chain (its deterministic address;
+# tests/unit/test_deploy_address.py derives it from the artifact). A chain file that leaves
+# out ``previous_factories`` lists it, so a deployment that relied on the default address
+# keeps its version-1 escrows after the upgrade.
+V1_FACTORY_ADDRESS = "0x59B9Eb4714deD441FBFCEBFE692b7Af0f336fDEE"
+
+
+def same_runtime_code(code: bytes, artifact: Artifact) -> bool:
+    """Whether deployed ``code`` is ``artifact``'s runtime code, immutables aside."""
+    expected = artifact.deployed_bytecode
+    if len(code) != len(expected):
+        return False
+    deployed, shipped = bytearray(code), bytearray(expected)
+    for start, length in artifact.immutable_references:
+        deployed[start : start + length] = bytes(length)
+        shipped[start : start + length] = bytes(length)
+    return deployed == shipped
+
+
+def factory_version(code: bytes) -> str | None:
+    """The artifact name of the known factory version whose runtime code ``code`` is."""
+    for name in FACTORY_VERSIONS:
+        if same_runtime_code(code, load_artifact(name)):
+            return name
+    return None
+
+
+def escrow_factory(factories: Sequence[str], owner: str, salt: bytes, payment_address: str) -> str:
+    """Which of ``factories`` (the chain's current one first) derives ``payment_address`` for
+    (``owner``, ``salt``); the current one when none does (nothing else could sweep it)."""
+    init_code_hash = escrow_init_code_hash()
+    wanted = payment_address.lower()
+    for factory in factories:
+        derived = create2_address(address_bytes(factory), init_code_hash, owner, salt)
+        if derived.lower() == wanted:
+            return normalize_address(factory)
+    return normalize_address(factories[0])
