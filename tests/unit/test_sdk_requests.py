@@ -281,8 +281,8 @@ def test_the_sdk_stands_alone() -> None:
     assert "invoicing" not in imported
     assert imported - {"invoicing_client"} <= {
         "__future__", "asyncio", "base64", "collections", "contextlib", "dataclasses", "decimal",
-        "enum", "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing", "urllib",
-        "httpx", "pydantic", "eth_account", "eth_utils",
+        "enum", "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing",
+        "urllib", "httpx", "pydantic", "eth_account", "eth_utils",
     }  # fmt: skip
     names = [dependency.split(">")[0] for dependency in project["dependencies"]]
     assert names == ["httpx", "pydantic", "eth-account", "coincurve"]
