@@ -184,6 +184,9 @@ async def test_keys_webhooks_and_settings_go_through_the_apis_actions(
                 select(ApiKey).where(ApiKey.owner_key == owner.address.lower())
             )
         assert key_row is not None and key_row.label == "shop"
+        assert key_row.last_used_at is not None  # the request above used it
+        keys_page = await client.get("/dashboard/api-keys")
+        assert "<td>never</td>" not in keys_page.text and "Last used" in keys_page.text
         revoked = await client.post(f"/dashboard/api-keys/{key_row.id}/revoke", data={"csrf": csrf})
         assert revoked.status_code == 303
         refused = await dash.http.get(

@@ -7,6 +7,8 @@ gas on receipt (contracts/test/GasBurningRecipient.sol) costs the relayer at mos
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from eth_account import Account
 
@@ -69,7 +71,10 @@ async def existing_account(evm: EvmClient) -> str:
 
 
 async def test_an_owner_that_burns_gas_on_receipt_costs_at_most_the_stipend_and_is_credited(
-    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+    make_services: MakeServices,
+    evm: EvmClient,
+    dev: DevDeployment,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     services = await make_services()
     assert await read_view(evm, dev.factory, PAYMENT_FACTORY, "NATIVE_SEND_GAS") == NATIVE_SEND_GAS
@@ -80,7 +85,8 @@ async def test_an_owner_that_burns_gas_on_receipt_costs_at_most_the_stipend_and_
     relayer = relayer_of(services)
     nonce = await evm.get_transaction_count(relayer.address)
 
-    (burnt,) = await sweep(services, burner)
+    with caplog.at_level(logging.WARNING, logger="invoicing.settlement.swept"):
+        (burnt,) = await sweep(services, burner)
     (accepted,) = await sweep(services, accepting)
 
     assert await evm.get_transaction_count(relayer.address) == nonce + 2
@@ -89,6 +95,10 @@ async def test_an_owner_that_burns_gas_on_receipt_costs_at_most_the_stipend_and_
     assert receipt is not None
     assert factory_events(receipt, "NativeCredited") == [(burner, 10**15)]
     assert await native_credit(evm, dev.factory, burner) == 10**15
+    assert (
+        f"chain {dev.chain_id}: {burner} refused {10**15} wei of native coin; factory "
+        f"{dev.factory} holds it for it"
+    ) in caplog.text
     assert await parked_of(services, burner) == []
     assert (await reload(services, burning_invoice.id)).status == "completed"
     assert (await reload(services, accepting_invoice.id)).status == "completed"

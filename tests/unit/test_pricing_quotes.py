@@ -5,6 +5,7 @@ nor a feed is refused (400 ``unpriced_currency``)."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from decimal import Decimal
 
@@ -12,7 +13,7 @@ import pytest
 
 from invoicing.chain.config import NATIVE, FeedConfig
 from invoicing.chain.fake import FakeChain
-from invoicing.errors import PriceUnavailable, UnpricedCurrency
+from invoicing.errors import ChainUnavailable, PriceUnavailable, UnpricedCurrency
 from invoicing.pricing.quotes import CHAINLINK, PEG, feed_raw, pegged_raw, quote
 
 NOW_S = 1_760_000_000
@@ -99,3 +100,26 @@ async def test_an_asset_without_peg_or_feed_in_that_currency_is_unpriced() -> No
             await quote(chain, token, 18, currency, "1", Decimal(1), NOW_S * 1000)
         assert refused.value.status == 400 and refused.value.code == "unpriced_currency"
     assert chain.balance_calls == 0
+
+
+async def test_concurrent_quotes_share_one_read_of_the_feed() -> None:
+    chain = priced_chain()
+    chain.set_feed(FEED, 3_000 * 10**8, NOW_S - 60)
+
+    found = await asyncio.gather(
+        *(quote(chain, None, 18, "USD", "30", Decimal(30), NOW_S * 1000) for _ in range(20))
+    )
+
+    assert {q.required_raw for q in found} == {10**16}
+    assert chain.feed_reads <= 2  # the first alone, then the other 19 together
+    await quote(chain, None, 18, "USD", "30", Decimal(30), NOW_S * 1000)
+    assert chain.feed_reads <= 3  # a later quote reads again
+
+
+async def test_a_feed_that_cannot_be_read_fails_only_its_quotes() -> None:
+    chain = priced_chain()
+
+    with pytest.raises(ChainUnavailable):
+        await quote(chain, None, 18, "USD", "30", Decimal(30), NOW_S * 1000)
+    chain.set_feed(FEED, 3_000 * 10**8, NOW_S - 60)
+    assert (await quote(chain, None, 18, "USD", "30", Decimal(30), NOW_S * 1000)).rate == "3000"

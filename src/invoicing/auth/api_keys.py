@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import SecretStr
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.models import ApiKey
@@ -122,11 +122,20 @@ def active_key_cache(db: Database) -> ActiveKeyCache:
     return _ACTIVE_KEYS.of(db)
 
 
-async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
+# A key's last use is written at most this often (on a cache miss that finds it older).
+LAST_USED_RESOLUTION_MS = 60_000
+
+
+async def lookup_active_key(
+    db: Database, api_key: str, now_ms: int | None = None
+) -> ActiveKey | None:
     """The active key for ``api_key``: from the short-lived cache, else from the database.
 
     Concurrent misses for one key share a single read (when a busy key's entry expires,
-    every request in flight would otherwise read the database at the same moment)."""
+    every request in flight would otherwise read the database at the same moment). With
+    ``now_ms``, a read that finds the key's ``last_used_at`` a minute old or more moves it
+    to now: the owner sees when each key was last used, to the minute, for at most one write
+    per key, process and minute."""
     cache = active_key_cache(db)
     key_hash = secret_hash(api_key)
     found = cache.get(key_hash)
@@ -134,23 +143,31 @@ async def lookup_active_key(db: Database, api_key: str) -> ActiveKey | None:
         return found
     reading = cache.reads.get(key_hash)
     if reading is None:
-        reading = asyncio.ensure_future(_read_active_key(db, cache, key_hash))
+        reading = asyncio.ensure_future(_read_active_key(db, cache, key_hash, now_ms))
         cache.reads[key_hash] = reading
         reading.add_done_callback(lambda done: cache.forget_read(key_hash, done))
     return await asyncio.shield(reading)
 
 
-async def _read_active_key(db: Database, cache: ActiveKeyCache, key_hash: str) -> ActiveKey | None:
+async def _read_active_key(
+    db: Database, cache: ActiveKeyCache, key_hash: str, now_ms: int | None
+) -> ActiveKey | None:
     generation = cache.generation
     async with db.sessions() as session:
         row = await session.execute(
-            select(ApiKey.id, ApiKey.owner_key, ApiKey.revoked_at).where(
+            select(ApiKey.id, ApiKey.owner_key, ApiKey.revoked_at, ApiKey.last_used_at).where(
                 ApiKey.key_hash == key_hash
             )
         )
         first = row.first()
     if first is None or first.revoked_at is not None:
         return None
+    last = first.last_used_at
+    if now_ms is not None and (last is None or now_ms - last >= LAST_USED_RESOLUTION_MS):
+        async with db.transaction() as session:
+            await session.execute(
+                update(ApiKey).where(ApiKey.id == first.id).values(last_used_at=now_ms)
+            )
     found = ActiveKey(id=first.id, owner_key=first.owner_key)
     cache.put(key_hash, found, generation)
     return found

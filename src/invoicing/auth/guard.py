@@ -67,7 +67,7 @@ async def authenticate(
     if api_key is not None:
         if not allow_api_key:
             raise Unauthorized("this endpoint needs a request signature by the owner wallet")
-        return await _by_api_key(db, api_key, request.owner_address)
+        return await _by_api_key(db, api_key, request.owner_address, now_ms)
     if signature is None or timestamp is None:
         raise Unauthorized(
             "missing credentials: send x-service-api-key, or x-service-signature "
@@ -76,8 +76,8 @@ async def authenticate(
     return await _by_signature(db, signature, timestamp, request, now_ms, window_s)
 
 
-async def _by_api_key(db: Database, api_key: str, owner_address: str) -> Caller:
-    row = await lookup_active_key(db, api_key)
+async def _by_api_key(db: Database, api_key: str, owner_address: str, now_ms: int) -> Caller:
+    row = await lookup_active_key(db, api_key, now_ms)
     if row is None:
         raise Unauthorized("invalid API key")
     if row.owner_key != owner_address.lower():

@@ -21,6 +21,8 @@ class ApiKey(OwnedSecret, Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     # The key sealed with the server secret, only to put it in webhook headers.
     key_encrypted: Mapped[str] = mapped_column(Text)
+    # When a request last used the key, to the minute (``api_keys.lookup_active_key``).
+    last_used_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class UsedRequestTimestamp(Base):

@@ -1,4 +1,5 @@
-"""Factory events read from transaction receipts: ``Withdrawn`` (what a sweep moved)."""
+"""Factory events read from transaction receipts: ``Withdrawn`` (what a sweep moved) and
+``NativeCredited`` (native coin a recipient refused, held by the factory for it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from invoicing.chain.artifacts import PAYMENT_FACTORY
 
 WITHDRAWN_TOPIC = event_topic(PAYMENT_FACTORY, "Withdrawn")
 _WITHDRAWN_DATA = event_data_types(PAYMENT_FACTORY, "Withdrawn")
+NATIVE_CREDITED_TOPIC = event_topic(PAYMENT_FACTORY, "NativeCredited")
 
 
 @dataclass(frozen=True)
@@ -51,3 +53,17 @@ def decode_withdrawn(log: dict[str, Any]) -> Withdrawn | None:
         total=int(total),
         fee=int(fee),
     )
+
+
+def native_credits(receipt: dict[str, Any], factory: str) -> list[tuple[str, int]]:
+    """(account, amount) of each ``NativeCredited`` event of ``factory`` in a receipt: coin
+    that account refused (or could not take within the send's gas stipend), held for it."""
+    found = []
+    for log in receipt.get("logs", []):
+        if str(log.get("address", "")).lower() != factory.lower():
+            continue
+        topics = [_hex_bytes(t) for t in log.get("topics", [])]
+        if len(topics) == 2 and topics[0] == NATIVE_CREDITED_TOPIC:
+            (amount,) = decode(["uint256"], _hex_bytes(log["data"]))
+            found.append((_topic_address(topics[1]), int(amount)))
+    return found

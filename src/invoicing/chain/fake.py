@@ -76,6 +76,7 @@ class FakeChain:
         # Price feeds by lower-case address: (decimals, round id, answer, startedAt,
         # updatedAt, answeredInRound), set by hand (``set_feed``).
         self.feed_rounds: dict[str, tuple[int, int, int, int, int, int]] = {}
+        self.feed_reads = 0
         # Sending: what the node holds and will answer.
         self.sent: list[bytes] = []
         self.known: set[str] = set()
@@ -207,6 +208,7 @@ class FakeChain:
 
     async def feed_round(self, address: str) -> FeedRound:
         self._check("feed_round")
+        self.feed_reads += 1
         found = self.feed_rounds.get(address.lower())
         if found is None:
             raise ChainUnavailable(f"price feed {address} could not be read")

@@ -14,18 +14,25 @@ allow-listed token) and currency:
 Neither: 400 ``unpriced_currency``. Every conversion is exact rational arithmetic on
 integers and rounds **up** to the asset's smallest unit, so the payer never owes less than
 the price.
+
+Concurrent quotes of one process share their reads of a feed (a ``Coalescer`` per chain
+gateway): a burst of creates costs one read per feed and batch, not one per invoice, and a
+quote always waits for a read that starts after it arrived.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from invoicing.chain.feeds import round_problem
+from invoicing.chain.feeds import FeedRound, round_problem
 from invoicing.chain.gateway import ChainGateway
-from invoicing.errors import InvalidRequest, PriceUnavailable, UnpricedCurrency
+from invoicing.coalescer import Coalescer
+from invoicing.errors import ChainUnavailable, InvalidRequest, PriceUnavailable, UnpricedCurrency
 
 MAX_RAW = 2**256 - 1
 PEG = "peg"
@@ -118,7 +125,7 @@ async def _quote(
             f"in {currency}: no token pegged to it and no price feed",
             {"field": "currency", "currency": currency, "chainId": config.chain_id},
         )
-    round_ = await chain.feed_round(feed.address)
+    round_ = await _feed_reader(chain).submit(feed.address)
     reason = round_problem(round_, feed.heartbeat_s, now_ms // 1000)
     if reason is not None:
         raise PriceUnavailable(
@@ -141,3 +148,26 @@ async def _quote(
         round_id=round_.round_id,
         round_updated_at_ms=round_.updated_at * 1000,
     )
+
+
+# This process's feed readers, one per chain gateway (gone with it).
+_READERS: weakref.WeakKeyDictionary[ChainGateway, Coalescer[str, FeedRound]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _feed_reader(chain: ChainGateway) -> Coalescer[str, FeedRound]:
+    reader = _READERS.get(chain)
+    if reader is None:
+
+        async def read(addresses: Sequence[str]) -> list[FeedRound | Exception]:
+            rounds: dict[str, FeedRound | Exception] = {}
+            for address in dict.fromkeys(addresses):
+                try:
+                    rounds[address] = await chain.feed_round(address)
+                except ChainUnavailable as exc:
+                    rounds[address] = exc
+            return [rounds[address] for address in addresses]
+
+        reader = _READERS[chain] = Coalescer(read)
+    return reader

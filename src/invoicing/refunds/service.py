@@ -64,7 +64,7 @@ from invoicing.settlement.models import (
 from invoicing.settlement.parking import unpark
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
-from invoicing.settlement.swept import swept_by_event
+from invoicing.settlement.swept import log_credits, swept_by_event
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,7 @@ async def settle_refund(session: AsyncSession, services: Services, final: Final[
     # The rest of a token stays in the escrow, swept as usual.
     native = invoice.token_address is None
     paid_out = swept_by_event(receipt, final.factory, None)[0] if native else 0
+    log_credits(receipt, final.factory, row.chain_id)
     if paid_out > 0:
         invoice.swept_raw = str(int(invoice.swept_raw) + paid_out)
         events += apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)

@@ -11,6 +11,7 @@ other assets at that block (``settlement.assets``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
 from invoicing.addresses import ZERO_ADDRESS
-from invoicing.chain.events import decode_withdrawn
+from invoicing.chain.events import decode_withdrawn, native_credits
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import apply_step, on_withdrawal_confirmed
@@ -44,6 +45,8 @@ from invoicing.settlement.models import (
 )
 from invoicing.settlement.parking import park, unpark
 
+log = logging.getLogger(__name__)
+
 
 def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> tuple[int, int]:
     """(total, fee) of ``token`` in the receipt's Withdrawn events from the factory."""
@@ -57,6 +60,21 @@ def swept_by_event(receipt: dict[str, Any], factory: str, token: str | None) -> 
             total += event.total
             fee += event.fee
     return total, fee
+
+
+def log_credits(receipt: dict[str, Any], factory: str, chain_id: int) -> None:
+    """One line per native credit in a confirmed sweep or refund: the account refused the
+    coin (or needed more than the send's gas stipend); anyone may deliver it."""
+    for account, amount in native_credits(receipt, factory):
+        log.warning(
+            "chain %s: %s refused %s wei of native coin; factory %s holds it for it "
+            "(nativeCreditOf; claimNativeCredit(%s) delivers it, or the owner's next sweep)",
+            chain_id,
+            account,
+            amount,
+            factory,
+            account,
+        )
 
 
 def moved_by_escrow(
@@ -159,6 +177,7 @@ async def settle_withdrawal(
             await _park_reverted(session, services, withdrawal, final)
         return
     total, fee = swept_by_event(receipt, final.factory, withdrawal.token_address)
+    log_credits(receipt, final.factory, row.chain_id)
     withdrawal.status = WithdrawalStatus.COMPLETED
     withdrawal.confirmed_at = now_ms
     withdrawal.swept_raw = str(total)

@@ -33,6 +33,7 @@ async def keys_body_html(request: Request, owner: Owner, top_html: str = "") -> 
             e(row.label or "–"),
             f'<span class="mono">{e(row.id)}</span>',
             e(utc_text(row.created_at)),
+            e(utc_text(row.last_used_at) if row.last_used_at else "never"),
             badge_html("revoked" if row.revoked_at else "active"),
             (
                 e(utc_text(row.revoked_at))
@@ -52,7 +53,9 @@ async def keys_body_html(request: Request, owner: Owner, top_html: str = "") -> 
         '<button type="submit">Issue a key</button>'
         '<p class="muted">The key is shown once, right after it is issued. Keys authenticate '
         "your server's API calls; the dashboard itself never needs one.</p></form>"
-        + table_html(["Label", "Id", "Created", "State", "Revoked"], table, "API keys", "keys")
+        + table_html(
+            ["Label", "Id", "Created", "Last used", "State", "Revoked"], table, "API keys", "keys"
+        )
     )
 
 
