@@ -1,7 +1,7 @@
 """owner_brands: the merchant's display name, accent colour and logo for the payment page
 
-Revision ID: 0020_owner_brands
-Revises: 0019_invoice_links
+Revision ID: 0021_owner_brands
+Revises: 0020_api_key_last_used
 Create Date: 2026-11-25 20:20:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020_owner_brands"
-down_revision: str | Sequence[str] | None = "0019_invoice_links"
+revision: str = "0021_owner_brands"
+down_revision: str | Sequence[str] | None = "0020_api_key_last_used"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
