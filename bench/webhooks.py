@@ -134,7 +134,7 @@ def outbox_rows(
             "invoice_pk": invoice["id"],
             "owner_key": invoice["owner_key"],
             "url": url,
-            "endpoint_key": endpoint_key(url),
+            "endpoint_key": endpoint_key(invoice["owner_key"], url),
             "endpoint_host": endpoint_host(url),
             "payload": {"invoiceId": invoice["invoice_id"], "status": "paid", "balance": 1.0},
             "status": EventStatus.PENDING,

@@ -85,6 +85,10 @@ class Settings(BaseSettings):
     webhook_concurrency: int = 200
     # Of those, at most this many to one host:port, so a hanging host cannot take them all.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
+    # One owner's share: beyond it an owner only takes spare slots, never the quarter of them
+    # kept for owners within their share (notifications/claims.py), so one owner's endpoints
+    # that hang or fail hold at most 3/4 of the slots and the others still find free ones.
+    webhook_per_owner_concurrency: int = Field(default=20, ge=1)
     webhook_poll_interval_s: float = 0.2
     # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
     # the SSRF guard at every delivery, and connections go only to the checked addresses).
@@ -125,6 +129,11 @@ class Settings(BaseSettings):
     # Webhook signing secrets issued per owner (at most 5 are active at once, see
     # notifications/signing.py; this bounds a create-and-revoke loop):
     webhook_secret_issuance_per_hour: int = 20
+    # Redeliveries (POST /integration/events/{id}/redeliver) and test pings (POST
+    # /integration/webhook-endpoints/test) per owner: each queues a delivery the worker
+    # sends, so their cost is bounded (0 turns a limit off).
+    event_redelivery_per_hour: int = 100
+    webhook_test_per_hour: int = 20
     # The dashboard (web/dashboard): how long a session lasts, how long a login link printed
     # by `invoicing dashboard-link` stays usable, and sign-in attempts (nonces, messages,
     # links) per client network per minute.

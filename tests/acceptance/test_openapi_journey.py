@@ -268,9 +268,9 @@ async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, st
         json={"ownerAddress": address, "webhookApiKeyHeader": False},
         headers=key,
     )
-    assert changed.json() == {"webhookApiKeyHeader": False}
+    assert changed.json() == {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0}
     read = await http.get("/integration/settings", params={"ownerAddress": address}, headers=key)
-    assert read.json() == {"webhookApiKeyHeader": False}
+    assert read.json() == {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0}
 
 
 async def events_and_endpoints(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:

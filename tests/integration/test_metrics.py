@@ -16,7 +16,8 @@ from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
-from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.claims import claim_events
+from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.worker import client_for
 from invoicing.settlement.worker import settlement_step
 from invoicing.web.app import create_app
@@ -120,12 +121,7 @@ async def test_a_payment_on_anvil_is_counted_from_detection_to_sweep(
         client = client_for(services)
         try:
             claimed = await claim_events(services, services.clock.now_ms(), 1000)
-            results = [
-                AttemptResult(
-                    c.event_id, c.attempt, 0, await client.send(c.delivery), c.delivery.url
-                )
-                for c in claimed
-            ]
+            results = [AttemptResult.of(c, 0, await client.send(c.delivery)) for c in claimed]
             await record_results(services, results)
         finally:
             await client.aclose()

@@ -115,7 +115,7 @@ async def test_the_endpoint_migration_fills_in_the_queued_events_endpoints() -> 
         drop()
 
     webhook_url = "https://Hooks.example:8443/paid"
-    assert tuple(row) == (endpoint_key(webhook_url), "hooks.example:8443")
+    assert tuple(row) == (endpoint_key("0x" + "11" * 20, webhook_url), "hooks.example:8443")
 
 
 def invoice_values() -> dict[str, object]:

@@ -20,8 +20,9 @@ from invoicing.auth.guard import Caller
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
+from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Outcome
-from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import WebhookAttempt, WebhookEvent
 from invoicing.notifications.signing import create_secret, revoke_secret, update_settings
 from invoicing.notifications.worker import Dispatcher, client_for
@@ -225,7 +226,7 @@ async def test_a_claimed_batch_reads_its_owners_secrets_in_one_query(
     now_ms = services.clock.now_ms()
     await record_results(
         services,
-        [AttemptResult(c.event_id, c.attempt, now_ms, done, c.delivery.url) for c in claimed],
+        [AttemptResult.of(c, now_ms, done) for c in claimed],
     )
 
     assert len(claimed) == 9

@@ -19,8 +19,9 @@ from invoicing.chain.fake import FakeChain
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_block_pass
+from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
-from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import WebhookAttempt
 from invoicing.notifications.outbox import OUTBOX_BELL, ring_after_commit
 from invoicing.notifications.worker import Dispatcher
@@ -65,14 +66,7 @@ async def deliver_due(services: Services, client: FakeWebhookClient) -> int:
     """One claim-send-record round, as the worker does it."""
     mine = await claim_events(services, services.clock.now_ms(), 1000)
     results = [
-        AttemptResult(
-            c.event_id,
-            c.attempt,
-            services.clock.now_ms(),
-            await client.send(c.delivery),
-            c.delivery.url,
-        )
-        for c in mine
+        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in mine
     ]
     await record_results(services, results)
     return len(mine)
@@ -248,7 +242,7 @@ async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt
 
     await record_results(
         services,
-        [AttemptResult(old.event_id, 1, now_ms, Outcome(status_code=200), old.delivery.url)],
+        [AttemptResult.of(old, now_ms, Outcome(status_code=200))],
     )
 
     (event,) = await events_of(services, invoice)
@@ -256,7 +250,7 @@ async def test_a_late_result_of_an_expired_claim_does_not_undo_the_newer_attempt
     assert [a.attempt for a in await attempts_of(services, event.id)] == [1]
     await record_results(
         services,
-        [AttemptResult(new.event_id, 2, now_ms, Outcome(status_code=200), new.delivery.url)],
+        [AttemptResult.of(new, now_ms, Outcome(status_code=200))],
     )
     (event,) = await events_of(services, invoice)
     assert event.status == "delivered"

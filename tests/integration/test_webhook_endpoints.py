@@ -15,15 +15,17 @@ from sqlalchemy import select
 
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
-from invoicing.monitor.passes import run_due_pass
+from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
+from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
-from invoicing.notifications.delivery import AttemptResult, claim_events, record_results
+from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
 from invoicing.notifications.worker import client_for
 from invoicing.services import Services
 from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver
+from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 
@@ -50,12 +52,19 @@ async def client(services: Services) -> AsyncIterator[WebhookClient]:
     await real.aclose()
 
 
-async def paid_event(services: Services, fake: FakeChain, url: str) -> str:
-    """A paid invoice with ``url`` as its webhookUrl; its event's id. The clock moves 1 ms on,
-    so events made later are younger."""
-    invoice: Invoice = await new_invoice(services, fake, webhook_url=url)
+# Health is kept per owner and URL: the tests of one endpoint's health make its events as one
+# owner's.
+OWNER = new_owner().address
+
+
+async def paid_event(
+    services: Services, fake: FakeChain, url: str, owner: str | None = OWNER
+) -> str:
+    """A paid invoice of ``owner`` (None: a new one) with ``url`` as its webhookUrl; its
+    event's id. The clock moves 1 ms on, so events made later are younger."""
+    invoice: Invoice = await new_invoice(services, fake, webhook_url=url, owner_address=owner)
     fake.pay(invoice.payment_address, 10**18)
-    await run_due_pass(services, fake)
+    await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
     clock_of(services).advance(1)
     (event,) = await events_of(services, invoice)
     return event.id
@@ -65,14 +74,7 @@ async def deliver(services: Services, client: WebhookClient, limit: int = 1000) 
     """One claim-send-record round over real HTTP, as the worker does it; the claimed ids."""
     claimed = await claim_events(services, services.clock.now_ms(), limit)
     results = [
-        AttemptResult(
-            c.event_id,
-            c.attempt,
-            services.clock.now_ms(),
-            await client.send(c.delivery),
-            c.delivery.url,
-        )
-        for c in claimed
+        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in claimed
     ]
     await record_results(services, results)
     return [c.event_id for c in claimed]

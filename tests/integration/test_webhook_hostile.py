@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import delete, select
 
 from invoicing.chain.fake import FakeChain
-from invoicing.monitor.passes import run_due_pass
+from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.client import FakeWebhookClient, HttpWebhookClient, Outcome
 from invoicing.notifications.models import WebhookAttempt, WebhookEvent
 from invoicing.notifications.worker import Dispatcher
@@ -112,7 +112,7 @@ async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services
 async def paid(services: Services, fake: FakeChain, url: str) -> str:
     invoice = await new_invoice(services, fake, webhook_url=url)
     fake.pay(invoice.payment_address, ETH)
-    await run_due_pass(services, fake)
+    await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
     (event,) = await events_of(services, invoice)
     clock_of(services).advance(1)  # claims go oldest first: in the order made here
     return event.id

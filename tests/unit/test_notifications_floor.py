@@ -1,7 +1,7 @@
 """Notifications sit below the domains: nothing in ``notifications/`` imports a domain's
 module (counting imports inside functions and under ``TYPE_CHECKING``) but the invoices
-table that ``delivery`` reads, and the owner's view of an invoice reads the refund and
-settlement tables, never their services."""
+table that ``claims`` reads (the paid webhook's credential), and the owner's view of an
+invoice reads the refund and settlement tables, never their services."""
 
 from __future__ import annotations
 
@@ -28,14 +28,14 @@ def domain_imports(path: Path) -> set[str]:
     return {name for name in imported(path) if name.startswith(DOMAINS)}
 
 
-def test_notifications_import_no_domain_but_the_invoices_table_in_delivery() -> None:
+def test_notifications_import_no_domain_but_the_invoices_table_in_claims() -> None:
     found = {
         path.name: domain_imports(path)
         for path in sorted((PACKAGE / "notifications").glob("*.py"))
         if domain_imports(path)
     }
 
-    assert found == {"delivery.py": {"invoicing.invoices.models"}}
+    assert found == {"claims.py": {"invoicing.invoices.models"}}
 
 
 def test_the_owner_view_reads_refund_and_settlement_tables_not_services() -> None:

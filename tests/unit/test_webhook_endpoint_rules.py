@@ -1,18 +1,25 @@
-"""Endpoint keys, hosts, failure streaks and the per-host cap (pure functions)."""
+"""Endpoint keys, hosts, failure streaks and the per-host and per-owner caps (pure functions)."""
 
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 
-from invoicing.notifications.delivery import within_host_cap
+from invoicing.notifications.claims import Caps, ClaimedEvent, InFlight
+from invoicing.notifications.client import Delivery
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key, tally
 
+A_OWNER, B_OWNER = "0x" + "aa" * 20, "0x" + "bb" * 20
 
-def test_an_endpoint_is_its_url_and_its_key_the_urls_sha256() -> None:
+
+def test_health_is_kept_per_owner_and_url() -> None:
     url = "https://shop.example/hooks/paid?x=1"
 
-    assert endpoint_key(url) == hashlib.sha256(url.encode()).hexdigest()
-    assert endpoint_key(url) != endpoint_key("https://shop.example/hooks/paid?x=2")
+    key = endpoint_key(A_OWNER, url)
+    assert key == hashlib.sha256(f"{A_OWNER} {url}".encode()).hexdigest()
+    assert key == endpoint_key(A_OWNER.upper().replace("0X", "0x"), url)
+    assert key != endpoint_key(A_OWNER, "https://shop.example/hooks/paid?x=2")
+    assert key != endpoint_key(B_OWNER, url)  # another owner's deliveries to the same URL
 
 
 def test_the_host_is_host_and_port_with_the_schemes_default() -> None:
@@ -25,18 +32,59 @@ def test_the_host_is_host_and_port_with_the_schemes_default() -> None:
 
 def test_tally_counts_only_the_failures_after_the_last_success() -> None:
     a, b, c = "https://a.example/", "https://b.example/", "https://c.example/"
+    outcomes = [(a, False), (a, True), (a, False), (b, False), (b, False), (c, False), (c, True)]
 
-    succeeded, failures = tally(
-        [(a, False), (a, True), (a, False), (b, False), (b, False), (c, False), (c, True)]
-    )
+    succeeded, failures = tally([(url + "#key", url, ok) for url, ok in outcomes])
 
-    assert succeeded == {endpoint_key(a), endpoint_key(c)}
-    assert failures == {endpoint_key(a): 1, endpoint_key(b): 2}
+    assert succeeded == {a + "#key", c + "#key"}
+    assert failures == {a + "#key": 1, b + "#key": 2}
+
+
+def flying(hosts: dict[str, int], owners: dict[str, int] | None = None) -> InFlight:
+    return InFlight(Counter(hosts), Counter(owners or {}))
 
 
 def test_the_host_cap_leaves_out_only_what_would_exceed_it() -> None:
     rows = [("e1", "a:443"), ("e2", "a:443"), ("e3", "b:443"), ("e4", "a:443"), ("e1", "a:443")]
+    owned = [(event_id, host, f"owner-{event_id}") for event_id, host in rows]
+    caps = Caps(per_host=3, per_owner=100, reserved=0)
 
-    assert within_host_cap(rows, {"a:443": 1}, cap=3) == ["e1", "e2", "e3"]
-    assert within_host_cap(rows, {}, cap=3) == ["e1", "e2", "e3", "e4"]
-    assert within_host_cap(rows, {"b:443": 3}, cap=3) == ["e1", "e2", "e4"]
+    assert caps.within(owned, flying({"a:443": 1}), 10) == ["e1", "e2", "e3"]
+    assert caps.within(owned, flying({}), 10) == ["e1", "e2", "e3", "e4"]
+    assert caps.within(owned, flying({"b:443": 3}), 10) == ["e1", "e2", "e4"]
+    assert caps.within(owned, flying({}), 2) == ["e1", "e2"]  # the free slots
+    assert caps.full(flying({"a:443": 3, "b:443": 2}), 10) == (["a:443"], [])
+
+
+def test_an_owner_takes_its_share_and_beyond_it_only_spare_slots() -> None:
+    rows = [(f"e{i}", f"h{i}:443", A_OWNER if i < 6 else B_OWNER) for i in range(9)]
+    caps = Caps(per_host=100, per_owner=2, reserved=3)  # a worker of 6 slots
+
+    # 6 free: A takes its 2, then spare ones while 3 stay free; B its share of what is left.
+    assert caps.within(rows, flying({}), 6) == ["e0", "e1", "e2", "e6", "e7"]
+    # A already holds 3 (3 free): nothing more for A, B takes its share.
+    assert caps.within(rows, flying({}, {A_OWNER: 3}), 3) == ["e6", "e7"]
+    assert caps.full(flying({}, {A_OWNER: 3, B_OWNER: 1}), 3) == ([], [A_OWNER])
+    assert caps.full(flying({}, {A_OWNER: 2}), 4) == ([], [])  # a spare slot is free
+    # Alone, an owner uses the spare three quarters: claims stay as large as without caps.
+    alone = [(f"e{i}", f"h{i}:443", A_OWNER) for i in range(300)]
+    wide = Caps(per_host=20, per_owner=20, reserved=50)  # 200 slots
+    assert len(wide.within(alone, flying({}, {A_OWNER: 80}), 120)) == 70
+    assert wide.most_claimable(120) == 90
+    assert wide.most_claimable(30) == 20
+    assert wide.most_claimable(10) == 10
+
+
+def test_in_flight_counts_come_back_to_nothing() -> None:
+    counted = flying({})
+    events = [claimed(A_OWNER, "h:443"), claimed(A_OWNER, "h:443"), claimed(B_OWNER, "g:443")]
+    for event in events:
+        counted.add(event)
+    assert (counted.hosts, counted.owners) == ({"h:443": 2, "g:443": 1}, {A_OWNER: 2, B_OWNER: 1})
+    for event in events:
+        counted.remove(event)
+    assert (counted.hosts, counted.owners) == ({}, {})
+
+
+def claimed(owner: str, host: str) -> ClaimedEvent:
+    return ClaimedEvent("e", 1, host, Delivery(f"https://{host}/", b"{}", {}), owner_key=owner)

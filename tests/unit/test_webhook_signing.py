@@ -14,8 +14,8 @@ from pydantic import SecretStr
 
 from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.secrets import ServerSecrets
+from invoicing.notifications.claims import ClaimedEvent
 from invoicing.notifications.client import Delivery
-from invoicing.notifications.delivery import ClaimedEvent
 from invoicing.notifications.signing import (
     WEBHOOK_SECRET,
     WebhookOptions,

@@ -8,21 +8,25 @@ no address that can never be delivered), and again at every delivery by the SSRF
 of them. An owner holds at most ``max_event_endpoints_per_owner`` endpoints; creates are
 counted under the owner's lock, so concurrent ones on several processes cannot pass the cap.
 
-*Is this URL failing?* ``webhook_endpoints`` (``models.EndpointHealth``): a row exists only
-while a URL's latest attempts failed: every failure adds to ``consecutive_failures`` and the
-first success deletes the row. Due deliveries to failing URLs are claimed after every other
-due delivery (``delivery.claim_events``), never skipped. That order matters only while a
-worker has more due deliveries than free slots, and a failing URL's delivery waits so for at
-most one retry delay; so one failure is enough to count: waiting for three lets a dead URL
-take several rounds of slots before it is noticed. Concurrency is capped per *host*
-(``host:port`` of the URL), the thing that actually hangs.
+*Is this URL failing for this owner?* ``webhook_endpoints`` (``models.EndpointHealth``): a row
+exists only while an owner's URL's latest attempts failed: every failure adds to
+``consecutive_failures`` and the first success deletes the row. Due deliveries to failing
+URLs are claimed after every other due delivery (``claims.claim_events``), never skipped. That
+order matters only while a worker has more due deliveries than free slots, and a failing URL's
+delivery waits so for at most one retry delay; so one failure is enough to count: waiting for
+three lets a dead URL take several rounds of slots before it is noticed. Health is kept per
+owner *and* URL (the key is the SHA-256 of both): an owner who registers another owner's URL,
+and whose deliveries to it fail (the receiver refuses what the other owner did not sign),
+pushes only their own deliveries back, never the other owner's. Concurrency is capped per
+*host* (``host:port`` of the URL), the thing that actually hangs, and per owner
+(``claims.Caps``).
 
-Why the two tables stay two: health is keyed by the URL (its SHA-256), for every URL the
-outbox sends to, invoices' ``webhookUrl`` included, which no owner registered; one URL may be
-registered by several owners, or several times by one. A registration is keyed by its id,
-holds an owner's subscription and its own failure window (``retries``), and is disabled, not
-deleted, when it keeps failing. One table would need a row per URL that is no registration,
-and a registration per owner that shares one streak: merging them changes what is counted.
+Why the two tables stay two: health is keyed by owner and URL, for every URL the outbox sends
+to, invoices' ``webhookUrl`` included, which no owner registered; one URL may be registered
+several times by one owner. A registration is keyed by its id, holds an owner's subscription
+and its own failure window (``retries``), and is disabled, not deleted, when it keeps
+failing. One table would need a row per URL that is no registration, and a registration per
+URL that shares one streak: merging them changes what is counted.
 """
 
 from __future__ import annotations
@@ -172,7 +176,7 @@ async def update_endpoint(
     endpoint = await owned_endpoint(session, owner_key, endpoint_id)
     # Deliveries first, then the endpoint: the order the worker locks them in.
     if url is not None and url != endpoint.url:
-        await _move_pending(session, endpoint.id, url)
+        await _move_pending(session, endpoint, url)
     if change.enabled is False and endpoint.enabled:
         await drop_pending(session, [endpoint.id], now_ms)
     endpoint = await owned_endpoint(session, owner_key, endpoint_id, lock=True)
@@ -204,27 +208,31 @@ async def delete_endpoint(
     await session.execute(delete(EventEndpoint).where(EventEndpoint.id == endpoint.id))
 
 
-async def _move_pending(session: AsyncSession, endpoint_id: str, url: str) -> None:
+async def _move_pending(session: AsyncSession, endpoint: EventEndpoint, url: str) -> None:
     await session.execute(
         update(WebhookEvent)
         .where(
-            WebhookEvent.endpoint_id == endpoint_id,
+            WebhookEvent.endpoint_id == endpoint.id,
             WebhookEvent.status == EventStatus.PENDING,
         )
-        .values(url=url, endpoint_key=endpoint_key(url), endpoint_host=endpoint_host(url))
+        .values(
+            url=url,
+            endpoint_key=endpoint_key(endpoint.owner_key, url),
+            endpoint_host=endpoint_host(url),
+        )
         .execution_options(synchronize_session=False)
     )
 
 
-# ---- health of the URLs delivered to ------------------------------------------------
+# ---- health of the URLs delivered to, per owner -------------------------------------
 
 # An endpoint is failing from this many consecutive failed attempts on.
 FAILING_AFTER = 1
 
 
-def endpoint_key(url: str) -> str:
-    """The endpoint's key: the SHA-256 of its URL (URLs are too long to index)."""
-    return hashlib.sha256(url.encode()).hexdigest()
+def endpoint_key(owner_key: str, url: str) -> str:
+    """The health key of an owner's URL: the SHA-256 of both (URLs are too long to index)."""
+    return hashlib.sha256(f"{owner_key.lower()} {url}".encode()).hexdigest()
 
 
 def endpoint_host(url: str) -> str:
@@ -248,15 +256,18 @@ def endpoint_is_failing() -> ColumnElement[bool]:
     )
 
 
-def tally(outcomes: Iterable[tuple[str, bool]]) -> tuple[set[str], Counter[str]]:
-    """Endpoints that had a success in the batch, and each one's failures after its last one.
+# (health key, URL, delivered) of one attempt.
+HealthOutcome = tuple[str, str, bool]
 
-    ``outcomes`` are (URL, delivered) in the order the attempts finished.
+
+def tally(outcomes: Iterable[HealthOutcome]) -> tuple[set[str], Counter[str]]:
+    """Keys that had a success in the batch, and each one's failures after its last one.
+
+    ``outcomes`` are (key, URL, delivered) in the order the attempts finished.
     """
     succeeded: set[str] = set()
     failures: Counter[str] = Counter()
-    for url, delivered in outcomes:
-        key = endpoint_key(url)
+    for key, _url, delivered in outcomes:
         if delivered:
             succeeded.add(key)
             failures.pop(key, None)
@@ -265,15 +276,13 @@ def tally(outcomes: Iterable[tuple[str, bool]]) -> tuple[set[str], Counter[str]]
     return succeeded, failures
 
 
-async def record_health(
-    session: AsyncSession, outcomes: list[tuple[str, bool]], now_ms: int
-) -> None:
-    """Reset the endpoints that answered 2xx; add the failures after that to their streaks.
+async def record_health(session: AsyncSession, outcomes: list[HealthOutcome], now_ms: int) -> None:
+    """Reset the owners' URLs that answered 2xx; add the failures after that to their streaks.
 
-    ``outcomes`` are (URL, delivered) in the order the attempts finished. The endpoints' rows
-    are locked first, in key order, so concurrent workers never wait on each other in a circle.
+    ``outcomes`` are (key, URL, delivered) in the order the attempts finished. The rows are
+    locked first, in key order, so concurrent workers never wait on each other in a circle.
     """
-    urls = {endpoint_key(url): url for url, _ in outcomes}
+    urls = {key: url for key, url, _ in outcomes}
     succeeded, failures = tally(outcomes)
     known = await session.scalars(
         select(EndpointHealth.key)

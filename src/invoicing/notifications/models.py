@@ -12,7 +12,7 @@ both. Every attempt is a :class:`WebhookAttempt` row.
 Two tables are about endpoints, for two different things (``notifications.endpoints``):
 ``event_endpoints`` (:class:`EventEndpoint`) are the URLs an owner registered, and
 ``webhook_endpoints`` (:class:`EndpointHealth`) is the failure streak of any URL the outbox
-delivers to, registered or an invoice's ``webhookUrl``.
+delivers to, registered or an invoice's ``webhookUrl``, per owner.
 """
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class WebhookEvent(Base):
     )
     owner_key: Mapped[str] = mapped_column(String(42))
     url: Mapped[str] = mapped_column(String(2048))
-    # The URL's health key (SHA-256 of url, notifications.endpoints) and its host:port.
+    # The health key of the owner's URL (SHA-256 of owner and URL, notifications.endpoints)
+    # and the URL's host:port.
     endpoint_key: Mapped[str] = mapped_column(String(64))
     endpoint_host: Mapped[str] = mapped_column(String(300))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
@@ -149,11 +150,11 @@ class EventEndpoint(Base):
 
 
 class EndpointHealth(Base):
-    """A URL whose latest attempts failed (a success deletes the row)."""
+    """An owner's URL whose latest attempts failed (a success deletes the row)."""
 
     __tablename__ = "webhook_endpoints"
 
-    # SHA-256 of the URL, hex.
+    # SHA-256 of the owner and the URL, hex (``notifications.endpoints.endpoint_key``).
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     url: Mapped[str] = mapped_column(String(2048))
     consecutive_failures: Mapped[int] = mapped_column(Integer)

@@ -97,7 +97,7 @@ def _due_row(owner_key: str, invoice_pk: str | None, url: str, now_ms: int) -> d
         "invoice_pk": invoice_pk,
         "owner_key": owner_key,
         "url": url,
-        "endpoint_key": endpoint_key(url),
+        "endpoint_key": endpoint_key(owner_key, url),
         "endpoint_host": endpoint_host(url),
         "status": EventStatus.PENDING,
         "attempts": 0,

@@ -1,9 +1,10 @@
 """The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
 
 Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
-slot and never the others, and one host holds at most ``webhook_per_host_concurrency``
-slots; failing endpoints are tried after the others (``delivery.claim_events``). Finished
-attempts are written in small batches. Database outages are logged and retried with backoff.
+slot and never the others; one host holds at most ``webhook_per_host_concurrency`` slots
+and one owner at most ``webhook_per_owner_concurrency``; failing endpoints are tried after
+the others (``claims.claim_events``). Finished attempts are written in small batches
+(``delivery.record_results``). Database outages are logged and retried with backoff.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
 
 from sqlalchemy.exc import (
     DBAPIError,
@@ -22,15 +22,9 @@ from sqlalchemy.exc import (
 )
 
 from invoicing.db import is_connection_loss
+from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_batch, signed_delivery
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
-from invoicing.notifications.delivery import (
-    AttemptResult,
-    ClaimedEvent,
-    claim_events,
-    record_results,
-    signed_delivery,
-    unrecorded,
-)
+from invoicing.notifications.delivery import AttemptResult, record_results, unrecorded
 from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
@@ -86,10 +80,11 @@ class Dispatcher:
         self.client = client
         self.slots = services.settings.webhook_concurrency
         self.in_flight: set[asyncio.Task[None]] = set()
-        self.in_flight_per_host: Counter[str] = Counter()
+        self.counted = InFlight()  # by host and by owner, for the caps
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
         self.queued = asyncio.Event()  # the outbox bell's listener while ``run`` runs
+        self.more = False  # the last claim may have left due events it could take
 
     async def run(self, stop: asyncio.Event) -> None:
         # Deliveries committed by this process (a payment the monitor just marked) ring the
@@ -112,9 +107,9 @@ class Dispatcher:
             self.queued.clear()
             try:
                 await self.flush()
-                claimed = await self.claim()
+                await self.claim()
                 failures = 0
-                delay = 0.0 if claimed else poll_s
+                delay = 0.0 if self.more else poll_s
             except (SQLAlchemyError, OSError) as exc:
                 failures += 1
                 delay = min(MAX_BACKOFF_S, poll_s * 2**failures)
@@ -128,14 +123,17 @@ class Dispatcher:
         await self.drain()
 
     async def claim(self) -> int:
-        """Claim as many events as there are free slots and start sending them."""
+        """Claim as many events as there are free slots and start sending them; ``more``
+        says whether claiming again at once may find more (``claims.Batch``)."""
         free = self.slots - len(self.in_flight)
+        self.more = False
         if free <= 0:
             return 0
         now_ms = self.services.clock.now_ms()
-        claimed = await claim_events(self.services, now_ms, free, self.in_flight_per_host)
+        batch = await claim_batch(self.services, now_ms, free, self.counted)
+        self.more, claimed = batch.more, batch.claimed
         for event in claimed:
-            self.in_flight_per_host[event.endpoint_host] += 1
+            self.counted.add(event)
             task = asyncio.create_task(self._deliver(event))
             self.in_flight.add(task)
             task.add_done_callback(self._done)
@@ -202,9 +200,7 @@ class Dispatcher:
             log.exception("webhook event %s: the client raised", event.event_id)
             outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
         finally:
-            self.in_flight_per_host[event.endpoint_host] -= 1
-            if not self.in_flight_per_host[event.endpoint_host]:
-                del self.in_flight_per_host[event.endpoint_host]
+            self.counted.remove(event)
         log.debug(
             "webhook event %s attempt %d to %s: %s in %d ms",
             event.event_id,
@@ -213,16 +209,7 @@ class Dispatcher:
             outcome.kind,
             outcome.duration_ms,
         )
-        result = AttemptResult(
-            event.event_id,
-            event.attempt,
-            attempted_at,
-            outcome,
-            event.delivery.url,
-            event.endpoint_id,
-            event.retry_until,
-        )
-        self.results.append(result)
+        self.results.append(AttemptResult.of(event, attempted_at, outcome))
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self.in_flight.discard(task)

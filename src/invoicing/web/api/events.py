@@ -8,6 +8,11 @@
   ``GET /integration/events/{id}`` (``event.get``), ``POST /integration/events/{id}/redeliver``
   (``event.redeliver``) → 202.
 
+Each redelivery and test ping queues a delivery the worker sends: an owner may ask for at
+most ``event_redelivery_per_hour`` redeliveries and ``webhook_test_per_hour`` pings an hour
+(429 ``rate_limited``, counted before anything is read or queued, so a refused one queues
+nothing).
+
 In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
 ``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
 or PATCH, is signed too, as the payload's first key ``id``.
@@ -18,11 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.notifications.endpoints import (
     EndpointChange,
     EndpointRules,
@@ -31,16 +34,25 @@ from invoicing.notifications.endpoints import (
     list_endpoints,
     update_endpoint,
 )
-from invoicing.notifications.models import PING
 from invoicing.notifications.service import (
-    DELIVERY_STATUSES,
     get_event,
     list_events,
     ping,
     redeliver,
 )
+from invoicing.ratelimit import HOUR_MS, hit
+from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
+from invoicing.web.api.event_inputs import (
+    EVENT_TYPES,
+    CreateEndpointBody,
+    EndpointQuery,
+    EventsQuery,
+    IdQuery,
+    RedeliverBody,
+    UpdateEndpointBody,
+)
 from invoicing.web.api.event_responses import (
     DeletedWebhookEndpoint,
     DeliveryAccepted,
@@ -51,7 +63,6 @@ from invoicing.web.api.event_responses import (
     WebhookEndpointList,
 )
 from invoicing.web.api.inputs import (
-    Address,
     OwnerBody,
     OwnerQuery,
     json_body,
@@ -65,103 +76,6 @@ from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["events"])
-
-ID = Field(min_length=1, max_length=36)
-URL = Field(max_length=2048)
-# The types an endpoint subscribes to and the events list filters on: the invoices' events.
-EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
-EVENTS = Field(min_length=1, max_length=len(EVENT_TYPES))
-DESCRIPTION = Field(default=None, max_length=1000)
-
-
-class CreateEndpointBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ownerAddress: Address
-    url: str = URL
-    events: list[str] = EVENTS
-    description: str | None = DESCRIPTION
-
-
-class UpdateEndpointBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ownerAddress: Address
-    url: str | None = Field(default=None, max_length=2048)
-    events: list[str] | None = Field(default=None, min_length=1, max_length=len(EVENT_TYPES))
-    enabled: bool | None = None
-    description: str | None = DESCRIPTION
-
-    @model_validator(mode="after")
-    def _changes_something(self) -> UpdateEndpointBody:
-        if all(v is None for v in (self.url, self.events, self.enabled, self.description)):
-            raise ValueError("give at least one of url, events, enabled, description")
-        return self
-
-
-class EndpointQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    ownerAddress: Address
-    id: str = ID
-
-
-class IdQuery(BaseModel):
-    """The query of a POST or PATCH that names an endpoint (the owner is in the body)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = ID
-
-
-class EventsQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    ownerAddress: Address
-    type: str | None = None
-    deliveryStatus: str | None = Field(
-        default=None,
-        description=(
-            "Only events with at least one delivery that is pending (due or being retried), "
-            "failing (pending after a failed attempt), delivered, or failed (given up)."
-        ),
-        json_schema_extra={"enum": list(DELIVERY_STATUSES)},
-    )
-    after: str | None = Field(default=None, min_length=1, max_length=36)
-    limit: int = Field(default=20, ge=1, lt=2**31)
-
-    @field_validator("type")
-    @classmethod
-    def _known_type(cls, value: str | None) -> str | None:
-        return _one_of(value, (*EVENT_TYPES, PING))
-
-    @field_validator("deliveryStatus")
-    @classmethod
-    def _known_delivery_status(cls, value: str | None) -> str | None:
-        return _one_of(value, DELIVERY_STATUSES)
-
-
-def _one_of(value: str | None, known: tuple[str, ...]) -> str | None:
-    if value is not None and value not in known:
-        raise ValueError(f"must be one of {', '.join(known)}")
-    return value
-
-
-class RedeliverBody(BaseModel):
-    """Exactly one target: ``endpointId`` (one of the owner's endpoints) or
-    ``"webhookUrl": true`` (the invoice's webhookUrl; ``invoice.paid`` events only)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    ownerAddress: Address
-    endpointId: str | None = Field(default=None, min_length=1, max_length=36)
-    webhookUrl: bool | None = None
-
-    @model_validator(mode="after")
-    def _one_target(self) -> RedeliverBody:
-        if (self.endpointId is None) == (self.webhookUrl is not True):
-            raise ValueError('give either endpointId or "webhookUrl": true')
-        return self
 
 
 def endpoint_rules(settings: Settings) -> EndpointRules:
@@ -186,6 +100,12 @@ async def authorized_body_with_id(
     payload = {"id": path_id, **without_owner(data)}
     caller = await authorize(request, action, owner_address_of(data), payload)
     return validate(model, data), caller, path_id
+
+
+async def _count(services: Services, action: str, caller: Caller, per_hour: int) -> None:
+    """Count one of the owner's ``action`` this hour; 429 ``rate_limited`` past ``per_hour``."""
+    keys = [f"{action}-owner:{caller.owner_key}"]
+    await hit(services.db, keys, per_hour, services.clock.now_ms(), window_ms=HOUR_MS)
 
 
 def _checked_path_id(value: str) -> str:
@@ -309,6 +229,7 @@ async def test(request: Request) -> Answer[DeliveryAccepted]:
     _body, caller, endpoint_id = await authorized_body_with_id(
         request, "webhook_endpoint.test", OwnerBody
     )
+    await _count(services, "webhook-test", caller, services.settings.webhook_test_per_hour)
     accepted = await ping(
         services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
     )
@@ -386,6 +307,8 @@ async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAcc
     body, caller, event_id = await authorized_body_with_id(
         request, "event.redeliver", RedeliverBody, path_id=event_id
     )
+    limit = services.settings.event_redelivery_per_hour
+    await _count(services, "event-redelivery", caller, limit)
     accepted = await redeliver(
         services.db,
         services.settings,

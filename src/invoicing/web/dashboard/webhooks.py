@@ -20,7 +20,8 @@ from invoicing.notifications.endpoints import (
 from invoicing.notifications.models import EventEndpoint
 from invoicing.notifications.service import get_event, list_events, ping
 from invoicing.notifications.signing import list_secrets
-from invoicing.web.api.events import EVENT_TYPES, endpoint_rules
+from invoicing.web.api.event_inputs import EVENT_TYPES
+from invoicing.web.api.events import endpoint_rules
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
 from invoicing.web.dashboard.render import (

@@ -1,0 +1,168 @@
+"""Fairness between owners, with real HTTP receivers, the real worker and the real database:
+one owner's endpoints that hang until the timeout, or answer slowly with a failure, hold at
+most three quarters of the worker's slots (their share, ``webhook_per_owner_concurrency``,
+and the spare slots), so another owner's webhooks still arrive at once; and one owner's failures at
+a URL never push another owner's deliveries to that URL behind everyone (health is kept per
+owner and URL)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import select
+
+from invoicing.chain.fake import FakeChain
+from invoicing.monitor.passes import run_block_pass
+from invoicing.notifications import worker
+from invoicing.notifications.claims import claim_events
+from invoicing.notifications.client import WebhookClient
+from invoicing.notifications.delivery import AttemptResult, record_results
+from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
+from invoicing.notifications.worker import client_for
+from invoicing.services import Services
+from tests.support.monitoring import clock_of, fake_services, new_invoice
+from tests.support.receiver import Receiver, receiver
+from tests.support.signing import new_owner
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT_S = 4.0
+
+
+async def paid_event(services: Services, fake: FakeChain, url: str, owner: str) -> str:
+    """A paid invoice of ``owner`` with ``url`` as its webhookUrl; its delivery's id (the
+    clock moves 1 ms on, so deliveries made later are younger)."""
+    invoice = await new_invoice(services, fake, webhook_url=url, owner_address=owner)
+    fake.pay(invoice.payment_address, 10**18)
+    await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
+    clock_of(services).advance(1)
+    async with services.db.sessions() as session:
+        (event_id,) = await session.scalars(
+            select(WebhookEvent.id).where(WebhookEvent.invoice_pk == invoice.id)
+        )
+    return event_id
+
+
+async def statuses(services: Services, ids: list[str]) -> list[str]:
+    async with services.db.sessions() as session:
+        found = dict(
+            (
+                await session.execute(
+                    select(WebhookEvent.id, WebhookEvent.status).where(WebhookEvent.id.in_(ids))
+                )
+            ).all()
+        )
+    return [found[i] for i in ids]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("delay_s", "answer", "outcome"),
+    [(8.0, 200, (None, "timeout")), (2.5, 500, (500, None))],
+    ids=["hangs-until-the-timeout", "fails-slowly"],
+)
+async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
+    own_database: str, fake: FakeChain, delay_s: float, answer: int, outcome: tuple[object, ...]
+) -> None:
+    services = fake_services(
+        own_database,
+        fake,
+        webhook_allow_private=True,
+        webhook_concurrency=8,
+        webhook_per_host_concurrency=8,  # one host: the per-owner cap is what is tested
+        webhook_per_owner_concurrency=2,
+        webhook_timeout_s=TIMEOUT_S,
+    )
+    hostile_owner, other_owner = new_owner().address, new_owner().address
+    async with receiver() as hostile, receiver() as fine:
+        hostile.delay_s["/slow"] = delay_s
+        hostile.default = answer
+        slow = hostile.url("slow")
+        stalled = [await paid_event(services, fake, slow, hostile_owner) for _ in range(10)]
+        others = [
+            await paid_event(services, fake, fine.url(f"ok/{i}"), other_owner) for i in range(4)
+        ]
+        stop = asyncio.Event()
+        started = time.monotonic()
+        task = asyncio.create_task(worker.run(services, stop))
+        try:
+            while await statuses(services, others) != ["delivered"] * 4:
+                assert time.monotonic() - started < 3 * TIMEOUT_S, "never delivered"
+                await asyncio.sleep(0.02)
+            others_done_s = time.monotonic() - started
+            stalled_then = await statuses(services, stalled)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 3 * TIMEOUT_S)
+
+    # Delivered while the hostile owner's first attempts were still open.
+    assert others_done_s < min(delay_s, TIMEOUT_S) - 1.0, others_done_s
+    assert stalled_then == ["pending"] * 10
+    assert hostile.peak_in_flight["/slow"] == 6  # three quarters of the slots, never more
+    async with services.db.sessions() as session:
+        attempts = (
+            await session.execute(
+                select(WebhookAttempt.event_id, WebhookAttempt.status_code, WebhookAttempt.error)
+            )
+        ).all()
+    assert sorted((e, s) for e, s, _ in attempts if e in others) == sorted((e, 200) for e in others)
+    hostile_attempts = [(s, "timeout" if err else None) for e, s, err in attempts if e in stalled]
+    assert hostile_attempts == [outcome] * 6  # the other four waited for a slot of its own
+    await services.db.dispose()
+
+
+@pytest.fixture
+async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services]:
+    built = fake_services(own_database, fake, webhook_allow_private=True)
+    yield built
+    await built.db.dispose()
+
+
+@pytest.fixture
+async def hooks() -> AsyncIterator[Receiver]:
+    async with receiver() as recv:
+        yield recv
+
+
+@pytest.fixture
+async def client(services: Services) -> AsyncIterator[WebhookClient]:
+    real = client_for(services)
+    yield real
+    await real.aclose()
+
+
+async def deliver(services: Services, client: WebhookClient, limit: int) -> list[str]:
+    """One claim-send-record round, as the worker does it; the claimed ids."""
+    claimed = await claim_events(services, services.clock.now_ms(), limit)
+    results = [
+        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in claimed
+    ]
+    await record_results(services, results)
+    return [c.event_id for c in claimed]
+
+
+async def test_another_owners_failures_at_a_url_do_not_push_its_owners_deliveries_back(
+    services: Services, fake: FakeChain, hooks: Receiver, client: WebhookClient
+) -> None:
+    """The intruder registers the victim's URL; the victim's receiver refuses what the
+    victim did not sign (401), so the intruder's deliveries there fail. The victim's own
+    deliveries to it keep their place: oldest first, before a younger one elsewhere."""
+    victim, intruder, third = new_owner().address, new_owner().address, new_owner().address
+    shared = hooks.url("victim")
+    hooks.answers["/victim"] = [401, 401]  # the intruder's two attempts; then 200
+    refused = [await paid_event(services, fake, shared, intruder) for _ in range(2)]
+    assert await deliver(services, client, limit=10) == refused
+    victims = await paid_event(services, fake, shared, victim)
+    younger = await paid_event(services, fake, hooks.url("third"), third)
+
+    assert await deliver(services, client, limit=1) == [victims]  # not pushed back
+    assert await deliver(services, client, limit=1) == [younger]
+    async with services.db.sessions() as session:
+        streaks = [
+            (h.url, h.consecutive_failures) for h in await session.scalars(select(EndpointHealth))
+        ]
+    assert streaks == [(shared, 2)]  # the intruder's, on its own key
+    assert [r.path for r in hooks.requests] == ["/victim", "/victim", "/victim", "/third"]
