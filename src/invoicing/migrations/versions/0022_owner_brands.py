@@ -1,7 +1,7 @@
 """owner_brands: the merchant's display name, accent colour and logo for the payment page
 
-Revision ID: 0021_owner_brands
-Revises: 0020_api_key_last_used
+Revision ID: 0022_owner_brands
+Revises: 0021_webhook_health_per_owner
 Create Date: 2026-11-25 20:20:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0021_owner_brands"
-down_revision: str | Sequence[str] | None = "0020_api_key_last_used"
+revision: str = "0022_owner_brands"
+down_revision: str | Sequence[str] | None = "0021_webhook_health_per_owner"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
