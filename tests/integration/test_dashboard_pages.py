@@ -15,7 +15,11 @@ import pytest
 from sqlalchemy import select
 
 from invoicing.auth.models import ApiKey
+from invoicing.chain.abi import encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from invoicing.notifications.models import EventEndpoint, OwnerSettings
 from tests.conftest import MakeServices, RunningApp
@@ -292,3 +296,33 @@ async def test_another_owners_session_sees_and_touches_nothing(
         endpoint_after = await session.get(EventEndpoint, endpoint.id)
     assert key_after is not None and key_after.revoked_at is None
     assert endpoint_after is not None and endpoint_after.enabled
+
+
+async def test_an_invoice_priced_in_fiat_shows_its_price_and_accepted_shortfall(
+    dash: RunningApp, dev: DevDeployment, evm: EvmClient
+) -> None:
+    async with signed_in_client(dash, dev.chain_id) as (client, owner, _csrf):
+        headers = key_headers(await issue_api_key(dash.services, owner))
+        owner_body = {"ownerAddress": owner.address}
+        tolerance = {**owner_body, "underpaymentToleranceBps": 100}
+        assert (
+            await dash.http.put("/integration/settings", json=tolerance, headers=headers)
+        ).status_code == 200
+        body = {**owner_body, "chainId": dev.chain_id, "amount": "19.99", "currency": "USD"}
+        created = await dash.http.post(
+            "/integration/invoices", json={**body, "tokenAddress": dev.token}, headers=headers
+        )
+        invoice = created.json()
+        transfer = encode_call(TEST_TOKEN, "transfer", invoice["paymentAddress"], 19_890_000)
+        assert (await evm.transact(DEV_PRIVATE_KEYS[4], dev.token, transfer))["status"] == 1
+        status = await dash.http.get(
+            "/integration/invoices/status",
+            params={**owner_body, "paymentAddress": invoice["paymentAddress"]},
+            headers=headers,
+        )
+        assert status.json()["invoice"]["status"] == "paid"
+
+        detail = await client.get(f"/dashboard/invoices/{invoice['id']}")
+
+    assert re.search(r'id="price">([^<]*)<', detail.text)[1] == "19.99 USD at 1 USD per TUSD"  # type: ignore[index]
+    assert re.search(r'id="shortfall">([^<]*)<', detail.text)[1] == "0.1 TUSD"  # type: ignore[index]

@@ -8,7 +8,7 @@ import base64
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from invoicing.chain.eip3009 import Authorization
@@ -62,6 +62,7 @@ def payload(
     }
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure parser
 @given(
     st.integers(min_value=1, max_value=2**63 - 1), UINT256, ADDRESS, ADDRESS, ADDRESS, UINT256,
     UINT256, UINT256, st.binary(min_size=32, max_size=32), st.binary(min_size=1, max_size=200),
@@ -90,6 +91,7 @@ def test_what_a_client_encodes_decodes_to_the_same_exact_values(
     assert payment.signature == "0x" + signature.hex()
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure parser
 @given(st.text(max_size=300))
 def test_any_text_is_a_payment_or_a_refusal_with_a_spec_reason(text: str) -> None:
     try:
@@ -108,6 +110,7 @@ JSON = st.recursive(
 )
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure parser
 @given(JSON)
 def test_any_json_is_a_payment_or_a_refusal_with_a_spec_reason(value: Any) -> None:
     header = base64.b64encode(json.dumps(value).encode()).decode()
@@ -117,6 +120,7 @@ def test_any_json_is_a_payment_or_a_refusal_with_a_spec_reason(value: Any) -> No
         assert exc.reason in REASONS
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure parser
 @given(st.dictionaries(st.sampled_from(["scheme", "network", "amount", "asset", "payTo",
                                          "maxTimeoutSeconds", "extra"]), JSON))  # fmt: skip
 def test_any_requirements_parse_or_are_refused(value: dict[str, Any]) -> None:
@@ -143,6 +147,7 @@ def test_floats_duplicates_and_oversized_headers_are_refused() -> None:
         raise AssertionError("oversized")
 
 
+@settings(deadline=None)  # a loaded machine must not fail a pure parser
 @given(UINT256, UINT256)
 def test_a_payment_for_another_amount_is_refused(required: int, offered: int) -> None:
     sent = payload(1, offered, "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "33" * 20, offered,

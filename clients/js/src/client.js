@@ -8,6 +8,7 @@ import {
   ApiKeys,
   Escrows,
   Events,
+  Facilitator,
   Gasless,
   Public,
   Settings,
@@ -47,6 +48,7 @@ export class Client {
     this.escrows = new Escrows(this.transport);
     this.settings = new Settings(this.transport);
     this.gasless = new Gasless(this.transport);
+    this.facilitator = new Facilitator(this.transport);
     this.public = new Public(this.transport);
   }
 

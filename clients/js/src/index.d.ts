@@ -228,6 +228,16 @@ export interface AuthorizationBody {
   validAfter: bigint; validBefore: bigint; nonce: string; signature: string;
 }
 
+/** x402 v2 facilitator answers (this service as the owner's facilitator). */
+export interface VerifyResponse { isValid: boolean; invalidReason?: string | null; payer: string }
+export interface SettleResponse {
+  success: boolean; errorReason?: string | null; payer: string; transaction: string; network: string;
+}
+export interface SupportedKind { x402Version: number; scheme: string; network: string }
+export interface SupportedResponse {
+  kinds: SupportedKind[]; extensions: string[]; signers: Record<string, string[]>;
+}
+
 /** A relayed transfer authorization: the transaction carrying it (202). */
 export interface GaslessSubmission {
   txHash: string; chainId: number; payer: string; nonce: string; status: string;
@@ -352,6 +362,12 @@ export class Client {
   readonly gasless: {
     get(chainId: number): Promise<GaslessSettings>;
     set(chainId: number, enabled: boolean): Promise<GaslessSettings>;
+  };
+  /** The x402 v2 facilitator for the owner's own x402 server (API key only). */
+  readonly facilitator: {
+    verify(request: Record<string, unknown>): Promise<VerifyResponse>;
+    settle(request: Record<string, unknown>): Promise<SettleResponse>;
+    supported(): Promise<SupportedResponse>;
   };
   readonly public: {
     health(): Promise<Health>;

@@ -159,6 +159,22 @@ export class Gasless extends Resource {
   }
 }
 
+/** This service as the x402 v2 facilitator of the owner's own x402 server (API key only):
+ * the x402 specification's bodies and answers. */
+export class Facilitator extends Resource {
+  async verify(request) {
+    return this.call("facilitator.verify", { body: request });
+  }
+
+  async settle(request) {
+    return this.call("facilitator.settle", { body: request, idempotent: true });
+  }
+
+  async supported() {
+    return this.call("facilitator.supported");
+  }
+}
+
 /** The routes anyone may call (no credential is sent): health, payment pages, and the relay
  * of messages an owner signed in a wallet front end. */
 export class Public extends Resource {

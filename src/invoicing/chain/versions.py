@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from invoicing.addresses import address_bytes, normalize_address
 from invoicing.chain.artifacts import PAYMENT_FACTORY, PAYMENT_FACTORY_V1, Artifact, load_artifact
-from invoicing.chain.escrows import create2_address, escrow_init_code_hash
+from invoicing.chain.escrows import escrow_create2_salt, escrow_init_code_hash
+from invoicing.hashing import keccak256
 
 # Every known version, newest first.
 FACTORY_VERSIONS = (PAYMENT_FACTORY, PAYMENT_FACTORY_V1)
@@ -51,10 +52,12 @@ def factory_version(code: bytes) -> str | None:
 def escrow_factory(factories: Sequence[str], owner: str, salt: bytes, payment_address: str) -> str:
     """Which of ``factories`` (the chain's current one first) derives ``payment_address`` for
     (``owner``, ``salt``); the current one when none does (nothing else could sweep it)."""
+    # Raw 20-byte addresses compared: no checksum to compute for each factory and invoice.
+    create2_salt = escrow_create2_salt(owner, salt)
     init_code_hash = escrow_init_code_hash()
-    wanted = payment_address.lower()
+    wanted = bytes.fromhex(payment_address[2:])
     for factory in factories:
-        derived = create2_address(address_bytes(factory), init_code_hash, owner, salt)
-        if derived.lower() == wanted:
+        digest = keccak256(b"\xff" + address_bytes(factory) + create2_salt + init_code_hash)
+        if digest[12:] == wanted:
             return normalize_address(factory)
     return normalize_address(factories[0])

@@ -95,7 +95,7 @@ async def x402_resource(
         failure = settle_response(False, requirements, payer, "", reason_of(exc))
         required = payment_required(requirements, url, description, exc.message)
         return _unpaid(invoice, required, failure)
-    mined = await _receipt(chain, accepted.tx_hash)
+    mined = await receipt_status(chain, accepted.tx_hash)
     response = settle_response(mined, requirements, payer, accepted.tx_hash if mined else "")
     if not mined:
         response["errorReason"] = "invalid_transaction_state"
@@ -129,7 +129,7 @@ def settle_response(
     return body
 
 
-async def _receipt(chain: ChainGateway, tx_hash: str) -> bool:
+async def receipt_status(chain: ChainGateway, tx_hash: str) -> bool:
     """Whether the transaction was mined with status 1 within ``SETTLE_WAIT_S``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + SETTLE_WAIT_S

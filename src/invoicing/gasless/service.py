@@ -103,7 +103,8 @@ async def submit_authorization(services: Services, request: PayerAuthorization) 
     token = await gasless_token(services, chain, invoice)
     _check_domain(invoice, request)
     auth = request.authorization
-    purpose = EscrowAuthorization(_signed(invoice, request), invoice, token, auth)
+    signed = _signed(invoice, request)
+    purpose = EscrowAuthorization(signed, invoice.owner_address, token, auth, invoice)
     earlier = await _earlier(services.db, invoice.chain_id, auth, purpose.request_hash(request))
     if earlier is not None:
         return earlier
@@ -275,18 +276,20 @@ class EscrowAuthorization:
     token's random nonces (``authorizationState``), its reverts, and the owner's share."""
 
     request: SignedRequest
-    invoice: Invoice
+    owner_address: str  # whose share of the relayer's budget pays the gas
     token: TokenConfig
     authorization: Authorization
+    # The invoice paid (None: a transfer to the owner through its x402 facilitator).
+    invoice: Invoice | None = None
 
     def typed_data(self, deadline: int) -> dict[str, Any]:
         assert self.token.eip3009 is not None
-        domain, chain_id = self.token.eip3009, self.invoice.chain_id
+        domain, chain_id = self.token.eip3009, self.request.chain_id
         return transfer_typed_data(domain, chain_id, self.token.address, self.authorization)
 
     def call(self, deadline: int, signature: bytes) -> Call:
         data = encode_transfer_with_authorization(self.authorization, signature)
-        spender = Spender.owner(self.invoice.owner_address)
+        spender = Spender.owner(self.owner_address)
         return Call(TxPurpose.GASLESS, self.token.address, data, spender=spender)
 
     def request_hash(self, request: PayerAuthorization) -> str:
@@ -332,10 +335,14 @@ class EscrowAuthorization:
                 "the payer holds less than value of this token",
                 {"balanceRaw": str(balance), "value": str(auth.value)},
             )
+        if self.invoice is None:
+            return
         async with services.db.sessions() as session:
             await _refuse_while_pending(session, self.invoice.id)
 
     async def on_hold(self, session: AsyncSession, row: RelayerTransaction) -> None:
+        if self.invoice is None:
+            return
         await _refuse_while_pending(session, self.invoice.id)  # final: under the relayer lock
         auth = self.authorization
         session.add(
@@ -369,17 +376,6 @@ async def _refuse_while_pending(session: AsyncSession, invoice_id: str) -> None:
     if held is not None:
         raise InvoiceNotPayable(
             "a payment of this invoice is pending", {"status": "pending", "txHash": held}
-        )
-
-
-async def pending_payment(db: Database, invoice_id: str) -> GaslessPayment | None:
-    """The invoice's latest gasless payment (for the payment page)."""
-    async with db.sessions() as session:
-        return await session.scalar(
-            select(GaslessPayment)
-            .where(GaslessPayment.invoice_id == invoice_id)
-            .order_by(GaslessPayment.created_at.desc())
-            .limit(1)
         )
 
 

@@ -22,6 +22,7 @@ from invoicing.web.api import (
     refunds,
     webhook_signing,
     webhooks,
+    x402_facilitator,
 )
 from invoicing.web.cors import CorsByPath, cors_rules, route_methods
 from invoicing.web.dashboard import session as dashboard_session
@@ -46,6 +47,7 @@ ROUTERS = (
     page_x402.router,
     fees.router,
     gasless.router,
+    x402_facilitator.router,
     refunds.router,
     escrows.router,
     webhook_signing.router,

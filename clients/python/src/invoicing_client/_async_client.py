@@ -21,6 +21,7 @@ from invoicing_client import _calls as calls
 from invoicing_client._async_resources import (
     AsyncEscrows,
     AsyncEvents,
+    AsyncFacilitator,
     AsyncGasless,
     AsyncPublic,
     AsyncSettings,
@@ -98,6 +99,7 @@ class AsyncClient:
         self.escrows = AsyncEscrows(self._send)
         self.settings = AsyncSettings(self._send)
         self.gasless = AsyncGasless(self._send)
+        self.facilitator = AsyncFacilitator(self._send)
         self.public = AsyncPublic(self._send)
 
     def __repr__(self) -> str:

@@ -26,6 +26,9 @@ from invoicing_client.models import (
     PaymentStatus,
     Readiness,
     RevokedWebhookSecret,
+    SettleResponse,
+    SupportedResponse,
+    VerifyResponse,
     WebhookEndpoint,
     WebhookSecret,
 )
@@ -229,6 +232,28 @@ class AsyncGasless:
         of the relayer's daily budget."""
         call = calls.call("gasless.set", body={"chainId": chain_id, "enabled": enabled})
         return await self._send(call, calls.model(GaslessSettings))
+
+
+class AsyncFacilitator:
+    """This service as the x402 v2 facilitator of the owner's own x402 server (API key
+    only): the x402 specification's bodies and answers, as JSON objects."""
+
+    def __init__(self, send: AsyncSend) -> None:
+        self._send = send
+
+    async def verify(self, request: dict[str, Any]) -> VerifyResponse:
+        """``{x402Version, paymentPayload, paymentRequirements}``: checked, nothing sent."""
+        call = calls.call("facilitator.verify", body=dict(request))
+        return await self._send(call, calls.model(VerifyResponse))
+
+    async def settle(self, request: dict[str, Any]) -> SettleResponse:
+        """The same request, settled by the relayer (charged to the owner's share)."""
+        call = calls.call("facilitator.settle", body=dict(request), idempotent=True)
+        return await self._send(call, calls.model(SettleResponse))
+
+    async def supported(self) -> SupportedResponse:
+        call = calls.call("facilitator.supported")
+        return await self._send(call, calls.model(SupportedResponse))
 
 
 class AsyncPublic:

@@ -22,6 +22,7 @@ from invoicing_client import _calls as calls
 from invoicing_client._sync_resources import (
     Escrows,
     Events,
+    Facilitator,
     Gasless,
     Public,
     Settings,
@@ -99,6 +100,7 @@ class Client:
         self.escrows = Escrows(self._send)
         self.settings = Settings(self._send)
         self.gasless = Gasless(self._send)
+        self.facilitator = Facilitator(self._send)
         self.public = Public(self._send)
 
     def __repr__(self) -> str:

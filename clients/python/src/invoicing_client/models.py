@@ -344,6 +344,36 @@ class GaslessSettings(_Model):
     tokens: list[str]
 
 
+class VerifyResponse(_Model):
+    """x402 v2 VerifyResponse (this service as a facilitator)."""
+
+    is_valid: bool
+    invalid_reason: str | None = None
+    payer: str
+
+
+class SettleResponse(_Model):
+    """x402 v2 SettleResponse (``transaction`` empty when nothing was settled)."""
+
+    success: bool
+    error_reason: str | None = None
+    payer: str
+    transaction: str
+    network: str
+
+
+class SupportedKind(_Model):
+    x402_version: int
+    scheme: str
+    network: str
+
+
+class SupportedResponse(_Model):
+    kinds: list[SupportedKind]
+    extensions: list[str]
+    signers: dict[str, list[str]]
+
+
 class GaslessSubmission(_Model):
     """A payer's transfer authorization, relayed: the transaction carrying it (202)."""
 

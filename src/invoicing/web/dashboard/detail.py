@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from invoicing.errors import ChainUnavailable, ServiceError, UnsupportedChain
 from invoicing.invoices.history import History, invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import payment_url
 from invoicing.monitor.check import recheck_invoice
 from invoicing.notifications.service import redeliver
@@ -62,6 +63,7 @@ def summary_html(services: Services, found: History) -> str:
             [
                 ("Status", f'<span id="status">{badge_html(i.status)}</span>'),
                 ("Amount", e(f"{i.amount} {token}")),
+                *_price_facts(i, token),
                 *balances,
                 ("Paid at", e(utc_text(i.paid_at))),
                 ("Swept at", e(utc_text(i.withdrawn_at))),
@@ -73,6 +75,19 @@ def summary_html(services: Services, found: History) -> str:
         + _timeline_html(found)
         + "</section>"
     )
+
+
+def _price_facts(i: Invoice, token: str) -> list[tuple[str, str]]:
+    """The fiat price locked at creation and an underpayment accepted under the owner's
+    tolerance, when the invoice has them (docs/integration/pricing.md)."""
+    facts = []
+    if i.currency is not None:
+        price = f"{i.fiat_amount} {i.currency} at {i.rate} {i.currency} per {token}"
+        facts.append(("Price", f'<span id="price">{e(price)}</span>'))
+    if i.shortfall_raw is not None:
+        short = amount_text(i.shortfall_raw, i.decimals)
+        facts.append(("Accepted short by", f'<span id="shortfall">{e(short)} {e(token)}</span>'))
+    return facts
 
 
 def _facts_html(services: Services, found: History) -> str:

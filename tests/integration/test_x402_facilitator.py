@@ -1,0 +1,172 @@
+"""This service as the x402 facilitator of an owner's own server: a small FastAPI app with
+the PyPI ``x402`` package's own middleware, pointed at our ``/x402/facilitator``, sells a
+report to the npm ``@x402/fetch`` client; the relayer settles it, charged to the owner's
+share. Without the owner's key, to a stranger's address, or in a token that is not
+allow-listed, nothing is settled."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from eth_account import Account
+from fastapi import FastAPI, Request, Response
+from x402 import x402ResourceServer
+from x402.http import FacilitatorConfig, HTTPFacilitatorClient
+from x402.http.facilitator_client_base import AuthHeaders
+from x402.http.middleware.fastapi import payment_middleware
+from x402.mechanisms.evm.exact import register_exact_evm_server
+
+from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
+from invoicing.chain.eip3009 import Authorization, transfer_typed_data
+from invoicing.chain.evm import EvmClient
+from tests.conftest import RunningApp
+from tests.integration.test_gasless import funded_payer, now_s, sent_for
+from tests.support.api import issue_api_key
+from tests.support.chain import read_view
+from tests.support.factory import sign_typed
+from tests.support.server import serve
+
+pytestmark = pytest.mark.integration
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FETCH_CLIENT = REPO_ROOT / "tests" / "js" / "x402_fetch.mjs"
+PRICE = 250_000
+
+
+class OwnerKey:
+    """The owner's API key on every facilitator call (x402's AuthProvider)."""
+
+    def __init__(self, api_key: str) -> None:
+        self.headers = {"x-service-api-key": api_key}
+
+    def get_auth_headers(self) -> AuthHeaders:
+        return AuthHeaders(verify=self.headers, settle=self.headers, supported=self.headers)
+
+
+async def shop_app(facilitator_url: str, api_key: str, pay_to: str, dev: DevDeployment) -> FastAPI:
+    """The owner's own x402 server: one paid route, priced in raw TUSD units (no dollars)."""
+    facilitator = HTTPFacilitatorClient(
+        FacilitatorConfig(url=facilitator_url, auth_provider=OwnerKey(api_key))
+    )
+    server = register_exact_evm_server(x402ResourceServer(facilitator))
+    # initialize() asks our /supported synchronously: off this loop, which serves our app.
+    await asyncio.to_thread(server.initialize)
+    price = {
+        "amount": str(PRICE),
+        "asset": dev.token,
+        "extra": {"name": "Test USD", "version": "1"},
+    }
+    routes: Any = {
+        "GET /report": {
+            "accepts": {
+                "scheme": "exact", "payTo": pay_to, "price": price,
+                "network": f"eip155:{dev.chain_id}", "max_timeout_seconds": 300,
+            },
+            "description": "A report",
+        }
+    }  # fmt: skip
+    shop = FastAPI()
+    paid = payment_middleware(routes, server, sync_facilitator_on_start=False)
+
+    @shop.middleware("http")
+    async def x402(request: Request, call_next: Any) -> Response:
+        return await paid(request, call_next)
+
+    @shop.get("/report")
+    async def report() -> dict[str, str]:
+        return {"report": "the paid content"}
+
+    return shop, facilitator
+
+
+async def test_an_owners_x402_server_sells_through_this_facilitator(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    node = shutil.which("node")
+    assert node is not None
+    owner = Account.create()
+    api_key = await issue_api_key(app.services, owner)
+    payer = await funded_payer(evm, dev, 1_000_000)
+    shop, facilitator = await shop_app(
+        f"{app.base_url}/x402/facilitator", api_key, owner.address, dev
+    )
+    async with serve(shop) as shop_url:
+        process = await asyncio.create_subprocess_exec(
+            node, str(FETCH_CLIENT), "0x" + bytes(payer.key).hex(), f"{shop_url}/report",
+            f"eip155:{dev.chain_id}", dev.token, "1000000", cwd=REPO_ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=90)
+    await facilitator.aclose()
+    assert process.returncode == 0, stderr.decode()
+    answer = json.loads(stdout)
+    assert answer["status"] == 200, answer
+    assert answer["body"] == {"report": "the paid content"}
+    settled = json.loads(base64.b64decode(answer["paymentResponse"]))
+    assert settled["success"] is True and settled["payer"] == payer.address
+    assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == PRICE
+    assert await evm.get_balance(payer.address) == 0
+    assert await sent_for(app.services, owner.address) == 1  # the owner's share paid the gas
+
+
+async def verify_body(
+    evm: EvmClient, dev: DevDeployment, payer: Any, pay_to: str, **accepted: Any
+) -> dict[str, Any]:
+    now = await now_s(evm)
+    auth = Authorization(payer.address, pay_to, PRICE, 0, now + 300, os.urandom(32))
+    typed = transfer_typed_data(TEST_TOKEN_EIP712, dev.chain_id, dev.token, auth)
+    requirements = {
+        "scheme": "exact", "network": f"eip155:{dev.chain_id}", "amount": str(PRICE),
+        "asset": dev.token, "payTo": pay_to, "maxTimeoutSeconds": 300,
+        "extra": {"name": "Test USD", "version": "1"}, **accepted,
+    }  # fmt: skip
+    message = {**auth.message(), "value": str(PRICE), "validAfter": "0",
+               "validBefore": str(auth.valid_before)}  # fmt: skip
+    payload = {
+        "x402Version": 2,
+        "accepted": requirements,
+        "payload": {"signature": "0x" + sign_typed(payer.key, typed).hex(),
+                    "authorization": message},
+    }  # fmt: skip
+    return {"x402Version": 2, "paymentPayload": payload, "paymentRequirements": requirements}
+
+
+async def test_it_is_not_an_open_relay(app: RunningApp, evm: EvmClient, dev: DevDeployment) -> None:
+    owner = Account.create()
+    api_key = await issue_api_key(app.services, owner)
+    key = {"x-service-api-key": api_key}
+    payer = await funded_payer(evm, dev, 1_000_000)
+    http: httpx.AsyncClient = app.http
+    good = await verify_body(evm, dev, payer, owner.address)
+
+    verified = await http.post("/x402/facilitator/verify", json=good, headers=key)
+    assert verified.json() == {"isValid": True, "payer": payer.address}
+    for path in ("/x402/facilitator/verify", "/x402/facilitator/settle"):
+        unkeyed = await http.post(path, json=good)
+        assert unkeyed.status_code == 401
+    supported = await http.get("/x402/facilitator/supported", headers=key)
+    assert {"x402Version": 2, "scheme": "exact", "network": f"eip155:{dev.chain_id}"} in (
+        supported.json()["kinds"]
+    )
+    stranger = await verify_body(evm, dev, payer, Account.create().address)
+    settled = await http.post("/x402/facilitator/settle", json=stranger, headers=key)
+    assert settled.json()["success"] is False
+    assert settled.json()["errorReason"] == "invalid_exact_evm_payload_recipient_mismatch"
+    other_token = await verify_body(evm, dev, payer, owner.address, asset=dev.factory)
+    refused = await http.post("/x402/facilitator/settle", json=other_token, headers=key)
+    assert refused.json()["errorReason"] == "invalid_payment_requirements"
+    wrong_domain = await verify_body(
+        evm, dev, payer, owner.address, extra={"name": "USD Coin", "version": "2"}
+    )
+    refused = await http.post("/x402/facilitator/verify", json=wrong_domain, headers=key)
+    assert refused.json()["invalidReason"] == "invalid_payment_requirements"
+    assert await sent_for(app.services, owner.address) == 0
+    assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == 0
