@@ -18,6 +18,13 @@ never the bottleneck; signature-mode requests are signed before timing, one time
 
     .venv/bin/python bench/api.py [--seconds 5] [--concurrency 32] [--database-url URL]
 
+A last block counts what each request costs the database and the chain: the same app built
+in this process on the same database, each case sent 20 times through an in-process
+transport, the database's round trips counted on the engines (every statement, BEGIN,
+COMMIT and ROLLBACK) and the chain's calls on the RPC metric::
+
+    api round_trips case=create_api_key db=6.70 rpc=0.00 goal_db=2
+
 With ``--processes 1,2`` it instead shows that the API scales out on one database: it runs
 one, then two ``invoicing serve`` processes on the same database (give a PostgreSQL
 ``--database-url``), spreads the load over all of them (one wrk per process, the
@@ -43,12 +50,18 @@ from typing import Any
 
 import httpx
 from eth_account import Account
+from sqlalchemy import Engine, event
 
+from invoicing import metrics
 from invoicing.auth.signatures import sign_request
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess, free_port
+from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.migrate import upgrade
+from invoicing.services import build_services
+from invoicing.settings import Settings
+from invoicing.web.app import create_app
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import fresh_database  # noqa: E402
@@ -127,6 +140,95 @@ def bench_on(database_url: str, args: argparse.Namespace, workdir: Path) -> None
             return
         with serving(1, env) as (base_url,):
             run_cases(base_url, api_key, chain_id, args, workdir)
+        chain = ChainConfig(chain_id=chain_id, name="anvil", rpc_url=anvil.url, factory=factory)
+        asyncio.run(round_trips(database_url, chain, api_key))
+
+
+# What each request may cost the database (round trips); the status lookup also makes its
+# one chain read.
+ROUND_TRIP_GOALS = {"create_api_key": 2, "create_signature": 2, "status_api_key": 2}
+ROUND_TRIP_REQUESTS = 20
+
+
+class RoundTrips:
+    """Counts the round trips of the engines it watches: statements, BEGIN, COMMIT, ROLLBACK."""
+
+    def __init__(self, engines: list[Engine]) -> None:
+        self.count = 0
+        for engine in engines:
+            for name in ("before_cursor_execute", "begin", "commit", "rollback"):
+                event.listen(engine, name, self._one)
+
+    def _one(self, *_args: Any, **_kwargs: Any) -> None:
+        self.count += 1
+
+
+def rpc_calls() -> float:
+    return sum(
+        sample.value
+        for family in metrics.RPC_REQUESTS.collect()
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    )
+
+
+async def round_trips(database_url: str, chain: ChainConfig, api_key: str) -> None:
+    """One line per case: database round trips and chain calls per request (in-process)."""
+    settings = Settings(
+        environment="development",
+        database_url=database_url,
+        chains=[chain],
+        run_workers=False,
+        owner_rate_limit_per_minute=10**9,
+        max_watched_invoices_per_owner=10**9,
+    )
+    services = build_services(settings)
+    app = create_app(services, run_workers_in_process=False)
+    engines = [services.db.engine.sync_engine]
+    batch_writer = getattr(services.db, "_batch_writer", None)
+    if batch_writer is not None:
+        engines.append(batch_writer._engine)
+    counter = RoundTrips(engines)
+    body = {"ownerAddress": OWNER.address, "chainId": chain.chain_id, "amount": "1.5"}
+    key = {"x-service-api-key": api_key}
+    signed = presigned(2 * ROUND_TRIP_REQUESTS + 10, chain.chain_id)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://bench") as client,
+    ):
+        created = await client.post("/integration/invoices", json=body, headers=key)
+        status_path = (
+            f"/integration/invoices/status?ownerAddress={OWNER.address}"
+            f"&paymentAddress={created.json()['paymentAddress']}"
+        )
+
+        async def create_api_key() -> httpx.Response:
+            return await client.post("/integration/invoices", json=body, headers=key)
+
+        async def create_signature() -> httpx.Response:
+            signed_body, headers = signed.pop()
+            return await client.post("/integration/invoices", json=signed_body, headers=headers)
+
+        async def status_api_key() -> httpx.Response:
+            return await client.get(status_path, headers=key)
+
+        for case in (create_api_key, create_signature, status_api_key):
+            for _ in range(3):  # warm caches (API key, prepared statements)
+                await case()
+            db_before, rpc_before = counter.count, rpc_calls()
+            for _ in range(ROUND_TRIP_REQUESTS):
+                answer = await case()
+                if answer.status_code >= 300:
+                    raise SystemExit(f"{case.__name__}: {answer.status_code} {answer.text}")
+            db = (counter.count - db_before) / ROUND_TRIP_REQUESTS
+            rpc = (rpc_calls() - rpc_before) / ROUND_TRIP_REQUESTS
+            print(
+                f"api round_trips case={case.__name__} db={db:.2f} rpc={rpc:.2f} "
+                f"goal_db={ROUND_TRIP_GOALS[case.__name__]}",
+                flush=True,
+            )
+    await services.db.dispose()
 
 
 @contextmanager

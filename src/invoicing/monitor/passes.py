@@ -78,8 +78,9 @@ PASS_COLUMNS = (
     INVOICES.c.shard,
 )
 ALL_SHARDS = tuple(range(SHARDS))
-# Shards read per query: at a million watched invoices, 125,000 rows.
-SHARDS_PER_QUERY = 8
+# Rows per page of a pass's one query, streamed (a server-side cursor on PostgreSQL): one
+# scan of the table, a few pages in memory.
+PAGE = 20_000
 # Readings stored per transaction.
 STORE_CHUNK = 500
 
@@ -177,11 +178,18 @@ async def _run(
 
     batches = Batches(chain, block, services.settings.monitor_batch_size, store)
     try:
-        for start in range(0, len(shards), SHARDS_PER_QUERY):
-            rows = await _select(
-                services, chain_id, shards[start : start + SHARDS_PER_QUERY], status
-            )
-            await batches.add(rows)
+        invoices = INVOICES.c
+        query = select(*PASS_COLUMNS).where(
+            invoices.chain_id == chain_id,
+            invoices.status == status,
+            invoices.shard.in_(list(shards)),
+            # The watched-invoices index's own predicate, so both databases use it.
+            text("watch"),
+        )
+        async with services.db.sessions() as session:
+            result = await session.stream(query.execution_options(yield_per=PAGE))
+            async for page in result.partitions():
+                await batches.add(page)
         await batches.finish()
     finally:
         await batches.close()
@@ -196,23 +204,6 @@ async def _run(
         unreadable=counts.unreadable,
         shards=tuple(shards),
     )
-
-
-async def _select(
-    services: Services, chain_id: int, shards: Sequence[int], status: InvoiceStatus
-) -> list[PassRow]:
-    invoices = INVOICES.c
-    async with services.db.sessions() as session:
-        result = await session.execute(
-            select(*PASS_COLUMNS).where(
-                invoices.chain_id == chain_id,
-                invoices.status == status,
-                invoices.shard.in_(list(shards)),
-                # The watched-invoices index's own predicate, so both databases use it.
-                text("watch"),
-            )
-        )
-        return list(result)
 
 
 @dataclass
