@@ -6,6 +6,7 @@ from invoicing.auth.models import (
     SignInTicket,
     UsedRequestTimestamp,
 )
+from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
 from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
@@ -45,6 +46,7 @@ __all__ = [
     "MonitorShard",
     "MonitorWorker",
     "MetaTransaction",
+    "OwnerBrand",
     "OwnerSequence",
     "OwnerSettings",
     "ParkedEscrow",

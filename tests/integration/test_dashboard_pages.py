@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from invoicing.auth.models import ApiKey
 from invoicing.chain.abi import encode_call
@@ -21,7 +21,7 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import EventEndpoint, OwnerSettings
+from invoicing.notifications.models import EventEndpoint, OwnerSettings, WebhookEvent
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.dashboard import csrf_of, dashboard_app, sign_in
@@ -296,6 +296,44 @@ async def test_another_owners_session_sees_and_touches_nothing(
         endpoint_after = await session.get(EventEndpoint, endpoint.id)
     assert key_after is not None and key_after.revoked_at is None
     assert endpoint_after is not None and endpoint_after.enabled
+
+
+async def test_test_pings_and_redeliveries_share_the_apis_hourly_limits(
+    make_services: MakeServices, dev: DevDeployment
+) -> None:
+    async with (
+        dashboard_app(make_services, webhook_test_per_hour=1, event_redelivery_per_hour=1) as app,
+        signed_in_client(app, dev.chain_id) as (client, owner, csrf),
+    ):
+        await client.post(
+            "/dashboard/webhooks/endpoints", data={"csrf": csrf, "url": "http://127.0.0.1:9/x"}
+        )
+        async with app.services.db.sessions() as session:
+            endpoint = await session.scalar(
+                select(EventEndpoint).where(EventEndpoint.owner_key == owner.address.lower())
+            )
+        assert endpoint is not None
+        ping = f"/dashboard/webhooks/endpoints/{endpoint.id}/ping"
+        first = await client.post(ping, data={"csrf": csrf})
+        second = await client.post(ping, data={"csrf": csrf})
+        async with app.services.db.sessions() as session:
+            event_id = await session.scalar(
+                select(WebhookEvent.event_id).where(WebhookEvent.endpoint_id == endpoint.id)
+            )
+        redeliver = f"/dashboard/events/{event_id}/redeliver?endpoint={endpoint.id}"
+        again = await client.post(redeliver, data={"csrf": csrf})
+        too_many = await client.post(redeliver, data={"csrf": csrf})
+        async with app.services.db.sessions() as session:
+            queued = await session.scalar(
+                select(func.count())
+                .select_from(WebhookEvent)
+                .where(WebhookEvent.endpoint_id == endpoint.id)
+            )
+
+    assert (first.status_code, second.status_code) == (303, 429)
+    assert "too many requests" in second.text
+    assert (again.status_code, too_many.status_code) == (303, 429)
+    assert queued == 2  # the first ping and the first redelivery; nothing for the refused
 
 
 async def test_an_invoice_priced_in_fiat_shows_its_price_and_accepted_shortfall(

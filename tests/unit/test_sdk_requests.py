@@ -280,9 +280,9 @@ def test_the_sdk_stands_alone() -> None:
 
     assert "invoicing" not in imported
     assert imported - {"invoicing_client"} <= {
-        "__future__", "asyncio", "collections", "contextlib", "dataclasses", "decimal", "enum",
-        "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing", "urllib",
-        "httpx", "pydantic", "eth_account", "eth_utils",
+        "__future__", "asyncio", "base64", "collections", "contextlib", "dataclasses", "decimal",
+        "enum", "functools", "hashlib", "hmac", "json", "random", "threading", "time", "typing",
+        "urllib", "httpx", "pydantic", "eth_account", "eth_utils",
     }  # fmt: skip
     names = [dependency.split(">")[0] for dependency in project["dependencies"]]
     assert names == ["httpx", "pydantic", "eth-account", "coincurve"]
@@ -349,3 +349,23 @@ def test_the_js_sdk_sends_a_currency_and_reads_raw_price_fields_as_bigints() -> 
         "50",
         "bigint",
     )
+
+
+def test_update_brand_sends_the_logo_as_base64_and_null_for_what_is_removed() -> None:
+    sent: list[httpx.Request] = []
+    answer = {"displayName": "Shop", "accentColor": None, "textColor": None, "logoUrl": None}
+    with client_answering([httpx.Response(200, json=answer)], sent) as client:
+        brand = client.settings.update_brand(
+            display_name="Shop", logo=b"\x89PNG", remove=("accent_color",)
+        )
+        with pytest.raises(TypeError, match="remove takes"):
+            client.settings.update_brand(remove=("colour",))
+
+    assert (sent[0].method, sent[0].url.path) == ("PUT", "/integration/settings/brand")
+    body = json.loads(sent[0].content)
+    assert {k: v for k, v in body.items() if k != "ownerAddress"} == {
+        "displayName": "Shop",
+        "logo": "iVBORw==",
+        "accentColor": None,
+    }
+    assert brand.display_name == "Shop" and brand.logo_url is None

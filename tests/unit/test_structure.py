@@ -32,7 +32,7 @@ MAX_LINES = 400
 # the package stands on one floor.
 FLOORS: list[set[str]] = [
     {"clock", "coalescer", "db", "errors", "hashing", "logs", "metrics", "registry", "runtime"},
-    {"addresses", "migrate", "outage", "ratelimit"},
+    {"addresses", "brand", "migrate", "outage", "ratelimit"},
     {"auth", "chain"},
     {"pricing", "settings"},
     {"services"},

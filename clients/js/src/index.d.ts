@@ -217,6 +217,13 @@ export interface EscrowExportLine {
   factory: string;
 }
 
+export interface Brand {
+  displayName: string | null;
+  accentColor: string | null;
+  textColor: string | null;
+  logoUrl: string | null;
+}
+
 export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
 
 /** Whether payers may pay the owner's invoices on a chain without gas (EIP-3009 tokens). */
@@ -357,6 +364,12 @@ export class Client {
   readonly settings: {
     get(): Promise<OwnerSettings>;
     update(settings: Partial<OwnerSettings>): Promise<OwnerSettings>;
+    brand(): Promise<Brand>;
+    updateBrand(brand: {
+      displayName?: string | null;
+      accentColor?: string | null;
+      logo?: Uint8Array | null;
+    }): Promise<Brand>;
   };
   readonly gasless: {
     get(chainId: number): Promise<GaslessSettings>;

@@ -141,6 +141,24 @@ export class Settings extends Resource {
     const body = given({ webhookApiKeyHeader, underpaymentToleranceBps });
     return this.call("settings.update", { body });
   }
+
+  /** What the payment page shows of the owner: { displayName, accentColor, textColor, logoUrl }. */
+  async brand() {
+    return this.call("settings.brand");
+  }
+
+  /**
+   * Change what is given: { displayName } (1 to 64 characters), { accentColor } ("#rrggbb"),
+   * { logo } (the bytes of a PNG, JPEG or WebP file of at most 128 KiB, a Uint8Array); null
+   * clears a part, a part left out stays.
+   */
+  async updateBrand({ displayName, accentColor, logo } = {}) {
+    const body = {};
+    if (displayName !== undefined) body.displayName = displayName;
+    if (accentColor !== undefined) body.accentColor = accentColor;
+    if (logo !== undefined) body.logo = logo === null ? null : Buffer.from(logo).toString("base64");
+    return this.call("settings.updateBrand", { body });
+  }
 }
 
 /** Whether payers may pay the owner's invoices on a chain without gas (off by default). */

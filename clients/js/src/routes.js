@@ -48,6 +48,8 @@ export const ROUTES = Object.freeze({
   "facilitator.supported": ["GET", "/x402/facilitator/supported", "facilitator.supported"],
   "settings.get": ["GET", "/integration/settings", "settings.get"],
   "settings.update": ["PUT", "/integration/settings", "settings.update"],
+  "settings.brand": ["GET", "/integration/settings/brand", "brand.get"],
+  "settings.updateBrand": ["PUT", "/integration/settings/brand", "brand.update"],
   "public.health": ["GET", "/healthz", null],
   "public.ready": ["GET", "/readyz", null],
   "public.paymentPage": ["GET", "/pay/{payment_address}", null, ["lang"]],

@@ -14,6 +14,7 @@ from invoicing.services import Services
 from invoicing.web import health, home
 from invoicing.web.api import (
     api_keys,
+    brand,
     escrows,
     events,
     fees,
@@ -29,6 +30,7 @@ from invoicing.web.dashboard import session as dashboard_session
 from invoicing.web.dashboard.routes import ROUTERS as DASHBOARD_ROUTERS
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
+from invoicing.web.page import brand as page_brand
 from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
 from invoicing.web.page import x402 as page_x402
@@ -42,6 +44,7 @@ ROUTERS = (
     invoices.router,
     api_keys.router,
     webhooks.router,
+    page_brand.router,
     page.router,
     page_gasless.router,
     page_x402.router,
@@ -51,6 +54,7 @@ ROUTERS = (
     refunds.router,
     escrows.router,
     webhook_signing.router,
+    brand.router,
     events.router,
     *DASHBOARD_ROUTERS,
 )

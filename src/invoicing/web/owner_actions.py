@@ -10,6 +10,7 @@ from invoicing.auth.api_keys import active_key_cache, create_api_key, revoke_api
 from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.notifications.models import WebhookSecret
+from invoicing.notifications.service import Queued, ping, redeliver
 from invoicing.notifications.signing import create_secret, revoke_secret
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.services import Services
@@ -65,3 +66,38 @@ async def end_webhook_secret(services: Services, owner_key: str, secret_id: str)
     """Stop signing with one of the owner's secrets (404 if not theirs)."""
     async with services.db.transaction() as session:
         return await revoke_secret(session, owner_key, secret_id, services.clock.now_ms())
+
+
+async def _count_hourly(services: Services, action: str, owner_key: str, per_hour: int) -> None:
+    """Count one of the owner's ``action`` this hour; 429 ``rate_limited`` past ``per_hour``
+    (counted before anything is read or queued, so a refused one queues nothing)."""
+    keys = [f"{action}-owner:{owner_key}"]
+    await hit(services.db, keys, per_hour, services.clock.now_ms(), window_ms=HOUR_MS)
+
+
+async def send_test_ping(services: Services, owner_key: str, endpoint_id: str) -> Queued:
+    """A ``ping`` to one of the owner's endpoints, within ``webhook_test_per_hour``."""
+    await _count_hourly(
+        services, "webhook-test", owner_key, services.settings.webhook_test_per_hour
+    )
+    return await ping(
+        services.db, services.settings, owner_key, endpoint_id, services.clock.now_ms()
+    )
+
+
+async def send_again(
+    services: Services, owner_key: str, event_id: str, endpoint_id: str | None
+) -> Queued:
+    """An event sent again (to the endpoint, or with None the paid webhook), within
+    ``event_redelivery_per_hour``."""
+    await _count_hourly(
+        services, "event-redelivery", owner_key, services.settings.event_redelivery_per_hour
+    )
+    return await redeliver(
+        services.db,
+        services.settings,
+        owner_key,
+        event_id,
+        services.clock.now_ms(),
+        endpoint_id=endpoint_id,
+    )

@@ -11,6 +11,7 @@ from typing import Any, Protocol, TypeVar
 from invoicing_client import _calls as calls
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (
+    Brand,
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EscrowExportLine,
@@ -206,6 +207,24 @@ class AsyncSettings:
         )
         call = calls.call("settings.update", body=body)
         return await self._send(call, calls.model(OwnerSettings))
+
+    async def brand(self) -> Brand:
+        """What the payment page shows of the owner: display name, accent colour, logo."""
+        return await self._send(calls.call("settings.brand"), calls.model(Brand))
+
+    async def update_brand(
+        self,
+        *,
+        display_name: str | None = None,
+        accent_color: str | None = None,
+        logo: bytes | None = None,
+        remove: Sequence[str] = (),
+    ) -> Brand:
+        """Change what is given: ``display_name`` (1 to 64 characters), ``accent_color``
+        (``"#rrggbb"``), ``logo`` (the bytes of a PNG, JPEG or WebP file of at most 128 KiB);
+        ``remove`` names parts to clear (``"display_name"``, ``"accent_color"``, ``"logo"``)."""
+        body = calls.brand_body(display_name, accent_color, logo, remove)
+        return await self._send(calls.call("settings.update_brand", body=body), calls.model(Brand))
 
 
 class AsyncGasless:

@@ -4,6 +4,7 @@ it) send."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -82,6 +83,29 @@ def models(cls: type[M], key: str = "items") -> Callable[[Reply], list[M]]:
 def given(**fields: Any) -> dict[str, Any]:
     """The fields that are given: omitted, never null (a null is another signed payload)."""
     return {key: value for key, value in fields.items() if value is not None}
+
+
+BRAND_FIELDS = {
+    "display_name": "displayName",
+    "accent_color": "accentColor",
+    "logo": "logo",
+}
+
+
+def brand_body(
+    display_name: str | None, accent_color: str | None, logo: bytes | None, remove: Any
+) -> dict[str, Any]:
+    """The brand update: the given parts, and null for each part named in ``remove``."""
+    unknown = set(remove) - set(BRAND_FIELDS)
+    if unknown:
+        raise TypeError(f"remove takes {', '.join(BRAND_FIELDS)}, not {', '.join(sorted(unknown))}")
+    body = given(
+        displayName=display_name,
+        accentColor=accent_color,
+        logo=None if logo is None else base64.b64encode(logo).decode("ascii"),
+    )
+    body.update({BRAND_FIELDS[name]: None for name in remove})
+    return body
 
 
 def decimal_amount(amount: str | Decimal) -> str:

@@ -95,6 +95,8 @@ ROUTES: dict[str, Route] = {
     "facilitator.supported": Route("GET", "/x402/facilitator/supported", "facilitator.supported"),
     "settings.get": Route("GET", "/integration/settings", "settings.get"),
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
+    "settings.brand": Route("GET", "/integration/settings/brand", "brand.get"),
+    "settings.update_brand": Route("PUT", "/integration/settings/brand", "brand.update"),
     "public.health": Route("GET", "/healthz", None),
     "public.ready": Route("GET", "/readyz", None),
     "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),

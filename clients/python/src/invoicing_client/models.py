@@ -332,6 +332,15 @@ class OwnerSettings(_Model):
     underpayment_tolerance_bps: int = 0
 
 
+class Brand(_Model):
+    """What the payment page shows of the owner (each part None until set)."""
+
+    display_name: str | None
+    accent_color: str | None
+    text_color: str | None
+    logo_url: str | None
+
+
 class GaslessSettings(_Model):
     """Whether payers may pay the owner's invoices on a chain without gas, and the chain's
     tokens that allow it (EIP-3009)."""

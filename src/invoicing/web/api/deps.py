@@ -59,10 +59,17 @@ async def authorize(
 
 
 async def authorized_body(
-    request: Request, action: str, model: type[Model], *, allow_api_key: bool = True
+    request: Request,
+    action: str,
+    model: type[Model],
+    *,
+    allow_api_key: bool = True,
+    max_bytes: int | None = None,
 ) -> tuple[Model, Caller]:
-    """A JSON body checked against the caller's credential (signed as sent), then validated."""
-    data = await json_body(request, services_of(request).settings.max_body_bytes)
+    """A JSON body checked against the caller's credential (signed as sent), then validated;
+    ``max_bytes``: a route's own body limit instead of ``INVOICING_MAX_BODY_BYTES``."""
+    limit = services_of(request).settings.max_body_bytes if max_bytes is None else max_bytes
+    data = await json_body(request, limit)
     caller = await authorize(
         request,
         action,

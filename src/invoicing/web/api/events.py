@@ -11,7 +11,7 @@
 Each redelivery and test ping queues a delivery the worker sends: an owner may ask for at
 most ``event_redelivery_per_hour`` redeliveries and ``webhook_test_per_hour`` pings an hour
 (429 ``rate_limited``, counted before anything is read or queued, so a refused one queues
-nothing).
+nothing; ``web.owner_actions``, shared with the dashboard).
 
 In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
 ``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
@@ -37,11 +37,7 @@ from invoicing.notifications.endpoints import (
 from invoicing.notifications.service import (
     get_event,
     list_events,
-    ping,
-    redeliver,
 )
-from invoicing.ratelimit import HOUR_MS, hit
-from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.web.api.deps import Model, authorize, authorized_body, authorized_query
 from invoicing.web.api.event_inputs import (
@@ -73,6 +69,7 @@ from invoicing.web.api.inputs import (
     without_owner,
 )
 from invoicing.web.context import services_of
+from invoicing.web.owner_actions import send_again, send_test_ping
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["events"])
@@ -100,12 +97,6 @@ async def authorized_body_with_id(
     payload = {"id": path_id, **without_owner(data)}
     caller = await authorize(request, action, owner_address_of(data), payload)
     return validate(model, data), caller, path_id
-
-
-async def _count(services: Services, action: str, caller: Caller, per_hour: int) -> None:
-    """Count one of the owner's ``action`` this hour; 429 ``rate_limited`` past ``per_hour``."""
-    keys = [f"{action}-owner:{caller.owner_key}"]
-    await hit(services.db, keys, per_hour, services.clock.now_ms(), window_ms=HOUR_MS)
 
 
 def _checked_path_id(value: str) -> str:
@@ -229,10 +220,7 @@ async def test(request: Request) -> Answer[DeliveryAccepted]:
     _body, caller, endpoint_id = await authorized_body_with_id(
         request, "webhook_endpoint.test", OwnerBody
     )
-    await _count(services, "webhook-test", caller, services.settings.webhook_test_per_hour)
-    accepted = await ping(
-        services.db, services.settings, caller.owner_key, endpoint_id, services.clock.now_ms()
-    )
+    accepted = await send_test_ping(services, caller.owner_key, endpoint_id)
     return Answer(DeliveryAccepted.of(accepted), status_code=202)
 
 
@@ -307,14 +295,5 @@ async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAcc
     body, caller, event_id = await authorized_body_with_id(
         request, "event.redeliver", RedeliverBody, path_id=event_id
     )
-    limit = services.settings.event_redelivery_per_hour
-    await _count(services, "event-redelivery", caller, limit)
-    accepted = await redeliver(
-        services.db,
-        services.settings,
-        caller.owner_key,
-        event_id,
-        services.clock.now_ms(),
-        endpoint_id=body.endpointId,
-    )
+    accepted = await send_again(services, caller.owner_key, event_id, body.endpointId)
     return Answer(DeliveryAccepted.of(accepted), status_code=202)

@@ -16,7 +16,6 @@ from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import payment_url
 from invoicing.monitor.check import recheck_invoice
-from invoicing.notifications.service import redeliver
 from invoicing.services import Services
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import (
@@ -37,6 +36,7 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
+from invoicing.web.owner_actions import send_again
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 REFRESH_S = 3
@@ -240,7 +240,7 @@ async def invoice_summary(request: Request, invoice_pk: str, owner: SignedIn) ->
 @router.post("/events/{event_id}/redeliver")
 async def redeliver_event(request: Request, event_id: str, owner: SignedIn) -> Response:
     """Send an event again (to the endpoint named, or the paid webhook), as the API's
-    redeliver does; back to the page it came from."""
+    redeliver does, within the same hourly limit; back to the page it came from."""
     services = services_of(request)
     fields = await form_fields(request, services.settings.max_body_bytes)
     endpoint = request.query_params.get("endpoint") or None
@@ -248,14 +248,7 @@ async def redeliver_event(request: Request, event_id: str, owner: SignedIn) -> R
     safe = invoice and len(invoice) <= 36 and all(c.isalnum() or c == "-" for c in invoice)
     back = f"/dashboard/invoices/{invoice}" if safe else f"/dashboard/events/{quote(event_id)}"
     try:
-        await redeliver(
-            services.db,
-            services.settings,
-            owner.key,
-            event_id[:36],
-            services.clock.now_ms(),
-            endpoint_id=endpoint[:36] if endpoint else None,
-        )
+        await send_again(services, owner.key, event_id[:36], endpoint[:36] if endpoint else None)
     except ServiceError as exc:
         return html("Redeliver", notice_html(exc.message, error=True), owner, "", exc.status)
     return RedirectResponse(f"{back}?notice=Redelivery+queued", status_code=303)

@@ -18,7 +18,7 @@ from invoicing.notifications.endpoints import (
     update_endpoint,
 )
 from invoicing.notifications.models import EventEndpoint
-from invoicing.notifications.service import get_event, list_events, ping
+from invoicing.notifications.service import get_event, list_events
 from invoicing.notifications.signing import list_secrets
 from invoicing.web.api.event_inputs import EVENT_TYPES
 from invoicing.web.api.events import endpoint_rules
@@ -33,7 +33,7 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_pairs
-from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret
+from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret, send_test_ping
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 EVENT_LOG_SIZE = 25
@@ -264,9 +264,7 @@ async def enable(request: Request, endpoint_id: str, owner: SignedIn) -> Respons
 async def test_ping(request: Request, endpoint_id: str, owner: SignedIn) -> Response:
     services = services_of(request)
     try:
-        await ping(
-            services.db, services.settings, owner.key, endpoint_id[:36], services.clock.now_ms()
-        )
+        await send_test_ping(services, owner.key, endpoint_id[:36])
     except ServiceError as exc:
         return await _fail(request, owner, exc)
     return _back("Test+ping+queued")

@@ -56,6 +56,16 @@ def asset_url(name: str) -> str:
     return f"/pay/assets/{name}?v={version}"
 
 
+def logo_path(sha256: str) -> str:
+    """A brand's logo (``web.page.brand`` serves it)."""
+    return f"/pay/brand/{sha256}.png"
+
+
+def theme_path(accent: str, text: str) -> str:
+    """A brand's colours as a stylesheet; ``accent`` and ``text``: ``#rrggbb``, lower case."""
+    return f"/pay/brand/theme-{accent[1:]}-{text[1:]}.css"
+
+
 def utc_iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -111,6 +121,13 @@ def payment_page(
         data_json=script_json(view.public_status().model_dump(mode="json", exclude_unset=True)),
         texts_json=script_json(script_texts(locale, view.shop_name)),
         shop=view.shop_name or "",
+        brand=view.brand,
+        logo_url=None if view.brand.logo_sha256 is None else logo_path(view.brand.logo_sha256),
+        theme_url=(
+            None
+            if view.brand.accent_color is None or view.brand.text_color is None
+            else theme_path(view.brand.accent_color, view.brand.text_color)
+        ),
         return_countdown_s=RETURN_COUNTDOWN_S,
         gasless=gasless,
     )

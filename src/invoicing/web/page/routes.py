@@ -15,6 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from invoicing.brand.service import brand_of
 from invoicing.db import ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
@@ -129,12 +130,16 @@ async def _fresh_invoice(services: Services, invoice: Invoice) -> Invoice | Invo
         return invoice
 
 
-async def _view(request: Request, payment_address: str, *, recheck: bool) -> PaymentView:
+async def _view(
+    request: Request, payment_address: str, *, recheck: bool, with_brand: bool = False
+) -> PaymentView:
+    """The page's view; ``with_brand``: with the owner's brand (the HTML page only)."""
     services = services_of(request)
     address = parse_payment_address(payment_address)
     found = await find_invoice_for_page(services.db, address)
     invoice = await _fresh_invoice(services, found) if recheck else found
-    return await payment_view(services.chains, invoice, services.clock.now_ms())
+    brand = await brand_of(services.db, invoice.owner_key) if with_brand else None
+    return await payment_view(services.chains, invoice, services.clock.now_ms(), brand)
 
 
 @router.get("/assets/{name}", include_in_schema=False)
@@ -169,7 +174,7 @@ async def page(request: Request, payment_address: str, lang: LangParam = None) -
     locale = page_locale(request, lang)
     _ = locale.gettext.gettext
     try:
-        view = await _view(request, payment_address, recheck=False)
+        view = await _view(request, payment_address, recheck=False, with_brand=True)
     except NotFound:
         return _error(
             locale,

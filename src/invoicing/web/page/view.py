@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from invoicing.addresses import normalize_address
+from invoicing.brand.service import Brand
 from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
@@ -119,6 +120,8 @@ class PaymentView:
     cancel_url: str | None = None
     # What the page calls the shop: the owner's display name, else the host of a link.
     shop_name: str | None = None
+    # The owner's brand (no brand: every part None).
+    brand: Brand = Brand()
 
     @property
     def return_url(self) -> str | None:
@@ -176,7 +179,7 @@ async def payment_view(
     chains: ChainRegistry,
     invoice: Invoice | InvoiceRow,
     now_ms: int,
-    brand_name: str | None = None,
+    brand: Brand | None = None,
 ) -> PaymentView:
     """Build the view; a chain that is down or no longer configured still gets a page."""
     network, symbol = f"Chain {invoice.chain_id}", "ETH" if invoice.token_address is None else ""
@@ -189,7 +192,8 @@ async def payment_view(
     except (UnsupportedChain, ChainUnavailable):
         symbol = symbol or "tokens"
     link = invoice.redirect_url or invoice.cancel_url
-    shop_name = brand_name or (shop_name_of(link) if link else None)
+    brand = brand or Brand()
+    shop_name = brand.display_name or (shop_name_of(link) if link else None)
     return PaymentView(
         payment_address=invoice.payment_address,
         chain_id=invoice.chain_id,
@@ -207,6 +211,7 @@ async def payment_view(
         redirect_url=invoice.redirect_url,
         cancel_url=invoice.cancel_url,
         shop_name=shop_name,
+        brand=brand,
         price=_price_of(invoice),
     )
 
