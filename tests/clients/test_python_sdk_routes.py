@@ -51,6 +51,8 @@ def test_secrets_endpoints_events_and_redelivery(
         detail = client.events.get(ping.event_id)
         again = client.events.redeliver(ping.event_id, endpoint.id)
         second = raw_receiver.wait_for("/events", count=2)[1]
+        first_page = client.events.get(ping.event_id, limit=1)  # signed, with the query
+        last_page = client.events.get(ping.event_id, after=first_page.deliveries[0].id)
         delivered = wait_for(
             lambda: [e.id for e in client.events.list(delivery_status="delivered")] or None,
             "the ping recorded as delivered",
@@ -79,6 +81,9 @@ def test_secrets_endpoints_events_and_redelivery(
     )
     assert [delivery.endpoint_id for delivery in detail.deliveries] == [endpoint.id]
     assert again.event_id == ping.event_id
+    assert (len(first_page.deliveries), first_page.has_more) == (1, True)
+    assert [d.id for d in last_page.deliveries] == [again.delivery_id]
+    assert last_page.has_more is False
     assert (delivered, failing) == ([ping.event_id], [])
     for delivery in (first, second):
         event = webhooks.verify(delivery.headers, delivery.body, signing_secret=secret.secret)

@@ -667,6 +667,66 @@ async def test_redelivery_to_an_endpoint_keeps_the_event_id(api: Api, hooks: Rec
     ]
 
 
+async def test_an_events_deliveries_page_oldest_first_with_a_cursor(api: Api) -> None:
+    """Redeliveries add deliveries to an event for its whole life: its detail pages them as
+    the events list pages events (``after`` = the last id, ``hasMore``), in both auth
+    modes; a cursor that is not one of this event's deliveries is 404."""
+    owner, headers = await api.owner()
+    endpoint = await create_endpoint(api, headers, owner, REFUSED_URL, ["*"])
+    event_id = (await send_ping(api, owner, headers, endpoint["id"]))["eventId"]
+    redelivered = []
+    for _ in range(4):
+        clock_of(api.services).advance(1)
+        answer = await api.http.post(
+            f"{EVENTS}/{event_id}/redeliver",
+            json={"ownerAddress": owner.address, "endpointId": endpoint["id"]},
+            headers=headers,
+        )
+        redelivered.append(answer.json()["deliveryId"])
+    await deliver_due(api.services)  # one failed attempt each
+
+    pages, after = [], None
+    while True:
+        params: dict[str, Any] = {"ownerAddress": owner.address, "limit": 2}
+        payload: dict[str, Any] = {"id": event_id, "limit": 2}
+        if after is not None:
+            params["after"] = payload["after"] = after
+        page = await api.http.get(
+            f"{EVENTS}/{event_id}",
+            params=params,
+            headers=signed_headers(owner, "event.get", payload),
+        )
+        assert page.status_code == 200, page.text
+        pages.append(page.json())
+        if not page.json()["hasMore"]:
+            break
+        after = page.json()["deliveries"][-1]["id"]
+
+    assert [len(p["deliveries"]) for p in pages] == [2, 2, 1]
+    assert [p["hasMore"] for p in pages] == [True, True, False]
+    ids = [d["id"] for p in pages for d in p["deliveries"]]
+    assert ids[1:] == redelivered  # the ping's own delivery first, then oldest first
+    assert all(p["event"]["id"] == event_id for p in pages)
+    assert all(len(d["attempts"]) == 1 for p in pages for d in p["deliveries"])
+    whole = await api.http.get(
+        f"{EVENTS}/{event_id}", params={"ownerAddress": owner.address}, headers=headers
+    )
+    assert ([d["id"] for d in whole.json()["deliveries"]], whole.json()["hasMore"]) == (ids, False)
+    other_event = await send_ping(api, owner, headers, endpoint["id"])
+    for cursor in (other_event["deliveryId"], "no-such-delivery"):
+        stray = await api.http.get(
+            f"{EVENTS}/{event_id}",
+            params={"ownerAddress": owner.address, "after": cursor},
+            headers=headers,
+        )
+        assert (stray.status_code, stray.json()["error"]["code"]) == (404, "not_found")
+    for bad in ({"limit": "0"}, {"limit": "x"}, {"after": ""}, {"page": "2"}):
+        refused = await api.http.get(
+            f"{EVENTS}/{event_id}", params={"ownerAddress": owner.address, **bad}, headers=headers
+        )
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid_request")
+
+
 async def test_an_endpoint_failing_for_three_days_is_disabled(api: Api) -> None:
     owner, headers = await api.owner()
     clock = clock_of(api.services)

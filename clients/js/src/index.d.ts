@@ -193,7 +193,7 @@ export interface EventDelivery {
   nextAttemptAt: number | null; createdAt: number; deliveredAt: number | null;
   attempts: EventDeliveryAttempt[];
 }
-export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[] }
+export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[]; hasMore: boolean }
 /** An events filter: events with at least one delivery in this state. */
 export type DeliveryStatus = "pending" | "failing" | "delivered" | "failed";
 export interface EventPage { items: EventEnvelope[]; hasMore: boolean }
@@ -354,7 +354,8 @@ export class Client {
   readonly events: {
     page(options?: { type?: string; deliveryStatus?: DeliveryStatus; after?: string; limit?: number }): Promise<EventPage>;
     list(options?: { type?: string; deliveryStatus?: DeliveryStatus; pageSize?: number }): AsyncGenerator<EventEnvelope, void, void>;
-    get(id: string): Promise<EventDetail>;
+    /** A page of the event's deliveries, oldest first; `after`: the last delivery id before. */
+    get(id: string, page?: { after?: string; limit?: number }): Promise<EventDetail>;
     /** To one endpoint, or (no endpointId) to the invoice's webhookUrl. */
     redeliver(id: string, target?: { endpointId?: string }): Promise<DeliveryAccepted>;
   };

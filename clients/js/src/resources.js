@@ -105,9 +105,13 @@ export class Events extends Resource {
     }
   }
 
-  /** One event with its deliveries and their attempts: { event, deliveries }. */
-  async get(id) {
-    return this.call("events.get", { params: { event_id: id }, signedId: id });
+  /** One event with a page of its deliveries (oldest first) and their attempts:
+   * { event, deliveries, hasMore }; `after`: the last delivery id of the page before,
+   * `limit`: deliveries a page (the service's default: 20). */
+  async get(id, { after, limit } = {}) {
+    return this.call("events.get", {
+      params: { event_id: id }, query: given({ after, limit }), signedId: id,
+    });
   }
 
   /** Send the event again: to one endpoint, or (no endpointId) to the invoice's webhookUrl

@@ -38,7 +38,7 @@ export const ROUTES = Object.freeze({
     ["id"]],
   "events.page": ["GET", "/integration/events", "event.list", EVENT_QUERY],
   "events.list": ["GET", "/integration/events", "event.list", EVENT_QUERY],
-  "events.get": ["GET", "/integration/events/{event_id}", "event.get"],
+  "events.get": ["GET", "/integration/events/{event_id}", "event.get", ["after", "limit"]],
   "events.redeliver": ["POST", "/integration/events/{event_id}/redeliver", "event.redeliver"],
   "escrows.export": ["GET", "/integration/escrows/export", "escrow.export", ["chainId"]],
   "gasless.get": ["GET", "/integration/gasless", "gasless.get", ["chainId"]],

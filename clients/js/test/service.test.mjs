@@ -320,7 +320,7 @@ describe("fees", () => {
 describe("notifications, settings, escrows and the public routes", () => {
   test("a signing secret and an endpoint get a ping; the event is listed, read and redelivered",
     async () => {
-      const { keyed } = await newOwner();
+      const { keyed, signed } = await newOwner();
       const secret = await keyed.webhookSecrets.create();
       assert.match(secret.secret, /^whsec_/);
       assert.deepEqual((await keyed.webhookSecrets.list()).map((item) => item.id), [secret.id]);
@@ -349,6 +349,11 @@ describe("notifications, settings, escrows and the public routes", () => {
       const again = await keyed.events.redeliver(ping.eventId, { endpointId: endpoint.id });
       assert.equal(again.eventId, ping.eventId);
       const [, second] = await receiver.deliveries("js-events", 2);
+      const firstPage = await signed.events.get(ping.eventId, { limit: 1 });
+      assert.deepEqual([firstPage.deliveries.length, firstPage.hasMore], [1, true]);
+      const lastPage = await keyed.events.get(ping.eventId, { after: firstPage.deliveries[0].id });
+      assert.deepEqual([lastPage.deliveries.map((item) => item.id), lastPage.hasMore],
+        [[again.deliveryId], false]);
       assert.equal(webhooks.verify(second.headers, second.body, { signingSecret: secret.secret }).id,
         ping.eventId);
 

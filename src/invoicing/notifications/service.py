@@ -1,7 +1,8 @@
 """Reading an owner's events and deliveries, redelivering an event, pinging an endpoint.
 
 Events are listed newest first for ``webhook_event_retention_s`` (housekeeping deletes them
-after it), by type and by the status of their deliveries (:data:`DELIVERY_STATUSES`). Every
+after it), by type and by the status of their deliveries (:data:`DELIVERY_STATUSES`); an
+event's deliveries are paged the same way, oldest first. Every
 lookup is scoped to the owner: another owner's event or endpoint id is 404, exactly like an
 id that does not exist. Answers are typed values (:class:`EventRecord`, :class:`Queued`,
 :class:`PaidWebhookLog`), one :class:`Attempt` in both logs; the web layer's response models
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, insert, select
+from sqlalchemy import ColumnElement, and_, exists, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database
@@ -93,10 +94,12 @@ class DeliveryRecord:
 
 @dataclass(frozen=True)
 class EventRecord:
-    """An event's envelope and its deliveries, oldest first, each with its attempts."""
+    """An event's envelope and a page of its deliveries, oldest first, each with its
+    attempts; ``has_more``: later deliveries follow."""
 
     envelope: dict[str, Any]
     deliveries: list[DeliveryRecord]
+    has_more: bool = False
 
 
 @dataclass(frozen=True)
@@ -169,28 +172,60 @@ def _has_delivery(status: str) -> ColumnElement[bool]:
 
 
 async def get_event(
-    db: Database, settings: Settings, owner_key: str, event_id: str, now_ms: int
+    db: Database,
+    settings: Settings,
+    owner_key: str,
+    event_id: str,
+    now_ms: int,
+    *,
+    after: str | None = None,
+    limit: int = 20,
 ) -> EventRecord:
-    """The event's envelope and every delivery of it (endpoints and the invoice's
-    webhookUrl), oldest first, each with its attempts."""
+    """The event's envelope and one page of its deliveries (endpoints and the invoice's
+    webhookUrl), oldest first, each with its attempts. Redeliveries add deliveries without
+    bound over an event's life, so they are paged like the events list: at most ``limit``
+    (capped at :data:`MAX_PAGE`), ``after``: the last delivery id of the previous page (one
+    that is not this event's is 404). A delivery's attempts are bounded by its own retry
+    schedule (``webhook_max_attempts``; the endpoints' backoff window)."""
+    limit = min(limit, MAX_PAGE)
     async with db.sessions() as session:
         event = await _owned_event(session, settings, owner_key, event_id, now_ms)
+        conditions: list[ColumnElement[bool]] = [WebhookEvent.event_id == event.id]
+        if after is not None:
+            cursor = await session.scalar(
+                select(WebhookEvent).where(
+                    WebhookEvent.id == after, WebhookEvent.event_id == event.id
+                )
+            )
+            if cursor is None:
+                raise NotFound("no such delivery of this event")
+            conditions.append(
+                or_(
+                    WebhookEvent.created_at > cursor.created_at,
+                    and_(
+                        WebhookEvent.created_at == cursor.created_at,
+                        WebhookEvent.id > cursor.id,
+                    ),
+                )
+            )
         deliveries = list(
             await session.scalars(
                 select(WebhookEvent)
-                .where(WebhookEvent.event_id == event.id)
+                .where(*conditions)
                 .order_by(WebhookEvent.created_at, WebhookEvent.id)
+                .limit(limit + 1)
             )
         )
+        page = deliveries[:limit]
         attempts: dict[str, list[Attempt]] = defaultdict(list)
         for attempt in await session.scalars(
             select(WebhookAttempt)
-            .where(WebhookAttempt.event_id.in_([d.id for d in deliveries]))
+            .where(WebhookAttempt.event_id.in_([d.id for d in page]))
             .order_by(WebhookAttempt.attempt, WebhookAttempt.id)
         ):
             attempts[attempt.event_id].append(Attempt.of(attempt))
-    records = [DeliveryRecord.of(d, attempts.get(d.id, ())) for d in deliveries]
-    return EventRecord(event.envelope(), records)
+    records = [DeliveryRecord.of(d, attempts.get(d.id, ())) for d in page]
+    return EventRecord(event.envelope(), records, len(deliveries) > limit)
 
 
 async def redeliver(

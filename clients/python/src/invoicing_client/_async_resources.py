@@ -157,9 +157,18 @@ class AsyncEvents:
                 return
             after = result.items[-1].id
 
-    async def get(self, event_id: str) -> EventDetail:
-        """One event with its deliveries and their attempts."""
-        call = calls.call("events.get", path={"event_id": event_id}, signed_id=event_id)
+    async def get(
+        self, event_id: str, *, after: str | None = None, limit: int | None = None
+    ) -> EventDetail:
+        """One event with a page of its deliveries (oldest first) and their attempts;
+        ``after``: the last delivery id of the previous page (``has_more``: more follow),
+        ``limit``: deliveries a page (the service's default: 20)."""
+        call = calls.call(
+            "events.get",
+            path={"event_id": event_id},
+            query=calls.given(after=after, limit=limit),
+            signed_id=event_id,
+        )
         return await self._send(call, calls.model(EventDetail))
 
     async def redeliver(self, event_id: str, endpoint_id: str | None = None) -> DeliveryAccepted:

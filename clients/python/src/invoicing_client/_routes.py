@@ -83,7 +83,7 @@ ROUTES: dict[str, Route] = {
     ),
     "events.page": Route("GET", "/integration/events", "event.list", EVENT_QUERY),
     "events.list": Route("GET", "/integration/events", "event.list", EVENT_QUERY),
-    "events.get": Route("GET", "/integration/events/{event_id}", "event.get"),
+    "events.get": Route("GET", "/integration/events/{event_id}", "event.get", ("after", "limit")),
     "events.redeliver": Route(
         "POST", "/integration/events/{event_id}/redeliver", "event.redeliver"
     ),

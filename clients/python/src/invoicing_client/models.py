@@ -281,8 +281,11 @@ class EventDelivery(_Model):
 
 
 class EventDetail(_Model):
+    """An event and one page of its deliveries, oldest first (``has_more``: more follow)."""
+
     event: EventEnvelope
     deliveries: list[EventDelivery]
+    has_more: bool
 
 
 class WebhookLogEvent(_Model):

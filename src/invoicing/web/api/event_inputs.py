@@ -91,6 +91,21 @@ def _one_of(value: str | None, known: tuple[str, ...]) -> str | None:
     return value
 
 
+class EventQuery(BaseModel):
+    """An event's detail: a page of its deliveries, oldest first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ownerAddress: Address
+    after: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=36,
+        description="The last delivery id of the previous page.",
+    )
+    limit: int = Field(default=20, ge=1, lt=2**31, description="Deliveries (at most 100).")
+
+
 class RedeliverBody(BaseModel):
     """Exactly one target: ``endpointId`` (one of the owner's endpoints) or
     ``"webhookUrl": true`` (the invoice's webhookUrl; ``invoice.paid`` events only)."""

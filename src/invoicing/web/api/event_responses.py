@@ -188,13 +188,15 @@ class EventDelivery(WireModel):
 
 class EventDetail(WireModel):
     event: EventEnvelope
-    deliveries: list[EventDelivery] = Field(description="Oldest first.")
+    deliveries: list[EventDelivery] = Field(description="A page of them, oldest first.")
+    hasMore: bool = Field(description="More, later deliveries: ask again with after=<last id>.")
 
     @classmethod
     def of(cls, record: EventRecord) -> Self:
         return cls(
             event=EventEnvelope.model_validate(record.envelope),
             deliveries=[EventDelivery.of(delivery) for delivery in record.deliveries],
+            hasMore=record.has_more,
         )
 
 

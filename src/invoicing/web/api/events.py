@@ -5,8 +5,8 @@
   ``DELETE ?id=`` (``webhook_endpoint.delete``); ``POST /test?id=``
   (``webhook_endpoint.test``) → 202, a ``ping`` event to that endpoint.
 - ``GET /integration/events`` (``event.list``; filters ``type=`` and ``deliveryStatus=``),
-  ``GET /integration/events/{id}`` (``event.get``), ``POST /integration/events/{id}/redeliver``
-  (``event.redeliver``) → 202.
+  ``GET /integration/events/{id}`` (``event.get``; its deliveries paged, ``after=``),
+  ``POST /integration/events/{id}/redeliver`` (``event.redeliver``) → 202.
 
 Each redelivery and test ping queues a delivery the worker sends: an owner may ask for at
 most ``event_redelivery_per_hour`` redeliveries and ``webhook_test_per_hour`` pings an hour
@@ -44,6 +44,7 @@ from invoicing.web.api.event_inputs import (
     EVENT_TYPES,
     CreateEndpointBody,
     EndpointQuery,
+    EventQuery,
     EventsQuery,
     IdQuery,
     RedeliverBody,
@@ -254,9 +255,9 @@ async def events(request: Request) -> Answer[EventList]:
 @router.get(
     "/events/{event_id}",
     **documented(
-        "One event with its deliveries and their attempts",
+        "One event with a page of its deliveries and their attempts (cursor: after=<id>)",
         ok=EventDetail,
-        query=OwnerQuery,
+        query=EventQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="event.get",
     ),
@@ -270,11 +271,17 @@ async def event(request: Request, event_id: str) -> Answer[EventDetail]:
         "event.get",
         owner_address_of(items),
         payload,
-        query_types={"id": "string", **query_types(OwnerQuery)},
+        query_types={"id": "string", **query_types(EventQuery)},
     )
-    validate(OwnerQuery, items)
+    query = validate(EventQuery, items)
     found = await get_event(
-        services.db, services.settings, caller.owner_key, event_id, services.clock.now_ms()
+        services.db,
+        services.settings,
+        caller.owner_key,
+        event_id,
+        services.clock.now_ms(),
+        after=query.after,
+        limit=query.limit,
     )
     return Answer(EventDetail.of(found))
 
