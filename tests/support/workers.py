@@ -29,6 +29,7 @@ ONE_WORKER_GROUPS = {
     "tests/clients/": "invoicing dev",
     "tests/acceptance/test_docs_quickstart.py": "invoicing dev",
     "tests/acceptance/test_js_client.py": "invoicing dev",
+    "tests/acceptance/test_x402_dev.py": "invoicing dev",
 }
 
 
