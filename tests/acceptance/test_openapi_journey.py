@@ -4,7 +4,9 @@ each documented route answers what its schema says, success and errors alike."""
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -15,6 +17,9 @@ from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_pa
 from invoicing.chain.evm import EvmClient
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
+from tests.integration.test_gasless import body_for, funded_payer
+from tests.integration.test_x402 import payment_header
+from tests.integration.test_x402_facilitator import verify_body
 from tests.support.api import key_headers, signed_get, signed_post
 from tests.support.factory import sign_typed
 from tests.support.openapi_check import ResponseChecker, document
@@ -172,6 +177,8 @@ async def journey(
 
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
+    await brand(http, address, key)
+    await gasless_and_x402(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
     deleted = await http.delete("/integration/invoices", params=params, headers=key)
@@ -318,3 +325,58 @@ async def events_and_endpoints(http: httpx.AsyncClient, owner: Any, key: dict[st
         endpoints, params={"ownerAddress": address, "id": endpoint_id}, headers=key
     )
     assert removed.json() == {"deleted": True, "id": endpoint_id}
+
+
+async def brand(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> None:
+    put = await http.put(
+        "/integration/settings/brand",
+        json={"ownerAddress": address, "displayName": "Journey shop", "accentColor": "#1a73e8"},
+        headers=key,
+    )
+    assert put.status_code == 200, put.text
+    got = await http.get(
+        "/integration/settings/brand", params={"ownerAddress": address}, headers=key
+    )
+    assert got.status_code == 200 and got.json()["displayName"] == "Journey shop"
+
+
+async def gasless_and_x402(
+    http: httpx.AsyncClient, address: str, key: dict[str, str], dev: DevDeployment, evm: EvmClient
+) -> None:
+    """A payer without native coin pays one TUSD invoice through the page's authorization
+    route and another through its x402 resource; the owner's facilitator answers."""
+    chain = {"ownerAddress": address, "chainId": dev.chain_id}
+    opted = await http.post("/integration/gasless", json={**chain, "enabled": True}, headers=key)
+    assert opted.status_code == 200, opted.text
+    shown = await http.get("/integration/gasless", params=chain, headers=key)
+    assert shown.status_code == 200
+    payer = await funded_payer(evm, dev, 10_000_000)
+    invoices = []
+    for n in (1, 2):
+        body = {**chain, "amount": "1.5", "tokenAddress": dev.token, "invoiceId": f"gasless-{n}"}
+        created = await http.post("/integration/invoices", json=body, headers=key)
+        assert created.status_code == 201, created.text
+        invoices.append(created.json())
+    first, second = (
+        SimpleNamespace(payment_address=i["paymentAddress"], required_raw=i["requiredRaw"])
+        for i in invoices
+    )
+    authorization = await body_for(evm, dev, payer, first)  # type: ignore[arg-type]
+    relayed = await http.post(f"/pay/{first.payment_address}/authorization", json=authorization)
+    assert relayed.status_code == 202, relayed.text
+    header = await payment_header(evm, dev, payer, second)
+    resource = urlsplit(invoices[1]["x402Url"]).path  # the URL is on the public base URL
+    assert resource == f"/pay/{second.payment_address}/x402"
+    paid = await http.get(resource, headers={"PAYMENT-SIGNATURE": header})
+    assert paid.status_code == 200, paid.text
+
+    supported = await http.get("/x402/facilitator/supported", headers=key)
+    assert supported.status_code == 200
+    good = await verify_body(evm, dev, payer, address)
+    assert (await http.post("/x402/facilitator/verify", json=good, headers=key)).json()[
+        "isValid"
+    ] is True
+    # A settlement to someone else's address: refused in the answer, nothing sent.
+    stranger = await verify_body(evm, dev, payer, new_owner().address)
+    settled = await http.post("/x402/facilitator/settle", json=stranger, headers=key)
+    assert settled.status_code == 200 and settled.json()["success"] is False
