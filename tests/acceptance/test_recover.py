@@ -359,6 +359,9 @@ async def test_recover_refuses_a_tampered_export_and_sends_nothing(
     assert await evm.get_balance(lost.owner.address) == 0
 
 
+# Nine start-ups of the CLI (about 3 s of CPU each): under a loaded CI run, more than the
+# suite's default 120 s.
+@pytest.mark.timeout(420)
 def test_recover_bad_arguments_exit_with_one_line(tmp_path: Path) -> None:
     export = tmp_path / "escrows.ndjson"
     export.write_text("")
