@@ -29,7 +29,7 @@ from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 
-TIMEOUT_S = 4.0
+TIMEOUT_S = 10.0  # long: the bounds below hold on a loaded machine
 
 
 async def paid_event(services: Services, fake: FakeChain, url: str, owner: str) -> str:
@@ -61,7 +61,7 @@ async def statuses(services: Services, ids: list[str]) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("delay_s", "answer", "outcome"),
-    [(8.0, 200, (None, "timeout")), (2.5, 500, (500, None))],
+    [(20.0, 200, (None, "timeout")), (8.0, 500, (500, None))],
     ids=["hangs-until-the-timeout", "fails-slowly"],
 )
 async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(

@@ -39,7 +39,12 @@ from invoicing.addresses import normalize_address
 from invoicing.chain.answers import ContractRevert
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
-from invoicing.errors import DeadlineExpired, InvalidOwnerSignature, NonceMismatch
+from invoicing.errors import (
+    DeadlineExpired,
+    InvalidOwnerSignature,
+    NonceMismatch,
+    ServiceError,
+)
 from invoicing.services import Services
 from invoicing.settlement.meta import MetaCall, pending_duplicate, relay_meta
 from invoicing.settlement.models import RelayerTransaction
@@ -131,7 +136,15 @@ async def relay_signed(services: Services, chain: ChainGateway, purpose: SignedP
         if duplicate is None:
             raise taken.error
         return _accepted(request, duplicate)
-    await purpose.before_relay(services, chain)
+    try:
+        await purpose.before_relay(services, chain)
+    except ServiceError:
+        # The same request again while its transaction is pending: a node may not count it in
+        # the nonce yet while already showing its effects (a refunded escrow's balance).
+        duplicate = await pending_duplicate(services, meta)
+        if duplicate is None:
+            raise
+        return _accepted(request, duplicate)
     try:
         row = await relay_meta(services, meta, on_hold=purpose.on_hold)
     except ContractRevert as exc:
