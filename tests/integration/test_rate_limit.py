@@ -125,9 +125,10 @@ async def test_a_limit_of_zero_counts_nothing(database_url: str) -> None:
 
 
 async def test_requests_delete_nothing_housekeeping_purges_windows_that_are_over(
-    make_services: MakeServices,
+    make_services: MakeServices, own_database: str
 ) -> None:
-    services = await make_services()
+    # A database of its own: housekeeping purges every window that is over, other tests' too.
+    services = await make_services(database_url=own_database)
     clock = FakeClock(own_minute())
     services.clock = clock
     minute_key, hour_key = f"test-m-{new_owner().address}", f"test-h-{new_owner().address}"
