@@ -13,7 +13,8 @@ integration tests use :func:`deploy_dev_contracts`, which deploys the factory th
 the dev factory address is the address ``invoicing deploy`` prints. Every anvil default account
 receives 1,000,000 TUSD so a developer can pay invoices from any of them. Last comes a
 MockAggregator (contracts/dev) pricing the native coin in USD, whose answer anyone may set:
-deployed after the others, it leaves their addresses as they were.
+deployed after the others, it leaves their addresses as they were. The EscrowReader
+(``chain.reader``), deployed last the same way, holds nothing and only reads.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import (
+    ESCROW_READER,
     MOCK_AGGREGATOR,
     PAYMENT_FACTORY,
     TEST_TOKEN,
@@ -215,6 +217,13 @@ async def deploy_factory(client: EvmClient, deployer_key: str) -> Deployed:
     return await deploy_deterministic(client, deployer_key, factory_bytecode(), PAYMENT_FACTORY)
 
 
+async def deploy_reader(client: EvmClient, deployer_key: str) -> Deployed:
+    """EscrowReader (``chain.reader``) at its deterministic address, verified; ``invoicing
+    deploy`` deploys it after the factory."""
+    init_code = load_artifact(ESCROW_READER).bytecode
+    return await deploy_deterministic(client, deployer_key, init_code, ESCROW_READER)
+
+
 async def install_proxy_on_dev_chain(client: EvmClient) -> None:
     """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode (the
     pinned anvil has it unless started with ``--disable-default-create2-deployer``); a node
@@ -265,6 +274,7 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
     aggregator = await deploy_deterministic(
         client, deployer_key, dev_aggregator_init_code(), MOCK_AGGREGATOR
     )
+    await deploy_reader(client, deployer_key)
     return DevDeployment(
         chain_id=factory.chain_id,
         factory=factory.address,
