@@ -341,6 +341,14 @@ async def test_the_brand_set_in_the_dashboard_shows_on_the_payment_page(
         await no_serious_axe(page)
         await page.screenshot(path=artifacts / "dashboard-brand-error-desktop.png", full_page=True)
 
+        # A file too large to send is refused in the browser, with the service's message.
+        big = {"name": "big.png", "mimeType": "image/png", "buffer": bytes(600 * 1024)}
+        await page.set_input_files("#brand-logo", files=[big])
+        await page.click("#brand-form button[type=submit]")
+        await expect(page.locator("#brand-form [data-status]")).to_have_text(
+            "logo must be at most 128 KiB"
+        )
+
         # Name, colour from the picker's text field, and a PNG logo.
         await page.fill("#brand-name", "Café Olé")
         await page.fill("#brand-accent", "#1A3D6B")
