@@ -44,6 +44,7 @@ NAV = (
     ("create", "/dashboard/invoices/new", "Create"),
     ("webhooks", "/dashboard/webhooks", "Webhooks"),
     ("keys", "/dashboard/api-keys", "API keys"),
+    ("brand", "/dashboard/brand", "Brand"),
     ("settings", "/dashboard/settings", "Settings"),
 )
 
