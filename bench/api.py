@@ -196,11 +196,7 @@ async def round_trips(database_url: str, chain: ChainConfig, api_key: str) -> No
     )
     services = build_services(settings)
     app = create_app(services, run_workers_in_process=False)
-    engines = [services.db.engine.sync_engine]
-    batch_writer = getattr(services.db, "_batch_writer", None)
-    if batch_writer is not None:
-        engines.append(batch_writer._engine)
-    counter = RoundTrips(engines)
+    counter = RoundTrips(services.db.sync_engines)
     body = {"ownerAddress": OWNER.address, "chainId": chain.chain_id, "amount": "1.5"}
     key = {"x-service-api-key": api_key}
     signed = presigned(2 * ROUND_TRIP_REQUESTS + 10, chain.chain_id)

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Generic, TypeVar, cast
 
 import asyncpg
-from sqlalchemy import Connection, MetaData, Table, event
+from sqlalchemy import Connection, Engine, MetaData, Table, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
@@ -166,6 +166,15 @@ class Database:
     @property
     def dialect(self) -> str:
         return self.engine.dialect.name
+
+    @property
+    def sync_engines(self) -> list[Engine]:
+        """Every engine this Database talks through, to watch their events (the SQLite batch
+        writer has its own)."""
+        engines = [self.engine.sync_engine]
+        if self._batch_writer is not None:
+            engines.append(self._batch_writer.engine)
+        return engines
 
     @staticmethod
     def of(session: AsyncSession) -> Database | None:

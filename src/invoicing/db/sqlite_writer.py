@@ -67,10 +67,10 @@ class SqliteBatchWriter:
 
     def __init__(self, engine: AsyncEngine, path: str) -> None:
         url = engine.url.set(drivername="sqlite+pysqlite")
-        self._engine = create_sync_engine(
+        self.engine = create_sync_engine(
             url, connect_args={"timeout": 30, "check_same_thread": False}
         )
-        tune_sqlite(self._engine, batch_writer=True)
+        tune_sqlite(self.engine, batch_writer=True)
         self._connection: Connection | None = None
         self._checkpointer = Checkpointer(path)
 
@@ -90,14 +90,14 @@ class SqliteBatchWriter:
         batch."""
         connection = self._connection
         if connection is None or connection.closed or connection.invalidated:
-            connection = self._connection = self._engine.connect()
+            connection = self._connection = self.engine.connect()
         return connection
 
     async def dispose(self) -> None:
         await asyncio.to_thread(self._checkpointer.stop)
         if self._connection is not None:
             self._connection.close()
-        self._engine.dispose()
+        self.engine.dispose()
 
 
 def run_in_transaction(
