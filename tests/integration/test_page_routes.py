@@ -307,12 +307,22 @@ async def test_qr_svg_is_served_for_the_current_request(
 ) -> None:
     invoice = await create(app, new_owner(), dev, amount="2", tokenAddress=dev.token)
 
-    response = await app.http.get(f"/pay/{invoice['paymentAddress']}/qr.svg")
+    path = f"/pay/{invoice['paymentAddress']}/qr.svg"
+    response = await app.http.get(path)
+    german = await app.http.get(path, params={"lang": "de"})
+    japanese = await app.http.get(path, headers={"accept-language": "ja"})
+    page = await app.http.get(f"/pay/{invoice['paymentAddress']}", params={"lang": "de"})
 
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.text.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ')
     assert "<title>Pay 2 TUSD</title>" in response.text
+    assert "<title>2 TUSD bezahlen</title>" in german.text
+    assert german.headers["content-language"] == "de"
+    assert "<title>2 TUSD を支払う</title>" in japanese.text
+    # The page asks for its QR code in its own language, and so does pay.js.
+    assert f'src="{path}?lang=de&amp;r=2000000"' in page.text
+    assert f'data-qr-url="{path}?lang=de"' in page.text
 
 
 async def test_qr_codes_render_off_the_event_loop_once_per_invoice_and_never_for_unknown(
