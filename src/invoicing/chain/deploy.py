@@ -14,7 +14,8 @@ the dev factory address is the address ``invoicing deploy`` prints. Every anvil 
 receives 1,000,000 TUSD so a developer can pay invoices from any of them. Last comes a
 MockAggregator (contracts/dev) pricing the native coin in USD, whose answer anyone may set:
 deployed after the others, it leaves their addresses as they were. ``invoicing dev`` keeps
-its answer recent (:func:`refresh_dev_feed`).
+its answer recent (:func:`refresh_dev_feed`). The EscrowReader (``chain.reader``), deployed
+last the same way, holds nothing and only reads.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import (
+    ESCROW_READER,
     MOCK_AGGREGATOR,
     PAYMENT_FACTORY,
     TEST_TOKEN,
@@ -217,6 +219,13 @@ async def deploy_factory(client: EvmClient, deployer_key: str) -> Deployed:
     return await deploy_deterministic(client, deployer_key, factory_bytecode(), PAYMENT_FACTORY)
 
 
+async def deploy_reader(client: EvmClient, deployer_key: str) -> Deployed:
+    """EscrowReader (``chain.reader``) at its deterministic address, verified; ``invoicing
+    deploy`` deploys it after the factory."""
+    init_code = load_artifact(ESCROW_READER).bytecode
+    return await deploy_deterministic(client, deployer_key, init_code, ESCROW_READER)
+
+
 async def install_proxy_on_dev_chain(client: EvmClient) -> None:
     """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode (the
     pinned anvil has it unless started with ``--disable-default-create2-deployer``); a node
@@ -267,6 +276,7 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
     aggregator = await deploy_deterministic(
         client, deployer_key, dev_aggregator_init_code(), MOCK_AGGREGATOR
     )
+    await deploy_reader(client, deployer_key)
     return DevDeployment(
         chain_id=factory.chain_id,
         factory=factory.address,

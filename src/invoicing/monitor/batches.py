@@ -1,4 +1,4 @@
-"""Balance reads of a monitor pass in batches across shards (``monitor.passes``)."""
+"""Balance reads of a monitor pass in batches across shards and assets (``monitor.passes``)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,43 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from invoicing.chain.gateway import ChainGateway
+from invoicing.chain.reader import CALL_GAS, READ_GAS, account_gas
 from invoicing.monitor.check import PARALLEL_READS
 
 # A row of a pass (``scan.PASS_COLUMNS``), and what stores a batch's readings: the
-# addresses read, what was added with each (``add``), and their readings.
+# escrows read, what was added with each (``Batches.add``) and their readings, in one order.
 PassRow = Any
 Store = Callable[[list[str], list[Any], Sequence[int | None]], Awaitable[None]]
+# Escrows of one asset in a batch, with their tags.
+Segment = tuple[str | None, list[str], list[Any]]
 
 
 class Batches:
-    """Escrows waiting for their read, per token, each with a tag (its row, or what the
-    pass needs of it); a full batch is read (then stored) at once, ``PARALLEL_READS`` at a
-    time, overlapping the next query; ``add`` waits while many are in flight, so a pass holds
-    a few batches, not a whole chain."""
+    """Escrows waiting for their read, of every asset together, each with a tag (its row, or
+    what the pass needs of it); a batch is read (then stored) as soon as it is full: its
+    estimated gas reaches ``read_gas`` (one EscrowReader call reads every asset of it,
+    ``ChainGateway.read_escrows``).
+    ``PARALLEL_READS`` reads run at a time, overlapping the next query; ``wait`` holds the
+    caller while many are in flight, so a pass holds a few batches, not a whole chain."""
 
-    def __init__(self, chain: ChainGateway, block: int, batch_size: int, store: Store) -> None:
+    def __init__(
+        self,
+        chain: ChainGateway,
+        block: int,
+        store: Store,
+        read_gas: int = READ_GAS,
+    ) -> None:
         self.chain = chain
         self.block = block
-        self.batch_size = batch_size
+        self.read_gas = read_gas
         self.store = store
-        self._addresses: dict[str | None, list[str]] = {}
-        self._tags: dict[str | None, list[Any]] = {}
+        self._waiting: list[Segment] = []
+        self._gas = CALL_GAS
         self._tasks: set[asyncio.Task[None]] = set()
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
     async def add_rows(self, rows: Sequence[PassRow]) -> None:
-        """Full rows (tagged with themselves)."""
+        """Full rows, each its own tag."""
         by_token: dict[str | None, list[PassRow]] = {}
         for row in rows:
             by_token.setdefault(cast(str | None, row.token_address), []).append(row)
@@ -41,15 +52,18 @@ class Batches:
         await self.wait()
 
     def add(self, token: str | None, addresses: list[str], tags: list[Any]) -> None:
-        """Escrows of ``token`` with one tag each; starts the reads of full batches."""
-        waiting = self._addresses.setdefault(token, [])
-        tagged = self._tags.setdefault(token, [])
-        waiting += addresses
-        tagged += tags
-        size = self.batch_size
-        while len(waiting) >= size:
-            self._start(token, waiting[:size], tagged[:size])
-            del waiting[:size], tagged[:size]
+        """Escrows of ``token``, one tag each; starts the reads of the batches they fill."""
+        gas = account_gas(token)
+        start = 0
+        while start < len(addresses):
+            room = (self.read_gas - self._gas) // gas
+            if room <= 0 and self._waiting:
+                self._start()
+                continue
+            end = min(len(addresses), start + max(room, 1))
+            self._waiting.append((token, addresses[start:end], tags[start:end]))
+            self._gas += gas * (end - start)
+            start = end
 
     async def wait(self) -> None:
         """Wait while many reads are in flight."""
@@ -58,11 +72,8 @@ class Batches:
             self._collect(done)
 
     async def finish(self) -> None:
-        for token, waiting in self._addresses.items():
-            if waiting:
-                self._start(token, waiting, self._tags[token])
-        self._addresses.clear()
-        self._tags.clear()
+        if self._waiting:
+            self._start()
         while self._tasks:
             done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
             self._collect(done)
@@ -79,10 +90,25 @@ class Batches:
         for task in done:
             task.result()  # the first failure fails the pass
 
-    def _start(self, token: str | None, addresses: list[str], tags: list[Any]) -> None:
-        self._tasks.add(asyncio.ensure_future(self._read(token, addresses, tags)))
+    def _start(self) -> None:
+        segments, self._waiting, self._gas = self._waiting, [], CALL_GAS
+        self._tasks.add(asyncio.ensure_future(self._read(segments)))
 
-    async def _read(self, token: str | None, addresses: list[str], tags: list[Any]) -> None:
+    async def _read(self, segments: list[Segment]) -> None:
+        """One read of every asset of ``segments``; stored in the order of the assets."""
+        by_token: dict[str | None, tuple[list[str], list[Any]]] = {}
+        for token, addresses, tags in segments:
+            waiting, tagged = by_token.setdefault(token, ([], []))
+            waiting += addresses
+            tagged += tags
+        groups = [(token, addresses) for token, (addresses, _tags) in by_token.items()]
         async with self._gate:
-            readings = await self.chain.balances(token, addresses, self.block)
+            values = await self.chain.read_escrows(groups, self.block)
+        addresses, tags, readings = [], [], []
+        for (waiting, tagged), group_values in zip(by_token.values(), values, strict=True):
+            addresses += waiting
+            tags += tagged
+            readings += group_values
+        if len(readings) != len(addresses):
+            raise ValueError("the read answered another number of escrows than asked")
         await self.store(addresses, tags, readings)

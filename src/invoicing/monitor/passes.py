@@ -149,8 +149,8 @@ async def _run(
     records: Mapping[int, MonitorShard],
 ) -> PassResult:
     """One pass over ``shards``: select each shard's watched invoices of ``status``, read
-    them in batches across shards (one ``balancesOf`` per token and ``monitor_batch_size``
-    addresses), store each batch's changes as its read lands, then record the pass."""
+    them in batches across shards and assets (one EscrowReader call per ``monitor_read_gas``
+    of estimated gas), store each batch's changes as its read lands, then record the pass."""
     chain_id = chain.config.chain_id
     started_ms = services.clock.now_ms()
     counts = _Counts()
@@ -166,7 +166,7 @@ async def _run(
         async with stores:
             await _store(services, tags, readings, status, records, counts)
 
-    batches = Batches(chain, block, services.settings.monitor_batch_size, store)
+    batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
         if status == InvoiceStatus.PENDING:
             async for groups in pending_groups(services.db, chain_id, status, shards):
