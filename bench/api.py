@@ -50,7 +50,7 @@ from typing import Any
 
 import httpx
 from eth_account import Account
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 
 from invoicing import metrics
 from invoicing.auth.signatures import sign_request
@@ -58,6 +58,7 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess, free_port
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
+from invoicing.db import AUTOCOMMIT
 from invoicing.migrate import upgrade
 from invoicing.services import build_services
 from invoicing.settings import Settings
@@ -151,16 +152,27 @@ ROUND_TRIP_REQUESTS = 20
 
 
 class RoundTrips:
-    """Counts the round trips of the engines it watches: statements, BEGIN, COMMIT, ROLLBACK."""
+    """Counts the round trips of the engines it watches: statements, BEGIN, COMMIT, ROLLBACK.
+
+    A BEGIN is counted once: SQLAlchemy's begin event, not also the ``BEGIN DEFERRED`` the
+    SQLite engine sends for it as a statement. On an autocommit connection
+    (``Database.reads``, ``Database.run_statement``) SQLAlchemy's begin, commit and rollback
+    send nothing to the database, so only its statements count."""
 
     def __init__(self, engines: list[Engine]) -> None:
         self.count = 0
         for engine in engines:
-            for name in ("before_cursor_execute", "begin", "commit", "rollback"):
-                event.listen(engine, name, self._one)
+            event.listen(engine, "before_cursor_execute", self._statement)
+            for name in ("begin", "commit", "rollback"):
+                event.listen(engine, name, self._transaction)
 
-    def _one(self, *_args: Any, **_kwargs: Any) -> None:
-        self.count += 1
+    def _statement(self, _connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if not statement.startswith("BEGIN"):
+            self.count += 1
+
+    def _transaction(self, connection: Connection, *_args: Any) -> None:
+        if not connection.get_execution_options().get(AUTOCOMMIT):
+            self.count += 1
 
 
 def rpc_calls() -> float:
@@ -184,11 +196,7 @@ async def round_trips(database_url: str, chain: ChainConfig, api_key: str) -> No
     )
     services = build_services(settings)
     app = create_app(services, run_workers_in_process=False)
-    engines = [services.db.engine.sync_engine]
-    batch_writer = getattr(services.db, "_batch_writer", None)
-    if batch_writer is not None:
-        engines.append(batch_writer._engine)
-    counter = RoundTrips(engines)
+    counter = RoundTrips(services.db.sync_engines)
     body = {"ownerAddress": OWNER.address, "chainId": chain.chain_id, "amount": "1.5"}
     key = {"x-service-api-key": api_key}
     signed = presigned(2 * ROUND_TRIP_REQUESTS + 10, chain.chain_id)

@@ -1,10 +1,11 @@
 """A minimal JSON-RPC node in the bench's own process, answering from memory.
 
 It knows what the monitor's passes ask: ``eth_chainId``, ``eth_blockNumber``,
-``eth_getBlockByNumber`` (a timestamp), ``eth_getBalance``, ``eth_call`` of the factory's
-``balancesOf(token, accounts)`` and of a token's ``balanceOf``, answered from dicts without
-executing anything. A bench run against it measures the service's own time: anvil's EVM
-work per balance is not in it.
+``eth_getBlockByNumber`` (a timestamp), ``eth_getBalance``, ``eth_getCode`` (of the
+EscrowReader), ``eth_call`` of the factory's ``balancesOf(token, accounts)``, of the
+EscrowReader's ``read(tokens, counts, accounts)`` and of a token's ``balanceOf``, answered
+from dicts without executing anything. A bench run against it measures the service's own
+time: anvil's EVM work per balance is not in it.
 
     async with MemoryNode(chain_id, factory) as node:
         node.native[address] = 10**18
@@ -24,9 +25,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from invoicing.chain.artifacts import ESCROW_READER, load_artifact
 from invoicing.chain.calldata import encode_balances_of
+from invoicing.chain.reader import encode_read, reader_address
 
 SELECTOR = encode_balances_of("0x" + "00" * 20, [])[:4]
+READ_SELECTOR = encode_read([])[:4]
+READER = reader_address().lower()
+READER_CODE = "0x" + load_artifact(ESCROW_READER).deployed_bytecode.hex()
 ZERO_WORD = bytes(32)
 BALANCE_OF = "0x70a08231"  # ERC-20 balanceOf(address)
 
@@ -85,6 +91,10 @@ class MemoryNode:
             answer["result"] = {"number": hex(self.block), "timestamp": hex(int(time.time()))}
         elif method == "eth_getBalance":
             answer["result"] = hex(self.native.get(params[0].lower(), 0))
+        elif method == "eth_getCode":
+            answer["result"] = READER_CODE if params[0].lower() == READER else "0x"
+        elif method == "eth_call" and params[0].get("to", "").lower() == READER:
+            answer["result"] = "0x" + self._read(bytes.fromhex(params[0]["data"][2:])).hex()
         elif method == "eth_call" and params[0].get("to", "").lower() == self.factory:
             answer["result"] = "0x" + self._balances_of(bytes.fromhex(params[0]["data"][2:])).hex()
         elif method == "eth_call" and params[0].get("data", "").startswith(BALANCE_OF):
@@ -94,6 +104,31 @@ class MemoryNode:
         else:
             answer["error"] = {"code": -32601, "message": f"{method} is not served here"}
         return answer
+
+    def _read(self, data: bytes) -> bytes:
+        """read(tokens, counts, accounts) → (block, parent hash, uint256[]), from the layout
+        ``chain.reader.encode_read`` writes."""
+        if data[:4] != READ_SELECTOR:
+            raise ValueError("only read is served")
+        body = data[4:]
+
+        def word(at: int) -> int:
+            return int.from_bytes(body[at : at + 32], "big")
+
+        tokens_at, counts_at, accounts_at = word(0), word(32), word(64)
+        groups = word(tokens_at)
+        words = [self.block.to_bytes(32, "big"), bytes(32), (96).to_bytes(32, "big")]
+        words.append(word(accounts_at).to_bytes(32, "big"))
+        index = 0
+        for k in range(groups):
+            token = "0x" + body[tokens_at + 32 * (k + 1) + 12 : tokens_at + 32 * (k + 2)].hex()
+            book = self.native if int(token, 16) == 0 else self.tokens.get(token, {})
+            for _ in range(word(counts_at + 32 * (k + 1))):
+                start = accounts_at + 32 * (index + 1) + 12
+                balance = book.get("0x" + body[start : start + 20].hex()) if book else None
+                words.append(ZERO_WORD if not balance else balance.to_bytes(32, "big"))
+                index += 1
+        return b"".join(words)
 
     def _balances_of(self, data: bytes) -> bytes:
         """balancesOf(token, accounts) → uint256[] (the calldata's layout is fixed: selector,

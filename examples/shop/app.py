@@ -1,8 +1,9 @@
 """A one-product shop that takes crypto payments through the invoicing service.
 
-Checkout creates an invoice with the Python SDK and redirects the buyer to the service's
-hosted payment page; the service's paid webhook, once verified with the SDK, marks the order
-paid. Run it against ``invoicing dev`` (see README.md beside this file)::
+The product is priced in US dollars: checkout creates a fiat invoice with the Python SDK (the
+service locks the price into an amount of ETH at its rate then) and redirects the buyer to
+the service's hosted payment page; the service's paid webhook, once verified with the SDK,
+marks the order paid. Run it against ``invoicing dev`` (see README.md beside this file)::
 
     SHOP_OWNER_ADDRESS=0x… SHOP_API_KEY=sk_… \\
         uvicorn --factory examples.shop.app:from_env --port 8100
@@ -15,7 +16,6 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -26,8 +26,8 @@ from invoicing_client import Client, webhooks
 from invoicing_client.webhooks import WebhookVerificationError
 
 PRODUCT = "Invoicing mug"
-PRICE = "0.01"  # in the chain's native coin (ETH on anvil)
-NATIVE_DECIMALS = 18
+PRICE = "30.00"
+CURRENCY = "USD"  # paid in the chain's native coin (ETH on anvil) at the service's rate
 INVOICE_PREFIX = "order-"
 
 
@@ -52,11 +52,6 @@ class ShopConfig:
         )
 
 
-def raw_amount(amount: str) -> int:
-    """``amount`` in wei, exactly."""
-    return int(Decimal(amount).scaleb(NATIVE_DECIMALS))
-
-
 def create_app(config: ShopConfig) -> FastAPI:
     orders = Orders(config.database)
     invoicing = Client(config.invoicing_url, config.owner_address, api_key=config.api_key)
@@ -73,17 +68,19 @@ def create_app(config: ShopConfig) -> FastAPI:
     @app.get("/", response_class=HTMLResponse)
     def home() -> str:
         return (
-            f"<h1>{PRODUCT}</h1><p>{PRICE} ETH</p>"
+            f"<h1>{PRODUCT}</h1><p>{PRICE} {CURRENCY}, paid in ETH</p>"
             '<form method="post" action="/checkout"><button>Buy with crypto</button></form>'
         )
 
     @app.post("/checkout")
     def checkout() -> RedirectResponse:
-        order = orders.new(PRODUCT, PRICE)
-        # The invoice id is the order's: the SDK may safely retry the create.
+        order = orders.new(PRODUCT, PRICE, CURRENCY)
+        # The invoice id is the order's: the SDK may safely retry the create. The price is in
+        # dollars; the service locks it into wei now (invoice.required_raw, invoice.fiat).
         invoice = invoicing.invoices.create(
             config.chain_id,
             PRICE,
+            currency=CURRENCY,
             invoice_id=INVOICE_PREFIX + order.id,
             webhook_url=f"{config.public_url}/webhooks/invoicing",
             description=PRODUCT,
@@ -93,7 +90,7 @@ def create_app(config: ShopConfig) -> FastAPI:
             redirect_url=f"{config.public_url}/orders/{order.id}",
             cancel_url=f"{config.public_url}/",
         )
-        orders.attach_invoice(order.id, invoice.payment_address, invoice.url)
+        orders.attach_invoice(order.id, invoice.payment_address, invoice.url, invoice.required_raw)
         return RedirectResponse(invoice.url, status_code=303)
 
     @app.get("/orders/{order_id}", response_class=HTMLResponse)
@@ -129,12 +126,14 @@ def _order(orders: Orders, order_id: str) -> Order:
 
 
 def _pays_for(event: webhooks.WebhookEvent, order: Order, chain_id: int) -> bool:
-    """The event is this order's invoice: its chain, its escrow, its full price."""
+    """The event is this order's invoice: its chain, its escrow, the wei its price was
+    locked into at checkout, paid in full."""
     return (
         event.chain_id == chain_id
         and event.payment_address == order.payment_address
         and event.token_address is None
-        and event.required_raw == raw_amount(order.amount)
+        and order.required_raw is not None
+        and event.required_raw == int(order.required_raw)
         and event.balance_raw >= event.required_raw
     )
 

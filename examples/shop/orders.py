@@ -18,11 +18,14 @@ from dataclasses import dataclass
 class Order:
     id: str
     product: str
-    amount: str  # decimal string in the chain's native coin
+    amount: str  # the price, a decimal string in ``currency``
+    currency: str  # ISO 4217, "USD"
     status: str  # "pending" until the paid webhook is verified, then "paid"
     payment_address: str | None
     payment_url: str | None
     paid_at: int | None
+    # What the invoice locked the price into at checkout: wei, as a decimal string.
+    required_raw: str | None
 
 
 class Orders:
@@ -32,24 +35,30 @@ class Orders:
         with self._lock, self._db:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, product TEXT NOT NULL,"
-                " amount TEXT NOT NULL, status TEXT NOT NULL, payment_address TEXT UNIQUE,"
-                " payment_url TEXT, paid_at INTEGER)"
+                " amount TEXT NOT NULL, currency TEXT NOT NULL, status TEXT NOT NULL,"
+                " payment_address TEXT UNIQUE, payment_url TEXT, paid_at INTEGER,"
+                " required_raw TEXT)"
             )
 
-    def new(self, product: str, amount: str) -> Order:
-        order = Order(uuid.uuid4().hex, product, amount, "pending", None, None, None)
+    def new(self, product: str, amount: str, currency: str) -> Order:
+        order = Order(
+            uuid.uuid4().hex, product, amount, currency, "pending", None, None, None, None
+        )
         with self._lock, self._db:
             self._db.execute(
-                "INSERT INTO orders (id, product, amount, status) VALUES (?, ?, ?, ?)",
-                (order.id, product, amount, order.status),
+                "INSERT INTO orders (id, product, amount, currency, status) VALUES (?, ?, ?, ?, ?)",
+                (order.id, product, amount, currency, order.status),
             )
         return order
 
-    def attach_invoice(self, order_id: str, payment_address: str, payment_url: str) -> None:
+    def attach_invoice(
+        self, order_id: str, payment_address: str, payment_url: str, required_raw: int
+    ) -> None:
         with self._lock, self._db:
             self._db.execute(
-                "UPDATE orders SET payment_address = ?, payment_url = ? WHERE id = ?",
-                (payment_address, payment_url, order_id),
+                "UPDATE orders SET payment_address = ?, payment_url = ?, required_raw = ?"
+                " WHERE id = ?",
+                (payment_address, payment_url, str(required_raw), order_id),
             )
 
     def get(self, order_id: str) -> Order | None:

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Connection, Integer, String, Table, bindparam, delete
+from sqlalchemy import BigInteger, Connection, Integer, String, Table, delete
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.coalescer import Coalescer
@@ -84,16 +84,34 @@ async def hit(
 
 async def hit_deferred(
     db: Database, keys: Sequence[str], limit: int, now_ms: int, window_ms: int = WINDOW_MS
-) -> None:
+) -> Counted:
     """Like ``hit``, deciding on this process's view and writing the count in the background
-    (see the module docstring)."""
+    (see the module docstring). Returns what it counted, to take back (``Counted.undo``)
+    when the request turns out not to be the owner's (a replayed signed request)."""
     if limit <= 0 or not keys:
-        return
+        return Counted(db, [])
     start = now_ms - now_ms % window_ms
     end = start + window_ms
     counts = _DEFERRED.of(db)
-    worst = max(counts.add(key[:MAX_KEY_LENGTH], start, end, now_ms) for key in keys)
+    windows = [(key[:MAX_KEY_LENGTH], start) for key in keys]
+    worst = max(counts.add(key, start, end, now_ms) for key, start in windows)
     _refuse_over(worst, limit, window_ms, end - now_ms)
+    return Counted(db, windows)
+
+
+class Counted:
+    """The hits one ``hit_deferred`` counted."""
+
+    def __init__(self, db: Database, windows: list[tuple[str, int]]) -> None:
+        self._db = db
+        self._windows = windows
+
+    def undo(self) -> None:
+        """Take the hits back (once): the next write subtracts them if they were written."""
+        counts = _DEFERRED.of(self._db)
+        for window in self._windows:
+            counts.remove(window)
+        self._windows = []
 
 
 def _refuse_over(count: int, limit: int, window_ms: int, left_ms: int) -> None:
@@ -133,6 +151,14 @@ class _DeferredCounts:
             self._flusher = asyncio.create_task(self._flush_soon())
         return self._stored.get(window, 0) + self._in_flight[window] + self._pending[window]
 
+    def remove(self, window: _Window) -> None:
+        """Take back one hit counted with ``add``."""
+        self._pending[window] -= 1
+        if not self._pending[window]:
+            del self._pending[window]
+        elif self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_soon())
+
     async def flush(self) -> None:
         """Write the pending hits now (and wait for a write under way)."""
         flusher = self._flusher
@@ -160,9 +186,7 @@ class _DeferredCounts:
                 for (k, s), n in sorted(batch.items())
             ]
             try:
-                self._stored.update(
-                    await self._db.run_batch(functools.partial(_add_counts, rows=rows))
-                )
+                self._stored.update(await _write_counts(self._db, rows))
             except Exception:  # noqa: BLE001 - kept for the next flush, never lost silently
                 log.warning("rate-limit counts not written; retrying", exc_info=True)
                 self._pending.update(batch)
@@ -220,7 +244,7 @@ async def _count_hits(db: Database, hits: Sequence[_Hit]) -> list[int | Exceptio
         {"key": key, "window_start_ms": start, "count": n, "expires_at_ms": ends[(key, start)]}
         for (key, start), n in sorted(added.items())  # one lock order for every process
     ]
-    totals = await db.run_batch(functools.partial(_add_counts, rows=rows))
+    totals = await _write_counts(db, rows)
     seen: Counter[tuple[str, int]] = Counter()
     places: list[int | Exception] = []
     for key, start, _end in hits:
@@ -229,25 +253,37 @@ async def _count_hits(db: Database, hits: Sequence[_Hit]) -> list[int | Exceptio
     return places
 
 
+# Rows one statement adds (4 parameters each, well under both databases' limits).
+_ROWS_PER_STATEMENT = 1000
+
+
+async def _write_counts(db: Database, rows: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
+    """Add the rows' counts: one statement, without BEGIN and COMMIT, when they fit in one;
+    otherwise one transaction of several."""
+    if len(rows) <= _ROWS_PER_STATEMENT:
+        return await db.run_statement(functools.partial(_add_counts, rows=rows))
+    return await db.run_batch(functools.partial(_add_counts_in_parts, rows=rows))
+
+
+def _add_counts_in_parts(
+    connection: Connection, rows: list[dict[str, Any]]
+) -> dict[tuple[str, int], int]:
+    totals: dict[tuple[str, int], int] = {}
+    for start in range(0, len(rows), _ROWS_PER_STATEMENT):
+        totals.update(_add_counts(connection, rows[start : start + _ROWS_PER_STATEMENT]))
+    return totals
+
+
 def _add_counts(connection: Connection, rows: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
-    statement = _add_statement(connection.dialect.name)
-    return {
-        (row["key"], row["window_start_ms"]): int(connection.execute(statement, row).scalar_one())
-        for row in rows
-    }
-
-
-@functools.cache
-def _add_statement(dialect: str) -> Any:
-    """The counting upsert, built once."""
+    """Add every row's count in one statement (``Database.run_statement``: atomic on its own,
+    one round trip); the new totals by (key, window start). The rows come sorted, so
+    concurrent writers lock the rows in one order."""
     table = cast(Table, RateLimitWindow.__table__)
-    statement = upsert(dialect, table).values(
-        key=bindparam("key"),
-        window_start_ms=bindparam("window_start_ms"),
-        count=bindparam("count", type_=Integer),
-        expires_at_ms=bindparam("expires_at_ms"),
-    )
-    return statement.on_conflict_do_update(
+    insert = upsert(connection.dialect.name, table).values(rows)
+    statement = insert.on_conflict_do_update(
         index_elements=[table.c.key, table.c.window_start_ms],
-        set_={"count": table.c.count + statement.excluded.count},
-    ).returning(table.c.count)
+        set_={"count": table.c.count + insert.excluded.count},
+    ).returning(table.c.key, table.c.window_start_ms, table.c.count)
+    return {
+        (str(key), int(start)): int(total) for key, start, total in connection.execute(statement)
+    }

@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     # reads 9,611 native or 9,293 TUSD balances (bench/monitor.py's anvil), so a chunk of 9,000
     # is one call; a costlier token answers fewer and the rest is read in further calls.
     monitor_batch_size: int = 9000
+    # Gas of one monitor read (EscrowReader, every asset in one eth_call): a pass's escrows
+    # are read in calls of this much estimated gas (chain/reader.py; go-ethereum's default
+    # eth_call cap is 50M). A node that allows less answers part of a call and the rest is
+    # read in another.
+    monitor_read_gas: int = Field(default=50_000_000, gt=0)
     # Every escrow ever created is read for life at this low rate once its late-payment window
     # is over (its own token, every allow-listed token and the native coin, in batches);
     # funds found are swept to the owner.

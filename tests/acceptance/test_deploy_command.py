@@ -15,7 +15,7 @@ from eth_account import Account
 
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.artifacts import PAYMENT_FACTORY, load_artifact
+from invoicing.chain.artifacts import ESCROW_READER, PAYMENT_FACTORY, load_artifact
 from invoicing.chain.deploy import (
     DETERMINISTIC_DEPLOYMENT_PROXY,
     PROXY_DEPLOYMENT_COST_WEI,
@@ -27,6 +27,7 @@ from invoicing.chain.deploy import (
     factory_address,
 )
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.reader import reader_address
 from invoicing.chain.versions import same_runtime_code
 from tests.support.server import free_port
 
@@ -80,6 +81,9 @@ async def test_deploy_twice_same_address_verified_second_is_a_no_op(
     assert receipt["from"].lower() == DEPLOYER.lower()
     code = await evm.get_code(printed["factory"])
     assert same_runtime_code(code, load_artifact(PAYMENT_FACTORY))
+    # The EscrowReader after it, the same way.
+    assert printed["reader"] == reader_address() and printed["readerTxHash"] is not None
+    assert same_runtime_code(await evm.get_code(reader_address()), load_artifact(ESCROW_READER))
     nonce_after_first = await evm.get_transaction_count(DEPLOYER)
 
     key_file = tmp_path / "deployer.key"
@@ -91,6 +95,8 @@ async def test_deploy_twice_same_address_verified_second_is_a_no_op(
         "chainId": 31337,
         "factory": printed["factory"],
         "txHash": None,
+        "reader": reader_address(),
+        "readerTxHash": None,
     }
     # Nothing was sent the second time.
     assert await evm.get_transaction_count(DEPLOYER) == nonce_after_first

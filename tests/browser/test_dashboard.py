@@ -1,10 +1,12 @@
 """The dashboard in headless Chromium with a wallet injected into the page (EIP-1193): sign in
 with the wallet, create an invoice, see it paid live, refund part of it with the wallet's
-signature; webhooks and API keys from the keyboard; axe-core on every page; screenshots at
+signature; webhooks and API keys from the keyboard; the brand set in the dashboard and worn by
+the payment page; axe-core on every page; screenshots at
 desktop and phone width (test-artifacts/)."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import AsyncIterator
@@ -15,6 +17,7 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
+from PIL import Image, ImageDraw
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from invoicing.auth.sign_in import issue_link
@@ -298,3 +301,95 @@ async def test_a_request_without_the_csrf_token_is_refused_in_the_browser(
     finally:
         await context.close()
     assert status == 403
+
+
+def logo_png() -> bytes:
+    image = Image.new("RGBA", (240, 96), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((4, 4, 92, 92), fill=(250, 210, 0, 255), outline=(20, 20, 20, 255), width=6)
+    draw.rectangle((110, 30, 230, 66), fill=(20, 20, 20, 255))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+async def test_the_brand_set_in_the_dashboard_shows_on_the_payment_page(
+    browser: Browser, dash: RunningApp, dev: DevDeployment, artifacts: Path
+) -> None:
+    owner = Account.create().address
+    context = await wallet_context(browser, None)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        await signed_in_by_link(dash, page, owner)
+        await page.click("nav >> text=Brand")
+        await expect(page.locator("#accent-preview")).to_have_text("The payment page's own colours")
+
+        # A refused file (SVG): the service's message under the field, nothing saved.
+        await page.fill("#brand-name", "Café Olé")
+        await page.set_input_files(
+            "#brand-logo",
+            files=[{"name": "logo.svg", "mimeType": "image/svg+xml", "buffer": b"<svg/>"}],
+        )
+        await page.click("#brand-form button[type=submit]")
+        await expect(page.locator("#brand-logo-error")).to_have_text(
+            "logo must be a PNG, JPEG or WebP image"
+        )
+        await expect(page.locator("main .error")).to_contain_text("(invalid_request)")
+        await expect(page.locator("#brand-current")).to_contain_text("none")
+        await no_serious_axe(page)
+        await page.screenshot(path=artifacts / "dashboard-brand-error-desktop.png", full_page=True)
+
+        # A file too large to send is refused in the browser, with the service's message.
+        big = {"name": "big.png", "mimeType": "image/png", "buffer": bytes(600 * 1024)}
+        await page.set_input_files("#brand-logo", files=[big])
+        await page.click("#brand-form button[type=submit]")
+        await expect(page.locator("#brand-form [data-status]")).to_have_text(
+            "logo must be at most 128 KiB"
+        )
+
+        # Name, colour from the picker's text field, and a PNG logo.
+        await page.fill("#brand-name", "Café Olé")
+        await page.fill("#brand-accent", "#1A3D6B")
+        await page.set_input_files(
+            "#brand-logo",
+            files=[{"name": "logo.png", "mimeType": "image/png", "buffer": logo_png()}],
+        )
+        await page.click("#brand-form button[type=submit]")
+        await expect(page.locator(".notice")).to_have_text("Brand saved")
+        await expect(page.locator("#accent-preview")).to_contain_text("#1a3d6b, text white")
+        assert await page.input_value("#brand-accent-picker") == "#1a3d6b"
+        await page.wait_for_function(
+            "() => { const i = document.getElementById('brand-current-logo');"
+            " return i.complete && i.naturalWidth > 0; }"
+        )
+        await no_serious_axe(page)
+        await page.screenshot(path=artifacts / "dashboard-brand-desktop.png", full_page=True)
+        await page.set_viewport_size(PHONE)
+        assert await page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        await page.screenshot(path=artifacts / "dashboard-brand-phone.png", full_page=True)
+        await page.set_viewport_size(DESKTOP)
+
+        # An invoice from the dashboard: its payment page wears the brand.
+        await page.click("nav >> text=Create")
+        await page.select_option("#c-asset", f"{dev.chain_id}:native")
+        await page.fill("#c-amount", "0.5")
+        await page.press("#c-amount", "Enter")
+        hosted = await page.locator("#hosted-url").get_attribute("href")
+        assert hosted is not None
+        await page.goto(dash.base_url + "/pay/" + hosted.rsplit("/", 1)[1])
+        await page.wait_for_function(
+            "() => { const i = document.getElementById('brand-logo');"
+            " return i.complete && i.naturalWidth > 0; }"
+        )
+        await expect(page.locator("#brand-name")).to_have_text("Café Olé")
+        band = await page.evaluate(
+            "() => { const s = getComputedStyle(document.getElementById('brand'));"
+            " return [s.backgroundColor, s.color]; }"
+        )
+        assert band == ["rgb(26, 61, 107)", "rgb(255, 255, 255)"]
+        await page.screenshot(path=artifacts / "dashboard-brand-pay-desktop.png", full_page=True)
+    finally:
+        await context.close()
+    assert errors == []

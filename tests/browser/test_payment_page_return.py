@@ -55,6 +55,7 @@ async def test_keyboard_payment_then_the_countdown_is_announced_and_stopped_from
     context = await browser.new_context(viewport=PHONE)
     try:
         page = await context.new_page()
+        await page.clock.install()  # runs as a real clock until told to run ahead
         await page.expose_function("__walletRpc", wallet.handle)
         await page.add_init_script(WALLET_JS)
         await page.goto(f"{page_app.base_url}/pay/{escrow}")
@@ -75,7 +76,10 @@ async def test_keyboard_payment_then_the_countdown_is_announced_and_stopped_from
         focused = await page.evaluate("document.activeElement.id")
         timer_visible = await page.locator("#return-timer").is_visible()
         link = await page.locator("#return-link").get_attribute("href")
-        await asyncio.sleep(11)  # longer than the countdown: nothing happens
+        # Longer than the countdown, run at once on the page's clock: nothing happens.
+        clock_before = await page.evaluate("Date.now()")
+        await page.clock.run_for(11_000)
+        clock_ran = await page.evaluate("Date.now()") - clock_before
         url_after = page.url
         stopped_violations = await axe_violations(page)
     finally:
@@ -89,7 +93,7 @@ async def test_keyboard_payment_then_the_countdown_is_announced_and_stopped_from
     assert after[-2:] == ["return-link", "return-stop"]
     assert stopped == "Automatic return stopped. Use the link when you are ready."
     assert (focused, timer_visible, link) == ("return-link", False, f"{shop}?paid=1")
-    assert url_after == f"{page_app.base_url}/pay/{escrow}"
+    assert clock_ran >= 11_000 and url_after == f"{page_app.base_url}/pay/{escrow}"
     assert running_violations == [] and stopped_violations == []
 
 
@@ -108,10 +112,12 @@ async def test_a_paid_page_left_alone_goes_back_to_the_shop_after_the_countdown(
     context = await browser.new_context(viewport=DESKTOP)
     try:
         page = await context.new_page()
+        await page.clock.install()
         await page.goto(f"{page_app.base_url}/pay/{escrow}?lang=de")
         countdown = await page.locator("#return-countdown").inner_text()
         link = await page.locator("#return-link").inner_text()
-        await page.wait_for_url(shop, timeout=15_000)
+        await page.clock.run_for(10_000)  # the countdown, at once
+        await page.wait_for_url(shop, timeout=5_000)
         body = await page.locator("body").inner_text()
     finally:
         await context.close()

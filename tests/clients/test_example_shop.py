@@ -1,6 +1,7 @@
-"""examples/shop against ``invoicing dev``: a buyer checks out, lands on the hosted payment
-page, pays on anvil; the service's webhook, verified by the shop, marks the order paid. A
-forged webhook changes nothing."""
+"""examples/shop against ``invoicing dev``: a buyer checks out at a price in US dollars, lands
+on the hosted payment page, pays the ETH it was locked into (at the dev feed's 3,000 USD) on
+anvil; the service's webhook, verified by the shop, marks the order paid. A forged webhook
+changes nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import httpx
 from eth_account import Account
 
-from examples.shop.app import PRICE, ShopConfig, create_app
+from examples.shop.app import CURRENCY, PRICE, ShopConfig, create_app
 from examples.shop.orders import Orders
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing_client import Client
@@ -69,10 +70,13 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
         paid = orders.get(order_id)
         paid_page = await buyer.get(payment_url)
 
-    assert home.status_code == 200 and PRICE in home.text
+    assert (PRICE, CURRENCY) == ("30.00", "USD")
+    assert home.status_code == 200 and "30.00 USD, paid in ETH" in home.text
     assert checkout.status_code == 303
     assert payment_url == f"{dev_service.base_url}/pay/{payment_address}"
-    assert page.status_code == 200 and "0.01" in page.text
+    assert page.status_code == 200 and "0.01" in page.text and "$30.00" in page.text
+    assert ordered.required_raw == str(10**16)
+    assert (ordered.amount, ordered.currency) == ("30.00", "USD")
     assert (forged.status_code, wrong_key.status_code) == (401, 401)
     assert still_pending is not None and still_pending.status == "pending"
     assert paid is not None and paid.status == "paid" and paid.paid_at is not None
@@ -82,6 +86,11 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
     assert (invoice.invoice_id, invoice.status, invoice.metadata) == (
         f"order-{order_id}", "paid", {"orderId": order_id},
     )  # fmt: skip
+    assert (invoice.amount, invoice.required_raw, invoice.token_address) == ("0.01", 10**16, None)
+    assert invoice.fiat is not None
+    fiat = (invoice.fiat.currency, invoice.fiat.amount, invoice.fiat.rate)
+    assert fiat == ("USD", "30.00", "3000")
+    assert invoice.fiat.source == "chainlink"
     # The payment page leads back to the shop: the order after payment, the shop before.
     back = f"{config.public_url}/orders/{order_id}"
     assert (invoice.redirect_url, invoice.cancel_url) == (back, f"{config.public_url}/")

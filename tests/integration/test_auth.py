@@ -6,7 +6,7 @@ import asyncio
 
 import httpx
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import Connection, event, func, select
 
 from invoicing import housekeeping
 from invoicing.auth.api_keys import (
@@ -18,6 +18,7 @@ from invoicing.auth.api_keys import (
 from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.secrets import secret_hash
 from invoicing.chain.deploy import DevDeployment
+from invoicing.db import AUTOCOMMIT
 from invoicing.invoices.models import Invoice
 from invoicing.web.app import create_app
 from invoicing.workers import all_workers
@@ -171,6 +172,47 @@ async def test_concurrent_copies_of_one_signed_request_succeed_once(
         assert refused.json()["error"]["code"] == "replayed_request"
     assert [r.status_code for r in others] == [201] * 5
     assert await count(app, owner.address) == 6
+
+
+async def test_a_signed_create_is_one_transaction_with_its_replay_key(
+    app: RunningApp, dev: DevDeployment
+) -> None:
+    """No transaction of its own for the replay key: it is written in the create's."""
+    owner = new_owner()
+    body = body_for(owner.address, dev)
+    headers = signed_headers(
+        owner, "invoice.create", {k: v for k, v in body.items() if k != "ownerAddress"}
+    )
+    transactions: list[list[str]] = []
+
+    def begin(connection: Connection) -> None:
+        if not connection.get_execution_options().get(AUTOCOMMIT):
+            transactions.append([])
+
+    def statement(_conn: object, _cursor: object, sql: str, *_args: object) -> None:
+        if transactions and ("used_request_timestamps" in sql or "INTO invoices" in sql):
+            transactions[-1].append(sql.split("(")[0].strip())
+
+    engines = app.services.db.sync_engines
+    for engine in engines:
+        event.listen(engine, "begin", begin)
+        event.listen(engine, "before_cursor_execute", statement)
+    try:
+        created = await app.http.post(PATH, json=body, headers=headers)
+        replay = await app.http.post(PATH, json=body, headers=headers)
+    finally:
+        for engine in engines:
+            event.remove(engine, "begin", begin)
+            event.remove(engine, "before_cursor_execute", statement)
+
+    assert created.status_code == 201
+    await assert_refused(replay, 401, "replayed_request")
+    writes = [t for t in transactions if t]
+    assert writes == [
+        ["INSERT INTO used_request_timestamps", "INSERT INTO invoices"],
+        ["INSERT INTO used_request_timestamps"],
+    ]
+    assert await count(app, owner.address) == 1
 
 
 async def test_replay_is_refused_by_another_api_process_on_the_same_database(

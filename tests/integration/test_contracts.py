@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import pytest
 from eth_abi.abi import encode
@@ -36,6 +35,8 @@ from tests.support.factory import (
     factory_events,
     native_credit,
     send,
+    set_fee,
+    set_payout,
     sign_typed,
     token_balance,
 )
@@ -60,32 +61,6 @@ def new_owner() -> LocalAccount:
 
 def new_salt() -> bytes:
     return os.urandom(32)
-
-
-async def set_fee(
-    evm: EvmClient, factory: str, owner: LocalAccount, fee_bps: int
-) -> dict[str, Any]:
-    chain_id = await evm.chain_id()
-    nonce = await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address)
-    deadline = await deadline_in(evm, 3600)
-    typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
-    data = encode_set_fee_meta(
-        owner.address, fee_bps, nonce, deadline, sign_typed(owner.key, typed)
-    )
-    return await send(evm, RELAYER_KEY, factory, data)
-
-
-async def set_payout(
-    evm: EvmClient, factory: str, owner: LocalAccount, payout: str
-) -> dict[str, Any]:
-    chain_id = await evm.chain_id()
-    nonce = await read_view(evm, factory, PAYMENT_FACTORY, "nonces", owner.address)
-    deadline = await deadline_in(evm, 3600)
-    typed = set_payout_typed_data(chain_id, factory, owner.address, payout, nonce, deadline)
-    data = encode_set_payout_meta(
-        owner.address, payout, nonce, deadline, sign_typed(owner.key, typed)
-    )
-    return await send(evm, RELAYER_KEY, factory, data)
 
 
 async def fund_native(evm: EvmClient, escrow: str, amount: int) -> None:

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from eth_account import Account
-from eth_account.messages import encode_typed_data
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.hashing import keccak256
 from tests.support.chain import read_view
+from tests.support.factory import typed_digest
+from tests.support.node import run_node_script
 
 pytestmark = pytest.mark.integration
 
@@ -27,23 +24,8 @@ RELAYER_KEY = DEV_PRIVATE_KEYS[1]
 
 
 def ethers_sign(*args: object) -> dict[str, dict[str, str]]:
-    node = shutil.which("node")
-    assert node is not None, "node is required for the ethers.js interop test"
-    result = subprocess.run(
-        [node, str(SIGN_META), *map(str, args)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    answer: dict[str, dict[str, str]] = json.loads(result.stdout)
+    answer: dict[str, dict[str, str]] = run_node_script(SIGN_META, *args)
     return answer
-
-
-def typed_digest(typed: dict[str, object]) -> bytes:
-    signable = encode_typed_data(full_message=typed)
-    return keccak256(b"\x19" + signable.version + signable.header + signable.body)
 
 
 async def test_ethers_signatures_are_accepted_by_the_factory(evm: EvmClient, factory: str) -> None:

@@ -28,7 +28,7 @@ from invoicing.web.app import create_app
 from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain
-from tests.support.receiver import Received, Receiver, receiver
+from tests.support.receiver import Received, Receiver
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
 
@@ -75,12 +75,6 @@ async def api(served: Api) -> AsyncIterator[Api]:
             .where(WebhookEvent.status == EventStatus.PENDING)
             .values(status=EventStatus.FAILED)
         )
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
 
 
 async def deliver_due(services: Services) -> None:

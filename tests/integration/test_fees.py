@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,6 +20,7 @@ from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_withdraw_helpers import gateway, settle_all, sign_typed
+from tests.support.node import run_node_script
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
 
@@ -37,18 +35,8 @@ def ethers_sign(
     owner: LocalAccount, chain_id: int, factory: str, fee_bps: int, fee_nonce: int,
     payout: str, payout_nonce: int, deadline: int,
 ) -> dict[str, dict[str, str]]:  # fmt: skip
-    node = shutil.which("node")
-    assert node is not None, "node is required for the ethers.js signatures"
     args = [owner.key.to_0x_hex(), chain_id, factory, fee_bps, fee_nonce, payout, payout_nonce]
-    result = subprocess.run(
-        [node, str(SIGN_META), *map(str, [*args, deadline])],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    signed: dict[str, dict[str, str]] = json.loads(result.stdout)
+    signed: dict[str, dict[str, str]] = run_node_script(SIGN_META, *args, deadline)
     return signed
 
 

@@ -140,14 +140,22 @@ def post(app: RunningApp, invoice: Invoice, body: dict[str, Any]) -> Any:
     return app.http.post(f"/pay/{invoice.payment_address}/authorization", json=body)
 
 
+async def signed_payment(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> tuple[str, Invoice, LocalAccount, dict[str, Any]]:
+    """A new owner's opted-in invoice of 2.5 TUSD, a payer holding 3 TUSD and no native coin,
+    and the payer's signed body for the amount due: (owner, invoice, payer, body)."""
+    owner = Account.create().address
+    invoice = await opted_in_invoice(app.services, owner)
+    payer = await funded_payer(evm, dev, 3_000_000)
+    return owner, invoice, payer, await body_for(evm, dev, payer, invoice)
+
+
 async def test_a_payer_without_native_coin_pays_and_the_same_authorization_is_sent_once(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner = Account.create().address
-    invoice = await opted_in_invoice(services, owner)
-    payer = await funded_payer(evm, dev, 3_000_000)
-    body = await body_for(evm, dev, payer, invoice)
+    owner, invoice, payer, body = await signed_payment(app, evm, dev)
 
     first = await post(app, invoice, body)
     again = await post(app, invoice, body)
@@ -320,10 +328,7 @@ async def test_an_authorization_someone_else_submitted_first_still_pays(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner = Account.create().address
-    invoice = await opted_in_invoice(services, owner)
-    payer = await funded_payer(evm, dev, 3_000_000)
-    body = await body_for(evm, dev, payer, invoice)
+    owner, invoice, payer, body = await signed_payment(app, evm, dev)
     auth = authorization_of(body)
     call = encode_transfer_with_authorization(auth, bytes.fromhex(body["signature"][2:]))
     assert (await evm.transact(OTHER_RELAYER_KEY, dev.token, call))["status"] == 1
@@ -339,10 +344,7 @@ async def test_a_canceled_authorization_is_refused_as_used(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner = Account.create().address
-    invoice = await opted_in_invoice(services, owner)
-    payer = await funded_payer(evm, dev, 3_000_000)
-    body = await body_for(evm, dev, payer, invoice)
+    owner, invoice, payer, body = await signed_payment(app, evm, dev)
     auth = authorization_of(body)
     typed = transfer_typed_data(TEST_TOKEN_EIP712, dev.chain_id, dev.token, auth)
     typed["types"]["CancelAuthorization"] = [

@@ -28,7 +28,7 @@ from invoicing.web.app import create_app
 from invoicing.workers import run_workers
 from tests.conftest import MakeServices
 from tests.support.monitoring import events_of, reload
-from tests.support.receiver import Receiver, receiver
+from tests.support.receiver import Receiver
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
 
@@ -42,12 +42,6 @@ FAST = {
     "webhook_poll_interval_s": 0.05,
     "webhook_retry_delay_s": 0.3,
 }
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
 
 
 @contextlib.asynccontextmanager

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from invoicing.chain.fake import FakeChain
+from invoicing.chain.reader import CALL_GAS, account_gas
 from invoicing.errors import ChainUnavailable
 from invoicing.monitor.check import read_balances, recheck_invoice
 from invoicing.monitor.passes import run_block_pass, run_due_pass
@@ -239,7 +240,9 @@ async def test_a_failed_read_records_no_pass_and_the_shards_stay_due(
 async def test_a_pass_reads_in_batches_across_shards_and_stores_each_payment_once(
     database_url: str, fake: FakeChain
 ) -> None:
-    services = fake_services(database_url, fake, monitor_batch_size=3)
+    # Room for three native escrows per read, or one token escrow and one native one.
+    read_gas = CALL_GAS + 3 * account_gas(None)
+    services = fake_services(database_url, fake, monitor_read_gas=read_gas)
     invoices = [await new_invoice(services, fake) for _ in range(10)]
     fake.pay(invoices[4].payment_address, ETH)
     clock_of(services).advance(1000)
@@ -251,6 +254,28 @@ async def test_a_pass_reads_in_batches_across_shards_and_stores_each_payment_onc
     for invoice in invoices[:4] + invoices[5:]:
         assert await shown_last_checked(services, invoice) == services.clock.now_ms()
     assert len(await events_of(services, invoices[4])) == 1
+    await services.db.dispose()
+
+
+async def test_a_read_holds_every_asset_and_is_cut_by_its_estimated_gas(
+    database_url: str, fake: FakeChain
+) -> None:
+    read_gas = CALL_GAS + account_gas(TOKEN) + account_gas(None)
+    services = fake_services(database_url, fake, monitor_read_gas=read_gas)
+    native = await new_invoice(services, fake)
+    tokens = [await new_invoice(services, fake, amount="2.5", token=TOKEN) for _ in range(2)]
+    fake.pay(native.payment_address, ETH)
+    fake.pay(tokens[1].payment_address, 2_500_000, TOKEN)
+    clock_of(services).advance(1000)
+
+    result = await run_due_pass(services, fake)
+
+    # Whatever the rows' order, one read holds the native escrow and a token one, and the
+    # other token escrow (two token escrows are over the gas) goes in a second read.
+    assert (result.checked, result.paid) == (3, 2)
+    assert fake.balance_calls == 2
+    statuses = [(await reload(services, i)).status for i in [native, *tokens]]
+    assert statuses == ["paid", "pending", "paid"]
     await services.db.dispose()
 
 

@@ -209,7 +209,9 @@ async def test_status_route_rechecks_the_chain_at_most_once_per_interval(
         page = await http.get(f"/pay/{escrow}")
 
     assert first.json()["status"] == "pending"
-    assert calls_after_first - calls_before == 2  # eth_blockNumber + one balancesOf call
+    # eth_blockNumber, one EscrowReader call, and (once per gateway) eth_getCode: is the
+    # reader deployed?
+    assert calls_after_first - calls_before == 3
     assert gateway.evm.rpc.calls == calls_after_first  # throttled: the DB answers
     assert [s["status"] for s in second] == ["pending"] * 5
     assert page.status_code == 200
@@ -307,12 +309,22 @@ async def test_qr_svg_is_served_for_the_current_request(
 ) -> None:
     invoice = await create(app, new_owner(), dev, amount="2", tokenAddress=dev.token)
 
-    response = await app.http.get(f"/pay/{invoice['paymentAddress']}/qr.svg")
+    path = f"/pay/{invoice['paymentAddress']}/qr.svg"
+    response = await app.http.get(path)
+    german = await app.http.get(path, params={"lang": "de"})
+    japanese = await app.http.get(path, headers={"accept-language": "ja"})
+    page = await app.http.get(f"/pay/{invoice['paymentAddress']}", params={"lang": "de"})
 
     assert response.status_code == 200
     assert response.headers["content-type"] == "image/svg+xml"
     assert response.text.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ')
     assert "<title>Pay 2 TUSD</title>" in response.text
+    assert "<title>2 TUSD bezahlen</title>" in german.text
+    assert german.headers["content-language"] == "de"
+    assert "<title>2 TUSD を支払う</title>" in japanese.text
+    # The page asks for its QR code in its own language, and so does pay.js.
+    assert f'src="{path}?lang=de&amp;r=2000000"' in page.text
+    assert f'data-qr-url="{path}?lang=de"' in page.text
 
 
 async def test_qr_codes_render_off_the_event_loop_once_per_invoice_and_never_for_unknown(

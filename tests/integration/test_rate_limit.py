@@ -286,6 +286,43 @@ async def test_authenticated_routes_are_limited_per_owner_and_only_once_authenti
     assert total == 2
 
 
+async def test_replays_of_a_signed_create_spend_none_of_the_owners_limit(
+    make_services: MakeServices, dev: DevDeployment
+) -> None:
+    """A signed create's replay key is recorded in the create's transaction, after the
+    request was counted: a replay, refused there, takes its hits back."""
+    services = await make_services(owner_rate_limit_per_minute=3)
+    now = own_minute()
+    services.clock = FakeClock(now)
+    owner = new_owner()
+
+    def signed(n: int) -> tuple[dict[str, Any], dict[str, str]]:
+        body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": str(n)}
+        payload = {k: v for k, v in body.items() if k != "ownerAddress"}
+        return body, signed_headers(owner, "invoice.create", payload, timestamp_ms=now - n)
+
+    async with running(services) as app:
+        first = await app.http.post(
+            "/integration/invoices", json=signed(1)[0], headers=signed(1)[1]
+        )
+        replays = [
+            await app.http.post("/integration/invoices", json=signed(1)[0], headers=signed(1)[1])
+            for _ in range(5)
+        ]
+        more = [
+            await app.http.post("/integration/invoices", json=signed(n)[0], headers=signed(n)[1])
+            for n in (2, 3, 4)
+        ]
+        await flush_deferred(services.db)
+
+    assert first.status_code == 201
+    assert [r.json()["error"]["code"] for r in replays] == ["replayed_request"] * 5
+    assert [r.status_code for r in more[:2]] == [201, 201]
+    assert_rate_limited(more[2], 59)
+    window = now - now % MINUTE_MS
+    assert await rows_for(services.db, f"api-owner:{owner.address.lower()}") == [(window, 4)]
+
+
 async def test_api_key_issuance_is_limited_per_owner_and_hour(
     make_services: MakeServices,
 ) -> None:

@@ -7,16 +7,12 @@ the rest of native coin is paid to the owner as a sweep pays it.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from eth_abi.abi import encode
 from eth_account import Account
-from eth_account.messages import encode_typed_data
 from eth_account.signers.local import LocalAccount
 
 from invoicing.addresses import ZERO_ADDRESS
@@ -29,7 +25,6 @@ from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import RevertReason
-from invoicing.hashing import keccak256
 from invoicing.settings import Settings
 from tests.support.factory import (
     deadline_in,
@@ -42,7 +37,9 @@ from tests.support.factory import (
     set_fee_and_payout,
     sign_typed,
     token_balance,
+    typed_digest,
 )
+from tests.support.node import run_node_script
 
 pytestmark = pytest.mark.integration
 
@@ -355,16 +352,7 @@ async def test_a_native_refund_a_recipient_refuses_is_credited_to_it(
 
 def ethers_sign_refund(*args: object) -> dict[str, str]:
     """{"signer", "digest", "signature"} of a Refund signed by ethers.js (tests/js)."""
-    node = shutil.which("node")
-    assert node is not None, "node is required for the ethers.js interop test"
-    result = subprocess.run(
-        [node, str(SIGN_REFUND), *map(str, args)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    answer: dict[str, str] = json.loads(result.stdout)
+    answer: dict[str, str] = run_node_script(SIGN_REFUND, *args)
     return answer
 
 
@@ -392,11 +380,8 @@ async def test_ethers_signed_refund_is_accepted_and_matches_the_python_typed_dat
     )
     signature = bytes.fromhex(signed["signature"][2:])
     data = encode_refund_meta(owner.address, salt, dev.token, payer, 1_500, 0, deadline, signature)
-    signable = encode_typed_data(full_message=typed)
 
     assert signed["signer"] == owner.address
-    assert bytes.fromhex(signed["digest"][2:]) == keccak256(
-        b"\x19" + signable.version + signable.header + signable.body
-    )
+    assert bytes.fromhex(signed["digest"][2:]) == typed_digest(typed)
     await send(evm, RELAYER_KEY, dev.factory, data)
     assert await token_balance(evm, dev.token, payer) == 1_500

@@ -114,6 +114,21 @@ async def expire(services: Services, invoice: Invoice) -> Invoice:
     return expired
 
 
+async def expired_invoice(
+    services: Services, evm: EvmClient, owner: str, amount: str, paid: int, token: str | None = None
+) -> Invoice:
+    """A new invoice of ``owner`` for ``amount`` (of ``token``), paid ``paid`` raw, expired."""
+    invoice = await new_invoice(services, owner, amount, token)
+    await pay(evm, invoice, paid)
+    return await expire(services, invoice)
+
+
+async def refund_parties(services: Services) -> tuple[LocalAccount, str, str]:
+    """A new owner, a new payer's address (to refund to), and the owner's API key."""
+    owner = new_owner()
+    return owner, new_owner().address, await issue_api_key(services, owner)
+
+
 async def lookup(app: RunningApp, api_key: str, owner: str, invoice: Invoice) -> dict[str, Any]:
     answer = await app.http.get(
         "/integration/invoices/status",
@@ -135,11 +150,8 @@ async def test_a_partially_paid_expired_invoice_is_refunded_in_full(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
-    invoice = await new_invoice(services, owner.address, "0.01")
-    await pay(evm, invoice, 4 * 10**15)
-    invoice = await expire(services, invoice)
+    owner, payer, api_key = await refund_parties(services)
+    invoice = await expired_invoice(services, evm, owner.address, "0.01", 4 * 10**15)
     body = await refund_body(evm, dev, owner, invoice, payer, 4 * 10**15)
 
     answer = await app.http.post(REFUND, json=body, headers=key_headers(api_key))
@@ -186,8 +198,7 @@ async def test_an_overpaid_token_invoice_excess_is_refunded_then_the_rest_swept(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
+    owner, payer, api_key = await refund_parties(services)
     invoice = await new_invoice(services, owner.address, "10", dev.token)
     await pay(evm, invoice, 12_500_000)
     assert (await recheck_invoice(services, invoice)).status == "paid"
@@ -227,8 +238,7 @@ async def test_an_overpaid_native_invoice_excess_is_refunded_and_the_rest_paid_t
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
+    owner, payer, api_key = await refund_parties(services)
     invoice = await new_invoice(services, owner.address, "0.01")
     await pay(evm, invoice, 15 * 10**15)
     assert (await recheck_invoice(services, invoice)).status == "paid"
@@ -396,11 +406,8 @@ async def test_an_identical_repeat_gets_the_same_transaction(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
-    invoice = await new_invoice(services, owner.address, "10", dev.token)
-    await pay(evm, invoice, 3_000_000)
-    invoice = await expire(services, invoice)
+    owner, payer, api_key = await refund_parties(services)
+    invoice = await expired_invoice(services, evm, owner.address, "10", 3_000_000, dev.token)
     body = await refund_body(evm, dev, owner, invoice, payer, 3_000_000)
     before = await relayer_tx_count(services)
 
@@ -419,8 +426,7 @@ async def test_a_refund_is_refused_while_a_sweep_of_the_escrow_is_pending(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
+    owner, payer, api_key = await refund_parties(services)
     invoice = await paid_invoice(services, evm, owner.address, "0.01")
     (sent,) = await sweep(services, owner.address)  # pending until the tracker follows it
     body = await refund_body(evm, dev, owner, invoice, payer, 10**15)
@@ -457,11 +463,8 @@ async def test_ethers_signed_refunds_through_both_auth_modes(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
-    invoice = await new_invoice(services, owner.address, "10", dev.token)
-    await pay(evm, invoice, 3_000_000)
-    invoice = await expire(services, invoice)
+    owner, payer, api_key = await refund_parties(services)
+    invoice = await expired_invoice(services, evm, owner.address, "10", 3_000_000, dev.token)
     common = {
         "ownerAddress": owner.address,
         "chainId": dev.chain_id,
@@ -505,8 +508,7 @@ async def test_a_withdrawal_claim_skips_an_escrow_whose_refund_is_pending(
     """Planned before the refund, claimed after it: the claim under the relayer lock sees
     the pending refund and sends nothing."""
     services = app.services
-    owner, payer = new_owner(), new_owner().address
-    api_key = await issue_api_key(services, owner)
+    owner, payer, api_key = await refund_parties(services)
     invoice = await paid_invoice(services, evm, owner.address, "0.01")
     chain, relayer = gateway(services), relayer_of(services)
     now_ms = services.clock.now_ms()
@@ -530,9 +532,7 @@ async def test_odd_refund_bodies_get_4xx_and_send_nothing(
     services = app.services
     owner = new_owner()
     api_key = await issue_api_key(services, owner)
-    invoice = await new_invoice(services, owner.address, "0.01")
-    await pay(evm, invoice, 10**15)
-    invoice = await expire(services, invoice)
+    invoice = await expired_invoice(services, evm, owner.address, "0.01", 10**15)
     valid = await refund_body(evm, dev, owner, invoice, new_owner().address, 10**15)
     before = await relayer_tx_count(services)
 

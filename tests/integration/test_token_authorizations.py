@@ -3,16 +3,12 @@ signatures made by eth-account and by ethers.js (as a wallet would make them).""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from eth_abi.abi import encode
 from eth_account import Account
-from eth_account.messages import encode_typed_data
 
 from invoicing.chain.abi import event_topic, selector, signature
 from invoicing.chain.anvil import DEV_ADDRESSES, DEV_PRIVATE_KEYS
@@ -28,7 +24,6 @@ from invoicing.chain.eip3009 import (
     transfer_typed_data,
 )
 from invoicing.chain.evm import EvmClient
-from invoicing.hashing import keccak256
 from tests.support.chain import read_view
 from tests.support.factory import (
     deadline_in,
@@ -37,7 +32,9 @@ from tests.support.factory import (
     send,
     sign_typed,
     token_balance,
+    typed_digest,
 )
+from tests.support.node import run_node_script
 
 pytestmark = pytest.mark.integration
 
@@ -229,23 +226,12 @@ async def test_a_canceled_authorization_cannot_be_used(evm: EvmClient, dev: DevD
 
 
 def ethers_sign(*args: object) -> dict[str, dict[str, str]]:
-    node = shutil.which("node")
-    assert node is not None, "node is required for the ethers.js interop test"
-    result = subprocess.run(
-        [node, str(SIGN), *map(str, args)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    answer: dict[str, dict[str, str]] = json.loads(result.stdout)
+    answer: dict[str, dict[str, str]] = run_node_script(SIGN, *args)
     return answer
 
 
 def digest(typed: dict[str, object]) -> str:
-    signable = encode_typed_data(full_message=typed)
-    return "0x" + keccak256(b"\x19" + signable.version + signable.header + signable.body).hex()
+    return "0x" + typed_digest(typed).hex()
 
 
 async def test_ethers_signatures_transfer_and_permit(evm: EvmClient, dev: DevDeployment) -> None:

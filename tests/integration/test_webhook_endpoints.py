@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import select
@@ -19,37 +18,21 @@ from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
-from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
-from invoicing.notifications.worker import client_for
 from invoicing.services import Services
+from tests.support import webhook_rounds
 from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver
 from tests.support.signing import new_owner
+from tests.support.webhook_rounds import deliver
 
 pytestmark = pytest.mark.integration
 
+# The fixtures of hand-driven delivery (services on a fresh database, the real client).
+services = webhook_rounds.services
+client = webhook_rounds.client
+
 RETRY_MS = 60_000
-
-
-@pytest.fixture
-async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services]:
-    built = fake_services(own_database, fake, webhook_allow_private=True)
-    yield built
-    await built.db.dispose()
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
-
-
-@pytest.fixture
-async def client(services: Services) -> AsyncIterator[WebhookClient]:
-    real = client_for(services)
-    yield real
-    await real.aclose()
 
 
 # Health is kept per owner and URL: the tests of one endpoint's health make its events as one
@@ -68,16 +51,6 @@ async def paid_event(
     clock_of(services).advance(1)
     (event,) = await events_of(services, invoice)
     return event.id
-
-
-async def deliver(services: Services, client: WebhookClient, limit: int = 1000) -> list[str]:
-    """One claim-send-record round over real HTTP, as the worker does it; the claimed ids."""
-    claimed = await claim_events(services, services.clock.now_ms(), limit)
-    results = [
-        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in claimed
-    ]
-    await record_results(services, results)
-    return [c.event_id for c in claimed]
 
 
 async def health(services: Services) -> dict[str, int]:

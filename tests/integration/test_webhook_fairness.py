@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import select
@@ -17,17 +16,20 @@ from sqlalchemy import select
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
-from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
-from invoicing.notifications.delivery import AttemptResult, record_results
 from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
-from invoicing.notifications.worker import client_for
 from invoicing.services import Services
+from tests.support import webhook_rounds
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver
 from tests.support.signing import new_owner
+from tests.support.webhook_rounds import deliver
 
 pytestmark = pytest.mark.integration
+
+# The fixtures of hand-driven delivery (services on a fresh database, the real client).
+services = webhook_rounds.services
+client = webhook_rounds.client
 
 TIMEOUT_S = 10.0  # long: the bounds below hold on a loaded machine
 
@@ -112,36 +114,6 @@ async def test_one_owners_hostile_endpoints_hold_only_their_share_of_the_slots(
     hostile_attempts = [(s, "timeout" if err else None) for e, s, err in attempts if e in stalled]
     assert hostile_attempts == [outcome] * 6  # the other four waited for a slot of its own
     await services.db.dispose()
-
-
-@pytest.fixture
-async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services]:
-    built = fake_services(own_database, fake, webhook_allow_private=True)
-    yield built
-    await built.db.dispose()
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
-
-
-@pytest.fixture
-async def client(services: Services) -> AsyncIterator[WebhookClient]:
-    real = client_for(services)
-    yield real
-    await real.aclose()
-
-
-async def deliver(services: Services, client: WebhookClient, limit: int) -> list[str]:
-    """One claim-send-record round, as the worker does it; the claimed ids."""
-    claimed = await claim_events(services, services.clock.now_ms(), limit)
-    results = [
-        AttemptResult.of(c, services.clock.now_ms(), await client.send(c.delivery)) for c in claimed
-    ]
-    await record_results(services, results)
-    return [c.event_id for c in claimed]
 
 
 async def test_another_owners_failures_at_a_url_do_not_push_its_owners_deliveries_back(

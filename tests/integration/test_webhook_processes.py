@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +22,12 @@ from invoicing.notifications.models import WebhookAttempt
 from tests.conftest import MakeServices
 from tests.integration.test_monitor_anvil import eventually, open_invoice, pay_native
 from tests.support.monitoring import events_of
-from tests.support.receiver import Receiver, receiver
+from tests.support.receiver import Receiver
 from tests.support.signing import new_owner
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 WORKER = [str(Path(sys.executable).with_name("invoicing")), "worker"]
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from invoicing.chain.deploy import deploy_contract
 from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import RevertReason, decode_revert
+from invoicing.hashing import keccak256
 from tests.support.chain import read_view
 
 FAILED_TX_GAS = 500_000
@@ -29,6 +31,12 @@ RELAYER_KEY = DEV_PRIVATE_KEYS[1]
 def sign_typed(key: bytes | str, typed: dict[str, Any]) -> bytes:
     signed = Account.sign_message(encode_typed_data(full_message=typed), key)
     return bytes(signed.signature)
+
+
+def typed_digest(typed: dict[str, Any]) -> bytes:
+    """The EIP-712 digest of ``typed``: what a signer signs (``0x19 01 ‖ domain ‖ struct``)."""
+    signable = encode_typed_data(full_message=typed)
+    return keccak256(b"\x19" + signable.version + signable.header + signable.body)
 
 
 async def deadline_in(evm: EvmClient, seconds: int) -> int:
@@ -101,17 +109,44 @@ async def factory_nonce(evm: EvmClient, factory: str, user: str) -> int:
     return nonce
 
 
+async def set_fee(
+    evm: EvmClient, factory: str, owner: LocalAccount, fee_bps: int
+) -> dict[str, Any]:
+    """The owner signs SetFee at its current nonce; a relayer sends it. Its receipt."""
+    return await _signed_setting(
+        evm, factory, owner, fee_bps, set_fee_typed_data, encode_set_fee_meta
+    )
+
+
+async def set_payout(
+    evm: EvmClient, factory: str, owner: LocalAccount, payout: str
+) -> dict[str, Any]:
+    """The owner signs SetPayout at its current nonce; a relayer sends it. Its receipt."""
+    return await _signed_setting(
+        evm, factory, owner, payout, set_payout_typed_data, encode_set_payout_meta
+    )
+
+
+async def _signed_setting(
+    evm: EvmClient,
+    factory: str,
+    owner: LocalAccount,
+    value: Any,
+    typed_of: Callable[..., dict[str, Any]],
+    encode_of: Callable[..., bytes],
+) -> dict[str, Any]:
+    chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
+    nonce = await factory_nonce(evm, factory, owner.address)
+    signature = sign_typed(
+        owner.key, typed_of(chain_id, factory, owner.address, value, nonce, deadline)
+    )
+    data = encode_of(owner.address, value, nonce, deadline, signature)
+    return await send(evm, RELAYER_KEY, factory, data)
+
+
 async def set_fee_and_payout(
     evm: EvmClient, factory: str, owner: LocalAccount, fee_bps: int, payout: str
 ) -> None:
     """The owner signs SetFee then SetPayout; a relayer sends both."""
-    chain_id, deadline = await evm.chain_id(), await deadline_in(evm, 3600)
-    nonce = await factory_nonce(evm, factory, owner.address)
-    typed = set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
-    signature = sign_typed(owner.key, typed)
-    data = encode_set_fee_meta(owner.address, fee_bps, nonce, deadline, signature)
-    await send(evm, RELAYER_KEY, factory, data)
-    typed = set_payout_typed_data(chain_id, factory, owner.address, payout, nonce + 1, deadline)
-    signature = sign_typed(owner.key, typed)
-    data = encode_set_payout_meta(owner.address, payout, nonce + 1, deadline, signature)
-    await send(evm, RELAYER_KEY, factory, data)
+    await set_fee(evm, factory, owner, fee_bps)
+    await set_payout(evm, factory, owner, payout)

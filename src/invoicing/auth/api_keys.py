@@ -153,7 +153,7 @@ async def _read_active_key(
     db: Database, cache: ActiveKeyCache, key_hash: str, now_ms: int | None
 ) -> ActiveKey | None:
     generation = cache.generation
-    async with db.sessions() as session:
+    async with db.reads() as session:
         row = await session.execute(
             select(ApiKey.id, ApiKey.owner_key, ApiKey.revoked_at, ApiKey.last_used_at).where(
                 ApiKey.key_hash == key_hash
@@ -164,10 +164,8 @@ async def _read_active_key(
         return None
     last = first.last_used_at
     if now_ms is not None and (last is None or now_ms - last >= LAST_USED_RESOLUTION_MS):
-        async with db.transaction() as session:
-            await session.execute(
-                update(ApiKey).where(ApiKey.id == first.id).values(last_used_at=now_ms)
-            )
+        moved = update(ApiKey).where(ApiKey.id == first.id).values(last_used_at=now_ms)
+        await db.run_statement(lambda connection: connection.execute(moved))
     found = ActiveKey(id=first.id, owner_key=first.owner_key)
     cache.put(key_hash, found, generation)
     return found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -36,6 +35,16 @@ class Caller:
     api_key_id: str | None = None
     signature: str | None = None
     timestamp: str | None = None
+    # A signed request authenticated with ``record_use=False``: its timestamp is not recorded
+    # yet, and the replay key to record (with ``record_uses_in``, in the transaction of the
+    # request's own writes) expires at this time.
+    replay_expires_at: int | None = None
+
+    def replay_key(self) -> Use | None:
+        """(owner, timestamp, expires) still to record, or None."""
+        if self.replay_expires_at is None or self.timestamp is None:
+            return None
+        return (self.owner_key, int(self.timestamp), self.replay_expires_at)
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,14 @@ async def authenticate(
     now_ms: int,
     window_s: int,
     allow_api_key: bool = True,
+    record_use: bool = True,
 ) -> Caller:
-    """Check the request's credential against its ownerAddress; raise on any failure."""
+    """Check the request's credential against its ownerAddress; raise on any failure.
+
+    A signed request's timestamp is accepted once per owner: recorded here in its own
+    transaction, or, with ``record_use=False``, by the caller in the transaction of the
+    request's writes (``Caller.replay_key``, ``record_uses_in``), so the request costs one
+    transaction and a refused one records nothing."""
     api_key = headers.get(API_KEY_HEADER)
     signature = headers.get(SIGNATURE_HEADER)
     timestamp = headers.get(TIMESTAMP_HEADER)
@@ -73,7 +88,7 @@ async def authenticate(
             "missing credentials: send x-service-api-key, or x-service-signature "
             "with x-service-timestamp"
         )
-    return await _by_signature(db, signature, timestamp, request, now_ms, window_s)
+    return await _by_signature(db, signature, timestamp, request, now_ms, window_s, record_use)
 
 
 async def _by_api_key(db: Database, api_key: str, owner_address: str, now_ms: int) -> Caller:
@@ -98,6 +113,7 @@ async def _by_signature(
     request: SignedRequest,
     now_ms: int,
     window_s: int,
+    record_use: bool,
 ) -> Caller:
     ts = _parse_timestamp(timestamp)
     if abs(now_ms - ts) > window_s * 1000:
@@ -110,28 +126,42 @@ async def _by_signature(
     ):
         raise Unauthorized("the request signature does not match ownerAddress and the request")
     owner_key = request.owner_address.lower()
-    await _consume_timestamp(db, owner_key, ts, now_ms + window_s * 1000 * 2)
+    expires_at = now_ms + window_s * 1000 * 2
+    if not record_use:
+        return Caller(
+            owner_key=owner_key,
+            mode="signature",
+            signature=signature,
+            timestamp=timestamp,
+            replay_expires_at=expires_at,
+        )
+    await _consume_timestamp(db, owner_key, ts, expires_at)
     return Caller(owner_key=owner_key, mode="signature", signature=signature, timestamp=timestamp)
 
 
 async def _consume_timestamp(db: Database, owner_key: str, ts: int, expires_at: int) -> None:
     """Accept (owner, timestamp) once, across every API process sharing the database."""
     if not await _REPLAY_GUARD.of(db).submit((owner_key, ts, expires_at)):
-        raise ReplayedRequest("this timestamp was already used by this owner")
+        raise replayed()
 
 
-_Use = tuple[str, int, int]
+Use = tuple[str, int, int]  # owner key, timestamp, expires at
 
 
 # Concurrent signed requests of this process record their timestamps in one transaction.
-_REPLAY_GUARD: ProcessLocal[Coalescer[_Use, bool]] = ProcessLocal(
+_REPLAY_GUARD: ProcessLocal[Coalescer[Use, bool]] = ProcessLocal(
     lambda db: Coalescer(functools.partial(_record_uses, db))
 )
 
 
-async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Exception]:
-    """True for each use that was new; False for a replay (stored before, or earlier in
-    the same batch). The database's primary key decides, so this holds across processes."""
+async def _record_uses(db: Database, uses: Sequence[Use]) -> list[bool | Exception]:
+    return list(await db.run_batch(functools.partial(record_uses_in, uses=uses)))
+
+
+def record_uses_in(connection: Connection, uses: Sequence[Use]) -> list[bool]:
+    """Record the uses in the connection's transaction: True for each use that was new;
+    False for a replay (stored before, or earlier in ``uses``). The database's primary key
+    decides, so this holds across processes; rolling the transaction back forgets them."""
     fresh: dict[tuple[str, int], int] = {}
     for index, (owner_key, ts, _expires) in enumerate(uses):
         fresh.setdefault((owner_key, ts), index)
@@ -139,41 +169,31 @@ async def _record_uses(db: Database, uses: Sequence[_Use]) -> list[bool | Except
         {"owner_key": uses[i][0], "timestamp_ms": uses[i][1], "expires_at": uses[i][2]}
         for i in fresh.values()
     ]
-    stored = await db.run_batch(functools.partial(_insert_new, rows=rows))
+    stored = _insert_new(connection, rows)
     return [
         fresh[(owner_key, ts)] == index and (owner_key, ts) in stored
         for index, (owner_key, ts, _expires) in enumerate(uses)
     ]
 
 
+def forget_uses_in(connection: Connection, uses: Sequence[Use]) -> None:
+    """Delete uses recorded earlier in the same transaction (their requests were refused)."""
+    table = cast(Table, UsedRequestTimestamp.__table__)
+    for owner_key, ts, _expires in uses:
+        connection.execute(
+            delete(table).where(table.c.owner_key == owner_key, table.c.timestamp_ms == ts)
+        )
+
+
+def replayed() -> ReplayedRequest:
+    return ReplayedRequest("this timestamp was already used by this owner")
+
+
 def _insert_new(connection: Connection, rows: list[dict[str, Any]]) -> set[tuple[str, int]]:
-    """Store the rows whose (owner, timestamp) is not stored yet; returns those stored."""
-    if connection.dialect.name != "sqlite":
-        stored = connection.execute(_record_statement(connection.dialect.name), rows)
-        return {(str(owner_key), int(ts)) for owner_key, ts in stored}
-    # SQLite: the transaction holds the write lock, so what is not stored now is ours to
-    # store; the driver's executemany then writes them without per-row SQLAlchemy work.
-    pairs = json.dumps([[row["owner_key"], row["timestamp_ms"]] for row in rows])
-    taken = {
-        (str(owner_key), int(ts))
-        for owner_key, ts in connection.exec_driver_sql(_SQLITE_TAKEN, (pairs,))
-    }
-    new = [row for row in rows if (row["owner_key"], row["timestamp_ms"]) not in taken]
-    if new:
-        values = [(row["owner_key"], row["timestamp_ms"], row["expires_at"]) for row in new]
-        connection.exec_driver_sql(_SQLITE_INSERT, values)
-    return {(row["owner_key"], row["timestamp_ms"]) for row in new}
-
-
-_SQLITE_TAKEN = (
-    "SELECT u.owner_key, u.timestamp_ms FROM json_each(?) AS j "
-    "JOIN used_request_timestamps AS u "
-    "ON u.owner_key = json_extract(j.value, '$[0]') "
-    "AND u.timestamp_ms = json_extract(j.value, '$[1]')"
-)
-_SQLITE_INSERT = (
-    "INSERT INTO used_request_timestamps (owner_key, timestamp_ms, expires_at) VALUES (?, ?, ?)"
-)
+    """Store the rows whose (owner, timestamp) is not stored yet, in one statement
+    (INSERT … ON CONFLICT DO NOTHING RETURNING); returns those stored."""
+    stored = connection.execute(_record_statement(connection.dialect.name), rows)
+    return {(str(owner_key), int(ts)) for owner_key, ts in stored}
 
 
 @functools.cache

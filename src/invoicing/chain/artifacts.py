@@ -16,6 +16,8 @@ PAYMENT_FACTORY = "PaymentFactory"
 # The previous factory version, kept for the escrows it made (``chain.versions``).
 PAYMENT_FACTORY_V1 = "PaymentFactoryV1"
 ESCROW = "Escrow"
+# Reads many escrows in every asset in one eth_call (``chain.reader``).
+ESCROW_READER = "EscrowReader"
 TEST_TOKEN = "TestToken"
 # A price feed of development chains with a Chainlink aggregator's read interface.
 MOCK_AGGREGATOR = "MockAggregator"

@@ -13,7 +13,9 @@ integration tests use :func:`deploy_dev_contracts`, which deploys the factory th
 the dev factory address is the address ``invoicing deploy`` prints. Every anvil default account
 receives 1,000,000 TUSD so a developer can pay invoices from any of them. Last comes a
 MockAggregator (contracts/dev) pricing the native coin in USD, whose answer anyone may set:
-deployed after the others, it leaves their addresses as they were.
+deployed after the others, it leaves their addresses as they were. ``invoicing dev`` keeps
+its answer recent (:func:`refresh_dev_feed`). The EscrowReader (``chain.reader``), deployed
+last the same way, holds nothing and only reads.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.answers import RpcError
 from invoicing.chain.anvil import DEV_ADDRESSES
 from invoicing.chain.artifacts import (
+    ESCROW_READER,
     MOCK_AGGREGATOR,
     PAYMENT_FACTORY,
     TEST_TOKEN,
@@ -40,6 +43,7 @@ from invoicing.chain.artifacts import (
 )
 from invoicing.chain.config import Eip712Domain, TokenConfig
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.feeds import read_feed_round
 from invoicing.chain.versions import same_runtime_code
 from invoicing.hashing import keccak256
 
@@ -215,6 +219,13 @@ async def deploy_factory(client: EvmClient, deployer_key: str) -> Deployed:
     return await deploy_deterministic(client, deployer_key, factory_bytecode(), PAYMENT_FACTORY)
 
 
+async def deploy_reader(client: EvmClient, deployer_key: str) -> Deployed:
+    """EscrowReader (``chain.reader``) at its deterministic address, verified; ``invoicing
+    deploy`` deploys it after the factory."""
+    init_code = load_artifact(ESCROW_READER).bytecode
+    return await deploy_deterministic(client, deployer_key, init_code, ESCROW_READER)
+
+
 async def install_proxy_on_dev_chain(client: EvmClient) -> None:
     """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode (the
     pinned anvil has it unless started with ``--disable-default-create2-deployer``); a node
@@ -265,6 +276,7 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
     aggregator = await deploy_deterministic(
         client, deployer_key, dev_aggregator_init_code(), MOCK_AGGREGATOR
     )
+    await deploy_reader(client, deployer_key)
     return DevDeployment(
         chain_id=factory.chain_id,
         factory=factory.address,
@@ -275,6 +287,25 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
         minted_raw=DEV_MINT_RAW,
         aggregator=aggregator.address,
     )
+
+
+async def refresh_dev_feed(
+    client: EvmClient, sender_key: str, aggregator: str, max_age_s: int, now_s: int
+) -> str | None:
+    """Keep a development chain's MockAggregator usable: when its latest round was updated
+    more than ``max_age_s`` before ``now_s``, post its answer again as a new round
+    (``setAnswer``: updated at the new block's time). The answer stays what it was, the dev
+    feed's or one set by hand; a round without a positive answer gets ``DEV_FEED_ANSWER``.
+    Returns the transaction's hash, or None when the round was recent enough."""
+    chain_id = await client.chain_id()
+    latest = await read_feed_round(client, chain_id, aggregator, await client.block_number())
+    if now_s - latest.updated_at <= max_age_s:
+        return None
+    answer = latest.answer if latest.answer > 0 else DEV_FEED_ANSWER
+    receipt = await client.transact(
+        sender_key, aggregator, encode_call(MOCK_AGGREGATOR, "setAnswer", answer)
+    )
+    return str(_checked(receipt, "MockAggregator.setAnswer")["transactionHash"])
 
 
 def dev_aggregator_init_code() -> bytes:

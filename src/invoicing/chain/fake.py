@@ -156,6 +156,22 @@ class FakeChain:
         book = native if token is None else tokens.get(token.lower(), {})
         return [book.get(a.lower(), 0) for a in addresses]
 
+    async def read_escrows(
+        self, groups: Sequence[tuple[str | None, Sequence[str]]], block: int
+    ) -> list[list[int | None]]:
+        """One call for every group (the EscrowReader), counted in ``balance_calls``."""
+        self._check("balances")
+        self.balance_calls += 1
+        native, tokens = self._books_at(block)
+        values: list[list[int | None]] = []
+        for token, addresses in groups:
+            if token is not None and token.lower() in self.unreadable_tokens:
+                values.append([None] * len(addresses))
+                continue
+            book = native if token is None else tokens.get(token.lower(), {})
+            values.append([book.get(a.lower(), 0) for a in addresses])
+        return values
+
     def _books_at(self, block: BlockRef) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
         """The native and token books at ``block``: the last kept at or before it, or today's."""
         if not isinstance(block, int) or block >= self.block:

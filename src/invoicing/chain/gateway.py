@@ -26,6 +26,7 @@ from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
+from invoicing.chain.reader import Group, find_reader, read_groups
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
@@ -67,6 +68,11 @@ class ChainGateway(Protocol):
         """Balances of many addresses in one call, all read at one block; None where a token
         balance is unreadable (the token's balanceOf failed or misbehaved: see the factory's
         ``balancesOf``), which callers treat as unknown for that address alone."""
+        ...
+
+    async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
+        """``balances`` of (token, addresses) groups, a list each, at ``block`` in as few calls
+        as the gas of an ``eth_call`` allows (``chain.reader``)."""
         ...
 
     async def token_symbol(self, token: str | None) -> str:
@@ -176,6 +182,7 @@ class EvmGateway:
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
         self.highest_block = 0  # the highest head any URL reported to this gateway
+        self._reader: str | None = None  # the EscrowReader's address, "" if not deployed
 
     async def aclose(self) -> None:
         await self.evm.aclose()
@@ -219,6 +226,13 @@ class EvmGateway:
                 )
             values.extend(part)
         return values
+
+    async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
+        if self._reader is None:  # asked once: a chain without the reader reads per token
+            self._reader = await find_reader(self.evm)
+        if self._reader:
+            return await read_groups(self.evm, self._reader, groups, block, self.config.chain_id)
+        return [await self.balances(token, list(accounts), block) for token, accounts in groups]
 
     async def token_symbol(self, token: str | None) -> str:
         return configured_symbol(self.config, token)

@@ -4,7 +4,9 @@
 ``chain_port + 1``, …). Each gets PaymentFactory at the same deterministic address (the one
 ``invoicing deploy`` prints) and its own TestToken (TUSD, also deterministic, so the same
 address on each chain), listed as pegged to USD, and a MockAggregator pricing the native coin
-in USD (``"feeds"`` in the ready line; its answer can be set with ``setAnswer``). The ready
+in USD (``"feeds"`` in the ready line; its answer can be set with ``setAnswer``). The feed's
+answer is posted again, unchanged, when it is half its heartbeat old: at start-up (a node
+given with ``--rpc-url`` may have run for weeks) and hourly while the command runs. The ready
 line keeps the first chain's keys and lists all chains
 under ``"chains"``. It also names an owner, anvil account 0, and a fresh API key of that
 owner (``"owner"``, ``"api_key"``), so a first request needs no signing step.
@@ -51,6 +53,12 @@ from invoicing.chain.config import NATIVE, ChainConfig, FeedConfig
 from invoicing.chain.deploy import DeploymentFailed, DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.cli.common import configure_logging, refuse, verify_secrets_or_refuse
+from invoicing.cli.dev_feeds import (
+    DEV_FEED_CHECK_S,
+    DEV_FEED_HEARTBEAT_S,
+    keep_dev_feeds_fresh,
+    refresh_feed,
+)
 from invoicing.migrate import upgrade
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
@@ -60,9 +68,6 @@ from invoicing.web.app import create_app
 log = logging.getLogger(__name__)
 
 MAX_DEV_CHAINS = 8
-# The dev feed's answer is set once at deployment and then only by hand, so it may stay old:
-# its heartbeat is the longest allowed (a real feed's is its published one).
-DEV_FEED_HEARTBEAT_S = 7 * 86400
 ENV_FILE_NAME = "dev.env"
 
 
@@ -197,7 +202,9 @@ def _chain_config(rpc_url: str, deployment: DevDeployment, relayer_key: str) -> 
 async def _deploy(rpc_url: str, relayer_key: str) -> DevDeployment:
     evm = EvmClient.connect(rpc_url)
     try:
-        return await deploy_dev_contracts(evm, relayer_key)
+        deployment = await deploy_dev_contracts(evm, relayer_key)
+        await refresh_feed(evm, deployment.aggregator)
+        return deployment
     finally:
         await evm.aclose()
 
@@ -253,9 +260,11 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         "database_url": make_url(options.database_url).render_as_string(hide_password=True),
         "env_file": str(env_file),
     }
+    keeper = asyncio.create_task(keep_dev_feeds_fresh(chain_configs, DEV_FEED_CHECK_S))
     try:
         await _announce_when_started(server, ready, options.ready_file)
     finally:
+        keeper.cancel()
         await services.aclose()
 
 

@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from invoicing.chain.answers import RpcError
-from invoicing.chain.deploy import DeploymentFailed, deploy_factory
+from invoicing.chain.deploy import DeploymentFailed, deploy_factory, deploy_reader
 from invoicing.chain.evm import EvmClient
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import BadArgument, RecoveryRefused, load_sender_key, parse_options
@@ -27,8 +27,9 @@ def deploy(
     rpc_url: RpcUrlOption = None,
     deployer_key: Annotated[str | None, typer.Option(help=SenderKeyHelp)] = None,
 ) -> None:
-    """Deploy PaymentFactory through the deterministic deployment proxy (the same address on
-    every chain); prints {"chainId", "factory", "txHash"} (txHash null if it was there)."""
+    """Deploy PaymentFactory, then the EscrowReader, through the deterministic deployment
+    proxy (the same addresses on every chain); prints {"chainId", "factory", "txHash",
+    "reader", "readerTxHash"} (a tx hash is null if the contract was there)."""
     try:
         if not rpc_url or not rpc_url.startswith(("http://", "https://")):
             raise BadArgument("--rpc-url is required and must be an http(s) URL")
@@ -41,7 +42,9 @@ def deploy(
     async def main() -> dict[str, object]:
         evm = EvmClient.connect(rpc_url)
         try:
-            return (await deploy_factory(evm, key)).as_json()
+            factory = await deploy_factory(evm, key)
+            reader = await deploy_reader(evm, key)
+            return {**factory.as_json(), "reader": reader.address, "readerTxHash": reader.tx_hash}
         finally:
             await evm.aclose()
 

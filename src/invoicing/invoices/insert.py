@@ -19,6 +19,7 @@ from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select
 
 from invoicing.db import upsert
 from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.notifications.models import OwnerSettings
 
 _INVOICES = cast(Table, Invoice.__table__)
 
@@ -104,16 +105,19 @@ def find_by_key(connection: Connection, key: tuple[str, int, str]) -> InvoiceRow
     return None if found is None else InvoiceRow(*found)
 
 
-def advance_sequence(connection: Connection, owner_key: str, chain_id: int, count: int) -> int:
-    """Take the owner's next ``count`` sequence numbers; returns the last one.
+def advance_sequence(
+    connection: Connection, owner_key: str, chain_id: int, count: int
+) -> tuple[int, int]:
+    """Take the owner's next ``count`` sequence numbers; returns the last one, and the
+    owner's underpayment tolerance (basis points, 0 if none) read by the same statement.
 
     One upsert both creates the counter and advances it; the row lock it takes serializes
     concurrent creators for the same owner and chain (on every API process)."""
     advanced = connection.execute(
         _advance_statement(connection.dialect.name),
         {"owner_key": owner_key, "chain_id": chain_id, "count": count},
-    )
-    return int(advanced.scalar_one()) - 1
+    ).one()
+    return int(advanced[0]) - 1, int(advanced[1] or 0)
 
 
 @functools.cache
@@ -121,6 +125,11 @@ def _advance_statement(dialect: str) -> Any:
     """The sequence upsert, built once: building it per batch cost as much as running it."""
     sequences = cast(Table, OwnerSequence.__table__)
     count = bindparam("count", type_=BigInteger)
+    tolerance = (
+        select(OwnerSettings.underpayment_tolerance_bps)
+        .where(OwnerSettings.owner_key == bindparam("owner_key"))
+        .scalar_subquery()
+    )
     return (
         upsert(dialect, sequences)
         .values(
@@ -130,7 +139,7 @@ def _advance_statement(dialect: str) -> Any:
             index_elements=[sequences.c.owner_key, sequences.c.chain_id],
             set_={"next_value": sequences.c.next_value + count},
         )
-        .returning(sequences.c.next_value)
+        .returning(sequences.c.next_value, tolerance)
     )
 
 

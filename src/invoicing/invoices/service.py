@@ -50,7 +50,7 @@ _FINDER: ProcessLocal[Coalescer[str, Invoice | None]] = ProcessLocal(
 async def _find_batch(db: Database, addresses: Sequence[str]) -> list[Invoice | None | Exception]:
     """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
     Callers share the loaded objects, so they must not change them."""
-    async with db.sessions() as session:
+    async with db.reads() as session:
         rows = await session.scalars(
             select(Invoice).where(Invoice.payment_address.in_(set(addresses)))
         )

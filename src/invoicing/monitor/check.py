@@ -50,70 +50,30 @@ def confirmed_at(chain: ChainGateway, head: int) -> int:
     return max(0, head - (chain.config.confirmations - 1))
 
 
-class BalanceReader:
-    """Reads escrow balances at one block while invoices are still being added: a
-    ``balancesOf`` call starts as soon as a token has ``batch_size`` addresses waiting, so
-    reads overlap with the database work that produces the invoices."""
-
-    def __init__(
-        self,
-        chain: ChainGateway,
-        block: int,
-        batch_size: int,
-    ) -> None:
-        self.chain = chain
-        self.block = block
-        self.batch_size = batch_size
-        self._waiting: dict[str | None, list[InvoiceState]] = defaultdict(list)
-        self._reads: list[asyncio.Task[dict[str, int | None]]] = []
-        self._gate = asyncio.Semaphore(PARALLEL_READS)
-
-    def add(self, invoices: Sequence[InvoiceState]) -> None:
-        for invoice in invoices:
-            group = self._waiting[invoice.token_address]
-            group.append(invoice)
-            if len(group) >= self.batch_size:
-                self._start(invoice.token_address, group)
-                self._waiting[invoice.token_address] = []
-
-    async def result(self) -> dict[str, int | None]:
-        """Balances by invoice id (None = unreadable); raises the first failed read's error."""
-        for token, group in self._waiting.items():
-            if group:
-                self._start(token, group)
-        self._waiting.clear()
-        parts = await asyncio.gather(*self._reads)
-        return {key: value for part in parts for key, value in part.items()}
-
-    async def close(self) -> None:
-        """Stop reads still running (after a failure) and collect their outcomes."""
-        for task in self._reads:
-            task.cancel()
-        await asyncio.gather(*self._reads, return_exceptions=True)
-        self._reads.clear()
-
-    def _start(self, token: str | None, chunk: list[InvoiceState]) -> None:
-        self._reads.append(asyncio.ensure_future(self._read(token, chunk)))
-
-    async def _read(self, token: str | None, chunk: list[InvoiceState]) -> dict[str, int | None]:
-        async with self._gate:
-            addresses = [i.payment_address for i in chunk]
-            values = await self.chain.balances(token, addresses, self.block)
-        return {invoice.id: value for invoice, value in zip(chunk, values, strict=True)}
-
-
 async def read_balances(
     chain: ChainGateway, invoices: Sequence[InvoiceState], block: int, batch_size: int = 9000
 ) -> dict[str, int | None]:
-    """Balances by invoice id (None = unreadable), read at ``block``: one ``balancesOf`` call
-    per token and chunk of ``batch_size`` addresses (eth_call gas is capped, so a chunk stays
-    in the thousands)."""
-    reader = BalanceReader(chain, block, batch_size)
-    reader.add(invoices)
-    try:
-        return await reader.result()
-    finally:
-        await reader.close()
+    """Balances by invoice id (None = unreadable), read at ``block``: every asset of a chunk
+    of ``batch_size`` invoices in one read (``ChainGateway.read_escrows``: an EscrowReader
+    call, split further when its gas would not fit one ``eth_call``)."""
+    gate = asyncio.Semaphore(PARALLEL_READS)
+
+    async def read(chunk: Sequence[InvoiceState]) -> dict[str, int | None]:
+        by_token: dict[str | None, list[InvoiceState]] = defaultdict(list)
+        for invoice in chunk:
+            by_token[invoice.token_address].append(invoice)
+        groups = [(token, [i.payment_address for i in group]) for token, group in by_token.items()]
+        async with gate:
+            values = await chain.read_escrows(groups, block)
+        return {
+            invoice.id: value
+            for group, group_values in zip(by_token.values(), values, strict=True)
+            for invoice, value in zip(group, group_values, strict=True)
+        }
+
+    chunks = [invoices[i : i + batch_size] for i in range(0, len(invoices), batch_size)]
+    parts = await asyncio.gather(*(read(chunk) for chunk in chunks))
+    return {key: value for part in parts for key, value in part.items()}
 
 
 async def store_balances(

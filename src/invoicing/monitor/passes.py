@@ -165,8 +165,8 @@ async def _run(
     records: Mapping[int, MonitorShard],
 ) -> PassResult:
     """One pass over ``shards``: select each shard's watched invoices of ``status``, read
-    them in batches across shards (one ``balancesOf`` per token and ``monitor_batch_size``
-    addresses), store each batch's changes as its read lands, then record the pass."""
+    them in batches across shards and assets (one EscrowReader call per ``monitor_read_gas``
+    of estimated gas), store each batch's changes as its read lands, then record the pass."""
     chain_id = chain.config.chain_id
     started_ms = services.clock.now_ms()
     counts = _Counts()
@@ -176,7 +176,7 @@ async def _run(
         async with stores:
             await _store(services, rows, readings, status, records, counts)
 
-    batches = Batches(chain, block, services.settings.monitor_batch_size, store)
+    batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
         invoices = INVOICES.c
         query = select(*PASS_COLUMNS).where(

@@ -11,7 +11,7 @@ from invoicing import logs
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
 from invoicing.auth.signatures import QueryTypes
-from invoicing.ratelimit import hit_deferred
+from invoicing.ratelimit import Counted, hit_deferred
 from invoicing.web.api.inputs import (
     json_body,
     owner_address_of,
@@ -33,11 +33,16 @@ async def authorize(
     *,
     query_types: QueryTypes | None = None,
     allow_api_key: bool = True,
+    record_use: bool = True,
 ) -> Caller:
     """Authenticate the request for ``action`` on behalf of ``owner_address``: an owner
     the service does not admit is refused first (403), then the credential is checked, then
     the request counts against the owner's rate limit (only once authenticated, so nobody
-    else can spend an owner's limit)."""
+    else can spend an owner's limit).
+
+    ``record_use=False``: a signed request's timestamp is recorded by the route in the
+    transaction of its writes (``Caller.replay_key``); should that find a replay, the route
+    takes the request's rate-limit hits back (``uncount``)."""
     services = services_of(request)
     logs.annotate(owner=owner_address, chain_id=_chain_id_of(payload))
     check_admitted(services.db, services.settings.owners, owner_address)
@@ -48,14 +53,35 @@ async def authorize(
         services.clock.now_ms(),
         services.settings.signature_window_s,
         allow_api_key=allow_api_key,
+        record_use=record_use,
     )
-    await hit_deferred(
+    counted = await hit_deferred(
         services.db,
         [f"api-owner:{caller.owner_key}"],
         services.settings.owner_rate_limit_per_minute,
         services.clock.now_ms(),
     )
+    if caller.replay_key() is not None:
+        _counted_of(request).append(counted)
     return caller
+
+
+def count_for_request(request: Request, counted: Counted) -> None:
+    """Hits a route counted for a request whose replay key is not recorded yet."""
+    _counted_of(request).append(counted)
+
+
+def uncount(request: Request) -> None:
+    """Take back the rate-limit hits of a request found to be a replay."""
+    for counted in _counted_of(request):
+        counted.undo()
+
+
+def _counted_of(request: Request) -> list[Counted]:
+    found: list[Counted] | None = getattr(request.state, "rate_limit_hits", None)
+    if found is None:
+        found = request.state.rate_limit_hits = []
+    return found
 
 
 async def authorized_body(
@@ -65,6 +91,7 @@ async def authorized_body(
     *,
     allow_api_key: bool = True,
     max_bytes: int | None = None,
+    record_use: bool = True,
 ) -> tuple[Model, Caller]:
     """A JSON body checked against the caller's credential (signed as sent), then validated;
     ``max_bytes``: a route's own body limit instead of ``INVOICING_MAX_BODY_BYTES``."""
@@ -76,6 +103,7 @@ async def authorized_body(
         owner_address_of(data),
         without_owner(data),
         allow_api_key=allow_api_key,
+        record_use=record_use,
     )
     return validate(model, data), caller
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from invoicing.auth.guard import Caller
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
 from invoicing.errors import (
@@ -30,6 +31,7 @@ from invoicing.invoices.coverage import (
     shard_records,
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
+from invoicing.invoices.create_batch import WatchedCapReached
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.links import MAX_URL_CHARS
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -45,7 +47,12 @@ from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.web.api.deps import authorized_body, authorized_query
+from invoicing.web.api.deps import (
+    authorized_body,
+    authorized_query,
+    count_for_request,
+    uncount,
+)
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
 from invoicing.web.api.responses import Invoice as InvoiceOut
@@ -192,16 +199,39 @@ def create_rules(settings: Settings) -> CreateRules:
 )
 async def create(request: Request) -> Answer[InvoiceOut]:
     services = services_of(request)
-    body, caller = await authorized_body(request, "invoice.create", CreateInvoiceBody)
-    await hit_deferred(
-        services.db,
-        [f"invoice-create-owner:{caller.owner_key}"],
-        services.settings.invoice_creation_per_owner_per_day,
-        services.clock.now_ms(),
-        window_ms=DAY_MS,
-    )
+    # A signed create's timestamp is recorded in the create's own transaction. Until it is,
+    # the request may be a replay, not the owner's: refused before that (a replay, a bad
+    # body, a limit), it spends none of the owner's rate limits. Refused by the transaction
+    # that recorded it (an invoiceId conflict, the watched cap), it counts.
+    try:
+        body, caller = await authorized_body(
+            request, "invoice.create", CreateInvoiceBody, record_use=False
+        )
+        counted = await hit_deferred(
+            services.db,
+            [f"invoice-create-owner:{caller.owner_key}"],
+            services.settings.invoice_creation_per_owner_per_day,
+            services.clock.now_ms(),
+            window_ms=DAY_MS,
+        )
+        if caller.replay_key() is not None:
+            count_for_request(request, counted)
+        invoice, created = await _create(services, body, caller)
+    except (InvoiceExists, WatchedCapReached):
+        raise
+    except Exception:
+        uncount(request)
+        raise
+    # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
+    (view,) = await owner_views(services, [invoice], fresh=created)
+    return Answer(view, status_code=201 if created else 200)
+
+
+async def _create(
+    services: Services, body: CreateInvoiceBody, caller: Caller
+) -> tuple[InvoiceRow, bool]:
     chain = services.chains.get(body.chainId)
-    invoice, created = await create_invoice(
+    return await create_invoice(
         services.db,
         chain,
         NewInvoice(
@@ -223,9 +253,6 @@ async def create(request: Request) -> Answer[InvoiceOut]:
         services.settings.default_expiry_s,
         create_rules(services.settings),
     )
-    # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
-    (view,) = await owner_views(services, [invoice], fresh=created)
-    return Answer(view, status_code=201 if created else 200)
 
 
 @router.get(
@@ -336,7 +363,7 @@ async def owner_views(
         extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
     records: dict[tuple[int, int], MonitorShard] = {}
     if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
-        async with services.db.sessions() as session:
+        async with services.db.reads() as session:
             records = await shard_records(session, invoices)
     x402 = x402_tokens(services.settings)
     return [
@@ -362,7 +389,7 @@ _EXTRAS: ProcessLocal[Coalescer[str, Extras]] = ProcessLocal(
 
 async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:
     unique = list(dict.fromkeys(invoice_ids))
-    async with db.sessions() as session:
+    async with db.reads() as session:  # two independent reads: one snapshot is not needed
         refunds = await refunds_in(session, unique)
         others = await other_balances_in(session, unique)
     return [(refunds.get(i), others.get(i)) for i in invoice_ids]

@@ -11,10 +11,10 @@ from invoicing.errors import ServiceError
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
 from invoicing.web.dashboard.render import (
-    badge_html,
     csrf_input_html,
     e,
     notice_html,
+    revocable_cells_html,
     table_html,
     utc_text,
 )
@@ -34,13 +34,11 @@ async def keys_body_html(request: Request, owner: Owner, top_html: str = "") -> 
             f'<span class="mono">{e(row.id)}</span>',
             e(utc_text(row.created_at)),
             e(utc_text(row.last_used_at) if row.last_used_at else "never"),
-            badge_html("revoked" if row.revoked_at else "active"),
-            (
-                e(utc_text(row.revoked_at))
-                if row.revoked_at
-                else f'<form method="post" action="/dashboard/api-keys/{e(row.id)}/revoke">'
-                f'{csrf_input_html(owner.csrf)}<button type="submit" class="danger" '
-                f'aria-label="Revoke key {e(row.label or row.id)}">Revoke</button></form>'
+            *revocable_cells_html(
+                row.revoked_at,
+                f"/dashboard/api-keys/{row.id}/revoke",
+                owner.csrf,
+                f"key {row.label or row.id}",
             ),
         ]
         for row in reversed(rows)
@@ -65,6 +63,12 @@ async def keys_page(request: Request, owner: SignedIn) -> HTMLResponse:
     return html("API keys", await keys_body_html(request, owner, notice), owner, "keys")
 
 
+async def _fail(request: Request, owner: Owner, exc: ServiceError) -> HTMLResponse:
+    top = notice_html(exc.message, error=True)
+    body = await keys_body_html(request, owner, top)
+    return html("API keys", body, owner, "keys", exc.status)
+
+
 @router.post("/api-keys", response_class=HTMLResponse)
 async def issue(request: Request, owner: SignedIn) -> HTMLResponse:
     services = services_of(request)
@@ -73,10 +77,7 @@ async def issue(request: Request, owner: SignedIn) -> HTMLResponse:
     try:
         row, key = await issue_api_key(services, owner.address, label)
     except ServiceError as exc:
-        top = notice_html(exc.message, error=True)
-        return html(
-            "API keys", await keys_body_html(request, owner, top), owner, "keys", exc.status
-        )
+        return await _fail(request, owner, exc)
     top = (
         '<section class="card" id="new-key" role="status"><p><strong>Your new key '
         f"{e(row.label or '')}</strong>: copy it now, it is not shown again.</p>"
@@ -91,8 +92,5 @@ async def revoke(request: Request, key_id: str, owner: SignedIn) -> Response:
     try:
         await end_api_key(services, owner.key, key_id[:36])
     except ServiceError as exc:
-        top = notice_html(exc.message, error=True)
-        return html(
-            "API keys", await keys_body_html(request, owner, top), owner, "keys", exc.status
-        )
+        return await _fail(request, owner, exc)
     return RedirectResponse("/dashboard/api-keys?notice=Key+revoked", status_code=303)

@@ -44,6 +44,7 @@ NAV = (
     ("create", "/dashboard/invoices/new", "Create"),
     ("webhooks", "/dashboard/webhooks", "Webhooks"),
     ("keys", "/dashboard/api-keys", "API keys"),
+    ("brand", "/dashboard/brand", "Brand"),
     ("settings", "/dashboard/settings", "Settings"),
 )
 
@@ -175,3 +176,27 @@ def attrs(**values: Any) -> str:
             continue
         parts.append(f" {key}" if value is True else f' {key}="{e(value)}"')
     return "".join(parts)
+
+
+def button_form_html(
+    action: str, label: str, csrf: str, *, danger: bool = False, name: str = ""
+) -> str:
+    """A one-button form that posts to ``action`` (``name`` says what it acts on, for a
+    screen reader: "Revoke key …")."""
+    kind = "danger" if danger else "secondary"
+    aria = f' aria-label="{e(label)} {e(name)}"' if name else ""
+    return (
+        f'<form method="post" action="{e(action)}">{csrf_input_html(csrf)}'
+        f'<button type="submit" class="{kind}"{aria}>{e(label)}</button></form>'
+    )
+
+
+def revocable_cells_html(revoked_at: int | None, action: str, csrf: str, name: str) -> list[str]:
+    """The State and Revoked cells of an API key's or a signing secret's row: its badge, and
+    when it was revoked or else a button that revokes it."""
+    return [
+        badge_html("revoked" if revoked_at else "active"),
+        e(utc_text(revoked_at))
+        if revoked_at
+        else button_form_html(action, "Revoke", csrf, danger=True, name=name),
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from invoicing.web.dashboard import (
     assets,
+    brand_page,
     create,
     detail,
     invoices,
@@ -27,4 +28,5 @@ ROUTERS = (
     keys.router,
     webhooks.router,
     settings_page.router,
+    brand_page.router,
 )

@@ -10,6 +10,7 @@ when sent, of this service.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import parse_qsl, urlsplit
@@ -85,6 +86,20 @@ def same_origin(request: Request, settings: Settings) -> bool:
 
 async def signed_in(request: Request) -> Owner:
     """The owner of the request's session, after the admission, rate-limit and CSRF checks."""
+    return await _signed_in(request, services_of(request).settings.max_body_bytes)
+
+
+def signed_in_with_form_up_to(max_bytes: int) -> Callable[[Request], Awaitable[Owner]]:
+    """:func:`signed_in` for a route whose form may be larger than ``max_body_bytes`` (the
+    brand form carries a logo): its CSRF field is read from a form of up to ``max_bytes``."""
+
+    async def dependency(request: Request) -> Owner:
+        return await _signed_in(request, max_bytes)
+
+    return dependency
+
+
+async def _signed_in(request: Request, form_max_bytes: int) -> Owner:
     services = services_of(request)
     settings = services.settings
     now_ms = services.clock.now_ms()
@@ -101,7 +116,7 @@ async def signed_in(request: Request) -> Owner:
             raise Forbidden("this request comes from another site")
         presented = request.headers.get(CSRF_HEADER)
         if presented is None and _is_form(request):
-            presented = (await form_fields(request, settings.max_body_bytes)).get("csrf")
+            presented = (await form_fields(request, form_max_bytes)).get("csrf")
         if not csrf_matches(row, presented):
             raise Forbidden("the request lacks this session's CSRF token: reload the page")
     return Owner(row.owner_address, row.owner_key, row.csrf_token, row.id)

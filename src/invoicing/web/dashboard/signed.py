@@ -12,6 +12,8 @@ relayer rules and events. The session only says who asks; the signature decides.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -28,7 +30,7 @@ from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.web.api.inputs import json_body
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import json_answer
-from invoicing.web.dashboard.session import SignedIn
+from invoicing.web.dashboard.session import Owner, SignedIn
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 
@@ -153,74 +155,75 @@ async def refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResp
 
 @router.post("/settings/fee/prepare")
 async def prepare_fee(request: Request, owner: SignedIn) -> JSONResponse:
-    services = services_of(request)
     data = await _json(request)
     chain_id = _chain_id(data)
     fee_bps = _uint(data, "feeBps")
     if fee_bps > MAX_FEE_BPS:
         raise FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}")
-    fees = await fee_settings(services, chain_id, owner.address)
-    deadline = int(time.time()) + DEADLINE_S
-    typed = set_fee_typed_data(chain_id, fees.factory, owner.address, fee_bps, fees.nonce, deadline)
-    submit = {
-        "chainId": str(chain_id),
-        "feeBps": str(fee_bps),
-        "nonce": str(fees.nonce),
-        "deadline": str(deadline),
-    }
-    return _prepared(owner.address, chain_id, typed, submit)
+
+    def typed(factory: str, nonce: int, deadline: int) -> dict[str, Any]:
+        return set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
+
+    return await _prepare_meta(request, owner, chain_id, ("feeBps", str(fee_bps)), typed)
 
 
 @router.post("/settings/payout/prepare")
 async def prepare_payout(request: Request, owner: SignedIn) -> JSONResponse:
-    services = services_of(request)
     data = await _json(request)
     chain_id = _chain_id(data)
     payout = _address(data, "payoutAddress")
-    fees = await fee_settings(services, chain_id, owner.address)
+
+    def typed(factory: str, nonce: int, deadline: int) -> dict[str, Any]:
+        return set_payout_typed_data(chain_id, factory, owner.address, payout, nonce, deadline)
+
+    return await _prepare_meta(request, owner, chain_id, ("payoutAddress", payout), typed)
+
+
+async def _prepare_meta(
+    request: Request,
+    owner: Owner,
+    chain_id: int,
+    change: tuple[str, str],
+    typed_of: Callable[[str, int, int], dict[str, Any]],
+) -> JSONResponse:
+    """The SetFee or SetPayout to sign (``typed_of(factory, nonce, deadline)``) at the
+    owner's current factory nonce, and the body to submit with its signature."""
+    fees = await fee_settings(services_of(request), chain_id, owner.address)
     deadline = int(time.time()) + DEADLINE_S
-    typed = set_payout_typed_data(
-        chain_id, fees.factory, owner.address, payout, fees.nonce, deadline
-    )
+    name, value = change
     submit = {
         "chainId": str(chain_id),
-        "payoutAddress": payout,
+        name: value,
         "nonce": str(fees.nonce),
         "deadline": str(deadline),
     }
-    return _prepared(owner.address, chain_id, typed, submit)
+    return _prepared(owner.address, chain_id, typed_of(fees.factory, fees.nonce, deadline), submit)
 
 
 @router.post("/settings/fee")
 async def set_fee(request: Request, owner: SignedIn) -> JSONResponse:
-    data = await _json(request)
-    return await _relay(
-        request,
-        MetaRequest(
-            owner_address=owner.address,
-            chain_id=_chain_id(data),
-            nonce=_uint(data, "nonce"),
-            deadline=_uint(data, "deadline"),
-            signature=_text(data, "signature", 4098),
-            fee_bps=_uint(data, "feeBps"),
-        ),
-    )
+    meta, data = await _signed_meta(request, owner)
+    return await _relay(request, replace(meta, fee_bps=_uint(data, "feeBps")))
 
 
 @router.post("/settings/payout")
 async def set_payout(request: Request, owner: SignedIn) -> JSONResponse:
+    meta, data = await _signed_meta(request, owner)
+    return await _relay(request, replace(meta, payout_address=_address(data, "payoutAddress")))
+
+
+async def _signed_meta(request: Request, owner: Owner) -> tuple[MetaRequest, dict[str, Any]]:
+    """What SetFee and SetPayout submit alike (checked in this order), and the body for the
+    field that differs."""
     data = await _json(request)
-    return await _relay(
-        request,
-        MetaRequest(
-            owner_address=owner.address,
-            chain_id=_chain_id(data),
-            nonce=_uint(data, "nonce"),
-            deadline=_uint(data, "deadline"),
-            signature=_text(data, "signature", 4098),
-            payout_address=_address(data, "payoutAddress"),
-        ),
+    meta = MetaRequest(
+        owner_address=owner.address,
+        chain_id=_chain_id(data),
+        nonce=_uint(data, "nonce"),
+        deadline=_uint(data, "deadline"),
+        signature=_text(data, "signature", 4098),
     )
+    return meta, data
 
 
 async def _relay(request: Request, meta: MetaRequest) -> JSONResponse:

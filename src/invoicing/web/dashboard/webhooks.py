@@ -26,9 +26,11 @@ from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
 from invoicing.web.dashboard.render import (
     badge_html,
+    button_form_html,
     csrf_input_html,
     e,
     notice_html,
+    revocable_cells_html,
     table_html,
     utc_text,
 )
@@ -44,15 +46,6 @@ ROTATION_HTML = (
     "secret. To rotate without downtime: create a new secret, give it to your receiver (it "
     "accepts a delivery when any <code>v1</code> matches), then revoke the old one here.</p>"
 )
-
-
-def _button(action: str, label: str, csrf: str, *, danger: bool = False, name: str = "") -> str:
-    kind = "danger" if danger else "secondary"
-    aria = f' aria-label="{e(label)} {e(name)}"' if name else ""
-    return (
-        f'<form method="post" action="{e(action)}">{csrf_input_html(csrf)}'
-        f'<button type="submit" class="{kind}"{aria}>{e(label)}</button></form>'
-    )
 
 
 def _events_fieldset(chosen: list[str], prefix: str) -> str:
@@ -84,8 +77,10 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
                 badge_html("active" if endpoint.enabled else "disabled")
                 + (f"<br>{e(endpoint.disabled_reason)}" if endpoint.disabled_reason else ""),
                 '<div class="actions">'
-                + _button(f"{base}/ping", "Send test ping", owner.csrf, name=endpoint.url)
-                + _button(f"{base}/{toggle}", toggle.capitalize(), owner.csrf, name=endpoint.url)
+                + button_form_html(f"{base}/ping", "Send test ping", owner.csrf, name=endpoint.url)
+                + button_form_html(
+                    f"{base}/{toggle}", toggle.capitalize(), owner.csrf, name=endpoint.url
+                )
                 + f'<a class="button secondary" href="{base}/edit">Edit</a></div>',
             ]
         )
@@ -93,15 +88,8 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
         [
             f'<span class="mono">{e(s.id)}</span>',
             e(utc_text(s.created_at)),
-            badge_html("revoked" if s.revoked_at else "active"),
-            e(utc_text(s.revoked_at))
-            if s.revoked_at
-            else _button(
-                f"/dashboard/webhooks/secrets/{s.id}/revoke",
-                "Revoke",
-                owner.csrf,
-                danger=True,
-                name=s.id,
+            *revocable_cells_html(
+                s.revoked_at, f"/dashboard/webhooks/secrets/{s.id}/revoke", owner.csrf, s.id
             ),
         ]
         for s in secrets
@@ -133,7 +121,7 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
         + table_html(
             ["Id", "Created", "State", "Revoke"], secret_rows, "Signing secrets", "secrets"
         )
-        + _button("/dashboard/webhooks/secrets", "Create a signing secret", owner.csrf)
+        + button_form_html("/dashboard/webhooks/secrets", "Create a signing secret", owner.csrf)
         + "<h2>Event log</h2>"
         + table_html(["Event", "Created", "Id", "Redeliver"], event_rows, "Events", "events")
     )
@@ -144,7 +132,7 @@ def _redeliver_forms(event_id: str, endpoints: Sequence[EventEndpoint], csrf: st
     for endpoint in endpoints:
         endpoint_id, url = endpoint.id, endpoint.url
         forms.append(
-            _button(
+            button_form_html(
                 f"/dashboard/events/{event_id}/redeliver?endpoint={endpoint_id}",
                 "Redeliver",
                 csrf,

@@ -218,15 +218,24 @@ async def status(request: Request, payment_address: str) -> Answer[PaymentStatus
 
 
 @router.get("/{payment_address}/qr.svg", include_in_schema=False)
-async def qr(request: Request, payment_address: str) -> Response:
+async def qr(request: Request, payment_address: str, lang: LangParam = None) -> Response:
+    """The QR code of the payment request; its ``<title>`` in the page's language."""
     view = await _view(request, payment_address, recheck=False)
-    svg = await qr_cache(services_of(request)).svg(
-        view.payment_address, view.uri, f"Pay {view.remaining or view.amount} {view.symbol}"
-    )
+    locale = page_locale(request, lang)
+    title = locale.gettext.gettext("Pay %(amount)s %(symbol)s") % {
+        "amount": locale.amount(view.remaining or view.amount),
+        "symbol": view.symbol,
+    }
+    svg = await qr_cache(services_of(request)).svg(view.payment_address, view.uri, title)
     return Response(
         svg,
         media_type="image/svg+xml",
-        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"},
+        headers={
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "Content-Language": locale.language.code,
+            "Vary": "Accept-Language",
+        },
     )
 
 

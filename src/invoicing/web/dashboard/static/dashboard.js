@@ -120,11 +120,50 @@
       navigator.clipboard.writeText(copy.dataset.copy).catch(() => {});
     }
   });
+  // The brand form: the chosen logo file goes as base64 in the hidden "logo" field (the
+  // API's field; the service checks and re-encodes it), since the form is urlencoded.
+  const readBase64 = (file) =>
+    new Promise((resolve, reject) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result).split(",", 2)[1] || "");
+      reader.onerror = () => reject(reader.error);
+      reader.readAsDataURL(file);
+    });
+
+  const sendWithLogo = async (form) => {
+    const status = form.querySelector("[data-status]");
+    const input = form.querySelector("input[type=file]");
+    const file = input && input.files && input.files[0];
+    try {
+      if (file && file.size > Number(form.dataset.maxFileBytes)) {
+        throw new Error(form.dataset.tooLarge);
+      }
+      form.querySelector("[data-logo-data]").value = file ? await readBase64(file) : "";
+      say(status, "Saving…");
+      form.submit();
+    } catch (error) {
+      say(status, error.message || String(error), true);
+    }
+  };
+
+  document.addEventListener("input", (event) => {
+    const picker = event.target.closest("input[data-color-for]");
+    if (picker) document.getElementById(picker.dataset.colorFor).value = picker.value;
+    const text = event.target.closest("input[name=accentColor]");
+    const pair = text && document.querySelector(`input[data-color-for="${text.id}"]`);
+    if (pair && /^#[0-9a-fA-F]{6}$/.test(text.value.trim())) {
+      pair.value = text.value.trim().toLowerCase();
+    }
+  });
+
   document.addEventListener("submit", (event) => {
     const form = event.target;
     if (form.matches && form.matches("form[data-sign]")) {
       event.preventDefault();
       signAndSend(form);
+    } else if (form.matches && form.matches("form[data-logo-form]")) {
+      event.preventDefault();
+      sendWithLogo(form);
     }
   });
 })();

@@ -54,7 +54,7 @@
     setText("done-text", DONE[s.status] || "");
     showReturn(s.status);
     if (previous.paymentUri !== s.paymentUri) {
-      $("qr").src = qrUrl + "?r=" + encodeURIComponent(s.remainingRaw);
+      $("qr").src = qrUrl + "&r=" + encodeURIComponent(s.remainingRaw);
       $("qr").alt = fill(TEXT.qrAlt, { uri: s.paymentUri });
       $("uri").href = s.paymentUri;
     }

@@ -1,0 +1,153 @@
+"""The EscrowReader on a real anvil: every asset of many escrows in one call, at one block
+that the answer names; a hostile token unreadable for its own accounts only; calls cut by
+gas and answers cut short by a node's low gas cap read in full at the same block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eth_account import Account
+
+from invoicing.chain.abi import encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import ESCROW_READER, TEST_TOKEN
+from invoicing.chain.config import ChainConfig
+from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.evm import BlockRef, EvmClient
+from invoicing.chain.gateway import EvmGateway
+from invoicing.chain.reader import (
+    CALL_GAS,
+    account_gas,
+    decode_read,
+    encode_read,
+    read_groups,
+    reader_address,
+)
+from invoicing.chain.rpc import JsonRpc
+from invoicing.errors import ChainUnavailable
+from tests.support.chain import read_view
+from tests.support.factory import deploy_test_contract, send
+from tests.support.rpc_log import recording_proxy
+
+pytestmark = pytest.mark.integration
+
+PAYER_KEY = DEV_PRIVATE_KEYS[2]
+LOOPS, REVERTS = 0, 2
+
+
+class CappedEvm(EvmClient):
+    """An EvmClient whose eth_calls get at most ``cap`` gas, like a node with a low RPC gas
+    cap, and that counts them."""
+
+    def __init__(self, rpc: JsonRpc, cap: int) -> None:
+        super().__init__(rpc)
+        self.cap = cap
+        self.calls = 0
+
+    async def eth_call(
+        self,
+        to: str,
+        data: bytes,
+        block: BlockRef = "latest",
+        from_: str | None = None,
+        value: int = 0,
+        gas: int | None = None,
+    ) -> bytes:
+        self.calls += 1
+        return await super().eth_call(to, data, block, from_, value, min(gas or self.cap, self.cap))
+
+
+def fresh(count: int) -> list[str]:
+    return [Account.create().address for _ in range(count)]
+
+
+async def funded(evm: EvmClient, dev: DevDeployment) -> tuple[list[str], list[str]]:
+    """Two escrows holding native coin (1 and 2 wei) and two holding TUSD (3 and 4)."""
+    native, tokens = fresh(2), fresh(2)
+    for amount, address in enumerate(native, 1):
+        await send(evm, PAYER_KEY, address, b"", value=amount)
+    for amount, address in enumerate(tokens, 3):
+        await send(evm, PAYER_KEY, dev.token, encode_call(TEST_TOKEN, "transfer", address, amount))
+    return native, tokens
+
+
+def gateway_of(dev: DevDeployment, evm: EvmClient) -> EvmGateway:
+    config = ChainConfig(
+        chain_id=dev.chain_id, name="anvil", rpc_url="http://unused", factory=dev.factory
+    )
+    return EvmGateway(config, evm, b"")
+
+
+async def test_one_call_reads_every_asset_and_names_its_block(
+    evm: EvmClient, dev: DevDeployment
+) -> None:
+    native, tokens = await funded(evm, dev)
+    looping = await deploy_test_contract(evm, "HostileToken", ("uint256", LOOPS))
+    reverting = await deploy_test_contract(evm, "HostileToken", ("uint256", REVERTS))
+    block = await evm.block_number()
+    groups = [(None, native), (looping, tokens), (dev.token, tokens), (reverting, native)]
+
+    answer = decode_read(await evm.eth_call(reader_address(), encode_read(groups), block))
+
+    assert answer.block == block
+    assert answer.parent_hash.hex() == (await evm.get_block(block))["parentHash"][2:]
+    # A looping and a reverting token are unreadable for their own accounts only.
+    assert answer.values == [1, 2, None, None, 3, 4, None, None]
+    assert await read_view(evm, reader_address(), ESCROW_READER, "BALANCE_OF_GAS") == 30_000
+
+
+async def test_the_gateway_reads_at_the_block_asked_for(evm: EvmClient, dev: DevDeployment) -> None:
+    native, tokens = await funded(evm, dev)
+    before = await evm.block_number()
+    await send(evm, PAYER_KEY, native[0], b"", value=5)
+    gateway = gateway_of(dev, evm)
+
+    at_before = await gateway.read_escrows([(None, native), (dev.token, tokens)], before)
+    now = await gateway.read_escrows([(dev.token, tokens), (None, native)], before + 1)
+
+    assert at_before == [[1, 2], [3, 4]]
+    assert now == [[3, 4], [6, 2]]
+
+
+async def test_calls_cut_by_gas_and_short_answers_read_everything_at_one_block(
+    evm: EvmClient, dev: DevDeployment
+) -> None:
+    native, tokens = await funded(evm, dev)
+    looping = await deploy_test_contract(evm, "HostileToken", ("uint256", LOOPS))
+    block = await evm.block_number()
+    burnt = fresh(30)  # 30 x 30k = 900k gas, more than one capped call gets
+    groups = [(None, native), (looping, burnt), (dev.token, tokens)]
+
+    # A node that runs each call with 300k gas: each answer is cut short, the rest is read
+    # in further calls, at the same block.
+    capped = CappedEvm(evm.rpc, cap=300_000)
+    values = await read_groups(capped, reader_address(), groups, block, dev.chain_id)
+    assert values == [[1, 2], [None] * 30, [3, 4]]
+    assert 4 <= capped.calls <= 8
+
+    # Calls sized by the estimate: room for two native escrows or one token escrow each.
+    sized = CappedEvm(evm.rpc, cap=50_000_000)
+    budget = CALL_GAS + 2 * account_gas(None)
+    values = await read_groups(sized, reader_address(), groups[::2], block, dev.chain_id, budget)
+    assert values == [[1, 2], [3, 4]]
+    assert sized.calls == 3
+
+
+async def test_an_answer_at_another_block_fails_the_read(
+    anvil: Any, evm: EvmClient, dev: DevDeployment
+) -> None:
+    native, _ = await funded(evm, dev)
+    block = await evm.block_number()
+
+    def one_block_later(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+        if request.get("method") != "eth_call":
+            return answer
+        number = int(answer["result"][2:66], 16) + 1
+        return {**answer, "result": "0x" + f"{number:064x}" + answer["result"][66:]}
+
+    async with recording_proxy(anvil.url, one_block_later) as (url, _log):
+        lying = EvmClient.connect(url)
+        with pytest.raises(ChainUnavailable):
+            await read_groups(lying, reader_address(), [(None, native)], block, dev.chain_id)
+        await lying.aclose()
