@@ -475,3 +475,23 @@ async def test_a_revoked_key_is_refused_at_once_by_the_revoking_process(
     active_key_cache(services.db).forget(secret_hash(api_key))
 
     assert await lookup_active_key(services.db, api_key) is None
+
+
+async def test_a_key_revoked_by_another_process_stops_working_here_within_a_second(
+    make_services: MakeServices,
+) -> None:
+    """The documented bound of the key cache: another process's revocation is seen within
+    its TTL (1 s), with no message between the processes."""
+    services, other = await make_services(), await make_services()
+    owner = new_owner()
+    api_key = await issue_api_key(services, owner)
+    assert await lookup_active_key(other.db, api_key) is not None  # now cached over there
+    assert active_key_cache(other.db).ttl_s == 1.0
+
+    async with services.db.transaction() as session:
+        key_id = (await list_api_keys(session, owner.address.lower()))[0].id
+        await revoke_api_key(session, owner.address.lower(), key_id, services.clock.now_ms())
+    active_key_cache(services.db).forget(secret_hash(api_key))
+    await asyncio.sleep(1.05)
+
+    assert await lookup_active_key(other.db, api_key) is None
