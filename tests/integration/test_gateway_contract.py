@@ -264,6 +264,7 @@ READS: list[tuple[str, tuple[Any, ...]]] = [
     ("block_timestamp", (1,)),
     ("chain_id", ()),
     ("balances", (None, ["0x" + "11" * 20])),
+    ("read_escrows", ([(None, ["0x" + "11" * 20])], 1)),
     ("factory_nonce", ("0x" + "11" * 20,)),
     ("fee_settings", ("0x" + "11" * 20,)),
     ("has_code", ("0x" + "11" * 20,)),
