@@ -215,7 +215,11 @@ async def read_groups(
             rest = remaining(rest, len(answer.values))
         return values
 
-    parts = await asyncio.gather(*(call(chunk) for chunk in chunk_groups(groups, budget)))
+    chunks = chunk_groups(groups, budget)
+    if len(chunks) == 1:  # the usual case: one call, no task to schedule
+        parts = [await call(chunks[0])]
+    else:
+        parts = await asyncio.gather(*(call(chunk) for chunk in chunks))
     flat = [value for part in parts for value in part]
     ends = list(itertools.accumulate(len(accounts) for _, accounts in groups))
     sizes = [len(accounts) for _, accounts in groups]
