@@ -4,6 +4,7 @@ gas and answers cut short by a node's low gas cap read in full at the same block
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -151,3 +152,26 @@ async def test_an_answer_at_another_block_fails_the_read(
         with pytest.raises(ChainUnavailable):
             await read_groups(lying, reader_address(), [(None, native)], block, dev.chain_id)
         await lying.aclose()
+
+
+async def test_a_chain_without_the_reader_is_read_per_asset_and_says_so_once(
+    evm: EvmClient, dev: DevDeployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    native, tokens = await funded(evm, dev)
+    block = await evm.block_number()
+    code = await evm.get_code(reader_address())
+    await evm.call_rpc("anvil_setCode", [reader_address(), "0x"])
+    try:
+        counting = CappedEvm(evm.rpc, cap=50_000_000)
+        gateway = gateway_of(dev, counting)
+        with caplog.at_level(logging.WARNING, logger="invoicing.chain.reader"):
+            first = await gateway.read_escrows([(None, native), (dev.token, tokens)], block)
+            second = await gateway.read_escrows([(dev.token, tokens)], block)
+    finally:
+        await evm.call_rpc("anvil_setCode", [reader_address(), "0x" + code.hex()])
+
+    assert (first, second) == ([[1, 2], [3, 4]], [[3, 4]])
+    assert counting.calls == 3  # one balancesOf per asset and read
+    assert [r.message.split(":")[0] for r in caplog.records] == [
+        f"chain {dev.chain_id} has no EscrowReader at {reader_address()}"
+    ]

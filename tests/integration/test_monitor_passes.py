@@ -257,6 +257,34 @@ async def test_a_pass_reads_in_batches_across_shards_and_stores_each_payment_onc
     await services.db.dispose()
 
 
+async def test_one_batch_decides_only_the_readings_that_can_change_an_invoice(
+    database_url: str, fake: FakeChain
+) -> None:
+    # One read of four escrows: an untouched one read empty, a partly paid one (decided on
+    # its row, unchanged), one read empty at its expiry, and one just paid.
+    services = fake_services(database_url, fake)
+    untouched = await new_invoice(services, fake)
+    partial = await new_invoice(services, fake, amount="2")
+    expiring = await new_invoice(services, fake, expires_in_ms=30_000)
+    paying = await new_invoice(services, fake)
+    fake.pay(partial.payment_address, ETH)
+    clock_of(services).advance(1000)
+    assert (await run_block_pass(services, fake, 1)).updated == 1
+    before = [await row_values(services, i) for i in (untouched, partial)]
+    fake.pay(paying.payment_address, ETH)
+    clock_of(services).advance(29_000)
+    calls = fake.balance_calls
+
+    result = await run_block_pass(services, fake, 2)
+
+    assert (result.checked, result.updated, result.paid) == (4, 2, 1)
+    assert fake.balance_calls == calls + 1
+    assert [await row_values(services, i) for i in (untouched, partial)] == before
+    assert (await reload(services, expiring)).status == "expired"
+    assert (await reload(services, paying)).status == "paid"
+    await services.db.dispose()
+
+
 async def test_a_read_holds_every_asset_and_is_cut_by_its_estimated_gas(
     database_url: str, fake: FakeChain
 ) -> None:

@@ -229,7 +229,7 @@ class EvmGateway:
 
     async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
         if self._reader is None:  # asked once: a chain without the reader reads per token
-            self._reader = await find_reader(self.evm)
+            self._reader = await find_reader(self.evm, self.config.chain_id)
         if self._reader:
             return await read_groups(self.evm, self._reader, groups, block, self.config.chain_id)
         return [await self.balances(token, list(accounts), block) for token, accounts in groups]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ from invoicing.chain.deploy import deterministic_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.versions import same_runtime_code
 from invoicing.errors import ChainUnavailable
+
+log = logging.getLogger(__name__)
 
 # Gas asked for each read: go-ethereum's default eth_call cap (``RPCGasCap``, 50,000,000).
 # A node that allows less runs the call with its own cap; the reader then answers fewer
@@ -74,15 +77,23 @@ def reader_address() -> str:
     return deterministic_address(load_artifact(ESCROW_READER).bytecode)
 
 
-async def find_reader(evm: EvmClient) -> str:
+async def find_reader(evm: EvmClient, chain_id: int) -> str:
     """The reader's address when the chain holds the shipped reader there, else "" (a node
-    that refuses ``eth_getCode`` too): reads then go per token through the factory's
-    ``balancesOf``."""
+    that refuses ``eth_getCode`` too, said in one log line): reads then go per token through
+    the factory's ``balancesOf``."""
     try:
         code = await evm.get_code(reader_address())
     except RpcError:
-        return ""
-    return reader_address() if same_runtime_code(code, load_artifact(ESCROW_READER)) else ""
+        code = b""
+    if same_runtime_code(code, load_artifact(ESCROW_READER)):
+        return reader_address()
+    log.warning(
+        "chain %s has no EscrowReader at %s: escrow balances are read with one call per asset "
+        "(`invoicing deploy` deploys it)",
+        chain_id,
+        reader_address(),
+    )
+    return ""
 
 
 def account_gas(token: str | None) -> int:
@@ -204,7 +215,11 @@ async def read_groups(
             rest = remaining(rest, len(answer.values))
         return values
 
-    parts = await asyncio.gather(*(call(chunk) for chunk in chunk_groups(groups, budget)))
+    chunks = chunk_groups(groups, budget)
+    if len(chunks) == 1:  # the usual case: one call, no task to schedule
+        parts = [await call(chunks[0])]
+    else:
+        parts = await asyncio.gather(*(call(chunk) for chunk in chunks))
     flat = [value for part in parts for value in part]
     ends = list(itertools.accumulate(len(accounts) for _, accounts in groups))
     sizes = [len(accounts) for _, accounts in groups]

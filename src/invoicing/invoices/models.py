@@ -85,17 +85,31 @@ class InvoiceState(Protocol):
     def tolerance_bps(self) -> int: ...
 
 
+# ``ix_invoices_watched``: its keys, then what a pass reads of a pending invoice.
+WATCHED_INDEX_COLUMNS = (
+    "chain_id",
+    "status",
+    "shard",
+    "token_address",
+    "payment_address",
+    "expires_at",
+    "balance_raw",
+    "required_raw",
+    "unreadable",
+)
+
+
 class Invoice(Base):
     __tablename__ = "invoices"
     __table_args__ = (
         UniqueConstraint("owner_key", "chain_id", "invoice_id"),
         Index("ix_invoices_owner_created", "owner_key", "created_at"),
-        # The monitor's passes read a chain's watched invoices shard by shard, by status.
+        # The monitor's passes read a chain's watched invoices by status, shard by shard and
+        # asset by asset; the index holds every column a pending pass reads, so it is read
+        # without the table (``monitor.scan``).
         Index(
             "ix_invoices_watched",
-            "chain_id",
-            "shard",
-            "status",
+            *WATCHED_INDEX_COLUMNS,
             postgresql_where=text("watch"),
             sqlite_where=text("watch"),
         ),

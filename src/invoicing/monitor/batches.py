@@ -10,17 +10,21 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reader import CALL_GAS, READ_GAS, account_gas
 from invoicing.monitor.check import PARALLEL_READS
 
-# A row of a pass (``passes.PASS_COLUMNS``), and what stores a batch's readings.
+# A row of a pass (``scan.PASS_COLUMNS``), and what stores a batch's readings: the
+# escrows read, what was added with each (``Batches.add``) and their readings, in one order.
 PassRow = Any
-Store = Callable[[Sequence[PassRow], Sequence[int | None]], Awaitable[None]]
+Store = Callable[[list[str], list[Any], Sequence[int | None]], Awaitable[None]]
+# Escrows of one asset in a batch, with their tags.
+Segment = tuple[str | None, list[str], list[Any]]
 
 
 class Batches:
-    """Rows waiting for their read, of every asset together; a batch is read (then stored) as
-    soon as it is full: its estimated gas reaches ``read_gas`` (one EscrowReader call reads
-    every asset of it, ``ChainGateway.read_escrows``).
-    ``PARALLEL_READS`` reads run at a time, overlapping the next query; ``add`` waits while
-    many are in flight, so a pass holds a few batches of rows, not a whole chain."""
+    """Escrows waiting for their read, of every asset together, each with a tag (its row, or
+    what the pass needs of it); a batch is read (then stored) as soon as it is full: its
+    estimated gas reaches ``read_gas`` (one EscrowReader call reads every asset of it,
+    ``ChainGateway.read_escrows``).
+    ``PARALLEL_READS`` reads run at a time, overlapping the next query; ``wait`` holds the
+    caller while many are in flight, so a pass holds a few batches, not a whole chain."""
 
     def __init__(
         self,
@@ -33,18 +37,36 @@ class Batches:
         self.block = block
         self.read_gas = read_gas
         self.store = store
-        self._waiting: list[PassRow] = []
+        self._waiting: list[Segment] = []
         self._gas = CALL_GAS
         self._tasks: set[asyncio.Task[None]] = set()
         self._gate = asyncio.Semaphore(PARALLEL_READS)
 
-    async def add(self, rows: Sequence[PassRow]) -> None:
+    async def add_rows(self, rows: Sequence[PassRow]) -> None:
+        """Full rows, each its own tag."""
+        by_token: dict[str | None, list[PassRow]] = {}
         for row in rows:
-            gas = account_gas(cast(str | None, row.token_address))
-            if self._waiting and self._gas + gas > self.read_gas:
+            by_token.setdefault(cast(str | None, row.token_address), []).append(row)
+        for token, group in by_token.items():
+            self.add(token, [row.payment_address for row in group], group)
+        await self.wait()
+
+    def add(self, token: str | None, addresses: list[str], tags: list[Any]) -> None:
+        """Escrows of ``token``, one tag each; starts the reads of the batches they fill."""
+        gas = account_gas(token)
+        start = 0
+        while start < len(addresses):
+            room = (self.read_gas - self._gas) // gas
+            if room <= 0 and self._waiting:
                 self._start()
-            self._waiting.append(row)
-            self._gas += gas
+                continue
+            end = min(len(addresses), start + max(room, 1))
+            self._waiting.append((token, addresses[start:end], tags[start:end]))
+            self._gas += gas * (end - start)
+            start = end
+
+    async def wait(self) -> None:
+        """Wait while many reads are in flight."""
         while len(self._tasks) > 2 * PARALLEL_READS:
             done, _ = await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
             self._collect(done)
@@ -69,22 +91,24 @@ class Batches:
             task.result()  # the first failure fails the pass
 
     def _start(self) -> None:
-        rows, self._waiting, self._gas = self._waiting, [], CALL_GAS
-        self._tasks.add(asyncio.ensure_future(self._read(rows)))
+        segments, self._waiting, self._gas = self._waiting, [], CALL_GAS
+        self._tasks.add(asyncio.ensure_future(self._read(segments)))
 
-    async def _read(self, rows: list[PassRow]) -> None:
-        """One read of every asset of ``rows``; the readings are stored in the rows' order."""
-        by_token: dict[str | None, list[int]] = {}
-        for index, row in enumerate(rows):
-            by_token.setdefault(cast(str | None, row.token_address), []).append(index)
-        groups = [
-            (token, [rows[i].payment_address for i in indexes])
-            for token, indexes in by_token.items()
-        ]
+    async def _read(self, segments: list[Segment]) -> None:
+        """One read of every asset of ``segments``; stored in the order of the assets."""
+        by_token: dict[str | None, tuple[list[str], list[Any]]] = {}
+        for token, addresses, tags in segments:
+            waiting, tagged = by_token.setdefault(token, ([], []))
+            waiting += addresses
+            tagged += tags
+        groups = [(token, addresses) for token, (addresses, _tags) in by_token.items()]
         async with self._gate:
             values = await self.chain.read_escrows(groups, self.block)
-        readings: list[int | None] = [None] * len(rows)
-        for indexes, group_values in zip(by_token.values(), values, strict=True):
-            for index, value in zip(indexes, group_values, strict=True):
-                readings[index] = value
-        await self.store(rows, readings)
+        addresses, tags, readings = [], [], []
+        for (waiting, tagged), group_values in zip(by_token.values(), values, strict=True):
+            addresses += waiting
+            tags += tagged
+            readings += group_values
+        if len(readings) != len(addresses):
+            raise ValueError("the read answered another number of escrows than asked")
+        await self.store(addresses, tags, readings)

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # Balance reads of one pass run a few eth_calls at a time (all pinned to the same block).
 PARALLEL_READS = 4
-# Live re-checks served by one chain read at most (one balancesOf per token reads thousands).
+# Live re-checks served by one chain read at most (one EscrowReader call reads thousands).
 RECHECK_BATCH = 1000
 
 
@@ -177,9 +177,9 @@ def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, _Answer]:
 
 
 async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:
-    """One head read and one ``balancesOf`` per token for every re-check of the batch (an
-    invoice asked for twice is read once); the readings that change an invoice are stored in
-    one transaction, under row locks, with the paid events."""
+    """One head read and one balance read of every asset (``read_balances``) for every
+    re-check of the batch (an invoice asked for twice is read once); the readings that
+    change an invoice are stored in one transaction, under row locks, with the paid events."""
     services, chain = batch[0].services, batch[0].chain
     invoices = list({item.invoice.id: item.invoice for item in batch}.values())
     block = await confirmed_block(chain)

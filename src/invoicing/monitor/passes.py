@@ -28,12 +28,11 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
     String,
-    Table,
     any_,
     bindparam,
     column,
@@ -58,28 +57,13 @@ from invoicing.monitor.check import (
     observe_detection,
     store_balances,
 )
+from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, pending_groups, rows_at
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
 
-INVOICES = cast(Table, Invoice.__table__)
-# Passes run on the Core table: a shard's rows come back as plain rows, without the ORM's
-# per-row result processing. The first columns are the fields of ``InvoiceState``.
-PASS_COLUMNS = (
-    INVOICES.c.id,
-    INVOICES.c.payment_address,
-    INVOICES.c.token_address,
-    INVOICES.c.status,
-    INVOICES.c.balance_raw,
-    INVOICES.c.required_raw,
-    INVOICES.c.expires_at,
-    INVOICES.c.tolerance_bps,
-    INVOICES.c.last_checked_at,
-    INVOICES.c.unreadable,
-    INVOICES.c.shard,
-)
 ALL_SHARDS = tuple(range(SHARDS))
-# Rows per page of a pass's one query, streamed (a server-side cursor on PostgreSQL): one
-# scan of the table, a few pages in memory.
+# Rows per page of the expired pass's one query, streamed (a server-side cursor on
+# PostgreSQL): a few pages in memory.
 PAGE = 20_000
 # Readings stored per transaction.
 STORE_CHUNK = 500
@@ -172,24 +156,35 @@ async def _run(
     counts = _Counts()
     stores = asyncio.Lock()
 
-    async def store(rows: Sequence[PassRow], readings: Sequence[int | None]) -> None:
+    async def store(addresses: list[str], tags: list[Any], readings: Sequence[int | None]) -> None:
+        if status == InvoiceStatus.PENDING:
+            picked = _picked(addresses, tags, readings, services.clock.now_ms(), counts)
+            if not picked:
+                return
+            rows = await rows_at(services.db, chain_id, status, list(picked))
+            tags, readings = rows, [picked[row.payment_address] for row in rows]
         async with stores:
-            await _store(services, rows, readings, status, records, counts)
+            await _store(services, tags, readings, status, records, counts)
 
     batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
-        invoices = INVOICES.c
-        query = select(*PASS_COLUMNS).where(
-            invoices.chain_id == chain_id,
-            invoices.status == status,
-            invoices.shard.in_(list(shards)),
-            # The watched-invoices index's own predicate, so both databases use it.
-            text("watch"),
-        )
-        async with services.db.sessions() as session:
-            result = await session.stream(query.execution_options(yield_per=PAGE))
-            async for page in result.partitions():
-                await batches.add(page)
+        if status == InvoiceStatus.PENDING:
+            async for groups in pending_groups(services.db, chain_id, status, shards):
+                for group in groups:
+                    batches.add(group.token, group.addresses, group.expires)
+                await batches.wait()
+        else:
+            query = select(*PASS_COLUMNS).where(
+                INVOICES.c.chain_id == chain_id,
+                INVOICES.c.status == status,
+                INVOICES.c.shard.in_(list(shards)),
+                # The watched-invoices index's own predicate, so both databases use it.
+                text("watch"),
+            )
+            async with services.db.sessions() as session:
+                result = await session.stream(query.execution_options(yield_per=PAGE))
+                async for page in result.partitions():
+                    await batches.add_rows(page)
         await batches.finish()
     finally:
         await batches.close()
@@ -204,6 +199,28 @@ async def _run(
         unreadable=counts.unreadable,
         shards=tuple(shards),
     )
+
+
+def _picked(
+    addresses: list[str],
+    expires: list[int],
+    readings: Sequence[int | None],
+    now_ms: int,
+    counts: _Counts,
+) -> dict[str, int | None]:
+    """The readings of a scanned batch (``scan.Group``) to decide on the full row, by
+    address: every one but a zero reading of a quiet invoice before its expiry (the common
+    case, decided for the whole batch at once)."""
+    if min(expires, default=LOUD) > now_ms and readings.count(0) == len(readings):
+        counts.checked += len(readings)
+        return {}
+    picked = {
+        address: reading
+        for address, expiry, reading in zip(addresses, expires, readings, strict=True)
+        if reading != 0 or expiry <= now_ms
+    }
+    counts.checked += len(readings) - len(picked)
+    return picked
 
 
 @dataclass

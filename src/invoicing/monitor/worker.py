@@ -12,7 +12,8 @@ check is due (``monitor.lifetime``).
 
 On a chain whose blocks come at a steady pace (12 s on Ethereum) the head is not polled
 every ``monitor_poll_interval_s`` but once the next block is due (``HeadPacer``), so at rest
-a block costs about one ``eth_blockNumber`` plus one ``balancesOf`` per asset.
+a block costs about one ``eth_blockNumber`` plus one EscrowReader call for every asset
+(``chain.reader``).
 An RPC or database outage is logged and retried with exponential backoff; it never ends
 the loop.
 """

@@ -15,6 +15,7 @@ from invoicing.web.dashboard.render import (
     e,
     notice_html,
     revocable_cells_html,
+    shown_once_html,
     table_html,
     utc_text,
 )
@@ -78,11 +79,8 @@ async def issue(request: Request, owner: SignedIn) -> HTMLResponse:
         row, key = await issue_api_key(services, owner.address, label)
     except ServiceError as exc:
         return await _fail(request, owner, exc)
-    top = (
-        '<section class="card" id="new-key" role="status"><p><strong>Your new key '
-        f"{e(row.label or '')}</strong>: copy it now, it is not shown again.</p>"
-        f'<code class="secret" id="new-key-value">{e(key.get_secret_value())}</code></section>'
-    )
+    title = f"Your new key {row.label or ''}"
+    top = shown_once_html("new-key", title, "copy it now", key.get_secret_value())
     return html("API keys", await keys_body_html(request, owner, top), owner, "keys", 201)
 
 

@@ -200,3 +200,13 @@ def revocable_cells_html(revoked_at: int | None, action: str, csrf: str, name: s
         if revoked_at
         else button_form_html(action, "Revoke", csrf, danger=True, name=name),
     ]
+
+
+def shown_once_html(box_id: str, title: str, advice: str, secret: str, extra_html: str = "") -> str:
+    """A new API key or signing secret, shown this once: ``title``, then ``advice`` (what to
+    do with it), the secret in ``#<box_id>-value``, and ``extra_html``."""
+    return (
+        f'<section class="card" id="{e(box_id)}" role="status"><p><strong>{e(title)}</strong>: '
+        f"{e(advice)}, it is not shown again.</p>"
+        f'<code class="secret" id="{e(box_id)}-value">{e(secret)}</code>{extra_html}</section>'
+    )

@@ -31,6 +31,7 @@ from invoicing.web.dashboard.render import (
     e,
     notice_html,
     revocable_cells_html,
+    shown_once_html,
     table_html,
     utc_text,
 )
@@ -265,11 +266,12 @@ async def create_secret(request: Request, owner: SignedIn) -> HTMLResponse:
         row, secret = await issue_webhook_secret(services, owner.key)
     except ServiceError as exc:
         return await _fail(request, owner, exc)
-    top = (
-        '<section class="card" id="new-secret" role="status"><p><strong>Your new signing '
-        "secret</strong>: copy it into your receiver now, it is not shown again.</p>"
-        f'<code class="secret" id="new-secret-value">{e(secret.get_secret_value())}</code>'
-        f'<p class="muted">Id {e(row.id)}</p></section>'
+    top = shown_once_html(
+        "new-secret",
+        "Your new signing secret",
+        "copy it into your receiver now",
+        secret.get_secret_value(),
+        f'<p class="muted">Id {e(row.id)}</p>',
     )
     return html("Webhooks", await webhooks_body_html(request, owner, top), owner, "webhooks", 201)
 
