@@ -13,7 +13,11 @@ account, nonces in a row), mines them in ONE block (``evm_mine``) and times from
 block to the last paid webhook received. Prints one line per set-up::
 
     burst setup=dev invoices=1000 block_txs=1000 last_webhook_s=2.41 first_webhook_s=0.52
-        p50_webhook_s=1.3
+        p50_webhook_s=1.3 service_cpu_s=1.9
+
+``service_cpu_s`` is the CPU time the service's processes used from the payments' sending to
+the last webhook (user and system, all of them added up): on a loaded machine the wall times
+swing with the load, the CPU time much less.
 
 Exits 1 when a set-up misses the goal (the last webhook within 5 s).
 
@@ -199,17 +203,29 @@ async def measure(
     webhook_url = f"http://127.0.0.1:{receiver.port}/paid"
     addresses = await create_invoices(base_url, chain_id, webhook_url, n)
     with profiled(setup, pids, profile):
+        cpu_before = cpu_seconds(pids)
         mined_at, block_txs = await pay_in_one_block(rpc_url, addresses)
         arrivals = await wait_webhooks(receiver.stats, n)
+        cpu_s = cpu_seconds(pids) - cpu_before
     after = [arrival - mined_at for arrival in arrivals]
     last = after[-1] if len(after) == n else float("inf")
     print(
         f"burst setup={setup} invoices={n} block_txs={block_txs} received={len(after)} "
         f"last_webhook_s={last:.2f} first_webhook_s={after[0]:.2f} "
-        f"p50_webhook_s={statistics.median(after):.2f}",
+        f"p50_webhook_s={statistics.median(after):.2f} service_cpu_s={cpu_s:.2f}",
         flush=True,
     )
     return last <= GOAL_S
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds the processes used so far (Linux ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
 
 
 @contextmanager

@@ -333,6 +333,60 @@ async def test_a_freed_slot_is_used_at_once_not_at_the_next_poll(
     await services.db.dispose()
 
 
+@dataclass
+class PacedClient(FakeWebhookClient):
+    """Answers 200 after ``delay_s``; counts the attempts sending at once and the most the
+    worker had claimed for the host meanwhile."""
+
+    delay_s: float = 0.02
+    sending: int = 0
+    peak_sending: int = 0
+    peak_claimed: int = 0
+    dispatcher: Dispatcher | None = None
+
+    async def send(self, delivery: Delivery) -> Outcome:
+        self.sending += 1
+        self.peak_sending = max(self.peak_sending, self.sending)
+        if self.dispatcher is not None:
+            claimed = self.dispatcher.counted.hosts["one.example:443"]
+            self.peak_claimed = max(self.peak_claimed, claimed)
+        await asyncio.sleep(self.delay_s)
+        self.sending -= 1
+        return await super().send(delivery)
+
+
+async def test_a_fast_host_has_attempts_queued_behind_its_cap_never_more_sending(
+    own_database: str, fake: FakeChain
+) -> None:
+    # The queue refills a fast host's slots while the worker's next round is at the
+    # database; what is sent at once stays within the host's cap.
+    services = fake_services(own_database, fake, webhook_per_host_concurrency=2)
+    invoices = [
+        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}")
+        for i in range(12)
+    ]
+    client = PacedClient()
+    dispatcher = client.dispatcher = Dispatcher(services, client)
+    stop = asyncio.Event()
+    task = asyncio.create_task(dispatcher.run(stop))
+    for _ in range(1000):
+        if len(client.sent) == 12:
+            break
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+    assert sorted(d.url for d in client.sent) == sorted(
+        f"https://one.example/{i}" for i in range(12)
+    )
+    assert client.peak_sending == 2
+    assert client.peak_claimed == 4  # its cap in flight and as many queued, once it was fast
+    statuses = [e.status for i in invoices for e in await events_of(services, i)]
+    assert statuses == ["delivered"] * 12
+    assert dispatcher.gates == {} and list(dispatcher.counted.fast) == ["one.example:443"]
+    await services.db.dispose()
+
+
 async def test_a_delivery_committed_in_this_process_is_sent_at_once_not_at_the_next_poll(
     own_database: str, fake: FakeChain
 ) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 
-from invoicing.notifications.claims import Caps, ClaimedEvent, InFlight
+from invoicing.notifications.claims import FAST_HOSTS, Caps, ClaimedEvent, InFlight
 from invoicing.notifications.client import Delivery
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key, tally
+from invoicing.settings import Settings
 
 A_OWNER, B_OWNER = "0x" + "aa" * 20, "0x" + "bb" * 20
 
@@ -75,6 +76,35 @@ def test_an_owner_takes_its_share_and_beyond_it_only_spare_slots() -> None:
     assert wide.most_claimable(10) == 10
 
 
+def test_a_host_that_answers_fast_has_its_cap_again_queued_and_loses_it_when_slow() -> None:
+    rows = [(f"e{i}", "a:443", A_OWNER) for i in range(10)]
+    caps = Caps(per_host=3, per_owner=100, reserved=0, queue=1)
+    counted = flying({"a:443": 1})
+
+    assert caps.within(rows, counted, 10) == ["e0", "e1"]  # not known to be fast: the cap
+    counted.answered("a:443", fast=True)
+    assert caps.within(rows, counted, 10) == ["e0", "e1", "e2", "e3", "e4"]  # 6 held at most
+    assert caps.full(flying({"a:443": 3}, {}), 10) == (["a:443"], [])  # not fast there
+    counted.hosts["a:443"] = 5
+    assert caps.full(counted, 10) == ([], [])
+    counted.hosts["a:443"] = 6
+    assert caps.full(counted, 10) == (["a:443"], [])
+    counted.answered("a:443", fast=False)  # a slow or failed attempt: the plain cap again
+    counted.hosts["a:443"] = 3
+    assert caps.full(counted, 10) == (["a:443"], [])
+    assert Caps(per_host=3, per_owner=100, reserved=0).held("a:443", counted) == 3
+    counted.answered("a:443", fast=True)
+    assert Caps(per_host=3, per_owner=100, reserved=0).held("a:443", counted) == 3  # no queue
+
+
+def test_a_host_queue_needs_a_timeout_its_lease_covers() -> None:
+    quick = Settings(environment="development", webhook_timeout_s=10)
+    slow = Settings(environment="development", webhook_timeout_s=30)
+
+    assert (Caps.of(quick).per_host, Caps.of(quick).queue) == (20, 1)
+    assert Caps.of(slow).queue == 0  # a queued attempt could outlive its lease
+
+
 def test_in_flight_counts_come_back_to_nothing() -> None:
     counted = flying({})
     events = [claimed(A_OWNER, "h:443"), claimed(A_OWNER, "h:443"), claimed(B_OWNER, "g:443")]
@@ -84,6 +114,18 @@ def test_in_flight_counts_come_back_to_nothing() -> None:
     for event in events:
         counted.remove(event)
     assert (counted.hosts, counted.owners) == ({}, {})
+
+
+def test_a_worker_remembers_a_bounded_number_of_fast_hosts() -> None:
+    counted = flying({})
+    for i in range(FAST_HOSTS + 2):
+        counted.answered(f"h{i}:443", fast=True)
+    counted.answered("h2:443", fast=True)  # news again: kept as the latest
+    counted.answered("h3:443", fast=False)
+
+    assert len(counted.fast) == FAST_HOSTS - 1
+    assert list(counted.fast)[:2] == ["h4:443", "h5:443"]  # the two oldest were forgotten
+    assert list(counted.fast)[-1] == "h2:443"
 
 
 def claimed(owner: str, host: str) -> ClaimedEvent:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -24,6 +24,7 @@ from invoicing.invoices.insert import (
     insert_rows,
     skip_taken,
 )
+from invoicing.invoices.insert_one import insert_one
 from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.signing import tolerances_of
@@ -124,7 +125,22 @@ def _create_in(
 ) -> list[_Created | Exception]:
     """Record the signed jobs' replay keys (a replay is refused), create the others
     (``_create_checked``). A job refused there (409, 429) keeps its key: its timestamp is
-    spent, as it would be by any request that reached the database."""
+    spent, as it would be by any request that reached the database.
+
+    On PostgreSQL a lone job under its owner's watched cap is one statement
+    (``insert_one``); it goes on here only if its invoiceId was taken."""
+    if connection.dialect.name == "postgresql" and len(jobs) == 1:
+        counts = watched or WatchedCounts()
+        if not _over_watched_cap(connection, jobs, counts):
+            job = jobs[0]
+            new, inserted = insert_one(connection, job.invoice, job.generated, job.replay)
+            if not new:
+                return [replayed()]
+            if not inserted:
+                return _create_checked(connection, [replace(job, replay=None)], watched)
+            if watched is not None and job.max_watched > 0:
+                watched.created(job.invoice.owner_key, 1)
+            return [(job.invoice, True)]
     uses = [(index, job.replay) for index, job in enumerate(jobs) if job.replay is not None]
     if not uses:
         return _create_checked(connection, jobs, watched)

@@ -32,10 +32,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from pydantic import SecretStr
-from sqlalchemy import Select, and_, not_, select, update
+from sqlalchemy import Select, Table, and_, not_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.api_keys import API_KEY
@@ -60,6 +60,16 @@ ATTEMPT_HEADER = "x-service-delivery-attempt"
 DEFAULT_OPTIONS = WebhookOptions()
 # A claim outlives the attempt's timeout by this much before another worker may take over.
 LEASE_MARGIN_MS = 30_000
+# A host that answers fast may have this many times its cap claimed and queued beyond the
+# attempts in flight (``Caps.held``). A queued attempt waits at most for one attempt of its
+# host (the timeout) before it starts, so its lease covers it only while the timeout is
+# under the margin; with a longer timeout there is no queue (``Caps.of``).
+HOST_QUEUE = 1
+# The most hosts a worker remembers as answering fast (the oldest news is forgotten first).
+FAST_HOSTS = 10_000
+EVENTS = cast(Table, WebhookEvent.__table__)
+INVOICES = cast(Table, Invoice.__table__)
+API_KEYS = cast(Table, ApiKey.__table__)
 
 
 @dataclass(frozen=True)
@@ -82,10 +92,14 @@ class ClaimedEvent:
 
 @dataclass
 class InFlight:
-    """A worker's attempts in flight, by host and by owner: what the caps count."""
+    """A worker's claimed attempts (sending, or queued behind their host's cap), by host and
+    by owner: what the caps count; and the hosts that answer fast (``fast``), which may have
+    a queue."""
 
     hosts: Counter[str] = field(default_factory=Counter)
     owners: Counter[str] = field(default_factory=Counter)
+    # The hosts whose latest attempt was delivered fast, the latest last (at most FAST_HOSTS).
+    fast: dict[str, None] = field(default_factory=dict)
 
     def add(self, event: ClaimedEvent) -> None:
         self.hosts[event.endpoint_host] += 1
@@ -96,6 +110,14 @@ class InFlight:
             counter[key] -= 1
             if counter[key] <= 0:
                 del counter[key]
+
+    def answered(self, host: str, fast: bool) -> None:
+        """An attempt to ``host`` ended: delivered quickly (``fast``), or not."""
+        self.fast.pop(host, None)
+        if fast:
+            self.fast[host] = None
+            if len(self.fast) > FAST_HOSTS:
+                del self.fast[next(iter(self.fast))]
 
 
 def signed_delivery(event: ClaimedEvent, now_ms: int) -> Delivery:
@@ -109,8 +131,17 @@ def signed_delivery(event: ClaimedEvent, now_ms: int) -> Delivery:
     )
 
 
+@dataclass(frozen=True)
+class Credential:
+    """How an invoice was created, as its paid webhook repeats it (all None: no invoice)."""
+
+    auth_mode: str | None = None
+    auth_signature: str | None = None
+    auth_timestamp: str | None = None
+
+
 def event_headers(
-    event_id: str, attempt: int, invoice: Invoice | None, api_key: SecretStr | None
+    event_id: str, attempt: int, invoice: Credential | None, api_key: SecretStr | None
 ) -> dict[str, str]:
     """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential,
     the event id and attempt number."""
@@ -169,6 +200,19 @@ async def claim_batch(
     hosts and owners already full are left out of the query, so the next due events of
     everyone else are found.
     """
+    async with services.db.transaction() as session:
+        return await claim_in(session, services, now_ms, limit, in_flight)
+
+
+async def claim_in(
+    session: AsyncSession,
+    services: Services,
+    now_ms: int,
+    limit: int,
+    in_flight: InFlight | None = None,
+) -> Batch:
+    """:func:`claim_batch` inside the caller's transaction (the worker's round writes the
+    finished attempts and claims the next ones in one transaction)."""
     caps = Caps.of(services.settings)
     in_flight = in_flight or InFlight()
     settings = services.settings
@@ -176,31 +220,34 @@ async def claim_batch(
     lease_until = now_ms + int(settings.webhook_timeout_s * 1000) + LEASE_MARGIN_MS
     full = caps.full(in_flight, limit)
     fetch = caps.most_claimable(limit)
-    async with services.db.transaction() as session:
-        rows = list(
-            await session.execute(_due_events(now_ms, patience_ms, full, False).limit(fetch))
-        )
-        if len(rows) < fetch:
-            deferred = _due_events(now_ms, patience_ms, full, True)
-            rows += await session.execute(deferred.limit(fetch - len(rows)))
-        ids = caps.within([(row[0], row[1], row[2]) for row in rows], in_flight, limit)
-        more = len(rows) == fetch and len(ids) == len(rows)
-        if not ids:
-            return Batch([], more)
-        await session.execute(
-            update(WebhookEvent)
-            .where(WebhookEvent.id.in_(ids))
-            .values(claimed_until=lease_until, attempts=WebhookEvent.attempts + 1)
-            .execution_options(synchronize_session=False)
-        )
-        return Batch(await _load_claimed(session, services, ids), more)
+    # Core statements on the session's connection: the ORM's per-statement work is not
+    # needed for plain rows, and a claim runs every round.
+    connection = await session.connection()
+    due = _due_events(now_ms, patience_ms, full, False).limit(fetch)
+    rows = list(await connection.execute(due))
+    if len(rows) < fetch:
+        deferred = _due_events(now_ms, patience_ms, full, True)
+        rows += await connection.execute(deferred.limit(fetch - len(rows)))
+    ids = caps.within([(row[0], row[1], row[2]) for row in rows], in_flight, limit)
+    more = len(rows) == fetch and len(ids) == len(rows)
+    if not ids:
+        return Batch([], more)
+    await connection.execute(
+        update(EVENTS)
+        .where(EVENTS.c.id.in_(ids))
+        .values(claimed_until=lease_until, attempts=EVENTS.c.attempts + 1)
+    )
+    return Batch(await _load_claimed(session, services, ids), more)
 
 
 @dataclass(frozen=True)
 class Caps:
     """What one host and one owner may hold of a worker's slots.
 
-    A host holds at most ``per_host`` (the thing that hangs). An owner holds its share,
+    A host has at most ``per_host`` attempts in flight (the thing that hangs); one that
+    answers fast may have as many again claimed and queued behind them (``held``), so its
+    slots are refilled at once while the worker's next round is still at the database. An
+    owner holds its share (queued attempts count),
     ``per_owner``, whenever a slot is free; beyond it, only spare slots: it takes one more
     only while at least ``reserved`` slots (a quarter of the worker's) stay free. So one
     owner holds at most three quarters of the slots (or its share, if larger), whatever its
@@ -212,18 +259,30 @@ class Caps:
     per_host: int
     per_owner: int
     reserved: int
+    queue: int = 0  # times ``per_host`` a fast host may have queued (``held``)
 
     @classmethod
     def of(cls, settings: Settings) -> Caps:
+        queue = HOST_QUEUE if settings.webhook_timeout_s * 1000 < LEASE_MARGIN_MS else 0
         return cls(
             settings.webhook_per_host_concurrency,
             settings.webhook_per_owner_concurrency,
             settings.webhook_concurrency // 4,
+            queue,
         )
+
+    def held(self, host: str, in_flight: InFlight) -> int:
+        """How many claimed attempts ``host`` may have: its cap, and for a host that answers
+        fast (``InFlight.fast``) as many again queued behind it, so that its slots never wait
+        for the worker's next round of the database (the queue starts as slots free up; a
+        host that stops answering fast loses it)."""
+        return self.per_host * (self.queue + 1) if host in in_flight.fast else self.per_host
 
     def full(self, in_flight: InFlight, free: int) -> tuple[list[str], list[str]]:
         """(hosts, owners) that can take no slot now, with ``free`` slots free."""
-        hosts = sorted(host for host, count in in_flight.hosts.items() if count >= self.per_host)
+        hosts = sorted(
+            host for host, count in in_flight.hosts.items() if count >= self.held(host, in_flight)
+        )
         owners = sorted(o for o, n in in_flight.owners.items() if not self._takes(n, free))
         return hosts, owners
 
@@ -238,7 +297,7 @@ class Caps:
         hosts, owners = Counter(in_flight.hosts), Counter(in_flight.owners)
         ids: dict[str, None] = {}
         for event_id, host, owner in rows:
-            if event_id in ids or hosts[host] >= self.per_host:
+            if event_id in ids or hosts[host] >= self.held(host, in_flight):
                 continue
             if free <= 0 or not self._takes(owners[owner], free):
                 continue
@@ -281,38 +340,58 @@ def _due_events(
 async def _load_claimed(
     session: AsyncSession, services: Services, ids: list[str]
 ) -> list[ClaimedEvent]:
-    rows = await session.execute(
-        select(WebhookEvent, Invoice, ApiKey.key_encrypted)
-        .outerjoin(Invoice, Invoice.id == WebhookEvent.invoice_pk)
+    """The claimed rows with what their headers need, as plain rows (Core: no ORM objects
+    per delivery, the claim is on the path of every webhook)."""
+    events, invoices, keys = EVENTS.c, INVOICES.c, API_KEYS.c
+    connection = await session.connection()
+    rows = await connection.execute(
+        select(
+            events.id,
+            events.attempts,
+            events.endpoint_host,
+            events.url,
+            events.payload,
+            events.endpoint_id,
+            events.retry_until,
+            events.owner_key,
+            events.endpoint_key,
+            invoices.auth_mode,
+            invoices.auth_signature,
+            invoices.auth_timestamp,
+            keys.key_encrypted,
+        )
+        .select_from(EVENTS)
+        .outerjoin(INVOICES, invoices.id == events.invoice_pk)
         # A revoked key is never sent again (the header is left out).
-        .outerjoin(ApiKey, and_(ApiKey.id == Invoice.api_key_id, ApiKey.revoked_at.is_(None)))
-        .where(WebhookEvent.id.in_(ids))
-        .order_by(WebhookEvent.next_attempt_at, WebhookEvent.id)
+        .outerjoin(API_KEYS, and_(keys.id == invoices.api_key_id, keys.revoked_at.is_(None)))
+        .where(events.id.in_(ids))
+        .order_by(events.next_attempt_at, events.id)
     )
     loaded = list(rows)
     secret = ServerSecrets.of(services.settings)
-    owners = {event.owner_key for event, _invoice, _key in loaded}
+    owners = {row.owner_key for row in loaded}
     options = await webhook_options_by_owner(session, owners, secret)
     claimed = []
-    for event, invoice, key_encrypted in loaded:
-        owner = options.get(event.owner_key, DEFAULT_OPTIONS)
-        send_key = key_encrypted and owner.api_key_header
-        api_key = API_KEY.unseal(key_encrypted, secret) if send_key else None
-        if event.endpoint_id is None:
-            headers = event_headers(event.id, event.attempts, invoice, api_key)
+    for row in loaded:
+        owner = options.get(row.owner_key, DEFAULT_OPTIONS)
+        send_key = row.key_encrypted and owner.api_key_header
+        api_key = API_KEY.unseal(row.key_encrypted, secret) if send_key else None
+        if row.endpoint_id is None:
+            credential = Credential(row.auth_mode, row.auth_signature, row.auth_timestamp)
+            headers = event_headers(row.id, row.attempts, credential, api_key)
         else:
-            headers = endpoint_headers(event.payload["id"], event.attempts)
+            headers = endpoint_headers(row.payload["id"], row.attempts)
         claimed.append(
             ClaimedEvent(
-                event_id=event.id,
-                attempt=event.attempts,
-                endpoint_host=event.endpoint_host,
-                delivery=Delivery(url=event.url, body=encode_body(event.payload), headers=headers),
+                event_id=row.id,
+                attempt=row.attempts,
+                endpoint_host=row.endpoint_host,
+                delivery=Delivery(url=row.url, body=encode_body(row.payload), headers=headers),
                 signing_secrets=owner.secrets,
-                endpoint_id=event.endpoint_id,
-                retry_until=event.retry_until,
-                owner_key=event.owner_key,
-                endpoint_key=event.endpoint_key,
+                endpoint_id=row.endpoint_id,
+                retry_until=row.retry_until,
+                owner_key=row.owner_key,
+                endpoint_key=row.endpoint_key,
             )
         )
     return claimed

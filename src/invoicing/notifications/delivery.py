@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, insert, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing import metrics
 from invoicing.notifications.claims import ClaimedEvent
@@ -56,6 +57,25 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
     """Store attempts and move each event on: delivered, failed, or due again after the delay."""
     if not results:
         return
+    async with services.db.transaction() as session:
+        await write_results(session, services, results)
+    count_results(results)
+
+
+def count_results(results: list[AttemptResult]) -> None:
+    """The attempts' metrics, once their transaction has committed."""
+    for result in results:
+        metrics.webhook_attempt(result.outcome.kind)
+
+
+async def write_results(
+    session: AsyncSession, services: Services, results: list[AttemptResult]
+) -> None:
+    """:func:`record_results` inside the caller's transaction (the worker's round also
+    claims the next deliveries in it); the caller counts them (``count_results``) after the
+    commit."""
+    if not results:
+        return
     results = [replace(r, outcome=recordable(r.outcome)) for r in results]
     settings = services.settings
     now_ms = services.clock.now_ms()
@@ -88,31 +108,29 @@ async def record_results(services: Services, results: list[AttemptResult]) -> No
                     window_over=next_at is None,
                 )
             )
-    async with services.db.transaction() as session:
-        await session.execute(insert(WebhookAttempt), [_attempt_row(r) for r in results])
-        events = cast(Table, WebhookEvent.__table__)
-        connection = await session.connection()
-        await connection.execute(
-            update(events)
-            .where(
-                events.c.id == bindparam("b_id"),
-                events.c.attempts == bindparam("b_attempt"),
-                # Given up meanwhile (its endpoint was disabled or removed): it stays so.
-                events.c.status == EventStatus.PENDING,
-            )
-            .values(
-                status=bindparam("b_status"),
-                next_attempt_at=bindparam("b_next"),
-                delivered_at=bindparam("b_delivered_at"),
-                claimed_until=0,
-            ),
-            changes,
+    connection = await session.connection()
+    attempts = cast(Table, WebhookAttempt.__table__)
+    await connection.execute(insert(attempts), [_attempt_row(r) for r in results])
+    events = cast(Table, WebhookEvent.__table__)
+    await connection.execute(
+        update(events)
+        .where(
+            events.c.id == bindparam("b_id"),
+            events.c.attempts == bindparam("b_attempt"),
+            # Given up meanwhile (its endpoint was disabled or removed): it stays so.
+            events.c.status == EventStatus.PENDING,
         )
-        outcomes = [(r.endpoint_key, r.url, r.outcome.delivered) for r in results]
-        await record_health(session, outcomes, now_ms)
-        await record_endpoint_results(session, settings, endpoint_results, now_ms)
-    for result in results:
-        metrics.webhook_attempt(result.outcome.kind)
+        .values(
+            status=bindparam("b_status"),
+            next_attempt_at=bindparam("b_next"),
+            delivered_at=bindparam("b_delivered_at"),
+            claimed_until=0,
+        ),
+        changes,
+    )
+    outcomes = [(r.endpoint_key, r.url, r.outcome.delivered) for r in results]
+    await record_health(session, outcomes, now_ms)
+    await record_endpoint_results(session, settings, endpoint_results, now_ms)
 
 
 def _next_attempt(settings: Settings, result: AttemptResult, now_ms: int) -> int | None:

@@ -1,10 +1,12 @@
 """The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
 
 Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
-slot and never the others; one host holds at most ``webhook_per_host_concurrency`` slots
-and one owner at most ``webhook_per_owner_concurrency``; failing endpoints are tried after
-the others (``claims.claim_events``). Finished attempts are written in small batches
-(``delivery.record_results``). Database outages are logged and retried with backoff.
+slot and never the others; one host has at most ``webhook_per_host_concurrency`` attempts
+in flight (a host that answers fast as many again claimed and queued behind them, so its
+slots never wait for the database) and one owner at most ``webhook_per_owner_concurrency``
+slots; failing endpoints are tried after the others (``claims.claim_events``). Each round
+writes the finished attempts and claims the next ones in one transaction
+(``Dispatcher.round``). Database outages are logged and retried with backoff.
 """
 
 from __future__ import annotations
@@ -22,9 +24,22 @@ from sqlalchemy.exc import (
 )
 
 from invoicing.db import is_connection_loss
-from invoicing.notifications.claims import ClaimedEvent, InFlight, claim_batch, signed_delivery
+from invoicing.notifications.claims import (
+    Batch,
+    ClaimedEvent,
+    InFlight,
+    claim_batch,
+    claim_in,
+    signed_delivery,
+)
 from invoicing.notifications.client import HttpWebhookClient, Outcome, WebhookClient
-from invoicing.notifications.delivery import AttemptResult, record_results, unrecorded
+from invoicing.notifications.delivery import (
+    AttemptResult,
+    count_results,
+    record_results,
+    unrecorded,
+    write_results,
+)
 from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
@@ -34,6 +49,9 @@ log = logging.getLogger(__name__)
 MAX_BACKOFF_S = 30.0
 # After a wake-up, results that finish within this window are written in the same batch.
 BATCH_WINDOW_S = 0.01
+# An attempt delivered within this many milliseconds says its host answers fast: it may
+# have attempts queued behind its cap (``claims.Caps.held``).
+FAST_MS = 1000
 
 
 # What a write of results may raise: a database outage (``is_outage``: kept, retried) or
@@ -81,6 +99,8 @@ class Dispatcher:
         self.slots = services.settings.webhook_concurrency
         self.in_flight: set[asyncio.Task[None]] = set()
         self.counted = InFlight()  # by host and by owner, for the caps
+        self.per_host = services.settings.webhook_per_host_concurrency
+        self.gates: dict[str, asyncio.Semaphore] = {}  # by host: at most per_host sending
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
         self.queued = asyncio.Event()  # the outbox bell's listener while ``run`` runs
@@ -106,8 +126,7 @@ class Dispatcher:
             self.wake.clear()
             self.queued.clear()
             try:
-                await self.flush()
-                await self.claim()
+                await self.round()
                 failures = 0
                 delay = 0.0 if self.more else poll_s
             except (SQLAlchemyError, OSError) as exc:
@@ -122,6 +141,38 @@ class Dispatcher:
                 await asyncio.sleep(BATCH_WINDOW_S)
         await self.drain()
 
+    async def round(self) -> None:
+        """Write the finished attempts and claim for the free slots, in one transaction
+        (one round trip of the database per round, not two: with a host's slots all busy
+        at its cap, the rounds are what its deliveries wait for). A batch of results the
+        database refuses is written as ``flush`` does, then the claim runs alone."""
+        free = self.slots - len(self.in_flight)
+        if not self.results or free <= 0:
+            await self.flush()
+            await self.claim()
+            return
+        results, self.results = self.results, []
+        self.more = False
+        services = self.services
+        try:
+            async with services.db.transaction() as session:
+                await write_results(session, services, results)
+                batch = await claim_in(
+                    session, services, services.clock.now_ms(), free, self.counted
+                )
+        except REFUSALS as exc:
+            self.results = results + self.results
+            if is_outage(exc):
+                raise
+            await self.flush()
+            await self.claim()
+            return
+        except BaseException:
+            self.results = results + self.results
+            raise
+        count_results(results)
+        self.start(batch)
+
     async def claim(self) -> int:
         """Claim as many events as there are free slots and start sending them; ``more``
         says whether claiming again at once may find more (``claims.Batch``)."""
@@ -131,6 +182,10 @@ class Dispatcher:
             return 0
         now_ms = self.services.clock.now_ms()
         batch = await claim_batch(self.services, now_ms, free, self.counted)
+        return self.start(batch)
+
+    def start(self, batch: Batch) -> int:
+        """Send each claimed event in a task of its own."""
         self.more, claimed = batch.more, batch.claimed
         for event in claimed:
             self.counted.add(event)
@@ -193,14 +248,26 @@ class Dispatcher:
             await self.flush()
 
     async def _deliver(self, event: ClaimedEvent) -> None:
-        attempted_at = self.services.clock.now_ms()
+        host = event.endpoint_host
+        gate = self.gates.get(host)
+        if gate is None:
+            gate = self.gates[host] = asyncio.Semaphore(self.per_host)
+        outcome = None
         try:
-            outcome = await self.client.send(signed_delivery(event, attempted_at))
-        except Exception as exc:  # a client defect: still a failed attempt, never a lost one
-            log.exception("webhook event %s: the client raised", event.event_id)
-            outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
+            async with gate:  # queued (``claims.Caps.held``) until one of the host's slots frees
+                attempted_at = self.services.clock.now_ms()
+                try:
+                    outcome = await self.client.send(signed_delivery(event, attempted_at))
+                except Exception as exc:  # a client defect: a failed attempt, never a lost one
+                    log.exception("webhook event %s: the client raised", event.event_id)
+                    outcome = Outcome(error=f"{type(exc).__name__}: {exc}"[:500])
         finally:
+            if outcome is not None:
+                self.counted.answered(host, outcome.delivered and outcome.duration_ms < FAST_MS)
             self.counted.remove(event)
+            if host not in self.counted.hosts:
+                self.gates.pop(host, None)  # nothing of its claimed is left to wait on it
+        assert outcome is not None  # set, or the exception went on
         log.debug(
             "webhook event %s attempt %d to %s: %s in %d ms",
             event.event_id,
