@@ -27,7 +27,7 @@ def run_cli(*args: str, database_url: str) -> subprocess.CompletedProcess[str]:
         "INVOICING_ENVIRONMENT": "development",
     }
     return subprocess.run(
-        [INVOICING, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+        [INVOICING, *args], capture_output=True, text=True, env=env, timeout=300, check=False
     )
 
 
@@ -70,7 +70,7 @@ def test_serve_refuses_the_placeholder_secret_outside_development(tmp_path: Path
     env.pop("INVOICING_SECRET", None)
 
     result = subprocess.run(
-        [INVOICING, "migrate"], capture_output=True, text=True, env=env, timeout=60, check=False
+        [INVOICING, "migrate"], capture_output=True, text=True, env=env, timeout=300, check=False
     )
 
     assert result.returncode != 0

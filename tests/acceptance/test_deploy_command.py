@@ -44,7 +44,7 @@ def run_deploy(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         capture_output=True,
         text=True,
         env={**os.environ, "DEPLOYER_KEY": DEPLOYER_KEY, **(env or {})},
-        timeout=60,
+        timeout=300,
         check=False,
     )
 

@@ -43,7 +43,7 @@ def factory_deploy_prints() -> str:
             capture_output=True,
             text=True,
             env={**os.environ, "KEY": DEV_PRIVATE_KEYS[3]},
-            timeout=60,
+            timeout=300,
             check=True,
         )
     factory: str = json.loads(result.stdout)["factory"]
@@ -170,7 +170,7 @@ def test_dev_refuses_a_busy_port_in_one_line(busy_option: str, says: str) -> Non
             [INVOICING, "dev", *(str(part) for option in ports.items() for part in option)],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=300,
         )
 
     assert result.returncode == 1

@@ -484,7 +484,7 @@ async def test_operator_export_prints_what_the_owner_gets_from_the_api(
                 ]  # fmt: skip
             ),
         },
-        timeout=60,
+        timeout=300,
         check=False,
     )
 

@@ -83,7 +83,7 @@ def environment(database_url: str, chains: Path, **extra: str) -> dict[str, str]
 
 def run(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [INVOICING, *command], capture_output=True, text=True, env=env, timeout=60, check=False
+        [INVOICING, *command], capture_output=True, text=True, env=env, timeout=300, check=False
     )
 
 
@@ -289,7 +289,7 @@ async def test_refuses_a_factory_whose_predict_escrow_disagrees(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        _, err = await asyncio.wait_for(process.communicate(), timeout=300)
 
     derived = escrow_address(dev.factory, PROBE_OWNER, PROBE_SALT)
     assert process.returncode == 1
@@ -318,7 +318,7 @@ async def test_dev_refuses_the_same_way(tmp_path: Path) -> None:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
             )
-            out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+            out, err = await asyncio.wait_for(process.communicate(), timeout=300)
 
     assert process.returncode == 1
     (line,) = err.decode().splitlines()

@@ -177,7 +177,7 @@ async def run_invoicing(env: dict[str, str], *args: str) -> str:
     process = await asyncio.create_subprocess_exec(
         INVOICING, *args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=300)
     if process.returncode != 0:
         raise AssertionError(f"invoicing {' '.join(args)}: exit {process.returncode}: {err!r}")
     return out.decode()

@@ -61,7 +61,7 @@ async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) 
             [INVOICING, "migrate"],
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=300,
             check=False,
             env={
                 **os.environ,

@@ -168,7 +168,7 @@ async def nginx_in_front(upstream_url: str, tmp_path: Path) -> AsyncIterator[Ngi
     check = await asyncio.create_subprocess_exec(
         *base, "-t", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
-    _, err = await asyncio.wait_for(check.communicate(), timeout=60)
+    _, err = await asyncio.wait_for(check.communicate(), timeout=300)
     assert check.returncode == 0, err.decode()
     process = await asyncio.create_subprocess_exec(
         *base, "-g", "daemon off;", stdout=asyncio.subprocess.DEVNULL,

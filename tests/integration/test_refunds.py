@@ -453,7 +453,7 @@ async def ethers_refund(
         invoice.salt, mode, json.dumps(body),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
     )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=60)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=300)
     assert process.returncode == 0, stderr.decode()
     answer: dict[str, Any] = json.loads(stdout)
     return answer

@@ -429,7 +429,7 @@ async def test_operators_list_parked_escrows_with_their_reason_and_next_try(
         env=env,
         stdout=asyncio.subprocess.PIPE,
     )
-    out, _ = await asyncio.wait_for(process.communicate(), timeout=60)
+    out, _ = await asyncio.wait_for(process.communicate(), timeout=300)
 
     assert process.returncode == 0
     assert [json.loads(line) for line in out.decode().splitlines()] == [

@@ -36,6 +36,6 @@ def run_node_script(script: Path, *args: object) -> Any:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=300,
     )
     return json.loads(result.stdout)
