@@ -116,7 +116,7 @@ async def test_page_loads_nothing_from_other_origins(app: RunningApp, dev: DevDe
             "data:,",
             next(r for r in references if r.startswith("/pay/assets/pay.css?v=")),
             next(r for r in references if r.startswith("/pay/assets/pay.js?v=")),
-            f"/pay/{invoice['paymentAddress']}/qr.svg?r={10**18}",
+            f"/pay/{invoice['paymentAddress']}/qr.svg?lang=en&amp;r={10**18}",
             f"ethereum:{invoice['paymentAddress']}@{dev.chain_id}?value={10**18}",
         ]
     )
