@@ -47,12 +47,12 @@ WAVES = 14
 WAVE_WAIT_S = 30
 MIN_KILLS = 10
 MIN_BOTH = 3
-# A worker is killed every 2 s, the two taking turns, once the one whose turn it is has used
+# A worker is killed every 1 s at most, the two taking turns, once the one whose turn it is has used
 # WORKING_CPU_S more CPU than the command's imports cost on this machine (measured by the
 # test: 2.5 to 5 CPU s, more on a loaded machine). A worker killed on wall-clock time alone,
 # or at a fixed CPU figure below its start-up, might never get past start-up.
-KILL_EVERY_S = 2.0
-WORKING_CPU_S = 2.0
+KILL_EVERY_S = 1.0
+WORKING_CPU_S = 1.0
 SENT_TO_BOTH_EVERY = 25  # every 25th invoice is sent to both API processes at once
 CREATE_CONCURRENCY = 16
 
