@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -130,6 +131,32 @@ async def create(app: RunningApp, dev: DevDeployment, **fields: Any) -> dict[str
     body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1", **fields}
     response = await app.http.post("/integration/invoices", json=body, headers=key_headers(key))
     assert response.status_code == 201, response.text
+    invoice: dict[str, Any] = response.json()
+    invoice["_key"] = key
+    return invoice
+
+
+async def create_expired(app: RunningApp, dev: DevDeployment, **fields: Any) -> dict[str, Any]:
+    """An invoice whose `expiresAt` has just passed. It is created to expire 1 s later; on a
+    loaded machine a create can take longer than that (refused: `expiresAt` in the past), so
+    it is sent again with twice the time, up to 16 s."""
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    margin_ms = 1_000
+    while True:
+        expires_at = int(time.time() * 1000) + margin_ms
+        body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1"}
+        response = await app.http.post(
+            "/integration/invoices",
+            json={**body, **fields, "expiresAt": expires_at},
+            headers=key_headers(key),
+        )
+        if response.status_code == 201:
+            break
+        assert response.json()["error"]["details"] == {"field": "expiresAt"}, response.text
+        assert margin_ms < 16_000, response.text
+        margin_ms *= 2
+    await asyncio.sleep(max(0.0, expires_at / 1000 - time.time()) + 0.2)
     invoice: dict[str, Any] = response.json()
     invoice["_key"] = key
     return invoice

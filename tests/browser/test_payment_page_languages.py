@@ -20,7 +20,14 @@ from invoicing.chain.evm import EvmClient
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale
 from invoicing.web.page.texts import done_texts, status_labels
 from tests.browser.conftest import axe_violations
-from tests.browser.test_payment_page import DESKTOP, FLIP_TIMEOUT_MS, PAYER, PHONE, create
+from tests.browser.test_payment_page import (
+    DESKTOP,
+    FLIP_TIMEOUT_MS,
+    PAYER,
+    PHONE,
+    create,
+    create_expired,
+)
 from tests.conftest import RunningApp
 from tests.support.api import key_headers
 
@@ -43,8 +50,7 @@ async def invoice_in_state(app: RunningApp, dev: DevDeployment, evm: EvmClient, 
     """An invoice in one of the states the payer can see; its paymentAddress."""
     common: dict[str, Any] = {"tokenAddress": dev.token, "description": "Order #1001: 2 mugs"}
     if state == "expired":
-        invoice = await create(app, dev, amount="3", expiresAt=int(time.time() * 1000) + 800)
-        await asyncio.sleep(1.0)
+        invoice = await create_expired(app, dev, amount="3")
     elif state == "cancelled":
         invoice = await create(app, dev, amount="4", invoiceId="gone-1", **common)
         deleted = await app.http.delete(

@@ -5,7 +5,7 @@ page left alone goes there. cancelUrl is the way out before paying."""
 from __future__ import annotations
 
 import asyncio
-import time
+import re
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from tests.browser.test_payment_page import (
     WALLET_JS,
     InjectedWallet,
     create,
+    create_expired,
     funded_payer,
 )
 from tests.conftest import RunningApp
@@ -122,10 +123,9 @@ async def test_a_paid_page_left_alone_goes_back_to_the_shop_after_the_countdown(
     finally:
         await context.close()
 
-    assert countdown in (
-        "Zurück zu 127.0.0.1 in 10 Sekunden.",
-        "Zurück zu 127.0.0.1 in 9 Sekunden.",
-    )
+    # 10 s from the page's load; a loaded machine may take seconds before it is read
+    counted = re.fullmatch(r"Zurück zu 127\.0\.0\.1 in (\d+) Sekunden\.", countdown)
+    assert counted is not None and 2 <= int(counted[1]) <= 10, countdown
     assert link == "Zurück zu 127.0.0.1"
     assert '"status"' in body  # the shop's page (here /healthz) is what the browser shows
 
@@ -134,15 +134,9 @@ async def test_an_expired_invoice_offers_the_cancel_link_and_never_counts_down(
     browser: Browser, page_app: RunningApp, dev: DevDeployment
 ) -> None:
     shop = f"{page_app.base_url}/healthz"
-    invoice = await create(
-        page_app,
-        dev,
-        amount="1",
-        redirectUrl=f"{shop}?paid=1",
-        cancelUrl=f"{shop}?cart=1",
-        expiresAt=int(time.time() * 1000) + 800,
+    invoice = await create_expired(
+        page_app, dev, redirectUrl=f"{shop}?paid=1", cancelUrl=f"{shop}?cart=1"
     )
-    await asyncio.sleep(1.2)
     context = await browser.new_context(viewport=PHONE)
     try:
         page = await context.new_page()

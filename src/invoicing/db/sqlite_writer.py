@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 Result = TypeVar("Result")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# How long the checkpointer's RESTART waits for the write lock and for readers (Checkpointer).
+RESTART_WAIT_MS = 250
 
 
 def tune_sqlite(engine: Engine, *, batch_writer: bool = False) -> None:
@@ -205,10 +207,18 @@ class Checkpointer:
 
     def _checkpoint(self, connection: sqlite3.Connection) -> None:
         try:
-            _busy, log_pages, _copied = connection.execute(
+            _busy, log_pages, copied = connection.execute(
                 "PRAGMA wal_checkpoint(PASSIVE)"
             ).fetchone()
-            if log_pages > self._restart_pages:
-                connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+            # RESTART holds the write lock while it waits for readers of the old log, so a
+            # slow reader in another process would stall every writer for as long as it
+            # waits. It runs only once PASSIVE could copy the whole log (no reader holds an
+            # older snapshot), waits briefly, and the next wake-up tries again.
+            if log_pages > self._restart_pages and copied == log_pages:
+                connection.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
+                try:
+                    connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+                finally:
+                    connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next commit retries it", exc_info=True)
