@@ -15,7 +15,7 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import ESCROW_READER, TEST_TOKEN
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
-from invoicing.chain.evm import BlockRef, EvmClient
+from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.chain.reader import (
     CALL_GAS,
@@ -25,9 +25,8 @@ from invoicing.chain.reader import (
     read_groups,
     reader_address,
 )
-from invoicing.chain.rpc import JsonRpc
 from invoicing.errors import ChainUnavailable
-from tests.support.chain import read_view
+from tests.support.chain import CappedEvm, read_view
 from tests.support.factory import deploy_test_contract, send
 from tests.support.rpc_log import recording_proxy
 
@@ -35,28 +34,6 @@ pytestmark = pytest.mark.integration
 
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
 LOOPS, REVERTS = 0, 2
-
-
-class CappedEvm(EvmClient):
-    """An EvmClient whose eth_calls get at most ``cap`` gas, like a node with a low RPC gas
-    cap, and that counts them."""
-
-    def __init__(self, rpc: JsonRpc, cap: int) -> None:
-        super().__init__(rpc)
-        self.cap = cap
-        self.calls = 0
-
-    async def eth_call(
-        self,
-        to: str,
-        data: bytes,
-        block: BlockRef = "latest",
-        from_: str | None = None,
-        value: int = 0,
-        gas: int | None = None,
-    ) -> bytes:
-        self.calls += 1
-        return await super().eth_call(to, data, block, from_, value, min(gas or self.cap, self.cap))
 
 
 def fresh(count: int) -> list[str]:

@@ -21,12 +21,11 @@ from invoicing.chain.calldata import (
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.escrows import escrow_address
-from invoicing.chain.evm import BlockRef, EvmClient
+from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.chain.reverts import RevertReason
-from invoicing.chain.rpc import JsonRpc
 from invoicing.errors import ChainUnavailable
-from tests.support.chain import read_view
+from tests.support.chain import CappedEvm, read_view
 from tests.support.factory import (
     deploy_test_contract,
     expect_revert,
@@ -119,7 +118,7 @@ async def test_balances_of_answers_short_when_gas_runs_low_and_the_gateway_reads
     looping = await hostile_token(evm, LOOPS)
     accounts = fresh_accounts(40)  # 40 x 30k = 1.2M gas, more than the call below gets
 
-    low_gas = LowGasEvm(evm.rpc, gas=400_000)
+    low_gas = CappedEvm(evm.rpc, cap=400_000)
     short = decode_balances_of(
         await low_gas.eth_call(dev.factory, encode_balances_of(looping, accounts))
     )
@@ -133,28 +132,6 @@ async def test_balances_of_answers_short_when_gas_runs_low_and_the_gateway_reads
     assert 0 < len(short) < 40 and short == [None] * len(short)
     assert full == [None] * 41
     assert low_gas.calls == -(-41 // len(short))  # the rest read in further calls
-
-
-class LowGasEvm(EvmClient):
-    """An EvmClient whose eth_calls get a low gas limit, like a node with a low RPC gas cap."""
-
-    def __init__(self, rpc: JsonRpc, gas: int) -> None:
-        super().__init__(rpc)
-        self.gas = gas
-        self.calls = 0
-
-    async def eth_call(
-        self,
-        to: str,
-        data: bytes,
-        block: BlockRef = "latest",
-        from_: str | None = None,
-        value: int = 0,
-    ) -> bytes:
-        self.calls += 1
-        tx = {"to": to, "data": "0x" + data.hex(), "gas": hex(self.gas)}
-        result = await self.rpc.call("eth_call", [tx, block])
-        return bytes.fromhex(str(result)[2:])
 
 
 # --- native coin refused during a token sweep --------------------------------------------
@@ -290,7 +267,7 @@ async def test_gateway_refuses_a_read_that_makes_no_progress(
     config = ChainConfig(
         chain_id=dev.chain_id, name="anvil", rpc_url="http://unused", factory=dev.factory
     )
-    starved = EvmGateway(config, LowGasEvm(evm.rpc, gas=60_000), b"")  # below one read
+    starved = EvmGateway(config, CappedEvm(evm.rpc, cap=60_000), b"")  # below one read
 
     with pytest.raises(ChainUnavailable, match="answered 0 values for 2 addresses"):
         await starved.balances(dev.token, fresh_accounts(2))

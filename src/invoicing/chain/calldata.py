@@ -101,13 +101,20 @@ def decode_balances_of(data: bytes) -> list[int | None]:
     gas ran low; the caller reads the rest again (``EvmGateway.balances``)."""
     if len(data) < 64:
         raise DecodingError(f"balancesOf answer too short: {len(data)} bytes")
-    offset = int.from_bytes(data[:32], "big")
-    if offset % 32 or offset + 32 > len(data):
-        raise DecodingError(f"balancesOf answer has a bad array offset {offset}")
+    return decode_balance_array(data, 1, "balancesOf")
+
+
+def decode_balance_array(data: bytes, head_words: int, what: str) -> list[int | None]:
+    """The ``uint256[]`` of an ABI answer whose head is ``head_words`` words, the last one its
+    offset, with None for ``UNREADABLE``; DecodingError when it is malformed."""
+    head = 32 * head_words
+    offset = int.from_bytes(data[head - 32 : head], "big")
+    if offset % 32 or offset < head or offset + 32 > len(data):
+        raise DecodingError(f"{what} answer has a bad array offset {offset}")
     start = offset + 32
     end = start + 32 * int.from_bytes(data[offset:start], "big")
     if end > len(data):
-        raise DecodingError("balancesOf answer is shorter than its array")
+        raise DecodingError(f"{what} answer is shorter than its array")
     unreadable = _UNREADABLE_WORD
     return [
         None if (word := data[i : i + 32]) == unreadable else int.from_bytes(word, "big")

@@ -37,7 +37,7 @@ from invoicing.addresses import ZERO_ADDRESS, address_bytes
 from invoicing.chain.abi import abi_function
 from invoicing.chain.answers import RpcError
 from invoicing.chain.artifacts import ESCROW_READER, load_artifact
-from invoicing.chain.calldata import UNREADABLE
+from invoicing.chain.calldata import decode_balance_array
 from invoicing.chain.deploy import deterministic_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.versions import same_runtime_code
@@ -161,18 +161,7 @@ def decode_read(data: bytes) -> ReaderAnswer:
     ``UNREADABLE``; DecodingError when it is malformed."""
     if len(data) < 128:
         raise DecodingError(f"read answer too short: {len(data)} bytes")
-    offset = int.from_bytes(data[64:96], "big")
-    if offset % 32 or offset < 96 or offset + 32 > len(data):
-        raise DecodingError(f"read answer has a bad array offset {offset}")
-    start = offset + 32
-    end = start + 32 * int.from_bytes(data[offset:start], "big")
-    if end > len(data):
-        raise DecodingError("read answer is shorter than its array")
-    unreadable = _UNREADABLE_WORD
-    values = [
-        None if (word := data[i : i + 32]) == unreadable else int.from_bytes(word, "big")
-        for i in range(start, end, 32)
-    ]
+    values = decode_balance_array(data, 3, "read")
     return ReaderAnswer(int.from_bytes(data[:32], "big"), data[32:64], values)
 
 
@@ -240,4 +229,3 @@ def remaining(groups: Sequence[Group], answered: int) -> list[Group]:
 
 _READ_SELECTOR = abi_function(ESCROW_READER, "read").selector
 _WORD_PAD = "00" * 12
-_UNREADABLE_WORD = UNREADABLE.to_bytes(32, "big")
