@@ -33,6 +33,7 @@ from invoicing.migrate import upgrade
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
 from invoicing.web.app import create_app
+from tests.support.receiver import Receiver, receiver
 from tests.support.server import serve
 
 pytest_plugins = ("tests.support.workers",)
@@ -197,3 +198,10 @@ async def app(make_services: MakeServices) -> AsyncIterator[RunningApp]:
         httpx.AsyncClient(base_url=base_url, timeout=30) as http,
     ):
         yield RunningApp(base_url, services, http)
+
+
+@pytest.fixture
+async def hooks() -> AsyncIterator[Receiver]:
+    """A real HTTP receiver of webhooks (``tests/support/receiver.py``) on a local port."""
+    async with receiver() as recv:
+        yield recv

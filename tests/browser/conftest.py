@@ -7,12 +7,14 @@ Without it the browser tests skip locally and fail in CI (``CI=true``).
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
+from PIL import Image, ImageDraw
 from playwright.async_api import Browser, Page, async_playwright
 
 from invoicing.web.app import create_app
@@ -92,3 +94,14 @@ async def axe_violations(
         for v in result["violations"]
         if v["impact"] in impacts
     ]
+
+
+def logo_png(fill: tuple[int, int, int, int]) -> bytes:
+    """A 240x96 PNG logo: a circle of ``fill`` and a dark bar, on a transparent ground."""
+    image = Image.new("RGBA", (240, 96), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.ellipse((4, 4, 92, 92), fill=fill, outline=(20, 20, 20, 255), width=6)
+    draw.rectangle((110, 30, 230, 66), fill=(20, 20, 20, 255))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()

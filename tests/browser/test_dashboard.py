@@ -6,7 +6,6 @@ desktop and phone width (test-artifacts/)."""
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import AsyncIterator
@@ -17,21 +16,22 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
-from PIL import Image, ImageDraw
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from invoicing.auth.sign_in import issue_link
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from tests.browser.conftest import axe_violations
+from tests.browser.conftest import axe_violations, logo_png
 from tests.browser.test_payment_page import WALLET_JS, InjectedWallet, funded_payer
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_events_api import deliver_due
 from tests.integration.test_withdraw_helpers import settle_all
 from tests.support.dashboard import dashboard_app
-from tests.support.receiver import Receiver, receiver
+from tests.support.receiver import Receiver
 
 pytestmark = pytest.mark.browser
+
+YELLOW = (250, 210, 0, 255)
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 812}
@@ -215,12 +215,6 @@ async def tab_to(page: Page, selector: str, limit: int = 80) -> None:
     raise AssertionError(f"{selector} is not reachable with Tab")
 
 
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    async with receiver() as recv:
-        yield recv
-
-
 async def test_webhooks_and_keys_by_keyboard(
     browser: Browser, dash: RunningApp, hooks: Receiver, artifacts: Path
 ) -> None:
@@ -303,16 +297,6 @@ async def test_a_request_without_the_csrf_token_is_refused_in_the_browser(
     assert status == 403
 
 
-def logo_png() -> bytes:
-    image = Image.new("RGBA", (240, 96), (0, 0, 0, 0))
-    draw = ImageDraw.Draw(image)
-    draw.ellipse((4, 4, 92, 92), fill=(250, 210, 0, 255), outline=(20, 20, 20, 255), width=6)
-    draw.rectangle((110, 30, 230, 66), fill=(20, 20, 20, 255))
-    out = io.BytesIO()
-    image.save(out, format="PNG")
-    return out.getvalue()
-
-
 async def test_the_brand_set_in_the_dashboard_shows_on_the_payment_page(
     browser: Browser, dash: RunningApp, dev: DevDeployment, artifacts: Path
 ) -> None:
@@ -354,7 +338,13 @@ async def test_the_brand_set_in_the_dashboard_shows_on_the_payment_page(
         await page.fill("#brand-accent", "#1A3D6B")
         await page.set_input_files(
             "#brand-logo",
-            files=[{"name": "logo.png", "mimeType": "image/png", "buffer": logo_png()}],
+            files=[
+                {
+                    "name": "logo.png",
+                    "mimeType": "image/png",
+                    "buffer": logo_png((250, 210, 0, 255)),
+                }
+            ],
         )
         await page.click("#brand-form button[type=submit]")
         await expect(page.locator(".notice")).to_have_text("Brand saved")

@@ -6,19 +6,17 @@ at desktop and phone width (screenshots in test-artifacts/)."""
 from __future__ import annotations
 
 import base64
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image, ImageDraw
 from playwright.async_api import Browser
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from tests.browser.conftest import axe_violations
+from tests.browser.conftest import axe_violations, logo_png
 from tests.browser.test_payment_page import (
     CONTRAST_JS,
     DESKTOP,
@@ -32,15 +30,7 @@ from tests.support.api import key_headers
 
 pytestmark = pytest.mark.browser
 
-
-def logo_b64() -> str:
-    image = Image.new("RGBA", (240, 96), (0, 0, 0, 0))
-    draw = ImageDraw.Draw(image)
-    draw.ellipse((4, 4, 92, 92), fill=(250, 250, 250, 255), outline=(20, 20, 20, 255), width=6)
-    draw.rectangle((110, 30, 230, 66), fill=(20, 20, 20, 255))
-    out = io.BytesIO()
-    image.save(out, format="PNG")
-    return base64.b64encode(out.getvalue()).decode()
+WHITE = (250, 250, 250, 255)
 
 
 @pytest.mark.parametrize(("accent", "text"), [("#ffd400", "#000000"), ("#1a3d6b", "#ffffff")])
@@ -60,7 +50,7 @@ async def test_branded_page_keeps_its_csp_contrast_and_axe_in_ltr_and_rtl(
     brand = await page_app.http.put(
         "/integration/settings/brand",
         json={"ownerAddress": invoice["ownerAddress"], "displayName": "Café Olé",
-              "accentColor": accent, "logo": logo_b64()},
+              "accentColor": accent, "logo": base64.b64encode(logo_png(WHITE)).decode()},
         headers=key_headers(invoice["_key"]),
     )  # fmt: skip
     assert brand.status_code == 200 and brand.json()["textColor"] == text

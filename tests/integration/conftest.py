@@ -14,7 +14,6 @@ from invoicing.chain.fake import FakeChain
 from invoicing.migrate import upgrade
 from tests.conftest import new_database_url
 from tests.support.monitoring import new_fake_chain
-from tests.support.receiver import Receiver, receiver
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -47,10 +46,3 @@ async def module_database() -> AsyncIterator[str]:
     await upgrade(url)
     yield url
     drop()
-
-
-@pytest.fixture
-async def hooks() -> AsyncIterator[Receiver]:
-    """A real HTTP receiver of webhooks (``tests/support/receiver.py``) on a local port."""
-    async with receiver() as recv:
-        yield recv
