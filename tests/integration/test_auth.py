@@ -178,7 +178,8 @@ async def test_a_signed_create_is_one_transaction_with_its_replay_key(
     app: RunningApp, dev: DevDeployment
 ) -> None:
     """No transaction of its own for the replay key: it is written in the create's (on
-    PostgreSQL by the same statement as the invoice)."""
+    PostgreSQL by the same statement as the invoice, which needs no transaction around it).
+    A write is a transaction, or a statement on an autocommit connection."""
     owner = new_owner()
     body = body_for(owner.address, dev)
     headers = signed_headers(
@@ -190,7 +191,9 @@ async def test_a_signed_create_is_one_transaction_with_its_replay_key(
         if not connection.get_execution_options().get(AUTOCOMMIT):
             transactions.append(set())
 
-    def statement(_conn: object, _cursor: object, sql: str, *_args: object) -> None:
+    def statement(conn: Connection, _cursor: object, sql: str, *_args: object) -> None:
+        if conn.get_execution_options().get(AUTOCOMMIT):
+            transactions.append(set())
         if transactions and "INSERT INTO used_request_timestamps" in sql:
             transactions[-1].add("replay key")
         if transactions and "INSERT INTO invoices" in sql:
@@ -211,8 +214,8 @@ async def test_a_signed_create_is_one_transaction_with_its_replay_key(
     assert created.status_code == 201
     await assert_refused(replay, 401, "replayed_request")
     writes = [t for t in transactions if t]
-    # The replay's one transaction tries its key first (and on PostgreSQL, in the same
-    # statement, an invoice that is written only if the key was new).
+    # The replay's one write tries its key first (and on PostgreSQL, in the same statement,
+    # an invoice that is written only if the key was new).
     assert len(writes) == 2 and writes[0] == {"replay key", "invoice"}
     assert "replay key" in writes[1]
     assert await count(app, owner.address) == 1

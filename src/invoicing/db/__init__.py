@@ -213,9 +213,10 @@ class Database:
                 return await connection.run_sync(work)
 
     async def run_statement(self, work: Callable[[Connection], Result]) -> Result:
-        """Run ``work``, which executes exactly one statement, without BEGIN and COMMIT: a
-        single statement is atomic on its own, so this saves their round trips. Like
-        ``run_batch`` otherwise (the same connection and write lock on SQLite)."""
+        """Run ``work`` without BEGIN and COMMIT: each of its statements is atomic on its
+        own, so this saves their round trips. For work of one write statement (and reads
+        that need no snapshot shared with it). Like ``run_batch`` otherwise (the same
+        connection and write lock on SQLite)."""
         if self._write_lock is None:
             async with self._autocommit.connect() as connection:
                 return await connection.run_sync(work)

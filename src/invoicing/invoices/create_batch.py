@@ -60,7 +60,18 @@ _WATCHED_COUNTS: ProcessLocal[WatchedCounts] = ProcessLocal(lambda _db: WatchedC
 
 async def _create_batch(db: Database, jobs: Sequence[CreateJob]) -> list[_Created | Exception]:
     """One transaction for the batch; if it fails, each job again in its own transaction, so
-    one request's failure never becomes another's."""
+    one request's failure never becomes another's. On PostgreSQL a lone job is first tried
+    as one statement without a transaction (``_insert_lone``): one round trip."""
+    if len(jobs) == 1 and db.dialect == "postgresql":
+        try:
+            lone = await db.run_statement(
+                functools.partial(_insert_lone, job=jobs[0], watched=_WATCHED_COUNTS.of(db))
+            )
+        except Exception as exc:
+            return [await _create_alone_after(db, jobs[0], exc)]
+        if not isinstance(lone, CreateJob):
+            return [lone]
+        jobs = [lone]
     try:
         return await db.run_batch(
             functools.partial(_create_in, jobs=jobs, watched=_WATCHED_COUNTS.of(db))
@@ -120,27 +131,32 @@ def identical_retry(
     return found
 
 
+def _insert_lone(
+    connection: Connection, job: CreateJob, watched: WatchedCounts
+) -> _Created | Exception | CreateJob:
+    """PostgreSQL, a lone job on an autocommit connection: under its owner's watched cap it is
+    one statement (``insert_one``), atomic on its own. Answers the job's outcome, or the job
+    to go on with in a transaction: over the cap, or its invoiceId taken (then its replay
+    key is already recorded, its timestamp spent as by any request that reached the
+    database, and the job goes on without it)."""
+    if _over_watched_cap(connection, [job], watched):
+        return job
+    new, inserted = insert_one(connection, job.invoice, job.generated, job.replay)
+    if not new:
+        return replayed()
+    if not inserted:
+        return replace(job, replay=None)
+    if job.max_watched > 0:
+        watched.created(job.invoice.owner_key, 1)
+    return job.invoice, True
+
+
 def _create_in(
     connection: Connection, jobs: Sequence[CreateJob], watched: WatchedCounts | None = None
 ) -> list[_Created | Exception]:
     """Record the signed jobs' replay keys (a replay is refused), create the others
     (``_create_checked``). A job refused there (409, 429) keeps its key: its timestamp is
-    spent, as it would be by any request that reached the database.
-
-    On PostgreSQL a lone job under its owner's watched cap is one statement
-    (``insert_one``); it goes on here only if its invoiceId was taken."""
-    if connection.dialect.name == "postgresql" and len(jobs) == 1:
-        counts = watched or WatchedCounts()
-        if not _over_watched_cap(connection, jobs, counts):
-            job = jobs[0]
-            new, inserted = insert_one(connection, job.invoice, job.generated, job.replay)
-            if not new:
-                return [replayed()]
-            if not inserted:
-                return _create_checked(connection, [replace(job, replay=None)], watched)
-            if watched is not None and job.max_watched > 0:
-                watched.created(job.invoice.owner_key, 1)
-            return [(job.invoice, True)]
+    spent, as it would be by any request that reached the database."""
     uses = [(index, job.replay) for index, job in enumerate(jobs) if job.replay is not None]
     if not uses:
         return _create_checked(connection, jobs, watched)

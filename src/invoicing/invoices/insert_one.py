@@ -3,8 +3,9 @@ not busy sends (``invoices.create_batch``).
 
 Data-modifying CTEs record the signed request's replay key, then (only if it was new)
 advance the owner's sequence, then insert the row with the owner's underpayment tolerance
-read in the same statement; the answer says how far it got. It runs inside the batch's
-transaction, so the caller can go on where it stopped.
+read in the same statement; the answer says how far it got. One statement is atomic on its
+own, so it runs without a transaction (one round trip), and the caller goes on where it
+stopped in a transaction of its own.
 """
 
 from __future__ import annotations
