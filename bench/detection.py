@@ -5,7 +5,7 @@ webhook workers with their default settings against a fresh SQLite database, and
 invoices in rounds (several payments per block). "Mined" is when the payment's receipt first
 appears (polled every 20 ms); "received" is when the local receiver got the webhook. Prints::
 
-    detection samples=30 p50_s=0.62 p95_s=0.98 max_s=1.05 block_time_s=1
+    detection samples=30 p50_s=0.62 p95_s=0.98 max_s=1.05 block_time_s=1 warmup_s=10
 
 Exits 1 when p95 is over 2 s.
 
@@ -42,6 +42,7 @@ PAYER_KEY = DEV_PRIVATE_KEYS[5]
 OWNER = "0x" + "5a" * 20
 GOAL_P95_S = 2.0
 AMOUNT_WEI = 10**15
+WARMUP_S = 10
 
 
 async def mined_at(evm: EvmClient, tx_hashes: list[str]) -> dict[str, float]:
@@ -81,6 +82,9 @@ async def run(rounds: int, per_round: int) -> bool:
         )
         gateway = services.chains.get(dev.chain_id)
         latencies: list[float] = []
+        # A monitor runs for days; its first blocks are read at the plain poll, up to a poll
+        # late, until it has learned the chain's pace (``HeadPacer``). Measured after that.
+        await asyncio.sleep(WARMUP_S)
         try:
             for round_ in range(rounds):
                 invoices = []
@@ -129,7 +133,7 @@ async def run(rounds: int, per_round: int) -> bool:
     print(
         f"detection samples={len(latencies)} p50_s={p50:.2f} p95_s={p95:.2f} "
         f"max_s={latencies[-1]:.2f} block_time_s=1 poll_interval_s="
-        f"{services.settings.monitor_poll_interval_s:g}",
+        f"{services.settings.monitor_poll_interval_s:g} warmup_s={WARMUP_S}",
         flush=True,
     )
     return p95 <= GOAL_P95_S

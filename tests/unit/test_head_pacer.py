@@ -42,16 +42,19 @@ def test_steady_1_s_blocks_are_read_when_due_then_chased() -> None:
     pacer = pacer_after([(block, 1.0 * block + 0.03) for block in range(1, 7)])
 
     assert (pacer.interval_s(), pacer.short_interval_s()) == (None, 1.0)
-    # Seen at 6.03 and the pass took 0.08 s: the next is due at 6.98 (a tenth of a poll early).
-    assert round(pacer.delay_s(6.11), 6) == 0.87
+    # Seen at 6.03 and the pass took 0.08 s: the next is due at 7.03, read a chase step
+    # (a fifth of a poll) early, at 6.93.
+    assert round(pacer.delay_s(6.11), 6) == 0.82
     # That read found no new block: look again a fifth of a poll later, for one poll.
-    pacer.seen(6, 6.98)
-    assert round(pacer.delay_s(6.98), 6) == 0.1
+    pacer.seen(6, 6.93)
+    assert round(pacer.delay_s(6.93), 6) == 0.1
     assert round(pacer.delay_s(7.4), 6) == 0.1
     # The block is a whole poll late: back to the plain poll.
     assert pacer.delay_s(7.5) == 0.5
+    # Block 7 seen at 7.08, later than the pace says (7.03): the read was late, not the
+    # block, so block 8 is still due at 8.03 (read at 7.93).
     pacer.seen(7, 7.08)
-    assert round(pacer.delay_s(7.1), 6) == 0.93
+    assert round(pacer.delay_s(7.1), 6) == 0.83
 
 
 def test_chasing_1_s_blocks_sees_each_within_a_fifth_of_a_poll() -> None:
@@ -68,6 +71,29 @@ def test_chasing_1_s_blocks_sees_each_within_a_fifth_of_a_poll() -> None:
     late = [lag for lag in lags[10:]]  # once the pace is known
     assert max(late) <= 0.1 + 1e-9
     assert reads <= 2.2 * 30  # about as many calls as the plain poll (2 a block)
+
+
+def test_reads_that_take_time_and_passes_that_hold_the_loop_still_lock_on_to_1_s_blocks() -> None:
+    """As the loop runs: each head read takes 10 ms and a new block's pass 60 ms, so the
+    plain poll beats against the blocks and sees each one later than the last. Once the
+    pace is known, every block at any phase is seen within a chase step (a fifth of a poll)
+    and a read, for about two reads a block."""
+    for phase in (0.05, 0.2, 0.37, 0.6, 0.8, 0.95):
+        pacer, now, lags, reads = HeadPacer(0.5, max_wait_s=20.0), 0.0, [], 0
+        while now < 60.0:
+            now += 0.01
+            head = int(now - phase) if now >= phase else 0
+            new = head and (not pacer._changes or head > pacer._changes[-1][0])
+            pacer.seen(head, now)
+            reads += 1
+            if new:
+                lags.append(now - (head + phase))
+                now += 0.06
+            now += pacer.delay_s(now)
+
+        assert max(lags[:5]) <= 0.5 + 0.08  # the plain poll, while the pace is unknown
+        assert max(lags[12:]) <= 0.1 + 0.01 + 1e-9, (phase, lags)
+        assert reads <= 2.2 * 60
 
 
 def test_a_jump_of_several_blocks_starts_the_estimate_again() -> None:
