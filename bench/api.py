@@ -124,6 +124,7 @@ def bench_on(database_url: str, args: argparse.Namespace, workdir: Path) -> None
             # One owner sends every request: limits far above the load, so the bench measures
             # what counting costs without being refused.
             "INVOICING_OWNER_RATE_LIMIT_PER_MINUTE": "1000000000",
+            "INVOICING_INVOICE_CREATION_PER_OWNER_PER_DAY": "1000000000",
             "INVOICING_MAX_WATCHED_INVOICES_PER_OWNER": "1000000000",
         }
         issued = subprocess.run(
@@ -192,6 +193,7 @@ async def round_trips(database_url: str, chain: ChainConfig, api_key: str) -> No
         chains=[chain],
         run_workers=False,
         owner_rate_limit_per_minute=10**9,
+        invoice_creation_per_owner_per_day=10**9,
         max_watched_invoices_per_owner=10**9,
     )
     services = build_services(settings)
@@ -310,6 +312,13 @@ request = function()
   local body = nil
   if fields[1] ~= "-" then body = fields[1] end
   return wrk.format(method, path, headers, body)
+end
+local said = false
+response = function(status, headers, body)
+  if status >= 300 and not said then
+    said = true
+    io.write("first refused: " .. status .. " " .. body .. "\\n")
+  end
 end
 done = function(summary, latency, requests)
   io.write(string.format("RESULT %%d %%d %%f\\n", summary.requests,
