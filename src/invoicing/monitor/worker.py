@@ -63,8 +63,10 @@ class HeadPacer:
     keeps the plain poll.
 
     A steady pace shorter than that (a block every second) is paced too, by chasing: the
-    read waits until the next block is due, and when it finds none it looks again every
-    ``CHASE_SHARE`` of a poll (for at most one poll, then every poll). The plain poll, whose
+    read waits until a chase step before the next block is due, and when it finds none it
+    looks again every ``CHASE_SHARE`` of a poll (for at most one poll, then every poll).
+    When a block is due is counted from the recent changes (``_next_due_s``), so a read that
+    lagged does not make the next one late. The plain poll, whose
     phase against the blocks is chance, sees a block up to a whole poll late; chasing sees
     it within a fraction of a poll, for about the same number of calls (two per block at 1 s
     blocks and the default 0.5 s poll).
