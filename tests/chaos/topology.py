@@ -234,6 +234,11 @@ def service_env(database_url: str, chains_file: Path) -> dict[str, str]:
         "INVOICING_RPC_COOLDOWN_S": "2",
         "INVOICING_OWNER_RATE_LIMIT_PER_MINUTE": "0",
         "INVOICING_PAY_RATE_LIMIT_PER_MINUTE": "0",
+        # One owner's 1,000 invoices are swept in many small batches, and a killed worker's
+        # withdrawal is sent again: more than the default day's budget of one owner (200
+        # transactions, 50M gas), after which the sweeps would wait for the next day.
+        "INVOICING_RELAYER_OWNER_TX_PER_DAY": "5000",
+        "INVOICING_RELAYER_OWNER_GAS_PER_DAY": "500000000",
     }
 
 
