@@ -29,9 +29,12 @@ def insert(value: int) -> object:
     return work
 
 
-async def test_a_batch_waits_for_another_process_write_lock_without_stalling_the_loop(
-    tmp_path: Path,
+@pytest.mark.parametrize("run", ["run_batch", "run_statement"])
+async def test_a_write_waits_for_another_process_write_lock_without_stalling_the_loop(
+    tmp_path: Path, run: str
 ) -> None:
+    """A batch (its BEGIN IMMEDIATE) and a lone statement (the rate-limit counts, an API
+    key's last use) alike: another process's write lock is waited for, never a 503."""
     path = tmp_path / "writer.db"
     db = Database(f"sqlite:///{path}")
     other = sqlite3.connect(path, isolation_level=None)
@@ -40,7 +43,7 @@ async def test_a_batch_waits_for_another_process_write_lock_without_stalling_the
         other.execute("BEGIN IMMEDIATE")
         other.execute("INSERT INTO t (x) VALUES (1)")
 
-        batch = asyncio.create_task(db.run_batch(insert(2)))
+        batch = asyncio.create_task(getattr(db, run)(insert(2)))
         started = time.monotonic()
         for _ in range(20):
             await asyncio.sleep(0.01)
@@ -51,7 +54,7 @@ async def test_a_batch_waits_for_another_process_write_lock_without_stalling_the
         other.execute("COMMIT")
         assert await asyncio.wait_for(batch, timeout=10) == 1
         assert sorted(row[0] for row in other.execute("SELECT x FROM t")) == [1, 2]
-        assert await db.run_batch(insert(3)) == 1  # the writer's connection is usable after
+        assert await getattr(db, run)(insert(3)) == 1  # the writer's connection is usable after
     finally:
         other.close()
         await db.dispose()

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,10 @@ class SqliteBatchWriter:
         run = run_alone if autocommit else run_in_transaction
         try:
             return run(self._open(), work)
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, DBAPIError) as exc:
+            # A batch's BEGIN IMMEDIATE raises the driver's error; a lone statement that
+            # takes the lock itself raises it wrapped by SQLAlchemy. Either way nothing was
+            # written: wait for the lock in a worker thread and run it again.
             if not write_lock_taken(exc):
                 raise
             return await asyncio.to_thread(run, self._open(), work, SQLITE_BUSY_TIMEOUT_MS)
@@ -143,8 +147,10 @@ def run_alone(
             driver.execute("PRAGMA busy_timeout=0")
 
 
-def write_lock_taken(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
+def write_lock_taken(exc: sqlite3.OperationalError | DBAPIError) -> bool:
+    """Whether ``exc`` (the driver's, or SQLAlchemy's wrapping of it) is SQLITE_BUSY."""
+    cause = exc.orig if isinstance(exc, DBAPIError) else exc
+    code = getattr(cause, "sqlite_errorcode", None)
     return code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
 
 
