@@ -18,6 +18,7 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.chain.reader import (
+    ASK_AGAIN,
     CALL_GAS,
     account_gas,
     decode_read,
@@ -112,23 +113,40 @@ async def test_calls_cut_by_gas_and_short_answers_read_everything_at_one_block(
     assert sized.calls == 3
 
 
-async def test_an_answer_at_another_block_fails_the_read(
-    anvil: Any, evm: EvmClient, dev: DevDeployment
+@pytest.mark.parametrize("lies", [1, ASK_AGAIN, ASK_AGAIN + 1, 1000])
+async def test_an_answer_at_another_block_is_asked_again_then_fails_the_read(
+    anvil: Any, evm: EvmClient, dev: DevDeployment, lies: int
 ) -> None:
+    """A node that answers for the next block (anvil, when it mines during the call) is asked
+    again at the same block, ASK_AGAIN times at most; one that keeps doing so fails the read."""
     native, _ = await funded(evm, dev)
     block = await evm.block_number()
+    told = 0
 
     def one_block_later(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
-        if request.get("method") != "eth_call":
+        nonlocal told
+        if request.get("method") != "eth_call" or told >= lies:
             return answer
+        told += 1
         number = int(answer["result"][2:66], 16) + 1
         return {**answer, "result": "0x" + f"{number:064x}" + answer["result"][66:]}
 
-    async with recording_proxy(anvil.url, one_block_later) as (url, _log):
+    async with recording_proxy(anvil.url, one_block_later) as (url, log):
         lying = EvmClient.connect(url)
-        with pytest.raises(ChainUnavailable):
-            await read_groups(lying, reader_address(), [(None, native)], block, dev.chain_id)
-        await lying.aclose()
+        try:
+            if lies <= ASK_AGAIN:
+                values = await read_groups(
+                    lying, reader_address(), [(None, native)], block, dev.chain_id
+                )
+                assert values == [[1, 2]]
+            else:
+                with pytest.raises(ChainUnavailable, match=f"asked at {block}"):
+                    await read_groups(
+                        lying, reader_address(), [(None, native)], block, dev.chain_id
+                    )
+        finally:
+            await lying.aclose()
+    assert [method for method, _params in log.calls].count("eth_call") == min(lies, ASK_AGAIN) + 1
 
 
 async def test_a_chain_without_the_reader_is_read_per_asset_and_says_so_once(

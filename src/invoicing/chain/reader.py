@@ -101,6 +101,10 @@ def account_gas(token: str | None) -> int:
     return ACCOUNT_CALLDATA_GAS + (NATIVE_ACCOUNT_GAS if token is None else TOKEN_ACCOUNT_GAS)
 
 
+# How many times a read answered at another block than asked is asked again before it fails.
+ASK_AGAIN = 2
+
+
 def chunk_groups(groups: Sequence[Group], budget: int = READ_GAS) -> list[list[Group]]:
     """``groups`` cut into calls whose estimated gas fits ``budget``, in order (each call
     holds at least one account)."""
@@ -176,13 +180,14 @@ async def read_groups(
     """The values of ``groups`` (one list per group, in order) read by the reader at
     ``reader`` at ``block``: the calls of ``chunk_groups`` (``budget`` gas each) at once,
     each continued at the same block while its answers are cut short. ChainUnavailable when
-    a call fails, answers malformed, at another block, or with another parent hash than the
-    others."""
+    a call fails, answers malformed, at another block (after ``ASK_AGAIN`` more tries), or
+    with another parent hash than the others."""
     parents: set[bytes] = set()
 
     async def call(chunk: list[Group]) -> list[int | None]:
         values: list[int | None] = []
         rest = chunk
+        asked_again = 0
         while rest:
             wanted = sum(len(accounts) for _, accounts in rest)
             try:
@@ -190,6 +195,11 @@ async def read_groups(
                 answer = decode_read(raw)
             except (RpcError, DecodingError) as exc:
                 raise ChainUnavailable(f"escrow read failed on chain {chain_id}") from exc
+            if answer.block != block and asked_again < ASK_AGAIN:
+                # A node that mines a block while it answers may run a call for its newest
+                # block on the next one (anvil does). Asked again, that block is history.
+                asked_again += 1
+                continue
             if answer.block != block or not answer.values or len(answer.values) > wanted:
                 raise ChainUnavailable(
                     f"escrow read on chain {chain_id} answered {len(answer.values)} values for "
