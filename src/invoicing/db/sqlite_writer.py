@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 Result = TypeVar("Result")
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-# How long the checkpointer's RESTART waits for the write lock and for readers (Checkpointer).
+# How long the checkpointer's RESTART waits for the write lock and for readers (its
+# connection's busy timeout; PASSIVE never waits).
 RESTART_WAIT_MS = 250
 
 
@@ -200,7 +201,10 @@ class Checkpointer:
             self._thread.join()
 
     def _run(self) -> None:
-        connection = sqlite3.connect(self._path, timeout=30, isolation_level=None)
+        # PASSIVE never waits; RESTART waits this long at most (see _checkpoint).
+        connection = sqlite3.connect(
+            self._path, timeout=RESTART_WAIT_MS / 1000, isolation_level=None
+        )
         try:
             while not self._stopped.is_set():
                 self._wakeup.wait()
@@ -221,10 +225,6 @@ class Checkpointer:
             # waits. It runs only once PASSIVE could copy the whole log (no reader holds an
             # older snapshot), waits briefly, and the next wake-up tries again.
             if log_pages > self._restart_pages and copied == log_pages:
-                connection.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
-                try:
-                    connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
-                finally:
-                    connection.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+                connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
         except sqlite3.Error:
             log.warning("WAL checkpoint failed; the next commit retries it", exc_info=True)

@@ -105,8 +105,8 @@ class HeadPacer:
             return None
         return interval if interval < self.MIN_PACED_POLLS * self.poll_s else None
 
-    def _next_due_s(self, interval: float, early_s: float | None = None) -> float:
-        """When to read for the block after the last one seen, a little early.
+    def _next_due_s(self, interval: float, early_s: float) -> float:
+        """When to read for the block after the last one seen, ``early_s`` early.
 
         Each change was seen some time after its block came (the read's phase against the
         blocks, a pass that held the loop up). Counted back from each change at the pace,
@@ -114,7 +114,7 @@ class HeadPacer:
         least tells the blocks' phase, and a late read is not carried on to the next."""
         last_block = self._changes[-1][0]
         came = min(seen + (last_block - block) * interval for block, seen in self._changes)
-        return came + interval - (self.EARLY_SHARE * self.poll_s if early_s is None else early_s)
+        return came + interval - early_s
 
     def _steady_s(self) -> float | None:
         if len(self._changes) <= self.STEADY_BLOCKS:
@@ -135,12 +135,12 @@ class HeadPacer:
         """Seconds until the next head read."""
         interval = self.interval_s()
         if interval is not None:
-            due = self._next_due_s(interval)
+            due = self._next_due_s(interval, self.EARLY_SHARE * self.poll_s)
             return min(self.max_wait_s, max(self.poll_s, due - now_s))
         short = self.short_interval_s()
         if short is None:
             return self.poll_s
-        due = self._next_due_s(short, early_s=self.CHASE_SHARE * self.poll_s)
+        due = self._next_due_s(short, self.CHASE_SHARE * self.poll_s)
         if now_s < due:
             return due - now_s
         # The read that was due found no new block: chase it, for at most one poll.
