@@ -113,6 +113,63 @@ async def test_calls_cut_by_gas_and_short_answers_read_everything_at_one_block(
     assert sized.calls == 3
 
 
+async def test_the_head_is_read_with_the_balances_in_one_call(
+    anvil: Any, evm: EvmClient, dev: DevDeployment
+) -> None:
+    native, tokens = await funded(evm, dev)
+    groups = [(None, native), (dev.token, tokens)]
+    async with recording_proxy(anvil.url) as (url, log):
+        client = EvmClient.connect(url)
+        try:
+            gateway = gateway_of(dev, client)
+            await gateway.read_escrows_at_head(groups)  # finds the reader first
+            log.calls.clear()
+            block, values = await gateway.read_escrows_at_head(groups)
+        finally:
+            await client.aclose()
+    assert (block, values) == (await evm.block_number(), [[1, 2], [3, 4]])
+    assert [(method, params[1]) for method, params in log.calls] == [("eth_call", "latest")]
+
+    # Answers cut short by a node's gas cap are read in full at the block the first named.
+    looping = await deploy_test_contract(evm, "HostileToken", ("uint256", LOOPS))
+    capped = CappedEvm(evm.rpc, cap=300_000)
+    block, values = await gateway_of(dev, capped).read_escrows_at_head(
+        [(None, native), (looping, fresh(30))]
+    )
+    assert (block, values) == (await evm.block_number(), [[1, 2], [None] * 30])
+    assert capped.calls >= 4
+
+
+async def test_a_newest_block_below_a_head_already_seen_is_read_again_at_that_head(
+    anvil: Any, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """A URL that lags behind answers its newest block below the head the gateway already
+    reported: the read goes again, at that head (reads never go back to an older block)."""
+    native, _ = await funded(evm, dev)
+    head = await evm.block_number()
+
+    def a_block_behind(request: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+        if request.get("method") != "eth_call" or request["params"][1] != "latest":
+            return answer
+        number = int(answer["result"][2:66], 16) - 1
+        return {**answer, "result": "0x" + f"{number:064x}" + answer["result"][66:]}
+
+    async with recording_proxy(anvil.url, a_block_behind) as (url, log):
+        client = EvmClient.connect(url)
+        try:
+            gateway = gateway_of(dev, client)
+            assert await gateway.block_number() == head
+            log.calls.clear()
+            block, values = await gateway.read_escrows_at_head([(None, native)])
+        finally:
+            await client.aclose()
+    assert (block, values) == (head, [[1, 2]])
+    assert [(method, params[1]) for method, params in log.calls if method == "eth_call"] == [
+        ("eth_call", "latest"),
+        ("eth_call", hex(head)),
+    ]
+
+
 @pytest.mark.parametrize("lies", [1, ASK_AGAIN, ASK_AGAIN + 1, 1000])
 async def test_an_answer_at_another_block_is_asked_again_then_fails_the_read(
     anvil: Any, evm: EvmClient, dev: DevDeployment, lies: int
@@ -162,11 +219,13 @@ async def test_a_chain_without_the_reader_is_read_per_asset_and_says_so_once(
         with caplog.at_level(logging.WARNING, logger="invoicing.chain.reader"):
             first = await gateway.read_escrows([(None, native), (dev.token, tokens)], block)
             second = await gateway.read_escrows([(dev.token, tokens)], block)
+            at_head = await gateway.read_escrows_at_head([(None, native)])
     finally:
         await evm.call_rpc("anvil_setCode", [reader_address(), "0x" + code.hex()])
 
     assert (first, second) == ([[1, 2], [3, 4]], [[3, 4]])
-    assert counting.calls == 3  # one balancesOf per asset and read
+    assert at_head == (await evm.block_number(), [[1, 2]])  # the head, then balancesOf
+    assert counting.calls == 4  # one balancesOf per asset and read
     assert [r.message.split(":")[0] for r in caplog.records] == [
         f"chain {dev.chain_id} has no EscrowReader at {reader_address()}"
     ]

@@ -144,6 +144,21 @@ async def test_balances_at_a_block_are_those_of_that_block(world: World) -> None
     assert await world.gateway.balances(None, [address]) == [11]
 
 
+async def test_escrows_read_at_the_head_name_the_head(world: World) -> None:
+    paid, other = new_address(), new_address()
+    await world.pay(paid, 21)
+    await world.pay(other, 8, world.token)
+    head = await world.gateway.block_number()
+
+    block, values = await world.gateway.read_escrows_at_head(
+        [(world.token, [paid, other]), (None, [other, paid])]
+    )
+
+    assert (block, values) == (head, [[0, 8], [0, 21]])
+    await world.mine()
+    assert (await world.gateway.read_escrows_at_head([(None, [paid])]))[0] == head + 1
+
+
 async def test_token_symbols_come_from_the_configuration(world: World) -> None:
     config = world.gateway.config
 
@@ -265,6 +280,7 @@ READS: list[tuple[str, tuple[Any, ...]]] = [
     ("chain_id", ()),
     ("balances", (None, ["0x" + "11" * 20])),
     ("read_escrows", ([(None, ["0x" + "11" * 20])], 1)),
+    ("read_escrows_at_head", ([(None, ["0x" + "11" * 20])],)),
     ("factory_nonce", ("0x" + "11" * 20,)),
     ("fee_settings", ("0x" + "11" * 20,)),
     ("has_code", ("0x" + "11" * 20,)),

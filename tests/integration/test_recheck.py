@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import AsyncIterator, Sequence
 
@@ -26,13 +27,16 @@ ETH = 10**18
 
 class HeldChain(FakeChain):
     """A FakeChain that counts head reads and can hold a balance read after taking its values
-    (a read in flight); ``reads`` lists the addresses of every balance read."""
+    (a read in flight); ``reads`` lists the addresses of every balance read, ``read_at`` the
+    block of each."""
 
-    def __init__(self) -> None:
-        super().__init__(chain_id=random.randrange(10**6, 10**9))
+    def __init__(self, confirmations: int = 1) -> None:
+        super().__init__(chain_id=random.randrange(10**6, 10**9), confirmations=confirmations)
         self.add_token(TOKEN, 6, "TUSD")
+        self.block = 10
         self.head_reads = 0
         self.reads: list[list[str]] = []
+        self.read_at: list[int] = []
         self.release = asyncio.Event()
         self.release.set()
         self.reading = asyncio.Event()
@@ -45,6 +49,7 @@ class HeldChain(FakeChain):
         self, groups: Sequence[tuple[str | None, Sequence[str]]], block: int
     ) -> list[list[int | None]]:
         values = await super().read_escrows(groups, block)
+        self.read_at.append(block)
         self.reads.append([address for _, addresses in groups for address in addresses])
         self.reading.set()
         await self.release.wait()
@@ -56,6 +61,18 @@ def fake() -> HeldChain:
     return HeldChain()
 
 
+# Where one confirmation suffices the head is read with the balances, in one call; deeper,
+# the head is read first and the balances at the confirmed block below it.
+DEPTHS = [(1, 0), (3, 1)]  # (confirmations, head reads per balance read)
+
+
+@pytest.fixture(params=DEPTHS, ids=["one-confirmation", "three-confirmations"])
+def depth(request: pytest.FixtureRequest, fake: HeldChain) -> tuple[int, int]:
+    confirmations, head_reads = request.param
+    fake.config = dataclasses.replace(fake.config, confirmations=confirmations)
+    return confirmations, head_reads
+
+
 @pytest.fixture
 async def services(database_url: str, fake: HeldChain) -> AsyncIterator[Services]:
     built = fake_services(database_url, fake)
@@ -63,20 +80,25 @@ async def services(database_url: str, fake: HeldChain) -> AsyncIterator[Services
     await built.db.dispose()
 
 
-async def test_concurrent_rechecks_share_one_read(services: Services, fake: HeldChain) -> None:
+async def test_concurrent_rechecks_share_one_read(
+    services: Services, fake: HeldChain, depth: tuple[int, int]
+) -> None:
+    confirmations, head_reads = depth
     native = [await new_invoice(services, fake, amount="1") for _ in range(3)]
     tokens = [await new_invoice(services, fake, amount="2", token=TOKEN) for _ in range(3)]
     fake.pay(native[0].payment_address, ETH)
     fake.pay(native[1].payment_address, ETH // 4)
     fake.pay(tokens[0].payment_address, 2_500_000, TOKEN)
     fake.pay(tokens[1].payment_address, 1_000_000, TOKEN)
+    fake.block += confirmations - 1  # the payments' block is confirmed
     asked = [*native, *tokens, await reload(services, native[0])]  # the first one twice
 
     answers = await asyncio.gather(*(recheck_invoice(services, i) for i in asked))
 
-    assert fake.head_reads == 1
-    # One read for both tokens (the EscrowReader), each escrow once.
+    assert fake.head_reads == head_reads
+    # One read for both tokens (the EscrowReader), each escrow once, at the confirmed block.
     assert [len(addresses) for addresses in fake.reads] == [6]
+    assert fake.read_at == [10]
     assert [(a.status, a.balance_raw) for a in answers] == [
         ("paid", str(ETH)),
         ("pending", str(ETH // 4)),
@@ -92,24 +114,26 @@ async def test_concurrent_rechecks_share_one_read(services: Services, fake: Held
 
 
 async def test_a_recheck_arriving_during_a_read_waits_for_the_next_read(
-    services: Services, fake: HeldChain
+    services: Services, fake: HeldChain, depth: tuple[int, int]
 ) -> None:
+    confirmations, head_reads = depth
     invoice = await new_invoice(services, fake)
     fake.release.clear()
     early = asyncio.create_task(recheck_invoice(services, invoice))
     await fake.reading.wait()  # the early read has taken its values and is in flight
 
     fake.pay(invoice.payment_address, ETH)
+    fake.block += confirmations - 1
     late = asyncio.create_task(recheck_invoice(services, await reload(services, invoice)))
     for _ in range(5):
         await asyncio.sleep(0)
-    assert fake.head_reads == 1 and not late.done()
+    assert (fake.head_reads, len(fake.reads)) == (head_reads, 1) and not late.done()
     fake.release.set()
 
     first, second = await early, await late
     assert (first.status, first.balance_raw) == ("pending", "0")
     assert (second.status, second.balance_raw) == ("paid", str(ETH))
-    assert (fake.head_reads, len(fake.reads)) == (2, 2)
+    assert (fake.head_reads, len(fake.reads)) == (2 * head_reads, 2)
     assert len(await events_of(services, invoice)) == 1
 
 

@@ -172,6 +172,13 @@ class FakeChain:
             values.append([book.get(a.lower(), 0) for a in addresses])
         return values
 
+    async def read_escrows_at_head(
+        self, groups: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> tuple[int, list[list[int | None]]]:
+        """``read_escrows`` at the head: one call, no head read."""
+        block = self.block
+        return block, await self.read_escrows(groups, block)
+
     def _books_at(self, block: BlockRef) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
         """The native and token books at ``block``: the last kept at or before it, or today's."""
         if not isinstance(block, int) or block >= self.block:

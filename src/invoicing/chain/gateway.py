@@ -26,7 +26,7 @@ from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
-from invoicing.chain.reader import Group, find_reader, read_groups
+from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable, UnsupportedChain
 
@@ -73,6 +73,14 @@ class ChainGateway(Protocol):
     async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
         """``balances`` of (token, addresses) groups, a list each, at ``block`` in as few calls
         as the gas of an ``eth_call`` allows (``chain.reader``)."""
+        ...
+
+    async def read_escrows_at_head(
+        self, groups: Sequence[Group]
+    ) -> tuple[int, list[list[int | None]]]:
+        """The head (never lower than one this gateway answered before) and ``read_escrows``
+        there, in one call when the reader answers every value at once: the node's newest
+        block is read with them, not asked for first."""
         ...
 
     async def token_symbol(self, token: str | None) -> str:
@@ -233,6 +241,20 @@ class EvmGateway:
         if self._reader:
             return await read_groups(self.evm, self._reader, groups, block, self.config.chain_id)
         return [await self.balances(token, list(accounts), block) for token, accounts in groups]
+
+    async def read_escrows_at_head(
+        self, groups: Sequence[Group]
+    ) -> tuple[int, list[list[int | None]]]:
+        if self._reader is None:
+            self._reader = await find_reader(self.evm, self.config.chain_id)
+        if not self._reader:
+            block = await self.block_number()
+            return block, await self.read_escrows(groups, block)
+        block, values = await read_groups_at_head(
+            self.evm, self._reader, groups, self.config.chain_id, floor=self.highest_block
+        )
+        self.highest_block = max(self.highest_block, block)
+        return block, values
 
     async def token_symbol(self, token: str | None) -> str:
         return configured_symbol(self.config, token)

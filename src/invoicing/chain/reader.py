@@ -219,10 +219,42 @@ async def read_groups(
         parts = [await call(chunks[0])]
     else:
         parts = await asyncio.gather(*(call(chunk) for chunk in chunks))
-    flat = [value for part in parts for value in part]
+    return by_group(groups, [value for part in parts for value in part])
+
+
+async def read_groups_at_head(
+    evm: EvmClient,
+    reader: str,
+    groups: Sequence[Group],
+    chain_id: int,
+    floor: int = 0,
+    budget: int = READ_GAS,
+) -> tuple[int, list[list[int | None]]]:
+    """The node's newest block and the values of ``groups`` there: one call for the newest
+    block, whose answer names it. When that answer does not hold every value (more than one
+    call's gas, or cut short), or names a block below ``floor`` (a lagging URL behind a head
+    already seen), the values are read by ``read_groups`` at the higher block."""
+    chunks = chunk_groups(groups, budget)
+    try:
+        raw = await evm.eth_call(
+            reader, encode_read(chunks[0] if chunks else []), "latest", gas=READ_GAS
+        )
+        answer = decode_read(raw)
+    except (RpcError, DecodingError) as exc:
+        raise ChainUnavailable(f"escrow read failed on chain {chain_id}") from exc
+    wanted = sum(len(accounts) for _, accounts in groups)
+    if answer.block >= floor and len(answer.values) == wanted:
+        return answer.block, by_group(groups, answer.values)
+    block = max(answer.block, floor)
+    return block, await read_groups(evm, reader, groups, block, chain_id, budget)
+
+
+def by_group(groups: Sequence[Group], flat: Sequence[int | None]) -> list[list[int | None]]:
+    """``flat`` (the values of every account of ``groups``, in order) cut into one list per
+    group."""
     ends = list(itertools.accumulate(len(accounts) for _, accounts in groups))
     sizes = [len(accounts) for _, accounts in groups]
-    return [flat[end - size : end] for size, end in zip(sizes, ends, strict=True)]
+    return [list(flat[end - size : end]) for size, end in zip(sizes, ends, strict=True)]
 
 
 def remaining(groups: Sequence[Group], answered: int) -> list[Group]:

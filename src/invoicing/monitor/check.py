@@ -59,21 +59,45 @@ async def read_balances(
     gate = asyncio.Semaphore(PARALLEL_READS)
 
     async def read(chunk: Sequence[InvoiceState]) -> dict[str, int | None]:
-        by_token: dict[str | None, list[InvoiceState]] = defaultdict(list)
-        for invoice in chunk:
-            by_token[invoice.token_address].append(invoice)
-        groups = [(token, [i.payment_address for i in group]) for token, group in by_token.items()]
+        members, groups = _by_asset(chunk)
         async with gate:
             values = await chain.read_escrows(groups, block)
-        return {
-            invoice.id: value
-            for group, group_values in zip(by_token.values(), values, strict=True)
-            for invoice, value in zip(group, group_values, strict=True)
-        }
+        return _by_invoice(members, values)
 
     chunks = [invoices[i : i + batch_size] for i in range(0, len(invoices), batch_size)]
     parts = await asyncio.gather(*(read(chunk) for chunk in chunks))
     return {key: value for part in parts for key, value in part.items()}
+
+
+async def read_head_balances(
+    chain: ChainGateway, invoices: Sequence[InvoiceState]
+) -> tuple[int, dict[str, int | None]]:
+    """The head and the balances there by invoice id (None = unreadable), in one call when
+    the reader answers them all (``ChainGateway.read_escrows_at_head``)."""
+    members, groups = _by_asset(invoices)
+    block, values = await chain.read_escrows_at_head(groups)
+    return block, _by_invoice(members, values)
+
+
+def _by_asset(
+    invoices: Sequence[InvoiceState],
+) -> tuple[list[list[InvoiceState]], list[tuple[str | None, list[str]]]]:
+    """``invoices`` by asset, and the (token, escrow addresses) groups to read for them."""
+    by_token: dict[str | None, list[InvoiceState]] = defaultdict(list)
+    for invoice in invoices:
+        by_token[invoice.token_address].append(invoice)
+    groups = [(token, [i.payment_address for i in group]) for token, group in by_token.items()]
+    return list(by_token.values()), groups
+
+
+def _by_invoice(
+    members: list[list[InvoiceState]], values: Sequence[Sequence[int | None]]
+) -> dict[str, int | None]:
+    return {
+        invoice.id: value
+        for group, group_values in zip(members, values, strict=True)
+        for invoice, value in zip(group, group_values, strict=True)
+    }
 
 
 async def store_balances(
@@ -177,13 +201,18 @@ def _rechecker(db: Database, chain_id: int) -> Coalescer[_Recheck, _Answer]:
 
 
 async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]:
-    """One head read and one balance read of every asset (``read_balances``) for every
-    re-check of the batch (an invoice asked for twice is read once); the readings that
-    change an invoice are stored in one transaction, under row locks, with the paid events."""
+    """One head read and one balance read of every asset (``read_balances``; both in one
+    call where one confirmation suffices) for every re-check of the batch (an invoice asked
+    for twice is read once); the readings that change an invoice are stored in one
+    transaction, under row locks, with the paid events."""
     services, chain = batch[0].services, batch[0].chain
     invoices = list({item.invoice.id: item.invoice for item in batch}.values())
-    block = await confirmed_block(chain)
-    balances = await read_balances(chain, invoices, block)
+    if chain.config.confirmations == 1:
+        # The head is confirmed: the balances are read with it, in one call.
+        block, balances = await read_head_balances(chain, invoices)
+    else:
+        block = await confirmed_block(chain)
+        balances = await read_balances(chain, invoices, block)
     now_ms = services.clock.now_ms()
     changed = {
         item.invoice.id
