@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, func, select
 
 from invoicing.addresses import normalize_address
 from invoicing.coalescer import Coalescer
@@ -15,12 +15,12 @@ from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
 from invoicing.invoices.coverage import last_checked_of, shard_records
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
-from invoicing.invoices.models import Invoice
+from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.settings import Settings
 
 
-async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> Invoice:
+async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> InvoiceRow:
     """The owner's invoice at that escrow; 404 also when it belongs to another owner.
 
     Concurrent lookups of this process share one query (this is the status lookup's hot
@@ -42,20 +42,30 @@ def _stored_form(payment_address: str) -> str | None:
 
 
 # Concurrent lookups by payment address of this process share one query.
-_FINDER: ProcessLocal[Coalescer[str, Invoice | None]] = ProcessLocal(
+_FINDER: ProcessLocal[Coalescer[str, InvoiceRow | None]] = ProcessLocal(
     lambda db: Coalescer(functools.partial(_find_batch, db), max_batch=500)
 )
 
 
-async def _find_batch(db: Database, addresses: Sequence[str]) -> list[Invoice | None | Exception]:
+async def _find_batch(
+    db: Database, addresses: Sequence[str]
+) -> list[InvoiceRow | None | Exception]:
     """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
-    Callers share the loaded objects, so they must not change them."""
+    Rows of the table, not ORM objects: nothing to track for a read. Callers share them, so
+    they must not change them."""
     async with db.reads() as session:
-        rows = await session.scalars(
-            select(Invoice).where(Invoice.payment_address.in_(set(addresses)))
+        rows = await session.execute(
+            select(_INVOICES).where(_INVOICES.c.payment_address.in_(set(addresses)))
         )
-        found = {invoice.payment_address: invoice for invoice in rows}
+        found = {invoice.payment_address: invoice for invoice in map(_as_row, rows)}
     return [found.get(address) for address in addresses]
+
+
+_INVOICES = cast(Table, Invoice.__table__)
+
+
+def _as_row(row: Any) -> InvoiceRow:
+    return InvoiceRow(*row)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from invoicing.invoices.lifecycle import (
     apply_step,
     on_withdrawal_confirmed,
 )
-from invoicing.invoices.models import Invoice
+from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import refund_view
 from invoicing.invoices.service import find_by_payment_address
@@ -117,7 +117,7 @@ async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
     return await relay_signed(services, chain, purpose)
 
 
-async def _owners_invoice(db: Database, request: RefundRequest) -> Invoice:
+async def _owners_invoice(db: Database, request: RefundRequest) -> InvoiceRow:
     owner_key = request.owner_address.lower()
     invoice = await find_by_payment_address(db, owner_key, request.payment_address)
     if invoice.chain_id != request.chain_id:
@@ -131,7 +131,7 @@ class EscrowRefund(FactoryPurpose):
     escrow may be pending, and the escrow must hold the amount."""
 
     refund: RefundRequest
-    invoice: Invoice
+    invoice: InvoiceRow
     token: str | None  # None: the native coin
     clock: Clock
 
