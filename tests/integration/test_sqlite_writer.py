@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from invoicing.db import Checkpointer, Database
 
@@ -57,6 +59,73 @@ async def test_a_write_waits_for_another_process_write_lock_without_stalling_the
         assert await getattr(db, run)(insert(3)) == 1  # the writer's connection is usable after
     finally:
         other.close()
+        await db.dispose()
+
+
+def select_all(connection: Connection) -> list[int]:
+    return [row[0] for row in connection.exec_driver_sql("SELECT x FROM t ORDER BY x")]
+
+
+async def test_reads_run_on_the_loop_thread_and_see_every_commit(tmp_path: Path) -> None:
+    """``read_statement`` reads on the event loop's thread, never in a read transaction left
+    open: it sees what another process committed just before, and a writer goes on after."""
+    path = tmp_path / "reads.db"
+    db = Database(f"sqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)
+    threads: list[str] = []
+
+    def on_which_thread(connection: Connection) -> list[int]:
+        threads.append(threading.current_thread().name)
+        return select_all(connection)
+
+    try:
+        await db.run_batch(create_table)
+        assert await db.read_statement(on_which_thread) == []
+        other.execute("INSERT INTO t (x) VALUES (1)")
+        assert await db.read_statement(on_which_thread) == [1]
+        await db.run_statement(insert(2))
+        assert await db.read_statement(on_which_thread) == [1, 2]
+        assert threads == [threading.current_thread().name] * 3
+        # No read left a snapshot open: a RESTART checkpoint finds no reader to wait for
+        # (once the background checkpointer, woken by the write, is done).
+        busy = 1
+        for _ in range(50):
+            busy = other.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]
+            if not busy:
+                break
+            await asyncio.sleep(0.05)
+        assert busy == 0
+    finally:
+        other.close()
+        await db.dispose()
+
+
+async def test_a_read_answered_busy_is_read_again_in_a_worker_thread(tmp_path: Path) -> None:
+    """SQLite answers a WAL read busy only in rare moments (another process recovering the
+    log, or holding the file in exclusive locking mode): the read is run again in a worker
+    thread, on a connection of its own that waits for the lock, and the loop's reader stays
+    usable."""
+    db = Database(f"sqlite:///{tmp_path / 'busy.db'}")
+    await db.run_batch(create_table)
+    await db.run_statement(insert(7))
+    threads: list[str] = []
+
+    def busy_once(connection: Connection) -> list[int]:
+        threads.append(threading.current_thread().name)
+        if len(threads) == 1:
+            busy = sqlite3.OperationalError("database is locked")
+            busy.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
+            raise busy
+        return select_all(connection)
+
+    try:
+        assert await db.read_statement(busy_once) == [7]
+        assert threads[0] == threading.current_thread().name != threads[1]
+        assert await db.read_statement(select_all) == [7]
+        # Any other error is the read's own: raised as it is.
+        with pytest.raises(OperationalError, match="no such table"):
+            await db.read_statement(lambda c: c.exec_driver_sql("SELECT * FROM absent").all())
+    finally:
         await db.dispose()
 
 

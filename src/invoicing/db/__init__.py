@@ -226,6 +226,16 @@ class Database:
             async with self._autocommit.connect() as connection:
                 return await connection.run_sync(work)
 
+    async def read_statement(self, work: Callable[[Connection], Result]) -> Result:
+        """``work``'s reads, each statement its own transaction (no BEGIN, no snapshot shared
+        between them), on a sync connection: the hot paths' point reads. On a SQLite file
+        they run on the event loop's thread (``SqliteBatchWriter.read``); ``work`` must
+        fetch every row it asks for, so no read stays open."""
+        if self._batch_writer is not None:
+            return await self._batch_writer.read(work)
+        async with self._autocommit.connect() as connection:
+            return await connection.run_sync(work)
+
     async def dispose(self) -> None:
         # Process-local objects that hold work for the database (deferred rate-limit counts)
         # finish it.

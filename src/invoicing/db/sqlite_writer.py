@@ -76,6 +76,7 @@ class SqliteBatchWriter:
         )
         tune_sqlite(self.engine, batch_writer=True)
         self._connection: Connection | None = None
+        self._reader: Connection | None = None  # ``read``'s, apart from the batches' one
         self._checkpointer = Checkpointer(path)
 
     async def run(self, work: Callable[[Connection], Result], autocommit: bool = False) -> Result:
@@ -92,6 +93,29 @@ class SqliteBatchWriter:
         finally:
             self._checkpointer.wake()
 
+    async def read(self, work: Callable[[Connection], Result]) -> Result:
+        """``work`` (reads, each statement its own transaction) right here on a kept
+        connection of its own: a point read takes SQLite microseconds, less than the hand-offs
+        to aiosqlite's thread and back. In WAL mode a read waits for no writer; should SQLite
+        still answer busy (another process recovering the log), it waits in a worker thread,
+        on a connection of that thread."""
+        try:
+            return run_alone(self._open_reader(), work)
+        except (sqlite3.OperationalError, DBAPIError) as exc:
+            if not write_lock_taken(exc):
+                raise
+            return await asyncio.to_thread(self._read_waiting, work)
+
+    def _read_waiting(self, work: Callable[[Connection], Result]) -> Result:
+        with self.engine.connect() as connection:
+            return run_alone(connection, work, SQLITE_BUSY_TIMEOUT_MS)
+
+    def _open_reader(self) -> Connection:
+        connection = self._reader
+        if connection is None or connection.closed or connection.invalidated:
+            connection = self._reader = self.engine.connect()
+        return connection
+
     def _open(self) -> Connection:
         """The kept connection: a checkout from the pool per batch cost more than a small
         batch."""
@@ -102,8 +126,9 @@ class SqliteBatchWriter:
 
     async def dispose(self) -> None:
         await asyncio.to_thread(self._checkpointer.stop)
-        if self._connection is not None:
-            self._connection.close()
+        for connection in (self._connection, self._reader):
+            if connection is not None:
+                connection.close()
         self.engine.dispose()
 
 

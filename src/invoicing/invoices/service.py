@@ -53,11 +53,9 @@ async def _find_batch(
     """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
     Rows of the table, not ORM objects: nothing to track for a read. Callers share them, so
     they must not change them."""
-    async with db.reads() as session:
-        rows = await session.execute(
-            select(_INVOICES).where(_INVOICES.c.payment_address.in_(set(addresses)))
-        )
-        found = {invoice.payment_address: invoice for invoice in map(_as_row, rows)}
+    query = select(_INVOICES).where(_INVOICES.c.payment_address.in_(set(addresses)))
+    rows = await db.read_statement(lambda connection: connection.execute(query).all())
+    found = {invoice.payment_address: invoice for invoice in map(_as_row, rows)}
     return [found.get(address) for address in addresses]
 
 
