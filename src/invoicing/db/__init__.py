@@ -128,9 +128,10 @@ class Database:
     ``sessions()`` is for reads that must see one snapshot. ``reads()`` is for the hot
     paths' reads of one statement each: no BEGIN and no ROLLBACK, so a read is one round
     trip (each statement is its own transaction; two statements may see different
-    snapshots). ``transaction()`` is one unit of work that commits on success. On SQLite,
-    write transactions of this process also queue on an asyncio lock: waiting there costs
-    nothing, while waiting in SQLite's busy handler means sleeping.
+    snapshots); ``read_statement`` runs such reads on a sync connection, on SQLite right on
+    the event loop's thread. ``transaction()`` is one unit of work that commits on success.
+    On SQLite, write transactions of this process also queue on an asyncio lock: waiting
+    there costs nothing, while waiting in SQLite's busy handler means sleeping.
     """
 
     def __init__(self, url: str) -> None:
