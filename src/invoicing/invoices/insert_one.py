@@ -13,7 +13,19 @@ from __future__ import annotations
 import functools
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Connection, String, Table, exists, func, literal, select, true
+from sqlalchemy import (
+    BigInteger,
+    Connection,
+    Select,
+    String,
+    Table,
+    bindparam,
+    exists,
+    func,
+    literal,
+    select,
+    true,
+)
 from sqlalchemy.dialects.postgresql import insert
 
 from invoicing.auth.guard import Use
@@ -34,12 +46,39 @@ def insert_one(
     key and a generated id's sequence step are written. When inserted, the invoice gets its
     generated invoiceId and its tolerance."""
     values = invoice.column_values()
-    owner_key, chain_id = invoice.owner_key, invoice.chain_id
-    recorded = None
+    params = {f"v_{name}": values[name] for name in _bound_columns(generated)}
     if use is not None:
+        params.update(used_owner=use[0], used_timestamp=use[1], used_expires=use[2])
+    answer = connection.execute(_statement(generated, use is not None), params).one()
+    if answer.invoice_id is None:
+        return bool(answer.fresh), False
+    invoice.invoice_id = str(answer.invoice_id)
+    invoice.tolerance_bps = int(answer.tolerance_bps)
+    return True, True
+
+
+def _bound_columns(generated: bool) -> list[str]:
+    """The columns whose values are parameters (the tolerance, and a generated invoiceId,
+    are computed by the statement)."""
+    computed = {"tolerance_bps", "invoice_id"} if generated else {"tolerance_bps"}
+    return [name for name in INVOICE_COLUMN_NAMES if name not in computed]
+
+
+@functools.cache
+def _statement(generated: bool, signed: bool) -> Select[Any]:
+    """The statement of each shape, built once with parameters for the values (``v_`` and the
+    column name, ``used_``): building it and its cache key cost more than running it."""
+    owner_key = bindparam("v_owner_key", type_=_INVOICES.c.owner_key.type)
+    chain_id = bindparam("v_chain_id", type_=_INVOICES.c.chain_id.type)
+    recorded = None
+    if signed:
         used = (
             insert(_USED)
-            .values(owner_key=use[0], timestamp_ms=use[1], expires_at=use[2])
+            .values(
+                owner_key=bindparam("used_owner", type_=String),
+                timestamp_ms=bindparam("used_timestamp", type_=BigInteger),
+                expires_at=bindparam("used_expires", type_=BigInteger),
+            )
             .on_conflict_do_nothing(index_elements=[_USED.c.owner_key, _USED.c.timestamp_ms])
             .returning(_USED.c.owner_key)
             .cte("used")
@@ -54,9 +93,7 @@ def insert_one(
     generated_id: Any = None
     step = None
     if generated:
-        counter = select(
-            literal(owner_key, String), literal(chain_id, BigInteger), literal(2, BigInteger)
-        )
+        counter = select(owner_key, chain_id, literal(2, BigInteger))
         if recorded is not None:
             counter = counter.where(recorded)
         step = (
@@ -70,13 +107,14 @@ def insert_one(
             .cte("step")
         )
         generated_id = func.cast(step.c.next_value - 1, String)
+    bound = set(_bound_columns(generated))
     columns = [
         (
-            tolerance
+            bindparam(f"v_{name}", type_=_INVOICES.c[name].type)
+            if name in bound
+            else tolerance
             if name == "tolerance_bps"
             else generated_id
-            if name == "invoice_id" and generated
-            else literal(values[name], _INVOICES.c[name].type)
         ).label(name)
         for name in INVOICE_COLUMN_NAMES
     ]
@@ -93,18 +131,11 @@ def insert_one(
         .cte("inserted")
     )
     one = select(literal(1).label("one")).subquery()
-    answer = connection.execute(
-        select(
-            (recorded if recorded is not None else true()).label("fresh"),
-            inserted.c.invoice_id,
-            inserted.c.tolerance_bps,
-        ).select_from(one.outerjoin(inserted, true()))
-    ).one()
-    if answer.invoice_id is None:
-        return bool(answer.fresh), False
-    invoice.invoice_id = str(answer.invoice_id)
-    invoice.tolerance_bps = int(answer.tolerance_bps)
-    return True, True
+    return select(
+        (recorded if recorded is not None else true()).label("fresh"),
+        inserted.c.invoice_id,
+        inserted.c.tolerance_bps,
+    ).select_from(one.outerjoin(inserted, true()))
 
 
 @functools.cache
