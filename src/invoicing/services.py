@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.escrows import escrow_init_code_hash
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.gateway import ChainGateway, ChainRegistry, EvmGateway
+from invoicing.chain.gateway import ChainGateway, EvmGateway
 from invoicing.clock import Clock, SystemClock
 from invoicing.db import Database
 from invoicing.settings import Settings

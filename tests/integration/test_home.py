@@ -12,7 +12,7 @@ import pytest
 from httpx import AsyncClient
 
 from invoicing import __version__
-from invoicing.chain.gateway import ChainRegistry
+from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settings import Settings

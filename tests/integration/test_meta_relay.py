@@ -19,9 +19,9 @@ from sqlalchemy import func, select
 
 from invoicing.chain.abi import selector
 from invoicing.chain.answers import ContractRevert
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import InvalidOwnerSignature, NonceMismatch, RateLimited

@@ -20,8 +20,8 @@ from prometheus_client import REGISTRY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.answers import RpcError
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.hashing import keccak256

@@ -21,8 +21,8 @@ from sqlalchemy import select
 
 from invoicing.chain.abi import selector
 from invoicing.chain.answers import ContractRevert, RpcError
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.invoices.models import Invoice

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy import select
 
 from invoicing.auth.guard import Caller
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice

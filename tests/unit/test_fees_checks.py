@@ -8,9 +8,9 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
 
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.fake import FAKE_FACTORY, FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import (

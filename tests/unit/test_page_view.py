@@ -9,8 +9,8 @@ import pytest
 import zxingcpp
 from PIL import Image, ImageDraw
 
+from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
-from invoicing.chain.gateway import ChainRegistry
 from invoicing.errors import InvalidRequest
 from invoicing.invoices.lifecycle import shown_status
 from invoicing.invoices.models import Invoice

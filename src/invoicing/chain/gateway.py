@@ -28,7 +28,7 @@ from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
 from invoicing.chain.versions import escrow_factory
-from invoicing.errors import ChainUnavailable, UnsupportedChain
+from invoicing.errors import ChainUnavailable
 
 # bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
 ERC1271_SELECTOR = bytes.fromhex("1626ba7e")
@@ -78,9 +78,8 @@ class ChainGateway(Protocol):
     async def read_escrows_at_head(
         self, groups: Sequence[Group]
     ) -> tuple[int, list[list[int | None]]]:
-        """The head (never lower than one this gateway answered before) and ``read_escrows``
-        there, in one call when the reader answers every value at once: the node's newest
-        block is read with them, not asked for first."""
+        """The head (never lower than one answered before) and ``read_escrows`` there: one
+        call when the reader answers every value at once (its answer names the block)."""
         ...
 
     async def token_symbol(self, token: str | None) -> str:
@@ -399,23 +398,3 @@ def configured_symbol(config: ChainConfig, token: str | None) -> str:
         return config.native_symbol
     listed = config.token(token)
     return "TOKEN" if listed is None else listed.symbol
-
-
-class ChainRegistry:
-    """The configured chains, by chain id."""
-
-    def __init__(self, gateways: dict[int, ChainGateway]) -> None:
-        self._gateways = gateways
-
-    def get(self, chain_id: int) -> ChainGateway:
-        gateway = self._gateways.get(chain_id)
-        if gateway is None:
-            raise UnsupportedChain(f"chainId {chain_id} is not configured", {"chainId": chain_id})
-        return gateway
-
-    def all(self) -> list[ChainGateway]:
-        return list(self._gateways.values())
-
-    async def aclose(self) -> None:
-        for gateway in self._gateways.values():
-            await gateway.aclose()

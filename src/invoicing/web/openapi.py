@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from invoicing.chain.gateway import ChainRegistry
+from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
 from invoicing.services import Services
 from invoicing.settings import Settings

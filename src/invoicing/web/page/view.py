@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from invoicing.addresses import normalize_address
 from invoicing.brand.service import Brand
-from invoicing.chain.gateway import ChainRegistry
+from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
