@@ -14,7 +14,7 @@ eth_call instead). Prints one line per pass, size and node::
     monitor db=postgresql node=memory kind=due n=100000 pass_s=2.91 cpu_s=0.9 rpc_calls=12
         rss_mb=170 checked=99990 paid=0 baseline_s=380.1 ...
 
-``node=anvil`` includes the node's EVM work (about 10k balances per second per core);
+``node=anvil`` includes the node's EVM work;
 ``node=memory`` is the service's own time. ``cpu_s`` is this process's CPU time in the pass
 (the in-process node's included), ``rss_mb`` its peak resident memory. The block pass runs
 first and finds the funded invoices paid; the due pass then checks the rest (``checked``
