@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 from PIL import Image, ImageDraw
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 from invoicing.web.app import create_app
 from tests.conftest import TEST_DATABASE, MakeServices, RunningApp
@@ -33,6 +33,12 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+# A page's text often waits on a chain transaction or a worker pass (a relayed transfer, a
+# refund, a test ping). Playwright's default of 5 s is too short for those when both test
+# suites share the machine's two cores, so every expectation gets 20 s; one that is met
+# returns as soon as it is.
+expect.set_options(timeout=20_000)
 
 
 @pytest.fixture(scope="session")
