@@ -3,6 +3,7 @@ becomes a gateway, or ``unsupported_chain``."""
 
 from __future__ import annotations
 
+from invoicing.chain.config import x402_tokens
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import UnsupportedChain
 
@@ -12,6 +13,7 @@ class ChainRegistry:
 
     def __init__(self, gateways: dict[int, ChainGateway]) -> None:
         self._gateways = gateways
+        self.x402_tokens = x402_tokens(gateway.config for gateway in gateways.values())
 
     def get(self, chain_id: int) -> ChainGateway:
         gateway = self._gateways.get(chain_id)

@@ -10,6 +10,7 @@ provider's key often sits in the path or query): the repr leaves them out.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,3 +192,14 @@ def _explorer_url(url: str) -> str:
     if not url.startswith(("https://", "http://")) or any(c in url for c in " \t\n\"'<>"):
         raise ValueError("explorer must be an http(s) URL")
     return url.rstrip("/")
+
+
+def x402_tokens(chains: Iterable[ChainConfig]) -> frozenset[tuple[int, str]]:
+    """(chain id, lower-case address) of every configured token with EIP-3009: invoices in
+    them are x402 resources (``x402Url``)."""
+    return frozenset(
+        (chain.chain_id, token.address.lower())
+        for chain in chains
+        for token in chain.tokens
+        if token.eip3009 is not None
+    )

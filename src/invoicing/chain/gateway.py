@@ -195,10 +195,9 @@ class EvmGateway:
         await self.evm.aclose()
 
     async def block_number(self) -> int:
-        # Answers never go backwards: a lagging provider's lower head is replaced by the
-        # highest one seen, so reads are pinned there (a URL that lacks that block answers
-        # "header not found", which chain.rpc retries on the next URL, or the pass fails and
-        # is retried later). A stale URL can thus never show an older balance.
+        # Never backwards: a lagging URL's lower head is replaced by the highest one seen, so
+        # reads are pinned there (a URL without that block answers "header not found": the
+        # next URL is tried, or the pass is retried). A stale URL never shows an older balance.
         head = await self.evm.block_number()
         self.highest_block = max(self.highest_block, head)
         return self.highest_block
@@ -234,23 +233,24 @@ class EvmGateway:
             values.extend(part)
         return values
 
-    async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
-        if self._reader is None:  # asked once: a chain without the reader reads per token
+    async def _escrow_reader(self) -> str:  # asked of the chain once
+        if self._reader is None:
             self._reader = await find_reader(self.evm, self.config.chain_id)
-        if self._reader:
-            return await read_groups(self.evm, self._reader, groups, block, self.config.chain_id)
+        return self._reader
+
+    async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
+        if reader := await self._escrow_reader():
+            return await read_groups(self.evm, reader, groups, block, self.config.chain_id)
         return [await self.balances(token, list(accounts), block) for token, accounts in groups]
 
     async def read_escrows_at_head(
         self, groups: Sequence[Group]
     ) -> tuple[int, list[list[int | None]]]:
-        if self._reader is None:
-            self._reader = await find_reader(self.evm, self.config.chain_id)
-        if not self._reader:
+        if not (reader := await self._escrow_reader()):
             block = await self.block_number()
             return block, await self.read_escrows(groups, block)
         block, values = await read_groups_at_head(
-            self.evm, self._reader, groups, self.config.chain_id, floor=self.highest_block
+            self.evm, reader, groups, self.config.chain_id, floor=self.highest_block
         )
         self.highest_block = max(self.highest_block, block)
         return block, values

@@ -16,10 +16,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.chain.config import x402_tokens
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
-from invoicing.invoices.views import webhook_payload, x402_tokens
+from invoicing.invoices.views import webhook_payload
 from invoicing.notifications.models import Event
 from invoicing.notifications.outbox import webhook_url_row
 from invoicing.notifications.record import new_event, write_events
@@ -47,7 +48,8 @@ async def record_events(
     if not occurrences:
         return []
     invoices = [o.invoice for o in occurrences]
-    views = await owner_views(session, settings.payment_page_url, invoices, x402_tokens(settings))
+    x402 = x402_tokens(settings.chain_configs().values())
+    views = await owner_views(session, settings.payment_page_url, invoices, x402)
     events: list[Event] = []
     paid_event_of: dict[str, str] = {}
     for occurrence, view in zip(occurrences, views, strict=True):

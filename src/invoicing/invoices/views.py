@@ -8,22 +8,10 @@ from typing import Any
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import least_paid_raw
 from invoicing.invoices.models import Invoice, InvoiceRow
-from invoicing.settings import Settings
 
 
 def payment_url(payment_page_url: str, payment_address: str) -> str:
     return f"{payment_page_url.rstrip('/')}/pay/{payment_address}"
-
-
-def x402_tokens(settings: Settings) -> frozenset[tuple[int, str]]:
-    """(chain id, lower-case address) of every configured token with EIP-3009: invoices in
-    them are x402 resources (``x402Url``)."""
-    return frozenset(
-        (chain.chain_id, token.address.lower())
-        for chain in settings.chain_configs().values()
-        for token in chain.tokens
-        if token.eip3009 is not None
-    )
 
 
 def invoice_to_dict(

@@ -42,7 +42,7 @@ from invoicing.invoices.service import (
     find_by_payment_address,
     list_invoices,
 )
-from invoicing.invoices.views import invoice_to_dict, x402_tokens
+from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
@@ -365,7 +365,7 @@ async def owner_views(
     if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
         async with services.db.reads() as session:
             records = await shard_records(session, invoices)
-    x402 = x402_tokens(services.settings)
+    x402 = services.chains.x402_tokens
     return [
         InvoiceOut.model_validate(
             invoice_to_dict(
