@@ -125,7 +125,9 @@ async def test_a_pending_invoice_is_checked_every_20_seconds_while_the_head_stan
     await asyncio.wait_for(worker, 5)
 
     assert max(ages) <= 20_000
-    assert await shown_last_checked(services, invoice) > created_ms + 55_000
+    # The passes went on to the end: the last one within 20 s of it (a pass due exactly then
+    # may not have run yet, as the loop above accepts an age of 20 s).
+    assert await shown_last_checked(services, invoice) >= created_ms + 75_000 - 20_000
     assert await row_values(services, invoice) == stored  # and its row was never written
     await services.db.dispose()
 
