@@ -6,6 +6,7 @@ a 5xx, and the process answers the next request."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import threading
@@ -44,7 +45,14 @@ def address(database_url: str) -> Iterator[tuple[str, int]]:
         proxy_headers=False,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+
+    async def serve_then_close() -> None:  # on the server's loop, which holds the connections
+        try:
+            await server.serve()
+        finally:
+            await services.aclose()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve_then_close(),), daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
