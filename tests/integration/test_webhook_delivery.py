@@ -283,12 +283,12 @@ async def test_a_slow_endpoint_does_not_delay_the_others(
         await paid_invoice(services, fake, webhook_url=f"https://fast{i}.example/")
         for i in range(6)
     ]
-    client = SlowForOne("https://slow.example/", delay_s=4.0)
+    client = SlowForOne("https://slow.example/", delay_s=6.0)
     stop = asyncio.Event()
     started = time.monotonic()
     task = asyncio.create_task(Dispatcher(services, client).run(stop))
 
-    for _ in range(250):
+    for _ in range(400):
         statuses = [e.status for i in fast for e in await events_of(services, i)]
         if statuses == ["delivered"] * 6:
             break
@@ -299,7 +299,7 @@ async def test_a_slow_endpoint_does_not_delay_the_others(
     await asyncio.wait_for(task, 10)
 
     assert statuses == ["delivered"] * 6
-    assert fast_done_s < 3.0  # well before the slow one's 4 s (a loaded machine takes 1.4 s)
+    assert fast_done_s < 5.0  # before the slow one's 6 s (a loaded slow machine takes 1.4 to 3 s)
     assert slow_event.status == "pending"  # still in flight when the others were done
     (slow_event,) = await events_of(services, slow)
     assert slow_event.status == "delivered"  # recorded on shutdown
