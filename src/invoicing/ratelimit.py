@@ -277,13 +277,19 @@ def _add_counts_in_parts(
 def _add_counts(connection: Connection, rows: list[dict[str, Any]]) -> dict[tuple[str, int], int]:
     """Add every row's count in one statement (``Database.run_statement``: atomic on its own,
     one round trip); the new totals by (key, window start). The rows come sorted, so
-    concurrent writers lock the rows in one order."""
+    concurrent writers lock the rows in one order: SQLAlchemy sends an executemany with
+    RETURNING as one multi-row statement, the rows in the order given ("insertmanyvalues")."""
+    returned = connection.execute(_add_statement(connection.dialect.name), rows)
+    return {(str(key), int(start)): int(total) for key, start, total in returned}
+
+
+@functools.cache
+def _add_statement(dialect: str) -> Any:
+    """The counting upsert, built once (building a statement of the batch's rows, and its
+    cache key, cost more than the flush's other work)."""
     table = cast(Table, RateLimitWindow.__table__)
-    insert = upsert(connection.dialect.name, table).values(rows)
-    statement = insert.on_conflict_do_update(
+    insert = upsert(dialect, table)
+    return insert.on_conflict_do_update(
         index_elements=[table.c.key, table.c.window_start_ms],
         set_={"count": table.c.count + insert.excluded.count},
     ).returning(table.c.key, table.c.window_start_ms, table.c.count)
-    return {
-        (str(key), int(start)): int(total) for key, start, total in connection.execute(statement)
-    }

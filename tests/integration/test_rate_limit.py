@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from eth_account import Account
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from invoicing import housekeeping
 from invoicing.auth.models import ApiKey
@@ -23,7 +23,7 @@ from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import RateLimited
 from invoicing.invoices.models import Invoice
-from invoicing.ratelimit import RateLimitWindow, flush_deferred, hit, hit_deferred
+from invoicing.ratelimit import RateLimitWindow, _write_counts, flush_deferred, hit, hit_deferred
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
@@ -86,6 +86,43 @@ async def test_concurrent_hits_are_each_counted_once_in_one_batch(database_url: 
     assert (len(refused), outcomes.count(None)) == (20, 30)
     assert {o.retry_after_s for o in refused} == {55}
     assert stored == [(now - 5_000, 50)]
+
+
+@pytest.mark.parametrize(("keys", "statements"), [(40, 1), (1_500, 2)])
+async def test_a_flush_adds_up_to_a_thousand_keys_in_one_statement(
+    database_url: str, keys: int, statements: int
+) -> None:
+    db = Database(database_url)
+    prefix = f"test-flush-{Account.create().address}"
+    start = 1_900_000_000_000 - 1_900_000_000_000 % 60_000
+    rows = [
+        {
+            "key": f"{prefix}-{i:04}",
+            "window_start_ms": start,
+            "count": i + 1,
+            "expires_at_ms": start + MINUTE_MS,
+        }
+        for i in range(keys)
+    ]
+    sent: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        sent.append(statement)
+
+    for engine in db.sync_engines:
+        event.listen(engine, "before_cursor_execute", count)
+    try:
+        first = await _write_counts(db, rows)
+        again = await _write_counts(db, rows[:3])
+        stored = await rows_for(db, f"{prefix}-0001")
+    finally:
+        await db.dispose()
+
+    upserts = [s for s in sent if s.startswith("INSERT INTO rate_limit_windows")]
+    assert len(upserts) == statements + 1
+    assert first == {(f"{prefix}-{i:04}", start): i + 1 for i in range(keys)}
+    assert again == {(f"{prefix}-{i:04}", start): 2 * (i + 1) for i in range(3)}
+    assert stored == [(start, 4)]
 
 
 async def test_deferred_counts_hold_across_processes(database_url: str) -> None:
