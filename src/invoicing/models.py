@@ -8,7 +8,6 @@ from invoicing.auth.models import (
 )
 from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
-from invoicing.gasless.models import GaslessOptIn, GaslessPayment
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
@@ -20,6 +19,8 @@ from invoicing.notifications.models import (
     WebhookEvent,
     WebhookSecret,
 )
+from invoicing.payments.eip3009.models import GaslessPayment
+from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund
 from invoicing.settlement.models import (
@@ -52,6 +53,7 @@ __all__ = [
     "ParkedEscrow",
     "RateLimitWindow",
     "Refund",
+    "RelayedAuthorization",
     "SignInTicket",
     "RelayerAccount",
     "RelayerTransaction",

@@ -171,6 +171,13 @@ class Settings(BaseSettings):
     # and the least time left before validBefore for the relayer's transaction to be mined.
     gasless_max_validity_s: int = Field(default=3600, ge=60, le=7 * 86400)
     gasless_min_validity_left_s: int = Field(default=30, ge=1, le=3600)
+    # Payments the relayer carries (payments/seam.py): how many of one payer's may fail on
+    # chain per chain and UTC day before none is carried for it until the next day; how long
+    # an x402 request (a paid GET of an invoice, a facilitator settle) waits for its receipt;
+    # x402 facilitator calls (verify and settle) per owner per minute.
+    relayer_payer_failures_per_day: int = Field(default=3, ge=1)
+    x402_settle_wait_s: float = Field(default=20.0, gt=0, le=120)
+    x402_facilitator_per_minute: int = Field(default=120, ge=0)
     # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
     # chain and UTC day, and the share of one owner (all owners without a paid invoice on
     # the chain share one); an owner whose relayed transactions revert on-chain waits this

@@ -11,13 +11,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-# What a final refund or gasless payment means is registered when its domain is imported
+# What a final refund means is registered when its domain is imported
 # (``settlement.finality``); a process that only runs the workers follows them too.
-import invoicing.gasless.service  # noqa: F401
 import invoicing.refunds.service  # noqa: F401
 from invoicing import housekeeping
 from invoicing.monitor import worker as monitor
 from invoicing.notifications import worker as webhooks
+from invoicing.payments import registry as payment_methods
 from invoicing.services import Services
 from invoicing.settlement import worker as settlement
 
@@ -25,10 +25,14 @@ log = logging.getLogger(__name__)
 
 Worker = Callable[[Services, asyncio.Event], Awaitable[None]]
 
+# Every payment method's final transactions, known to every process that follows them.
+payment_methods.register()
+
 
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
-    return [monitor.run, webhooks.run, settlement.run, housekeeping.run]
+    loops = [monitor.run, webhooks.run, settlement.run, housekeeping.run]
+    return [*loops, *payment_methods.worker_loops()]
 
 
 async def run_workers(

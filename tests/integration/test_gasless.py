@@ -26,16 +26,16 @@ from invoicing.chain.eip3009 import (
     transfer_typed_data,
 )
 from invoicing.chain.evm import EvmClient
-from invoicing.gasless.models import GaslessPayment, GaslessStatus
-from invoicing.gasless.opt_in import set_gasless
 from invoicing.invoices.models import Invoice
+from invoicing.payments.eip3009.models import GaslessPayment, GaslessStatus
+from invoicing.payments.opt_in import set_gasless
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxPurpose
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import new_invoice, reload, settle_all
+from tests.integration.test_withdraw_helpers import new_invoice, paid_invoice, reload, settle_all
 from tests.support.api import issue_api_key, key_headers
-from tests.support.factory import sign_typed
+from tests.support.factory import deploy_test_contract, sign_typed
 from tests.support.server import serve
 
 pytestmark = pytest.mark.integration
@@ -394,6 +394,7 @@ async def test_a_flood_from_fresh_wallets_costs_no_more_than_the_owners_share(
     transaction within the gas cap, and refuses the rest with 429 before any estimate."""
     services = await make_services(relayer_owner_tx_per_day=3, relayer_owner_gas_per_day=10**6)
     owner = Account.create().address
+    await paid_invoice(services, evm, owner, "0.001")  # an owner of its own share
     invoices = [await opted_in_invoice(services, owner, "0.5") for _ in range(6)]
     async with (
         serve(create_app(services)) as base_url,
@@ -417,3 +418,32 @@ async def test_a_flood_from_fresh_wallets_costs_no_more_than_the_owners_share(
     assert len(limits) == 3
     assert all(limit <= services.settings.relayer_meta_gas_limit for limit in limits)
     await settle_all(services)
+
+
+async def test_a_wallet_that_signs_only_at_gas_price_zero_is_refused_before_anything_is_sent(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """A payer contract whose ``isValidSignature`` answers yes only while ``tx.gasprice`` is 0
+    passes a simulation sent without fee fields and reverts when sent, at the owner's cost.
+    The simulation runs at the price the transaction will pay: refused, nothing sent."""
+    services = app.services
+    owner = Account.create().address
+    invoice = await opted_in_invoice(services, owner)
+    wallet = await deploy_test_contract(evm, "GasPriceWallet")
+    mint = encode_call(TEST_TOKEN, "mint", wallet, int(invoice.required_raw))
+    assert (await evm.transact(MINTER_KEY, dev.token, mint))["status"] == 1
+    now = await now_s(evm)
+    body = {
+        "chainId": dev.chain_id, "tokenAddress": dev.token, "from": wallet,
+        "to": invoice.payment_address, "value": invoice.required_raw,
+        "validAfter": str(now - 120), "validBefore": str(now + 600),
+        "nonce": "0x" + os.urandom(32).hex(), "signature": "0x" + "00" * 66,
+    }  # fmt: skip
+
+    answers = [await post(app, invoice, body) for _ in range(3)]
+
+    assert [a.status_code for a in answers] == [400] * 3
+    assert {a.json()["error"]["code"] for a in answers} == {"invalid_authorization"}
+    assert answers[0].json()["error"]["details"]["field"] == "signature"
+    assert await sent_for(services, owner) == 0
+    assert await gasless_rows(services, invoice.id) == []

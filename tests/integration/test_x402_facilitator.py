@@ -18,6 +18,7 @@ import httpx
 import pytest
 from eth_account import Account
 from fastapi import FastAPI, Request, Response
+from sqlalchemy import select
 from x402 import x402ResourceServer
 from x402.http import FacilitatorConfig, HTTPFacilitatorClient
 from x402.http.facilitator_client_base import AuthHeaders
@@ -27,7 +28,12 @@ from x402.mechanisms.evm.exact import register_exact_evm_server
 from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
 from invoicing.chain.eip3009 import Authorization, transfer_typed_data
 from invoicing.chain.evm import EvmClient
-from tests.conftest import RunningApp
+from invoicing.payments.models import RelayedAuthorization
+from invoicing.payments.opt_in import set_gasless
+from invoicing.settlement.budget import DAY_MS, NEWCOMERS
+from invoicing.settlement.models import RelayerSpend
+from invoicing.web.app import create_app
+from tests.conftest import MakeServices, RunningApp
 from tests.integration.test_gasless import funded_payer, now_s, sent_for
 from tests.support.api import issue_api_key
 from tests.support.chain import read_view
@@ -94,6 +100,7 @@ async def test_an_owners_x402_server_sells_through_this_facilitator(
     assert node is not None
     owner = Account.create()
     api_key = await issue_api_key(app.services, owner)
+    await set_gasless(app.services, owner.address, dev.chain_id, True)
     payer = await funded_payer(evm, dev, 1_000_000)
     shop, facilitator = await shop_app(
         f"{app.base_url}/x402/facilitator", api_key, owner.address, dev
@@ -120,15 +127,16 @@ async def test_an_owners_x402_server_sells_through_this_facilitator(
 async def verify_body(
     evm: EvmClient, dev: DevDeployment, payer: Any, pay_to: str, **accepted: Any
 ) -> dict[str, Any]:
+    price = int(accepted.pop("amount", PRICE))
     now = await now_s(evm)
-    auth = Authorization(payer.address, pay_to, PRICE, 0, now + 300, os.urandom(32))
+    auth = Authorization(payer.address, pay_to, price, 0, now + 300, os.urandom(32))
     typed = transfer_typed_data(TEST_TOKEN_EIP712, dev.chain_id, dev.token, auth)
     requirements = {
-        "scheme": "exact", "network": f"eip155:{dev.chain_id}", "amount": str(PRICE),
+        "scheme": "exact", "network": f"eip155:{dev.chain_id}", "amount": str(price),
         "asset": dev.token, "payTo": pay_to, "maxTimeoutSeconds": 300,
         "extra": {"name": "Test USD", "version": "1"}, **accepted,
     }  # fmt: skip
-    message = {**auth.message(), "value": str(PRICE), "validAfter": "0",
+    message = {**auth.message(), "value": str(price), "validAfter": "0",
                "validBefore": str(auth.valid_before)}  # fmt: skip
     payload = {
         "x402Version": 2,
@@ -142,6 +150,7 @@ async def verify_body(
 async def test_it_is_not_an_open_relay(app: RunningApp, evm: EvmClient, dev: DevDeployment) -> None:
     owner = Account.create()
     api_key = await issue_api_key(app.services, owner)
+    await set_gasless(app.services, owner.address, dev.chain_id, True)
     key = {"x-service-api-key": api_key}
     payer = await funded_payer(evm, dev, 1_000_000)
     http: httpx.AsyncClient = app.http
@@ -170,3 +179,99 @@ async def test_it_is_not_an_open_relay(app: RunningApp, evm: EvmClient, dev: Dev
     assert refused.json()["invalidReason"] == "invalid_payment_requirements"
     assert await sent_for(app.services, owner.address) == 0
     assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == 0
+
+
+async def test_an_owner_who_did_not_opt_in_gets_nothing_relayed(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner = Account.create()
+    key = {"x-service-api-key": await issue_api_key(app.services, owner)}
+    payer = await funded_payer(evm, dev, 1_000_000)
+    body = await verify_body(evm, dev, payer, owner.address)
+
+    verified = await app.http.post("/x402/facilitator/verify", json=body, headers=key)
+    settled = await app.http.post("/x402/facilitator/settle", json=body, headers=key)
+
+    assert verified.json() == {"isValid": False, "invalidReason": "invalid_scheme",
+                               "payer": payer.address}  # fmt: skip
+    assert settled.json()["success"] is False
+    assert settled.json()["errorReason"] == "invalid_scheme"
+    assert await sent_for(app.services, owner.address) == 0
+    assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == 0
+
+
+async def test_a_payment_settles_once_however_often_it_is_presented(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """The same payment payload sent to /settle six times at once and three times after:
+    one success (the owner's server hands out its resource once per success), one
+    transaction, and /verify then says it is spent."""
+    owner = Account.create()
+    key = {"x-service-api-key": await issue_api_key(app.services, owner)}
+    await set_gasless(app.services, owner.address, dev.chain_id, True)
+    payer = await funded_payer(evm, dev, 1_000_000)
+    body = await verify_body(evm, dev, payer, owner.address)
+
+    def settle() -> Any:
+        return app.http.post("/x402/facilitator/settle", json=body, headers=key)
+
+    at_once = await asyncio.gather(*(settle() for _ in range(6)))
+    after = [await settle() for _ in range(3)]
+    verified = await app.http.post("/x402/facilitator/verify", json=body, headers=key)
+
+    answers = [a.json() for a in (*at_once, *after)]
+    assert [a["success"] for a in answers].count(True) == 1
+    refused = [a for a in answers if not a["success"]]
+    assert {a["errorReason"] for a in refused} == {"invalid_transaction_state"}
+    assert verified.json()["isValid"] is False
+    assert await sent_for(app.services, owner.address) == 1
+    assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == PRICE
+
+
+async def newcomers_spent(make_services: MakeServices) -> int:
+    services = await make_services()
+    now_ms = services.clock.now_ms()
+    async with services.db.sessions() as session:
+        row = await session.get(
+            RelayerSpend, (dev_chain(services), now_ms - now_ms % DAY_MS, NEWCOMERS)
+        )
+    return 0 if row is None else row.transactions
+
+
+def dev_chain(services: Any) -> int:
+    return int(services.chains.all()[0].config.chain_id)
+
+
+async def test_fresh_wallets_share_the_newcomers_one_share_and_move_something(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """Owners with no paid invoice on the chain (a fresh key, one API key each) spend the
+    newcomers' one share together, not a share each; a payment of nothing is refused."""
+    spent = await newcomers_spent(make_services)
+    services = await make_services(relayer_owner_tx_per_day=spent + 2)
+    owners = [Account.create() for _ in range(4)]
+    keys = [{"x-service-api-key": await issue_api_key(services, o)} for o in owners]
+    for owner in owners:
+        await set_gasless(services, owner.address, dev.chain_id, True)
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+    ):
+        nothing = await verify_body(evm, dev, Account.create(), owners[0].address, amount="0")
+        zero = await http.post("/x402/facilitator/settle", json=nothing, headers=keys[0])
+        answers = []
+        for owner, key in zip(owners, keys, strict=True):
+            payer = await funded_payer(evm, dev, 1_000_000)
+            body = await verify_body(evm, dev, payer, owner.address)
+            answers.append(await http.post("/x402/facilitator/settle", json=body, headers=key))
+
+    assert zero.status_code == 200 and zero.json()["success"] is False
+    assert zero.json()["errorReason"] == "invalid_exact_evm_payload_authorization_value_mismatch"
+    assert [a.status_code for a in answers] == [200, 200, 429, 429]
+    assert [a.json().get("success") for a in answers[:2]] == [True, True]
+    assert answers[2].json()["error"]["code"] == "rate_limited"
+    async with services.db.sessions() as session:
+        carried = list(await session.scalars(select(RelayedAuthorization.owner_key)))
+    assert sorted(k for k in carried if k in {o.address.lower() for o in owners}) == sorted(
+        o.address.lower() for o in owners[:2]
+    )

@@ -27,13 +27,43 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
+def is_method_routes(relative: Path) -> bool:
+    """A payment method's routes (``payments/<method>/routes.py`` or ``*_routes.py``): web-layer
+    modules kept in the method's folder."""
+    parts = relative.parts
+    return (
+        len(parts) == 3
+        and parts[0] == "payments"
+        and (parts[2] == "routes.py" or parts[2].endswith("_routes.py"))
+    )
+
+
+def in_the_web_layer(relative: Path) -> bool:
+    return relative.parts[0] == "web" or is_method_routes(relative)
+
+
 def below_the_web_layer() -> dict[str, set[str]]:
-    """Each module outside ``web/`` and the modules it imports (inside functions too)."""
+    """Each module outside the web layer and the modules it imports (inside functions too)."""
     return {
         str(path.relative_to(PACKAGE)): imported_modules(path)
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path.relative_to(PACKAGE).parts[0] != "web"
+        if not in_the_web_layer(path.relative_to(PACKAGE))
     }
+
+
+def test_only_the_web_layer_imports_a_payment_methods_routes() -> None:
+    routes = {
+        "invoicing." + str(path.relative_to(PACKAGE).with_suffix("")).replace("/", ".")
+        for path in PACKAGE.rglob("*.py")
+        if is_method_routes(path.relative_to(PACKAGE))
+    }
+    assert routes  # the two methods of today have routes
+    offenders = {
+        module: sorted(imports & routes)
+        for module, imports in below_the_web_layer().items()
+        if imports & routes
+    }
+    assert offenders == {}
 
 
 def test_only_entry_points_import_the_web_layer_and_only_its_app() -> None:
@@ -62,8 +92,8 @@ def test_the_layer_holds_every_http_surface() -> None:
     assert not (PACKAGE / "api").exists() and not (PACKAGE / "page").exists()
     assert not (PACKAGE / "routedocs.py").exists()
     routers = {
-        str(path.relative_to(PACKAGE))
+        path.relative_to(PACKAGE)
         for path in PACKAGE.rglob("*.py")
         if "APIRouter(" in path.read_text()
     }
-    assert routers and all(router.startswith("web/") for router in routers), routers
+    assert routers and all(in_the_web_layer(router) for router in routers), routers

@@ -67,9 +67,15 @@ async def test_an_estimate_over_the_cap_is_refused_even_if_the_node_ignored_the_
 ) -> None:
     class CapIgnoringChain(FakeChain):
         async def estimate_gas(
-            self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+            self,
+            sender: str,
+            to: str,
+            data: bytes,
+            value: int = 0,
+            gas_cap: int | None = None,
+            fees: dict[str, int] | None = None,
         ) -> int:
-            return await super().estimate_gas(sender, to, data, value, None)
+            return await super().estimate_gas(sender, to, data, value, None, fees)
 
     careless = CapIgnoringChain(relayer_key=KEY)
     careless.gas_estimate = 250_000
@@ -83,7 +89,13 @@ async def test_other_node_errors_of_a_capped_estimate_are_the_chain_being_unavai
 ) -> None:
     class RateLimitedNode(FakeChain):
         async def estimate_gas(
-            self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+            self,
+            sender: str,
+            to: str,
+            data: bytes,
+            value: int = 0,
+            gas_cap: int | None = None,
+            fees: dict[str, int] | None = None,
         ) -> int:
             raise RpcError(-32005, "request limit reached")
 
@@ -176,3 +188,18 @@ def test_a_negative_relayer_limit_in_the_chains_file_is_refused(tmp_path: Path) 
 
     with pytest.raises(ValueError, match="chain 5: relayer_min_balance must not be negative"):
         load_chains_file(chains_file)
+
+
+async def test_a_simulation_carries_the_fee_fields_of_the_send(chain: FakeChain) -> None:
+    """A contract that behaves otherwise at another gas price (``tx.gasprice`` 0 in a
+    fee-less estimate) is judged at the price its transaction will pay."""
+    relayer = relayer_on(chain)
+    chain.max_fee_per_gas, chain.max_priority_fee_per_gas = 7 * 10**9, 2 * 10**9
+    await relayer.simulate(CALL, 200_000)
+    chain.eip1559_fees = False
+    await relayer.simulate(CALL)
+
+    assert chain.simulated_fees == [
+        {"type": 2, "maxFeePerGas": 7 * 10**9, "maxPriorityFeePerGas": 2 * 10**9},
+        {"gasPrice": 7 * 10**9},
+    ]

@@ -39,7 +39,7 @@ FLOORS: list[set[str]] = [
     {"notifications"},
     {"invoices"},
     {"settlement"},
-    {"fees", "gasless", "gauges", "housekeeping", "monitor", "recovery", "refunds"},
+    {"fees", "gauges", "housekeeping", "monitor", "payments", "recovery", "refunds"},
     {"models", "workers"},
     {"web"},
     {"cli"},

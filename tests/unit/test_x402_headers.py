@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from invoicing.chain.eip3009 import Authorization
-from invoicing.gasless.x402 import (
+from invoicing.payments.x402.protocol import (
     X402Invalid,
     check_accepted,
     decode_header,

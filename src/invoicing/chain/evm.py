@@ -34,7 +34,7 @@ def normalize_receipt(raw: dict[str, Any]) -> dict[str, Any]:
     return receipt
 
 
-def fee_fields(eip1559: bool, max_fee: int, tip: int) -> dict[str, Any]:
+def fee_fields(eip1559: bool, max_fee: int, tip: int) -> dict[str, int]:
     """The type and fee fields of a transaction: EIP-1559 caps, or a legacy (type 0)
     ``gasPrice`` of ``max_fee`` on a chain without EIP-1559 (eth_account signs a dict with
     no ``type`` as type 0, with the EIP-155 chain id)."""
@@ -117,15 +117,25 @@ class EvmClient:
         return bytes.fromhex(str(result)[2:])
 
     async def estimate_gas(
-        self, from_: str, to: str | None, data: bytes, value: int = 0, gas: int | None = None
+        self,
+        from_: str,
+        to: str | None,
+        data: bytes,
+        value: int = 0,
+        gas: int | None = None,
+        fees: dict[str, int] | None = None,
     ) -> int:
         """Gas the call needs; with ``gas`` the node runs it with at most that much, so a call
-        that needs more fails (revert or "gas required exceeds allowance") instead."""
+        that needs more fails (revert or "gas required exceeds allowance") instead. With
+        ``fees`` (``fee_fields``) it runs at the gas price the transaction will pay, so a
+        contract that reads ``tx.gasprice`` sees what it will see when sent."""
         tx: dict[str, Any] = {"from": from_, "data": "0x" + data.hex(), "value": hex(value)}
         if to is not None:
             tx["to"] = to
         if gas is not None:
             tx["gas"] = hex(gas)
+        for field, amount in (fees or {}).items():
+            tx[field] = hex(amount)
         return _int(await self.rpc.call("eth_estimateGas", [tx]))
 
     async def eip1559(self) -> bool:

@@ -89,6 +89,7 @@ class FakeChain:
         self.gas_estimate = 50_000
         self.simulated: list[tuple[str, bytes]] = []  # (to, data) of each gas estimate
         self.gas_caps: list[int | None] = []  # the gas cap of each estimate
+        self.simulated_fees: list[dict[str, int] | None] = []  # the fee fields of each estimate
         self.revert_data: bytes | None = None  # set: every simulation reverts with it
         self.send_error: RpcError | None = None  # set: the node refuses every send
         # A simulation whose calldata holds one of these words raises its exception.
@@ -270,11 +271,18 @@ class FakeChain:
         return self.max_fee_per_gas, self.max_priority_fee_per_gas
 
     async def estimate_gas(
-        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+        self,
+        sender: str,
+        to: str,
+        data: bytes,
+        value: int = 0,
+        gas_cap: int | None = None,
+        fees: dict[str, int] | None = None,
     ) -> int:
         self._check("estimate_gas")
         self.simulated.append((to, data))
         self.gas_caps.append(gas_cap)
+        self.simulated_fees.append(fees)
         for word, error in self.simulation_errors.items():
             if word in data:
                 raise error

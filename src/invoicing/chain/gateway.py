@@ -1,18 +1,12 @@
-"""What the domain needs from a chain, behind one interface (``ChainGateway``).
-
-Reads for invoices and owner settings (balances, token metadata, escrow addresses, factory
-state) and what the relayer needs to send and follow its transactions (fee caps, gas
-estimates, nonces, raw sends, receipts). Signing is not here: the relayer holds its key.
-
-``EvmGateway`` talks to a real node through the factory contract; ``chain.fake.FakeChain``
-ships beside it for unit tests.
+"""``EvmGateway``: the chain's roles (``chain.roles``: escrow reads, contract state, the
+relayer's sends) over JSON-RPC and the deployed PaymentFactory. ``ChainGateway`` and
+``NonceUse`` are imported from here by the rest of the package.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from eth_abi.abi import encode
 
@@ -27,156 +21,14 @@ from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
 from invoicing.chain.feeds import FeedRound, read_feed_round
 from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
+from invoicing.chain.roles import ChainGateway, NonceUse
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable
 
 # bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
 ERC1271_SELECTOR = bytes.fromhex("1626ba7e")
 
-
-@dataclass(frozen=True)
-class NonceUse:
-    """What became of a relayer nonce whose transactions the preferred URL has no receipt for
-    (``ChainGateway.nonce_use``)."""
-
-    receipt: dict[str, Any] | None  # one of its transactions' receipt, found on any URL
-    # No URL holds a receipt of them, and a URL reports the nonce mined in the same answer
-    # as it reports no receipt: another transaction took the nonce.
-    taken: bool
-
-
-class ChainGateway(Protocol):
-    config: ChainConfig
-    factory: str  # the PaymentFactory's checksummed address
-
-    async def block_number(self) -> int:
-        """The head, never lower than one this gateway answered before (a lagging RPC URL
-        cannot take reads back to an older block)."""
-        ...
-
-    async def block_timestamp(self, block: int) -> int:
-        """The timestamp (unix seconds) of a block at or below the head."""
-        ...
-
-    async def chain_id(self) -> int:
-        """The id the node reports (``eth_chainId``)."""
-        ...
-
-    async def balances(
-        self, token: str | None, addresses: list[str], block: BlockRef = "latest"
-    ) -> list[int | None]:
-        """Balances of many addresses in one call, all read at one block; None where a token
-        balance is unreadable (the token's balanceOf failed or misbehaved: see the factory's
-        ``balancesOf``), which callers treat as unknown for that address alone."""
-        ...
-
-    async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:
-        """``balances`` of (token, addresses) groups, a list each, at ``block`` in as few calls
-        as the gas of an ``eth_call`` allows (``chain.reader``)."""
-        ...
-
-    async def read_escrows_at_head(
-        self, groups: Sequence[Group]
-    ) -> tuple[int, list[list[int | None]]]:
-        """The head (never lower than one answered before) and ``read_escrows`` there: one
-        call when the reader answers every value at once (its answer names the block)."""
-        ...
-
-    async def token_symbol(self, token: str | None) -> str:
-        """The configured symbol (native or allow-listed token); never calls the token."""
-        ...
-
-    def escrow_address(self, owner: str, salt: bytes) -> str:
-        """The escrow of (owner, salt) at the current factory: where new invoices are paid."""
-        ...
-
-    def factory_of(self, owner: str, salt: bytes, payment_address: str) -> str:
-        """The factory (current or previous, ``chain.versions``) that made the escrow at
-        ``payment_address`` for (owner, salt): the one that sweeps and refunds it."""
-        ...
-
-    async def factory_nonce(self, owner: str, factory: str | None = None) -> int:
-        """The owner's ``nonces(owner)`` at ``factory`` (None: the current factory)."""
-        ...
-
-    async def fee_settings(self, owner: str, factory: str | None = None) -> tuple[int, str | None]:
-        """(feeBps, payout address or None) of an owner, read from ``factory`` (None: the
-        current factory)."""
-        ...
-
-    async def feed_round(self, address: str) -> FeedRound:
-        """A Chainlink aggregator's latest round (``latestRoundData`` and ``decimals``, both
-        at the head): ChainUnavailable when it cannot be read."""
-        ...
-
-    async def has_code(self, address: str) -> bool:
-        """Whether a contract (an EIP-1271 wallet, say) is deployed at ``address``."""
-        ...
-
-    async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
-        """EIP-3009 ``authorizationState``: whether the authorizer used or canceled the
-        nonce (at the latest block)."""
-        ...
-
-    # Sending. The node's refusals come through as RpcError (ContractRevert for a revert);
-    # an unreachable node is ChainUnavailable.
-
-    async def is_valid_signature(
-        self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
-    ) -> bool:
-        """Whether the contract wallet at ``wallet`` accepts ``signature`` over ``digest``
-        (EIP-1271 ``isValidSignature``), asked by an ``eth_call`` of at most ``gas_cap`` gas:
-        a revert, an answer other than the magic value, or running out of gas is "no"."""
-        ...
-
-    async def eip1559(self) -> bool:
-        """Whether transactions are EIP-1559 (type 2); False: legacy type 0 with gasPrice."""
-        ...
-
-    async def fee_caps(self) -> tuple[int, int]:
-        """(maxFeePerGas, maxPriorityFeePerGas) for an EIP-1559 transaction now; on a
-        legacy-fee chain both are the gas price."""
-        ...
-
-    async def estimate_gas(
-        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
-    ) -> int:
-        """Gas of the call from ``sender`` on the latest state; it runs the call, so a revert
-        raises ContractRevert with its data. With ``gas_cap`` the call gets at most that much
-        gas: one that needs more reverts or fails with an RpcError."""
-        ...
-
-    async def native_balance(self, address: str) -> int:
-        """The native coin balance of an account (the relayer's, say), in wei."""
-        ...
-
-    async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
-        """Transactions sent from ``address`` (mined ones only at ``"latest"``); over several
-        URLs the lowest count any reports (an over-reported count is not believed)."""
-        ...
-
-    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
-        """Whether a transaction of ``hashes`` (one nonce's signed versions) was mined after
-        all, or another transaction took ``nonce``: asked of every URL, each in one batch, so
-        a URL that lags or hides receipts cannot declare the nonce taken. ChainUnavailable
-        when no URL answers."""
-        ...
-
-    async def send_raw_transaction(self, raw: bytes) -> str:
-        """Broadcast a signed transaction; returns its hash."""
-        ...
-
-    async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        """The receipt of a mined transaction (quantities as ints), or None."""
-        ...
-
-    async def is_known_transaction(self, tx_hash: str) -> bool:
-        """Whether the node holds the transaction (pending or mined)."""
-        ...
-
-    async def aclose(self) -> None:
-        """Close the connections to the node (the registry closes every gateway)."""
-        ...
+__all__ = ["ChainGateway", "EvmGateway", "NonceUse"]
 
 
 class EvmGateway:
@@ -333,9 +185,15 @@ class EvmGateway:
         return await self.evm.fee_caps()
 
     async def estimate_gas(
-        self, sender: str, to: str, data: bytes, value: int = 0, gas_cap: int | None = None
+        self,
+        sender: str,
+        to: str,
+        data: bytes,
+        value: int = 0,
+        gas_cap: int | None = None,
+        fees: dict[str, int] | None = None,
     ) -> int:
-        return await self.evm.estimate_gas(sender, to, data, value, gas_cap)
+        return await self.evm.estimate_gas(sender, to, data, value, gas_cap, fees)
 
     async def native_balance(self, address: str) -> int:
         try:

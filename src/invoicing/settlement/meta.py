@@ -81,22 +81,9 @@ async def relay_meta(
         held = await _pending_holder(session, meta)
         if held is not None:
             return _same_request(held, meta)
-        await _check_budget(session, meta, settings, services.clock.now_ms())
-        # The call's own spender (a payer's authorization spends its invoice owner's share),
-        # or the signer's.
-        spender = meta.call.spender or await spender_of(session, meta.chain_id, meta.owner_address)
-        # Read before the estimate, so a refused flood costs no node call; the send checks
-        # again under the relayer account lock.
-        now_ms = services.clock.now_ms()
-        await check(session, relayer.limits, meta.chain_id, spender, TX_GAS_MIN, now_ms)
-    meta = replace(meta, call=replace(meta.call, spender=spender))
+        meta = await _within_budget(session, services, meta)
     try:
-        gas = await relayer.simulate(meta.call, settings.relayer_meta_gas_limit)
-    except GasCapExceeded as exc:
-        raise InvalidOwnerSignature(
-            "the owner's signature check needs more gas than the relayer gives",
-            {"gasLimit": exc.gas_cap},
-        ) from exc
+        gas = await _simulate(services, meta)
     except ContractRevert:
         # A request for this nonce sent since the check above (by another process) makes the
         # estimate revert against the pending state: answer as that request's holder would.
@@ -134,6 +121,44 @@ async def relay_meta(
         return await relayer.send(meta.call, gas, hold_nonce)
     except _AlreadySent as sent:
         return sent.row
+
+
+async def dry_run_meta(services: Services, meta: MetaCall) -> None:
+    """What ``relay_meta`` would refuse before its send, with nothing sent: the day's
+    counts, the budget, and the simulation under the gas cap with the send's fee fields."""
+    async with services.db.sessions() as session:
+        held = await _pending_holder(session, meta)
+        if held is not None:
+            _same_request(held, meta)
+        meta = await _within_budget(session, services, meta)
+    await _simulate(services, meta)
+
+
+async def _within_budget(session: AsyncSession, services: Services, meta: MetaCall) -> MetaCall:
+    """``meta`` with its spender, or 429 when the day's counts or budget have no room."""
+    relayer = relayer_for(services, meta.chain_id)
+    await _check_budget(session, meta, services.settings, services.clock.now_ms())
+    # The call's own spender (a payer's authorization spends its payee owner's share), or
+    # the signer's.
+    spender = meta.call.spender or await spender_of(session, meta.chain_id, meta.owner_address)
+    # Read before the estimate, so a refused flood costs no node call; the send checks
+    # again under the relayer account lock.
+    now_ms = services.clock.now_ms()
+    await check(session, relayer.limits, meta.chain_id, spender, TX_GAS_MIN, now_ms)
+    return replace(meta, call=replace(meta.call, spender=spender))
+
+
+async def _simulate(services: Services, meta: MetaCall) -> int:
+    """The gas to send ``meta`` with: its simulation under the gas cap (a revert raises
+    ``ContractRevert``)."""
+    relayer = relayer_for(services, meta.chain_id)
+    try:
+        return await relayer.simulate(meta.call, services.settings.relayer_meta_gas_limit)
+    except GasCapExceeded as exc:
+        raise InvalidOwnerSignature(
+            "the owner's signature check needs more gas than the relayer gives",
+            {"gasLimit": exc.gas_cap},
+        ) from exc
 
 
 async def pending_duplicate(services: Services, meta: MetaCall) -> RelayerTransaction | None:

@@ -96,13 +96,18 @@ class Relayer:
         gas limit to send with. A revert raises ``ContractRevert`` with its data.
 
         With ``gas_cap`` the call runs with at most that much gas and is sent with no more;
-        one that needs more raises ``GasCapExceeded``."""
+        one that needs more raises ``GasCapExceeded``. It runs with the fee fields a send now
+        would carry: a contract that behaves otherwise at another gas price (``tx.gasprice``)
+        is judged as it will run."""
+        fees = await self.fee_fields()
         if gas_cap is None:
-            estimate = await self.chain.estimate_gas(self.address, call.to, call.data, call.value)
+            estimate = await self.chain.estimate_gas(
+                self.address, call.to, call.data, call.value, None, fees
+            )
             return gas_limit(estimate)
         try:
             estimate = await self.chain.estimate_gas(
-                self.address, call.to, call.data, call.value, gas_cap
+                self.address, call.to, call.data, call.value, gas_cap, fees
             )
         except ContractRevert:
             raise
@@ -126,6 +131,11 @@ class Relayer:
         row = await self.record(call, gas, on_record)
         await self.broadcast(row)
         return row
+
+    async def fee_fields(self) -> dict[str, int]:
+        """The type and fee fields of a first send now (``evm.fee_fields``)."""
+        max_fee, tip = capped_fees(*await self.chain.fee_caps(), self.chain.config.max_fee_per_gas)
+        return fee_fields(await self.chain.eip1559(), max_fee, tip)
 
     async def record(
         self, call: Call, gas: int, on_record: OnRecord | None = None

@@ -46,7 +46,7 @@ from invoicing.errors import (
     ServiceError,
 )
 from invoicing.services import Services
-from invoicing.settlement.meta import MetaCall, pending_duplicate, relay_meta
+from invoicing.settlement.meta import MetaCall, dry_run_meta, pending_duplicate, relay_meta
 from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.relayer import Call
 
@@ -123,13 +123,7 @@ class SignedPurpose(Protocol):
 async def relay_signed(services: Services, chain: ChainGateway, purpose: SignedPurpose) -> Accepted:
     """Check and relay a signed request (steps 2-6 above); nothing is sent when a check fails."""
     request = purpose.request
-    deadline = normalize_deadline(request.deadline)
-    if deadline <= services.clock.now_ms() // 1000:
-        raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
-    signature = parse_signature(request.signature)
-    await check_signature(chain, purpose, deadline, signature)
-    call = purpose.call(deadline, signature)
-    meta = MetaCall(request.chain_id, request.signer_address, request.nonce, call)
+    meta = await _signed_call(services, chain, purpose)
     taken = await purpose.nonce_taken(chain)
     if taken is not None:
         duplicate = await pending_duplicate(services, meta) if taken.maybe_ours else None
@@ -150,6 +144,33 @@ async def relay_signed(services: Services, chain: ChainGateway, purpose: SignedP
     except ContractRevert as exc:
         raise purpose.revert_error(exc) from exc
     return _accepted(request, row)
+
+
+async def dry_run_signed(services: Services, chain: ChainGateway, purpose: SignedPurpose) -> None:
+    """Steps 2-6 with nothing sent: what ``relay_signed`` would refuse is raised, the same
+    error; the relayer's spend rules are read and the call simulated as the send would be.
+    A request whose nonce is taken is refused, even by a pending identical one."""
+    meta = await _signed_call(services, chain, purpose)
+    taken = await purpose.nonce_taken(chain)
+    if taken is not None:
+        raise taken.error
+    await purpose.before_relay(services, chain)
+    try:
+        await dry_run_meta(services, meta)
+    except ContractRevert as exc:
+        raise purpose.revert_error(exc) from exc
+
+
+async def _signed_call(services: Services, chain: ChainGateway, purpose: SignedPurpose) -> MetaCall:
+    """Steps 2 and 3: the deadline and the signature; the call the relayer would send."""
+    request = purpose.request
+    deadline = normalize_deadline(request.deadline)
+    if deadline <= services.clock.now_ms() // 1000:
+        raise DeadlineExpired("deadline has passed", {"deadline": str(deadline)})
+    signature = parse_signature(request.signature)
+    await check_signature(chain, purpose, deadline, signature)
+    call = purpose.call(deadline, signature)
+    return MetaCall(request.chain_id, request.signer_address, request.nonce, call)
 
 
 def _accepted(request: SignedRequest, row: RelayerTransaction) -> Accepted:

@@ -10,6 +10,9 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from invoicing import __version__
+from invoicing.payments.eip3009 import routes as eip3009_routes
+from invoicing.payments.x402 import facilitator_routes as x402_facilitator_routes
+from invoicing.payments.x402 import page_routes as x402_page_routes
 from invoicing.services import Services
 from invoicing.web import health, home
 from invoicing.web.api import (
@@ -23,7 +26,6 @@ from invoicing.web.api import (
     refunds,
     webhook_signing,
     webhooks,
-    x402_facilitator,
 )
 from invoicing.web.cors import CorsByPath, cors_rules, route_methods
 from invoicing.web.dashboard import session as dashboard_session
@@ -31,9 +33,7 @@ from invoicing.web.dashboard.routes import ROUTERS as DASHBOARD_ROUTERS
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
 from invoicing.web.page import brand as page_brand
-from invoicing.web.page import gasless as page_gasless
 from invoicing.web.page import routes as page
-from invoicing.web.page import x402 as page_x402
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
 
@@ -46,11 +46,11 @@ ROUTERS = (
     webhooks.router,
     page_brand.router,
     page.router,
-    page_gasless.router,
-    page_x402.router,
+    eip3009_routes.router,
+    x402_page_routes.router,
     fees.router,
     gasless.router,
-    x402_facilitator.router,
+    x402_facilitator_routes.router,
     refunds.router,
     escrows.router,
     webhook_signing.router,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.errors import UnsupportedChain
-from invoicing.gasless.opt_in import GaslessChoice, gasless_choice, set_gasless
+from invoicing.payments.opt_in import GaslessChoice, gasless_choice, set_gasless
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import WireModel

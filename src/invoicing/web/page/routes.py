@@ -24,9 +24,9 @@ from invoicing.errors import (
     RateLimited,
     UnsupportedChain,
 )
-from invoicing.gasless.service import page_offer
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.monitor.check import recheck_invoice
+from invoicing.payments.eip3009.service import page_offer
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import Services
 from invoicing.web.context import client_network, services_of

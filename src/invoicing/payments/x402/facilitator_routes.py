@@ -1,7 +1,14 @@
-"""The x402 v2 facilitator for owners' own x402 servers (``gasless.facilitator``):
+"""The x402 v2 facilitator's HTTP routes (``payments.x402.facilitator``):
 ``POST /x402/facilitator/verify``, ``POST /x402/facilitator/settle`` and
 ``GET /x402/facilitator/supported``. Each call carries the owner's API key; the key names the
-owner (the bodies are the x402 specification's, with no ownerAddress)."""
+owner (the bodies are the x402 specification's, with no ownerAddress).
+
+Verify and settle count against the owner's ``x402_facilitator_per_minute`` (each costs node
+calls) besides its API limit; a request with no valid key counts against its client network's
+``pay_rate_limit_per_minute`` before it is refused, so guessing keys is bounded too.
+
+A method's routes belong to the web layer though they live in its folder: this module runs up
+to ``web.api.inputs``, ``web.api.responses``, ``web.context`` and ``web.routedocs``."""
 
 from __future__ import annotations
 
@@ -21,11 +28,11 @@ from invoicing.errors import (
     RateLimited,
     Unauthorized,
 )
-from invoicing.gasless.facilitator import settle, supported, verify
+from invoicing.payments.x402.facilitator import settle, supported, verify
 from invoicing.ratelimit import hit_deferred
 from invoicing.web.api.inputs import json_body
 from invoicing.web.api.responses import WireModel
-from invoicing.web.context import services_of
+from invoicing.web.context import client_network, services_of
 from invoicing.web.routedocs import Answer, documented
 
 router = APIRouter(prefix="/x402/facilitator", tags=["x402 facilitator"])
@@ -71,16 +78,29 @@ async def _owner(request: Request) -> str:
     """The owner of the request's API key (401 without a valid one), counted against its
     rate limit like any authenticated call."""
     services = services_of(request)
+    settings, now_ms = services.settings, services.clock.now_ms()
     api_key = request.headers.get(API_KEY_HEADER)
     found = None if api_key is None else await lookup_active_key(services.db, api_key)
     if found is None:
+        client = client_network(request, settings.trusted_proxies)
+        await hit_deferred(
+            services.db, [f"bad-key-ip:{client}"], settings.pay_rate_limit_per_minute, now_ms
+        )
         raise Unauthorized("the facilitator needs the owner's API key (x-service-api-key)")
-    check_admitted(services.db, services.settings.owners, found.owner_key)
-    limit = services.settings.owner_rate_limit_per_minute
-    await hit_deferred(
-        services.db, [f"api-owner:{found.owner_key}"], limit, services.clock.now_ms()
-    )
+    check_admitted(services.db, settings.owners, found.owner_key)
+    limit = settings.owner_rate_limit_per_minute
+    await hit_deferred(services.db, [f"api-owner:{found.owner_key}"], limit, now_ms)
     return found.owner_key
+
+
+async def _facilitating_owner(request: Request) -> str:
+    """``_owner``, also counted against the owner's facilitator limit (verify and settle
+    read the chain)."""
+    owner = await _owner(request)
+    services = services_of(request)
+    limit = services.settings.x402_facilitator_per_minute
+    await hit_deferred(services.db, [f"x402-owner:{owner}"], limit, services.clock.now_ms())
+    return owner
 
 
 def _doc(summary: str, ok: type[BaseModel], action: str, body: bool = True) -> dict[str, Any]:
@@ -92,7 +112,7 @@ def _doc(summary: str, ok: type[BaseModel], action: str, body: bool = True) -> d
 
 @router.post("/verify", **_doc("x402 verify", VerifyResponse, "facilitator.verify"))
 async def facilitator_verify(request: Request) -> Answer[VerifyResponse]:
-    owner = await _owner(request)
+    owner = await _facilitating_owner(request)
     services = services_of(request)
     body = await json_body(request, services.settings.max_body_bytes)
     return Answer(VerifyResponse.model_validate(await verify(services, owner, body)))
@@ -100,7 +120,7 @@ async def facilitator_verify(request: Request) -> Answer[VerifyResponse]:
 
 @router.post("/settle", **_doc("x402 settle", SettleResponse, "facilitator.settle"))
 async def facilitator_settle(request: Request) -> Answer[SettleResponse]:
-    owner = await _owner(request)
+    owner = await _facilitating_owner(request)
     services = services_of(request)
     body = await json_body(request, services.settings.max_body_bytes)
     return Answer(SettleResponse.model_validate(await settle(services, owner, body)))

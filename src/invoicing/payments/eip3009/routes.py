@@ -1,7 +1,12 @@
 """``POST /pay/<paymentAddress>/authorization``: the payment page submits a payer's EIP-3009
 transfer authorization and the relayer sends it (``gasless.service``). Public, counted
 against the client's rate limit like every ``/pay`` route; the signature is the payer's
-only authority, and the service checks everything before it sends anything."""
+only authority, and the service checks everything before it sends anything.
+
+A method's routes belong to the web layer though they live in its folder: this module runs
+up to ``web.api.inputs``, ``web.api.refunds``, ``web.api.responses``, ``web.context``,
+``web.page.routes``, ``web.page.view`` and ``web.routedocs``.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,11 @@ from invoicing.errors import (
     PayloadTooLarge,
     RateLimited,
 )
-from invoicing.gasless.service import GaslessAccepted, PayerAuthorization, submit_authorization
+from invoicing.payments.eip3009.service import (
+    GaslessAccepted,
+    PayerAuthorization,
+    submit_authorization,
+)
 from invoicing.web.api.inputs import Address, json_body, validate
 from invoicing.web.api.refunds import DecimalString
 from invoicing.web.api.responses import WireModel

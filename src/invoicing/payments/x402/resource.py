@@ -3,7 +3,8 @@ and a GET with ``PAYMENT-SIGNATURE`` verified and settled through the relayer
 (``gasless.x402`` for the protocol, ``gasless.service`` for the checks and the relay).
 
 The answer to a paid request waits for the settling transaction's receipt (at most
-``SETTLE_WAIT_S``), then re-checks the invoice live, so the client gets it back paid. For
+``x402_settle_wait_s``, 15 s by default; a client that asks again later gets the invoice
+once it shows paid), then re-checks the invoice live, so the client gets it back paid. For
 that re-check the module runs up to ``monitor.check`` (a unit of its own floor), the one home
 of the live re-check."""
 
@@ -15,13 +16,16 @@ from typing import Any
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable, ServiceError
-from invoicing.gasless.service import (
+from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.monitor.check import recheck_invoice
+from invoicing.payments.eip3009.service import (
     PayerAuthorization,
     gasless_token,
     invoice_at,
     submit_authorization,
 )
-from invoicing.gasless.x402 import (
+from invoicing.payments.x402.protocol import (
     PAYMENT_REQUIRED,
     PAYMENT_RESPONSE,
     Requirements,
@@ -33,12 +37,8 @@ from invoicing.gasless.x402 import (
     reason_of,
     requirements_for,
 )
-from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice, InvoiceRow
-from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 
-SETTLE_WAIT_S = 60.0
 _POLL_S = 0.25
 
 
@@ -95,7 +95,7 @@ async def x402_resource(
         failure = settle_response(False, requirements, payer, "", reason_of(exc))
         required = payment_required(requirements, url, description, exc.message)
         return _unpaid(invoice, required, failure)
-    mined = await receipt_status(chain, accepted.tx_hash)
+    mined = await receipt_status(chain, accepted.tx_hash, services.settings.x402_settle_wait_s)
     response = settle_response(mined, requirements, payer, accepted.tx_hash if mined else "")
     if not mined:
         response["errorReason"] = "invalid_transaction_state"
@@ -129,10 +129,10 @@ def settle_response(
     return body
 
 
-async def receipt_status(chain: ChainGateway, tx_hash: str) -> bool:
-    """Whether the transaction was mined with status 1 within ``SETTLE_WAIT_S``."""
+async def receipt_status(chain: ChainGateway, tx_hash: str, wait_s: float) -> bool:
+    """Whether the transaction was mined with status 1 within ``wait_s``."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + SETTLE_WAIT_S
+    deadline = loop.time() + wait_s
     while loop.time() < deadline:
         try:
             receipt = await chain.receipt(tx_hash)

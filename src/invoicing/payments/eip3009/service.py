@@ -1,23 +1,23 @@
 """Gasless payments: a payer's EIP-3009 ``TransferWithAuthorization`` into an invoice's
-escrow, checked and submitted by the relayer (docs/integration/gasless.md).
+escrow, checked here and carried by the payment seam (``payments.seam``;
+docs/integration/gasless.md).
 
 The payer signs, in the token's EIP-712 domain, ``from`` (the payer), ``to`` (the invoice's
 escrow), ``value`` (the amount still due), a validity window and a random 32-byte nonce.
 Checks run before anything is sent, each refusal a documented 4xx and nothing sent:
 
-1. the invoice exists (404), its token has EIP-3009 and its owner turned gasless payments on
-   for the chain (400 ``gasless_unavailable``);
+1. the invoice exists (404) and its token has EIP-3009 (400 ``gasless_unavailable``);
 2. the request names the invoice's chain and token (the domain; 400 ``invalid_authorization``
    with ``details.field``), ``to`` is the escrow, the invoice takes payments (pending, not
    expired, not deleted; 409 ``invoice_not_payable``), ``value`` is the amount still due (read
    live), and the window is open with at least ``gasless_min_validity_left_s`` left and at
    most ``gasless_max_validity_s`` long;
-3. ``settlement.signed_relay`` then checks the signature (EOA, or EIP-1271 for a contract
-   wallet by the capped simulation), the nonce (``authorizationState``; 409
-   ``authorization_used``), and through this purpose the payer's balance (400
-   ``insufficient_balance``) and that no other gasless payment of the invoice is pending; the
-   relayer's spend rules apply, charged to the invoice owner's share, and a revert of the
-   simulation is 400 ``invalid_authorization``.
+3. the seam then checks the owner's opt-in, that the authorization was not carried before,
+   whose share pays, the signature (EOA, or EIP-1271 for a contract wallet by the capped
+   simulation) and the nonce (``authorizationState``; 409 ``authorization_used``), and through
+   this purpose the payer's balance (400 ``insufficient_balance``) and that no other gasless
+   payment of the invoice is pending; a revert of the simulation is 400
+   ``invalid_authorization``.
 
 The same authorization sent again answers with the transaction of the first (one
 transaction, one hash). One that someone else submitted first has paid the escrow: it is
@@ -58,18 +58,25 @@ from invoicing.errors import (
     NotFound,
     UnsupportedChain,
 )
-from invoicing.gasless.models import GaslessPayment, GaslessStatus
-from invoicing.gasless.opt_in import is_enabled
 from invoicing.hashing import keccak256
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
+from invoicing.payments.eip3009.models import GaslessPayment, GaslessStatus
+from invoicing.payments.method import PaymentMethod
+from invoicing.payments.opt_in import is_enabled
+from invoicing.payments.seam import (
+    AuthorizationKey,
+    Relayed,
+    carried_before,
+    relay_payment,
+    settle_authorization,
+)
 from invoicing.services import Services
-from invoicing.settlement.budget import Spender
-from invoicing.settlement.finality import Final, OnFinal, on_final
+from invoicing.settlement.finality import Final, OnFinal
 from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Call
-from invoicing.settlement.signed_relay import NonceTaken, SignedRequest, relay_signed
+from invoicing.settlement.signed_relay import NonceTaken, SignedRequest
 
 
 @dataclass(frozen=True)
@@ -105,9 +112,9 @@ async def submit_authorization(services: Services, request: PayerAuthorization) 
     auth = request.authorization
     signed = _signed(invoice, request)
     purpose = EscrowAuthorization(signed, invoice.owner_address, token, auth, invoice)
-    earlier = await _earlier(services.db, invoice.chain_id, auth, purpose.request_hash(request))
+    earlier = await carried_before(services.db, purpose)
     if earlier is not None:
-        return earlier
+        return _answer(invoice, auth, earlier)
     _check_terms(services, invoice, auth)
     try:
         await _check_value(chain, invoice, auth)
@@ -115,7 +122,7 @@ async def submit_authorization(services: Services, request: PayerAuthorization) 
         await _notice(services, invoice)  # paid by someone (this very authorization, maybe)
         raise
     try:
-        accepted = await relay_signed(services, chain, purpose)
+        relayed = await relay_payment(services, chain, purpose)
     except InvalidOwnerSignature as exc:
         raise InvalidAuthorization(
             "the signature is not the payer's for this authorization (EIP-712 in the token's "
@@ -127,12 +134,14 @@ async def submit_authorization(services: Services, request: PayerAuthorization) 
     except AuthorizationUsed as exc:
         await _notice(services, invoice)
         raise exc
+    return _answer(invoice, auth, relayed)
+
+
+def _answer(invoice: Invoice, auth: Authorization, relayed: Relayed) -> GaslessAccepted:
+    """The transaction that carries the authorization, this time or before."""
+    tx_hash = relayed.accepted.tx_hash
     return GaslessAccepted(
-        accepted.tx_hash,
-        invoice.chain_id,
-        auth.from_address,
-        _hex(auth.nonce),
-        GaslessStatus.SUBMITTED,
+        tx_hash, invoice.chain_id, auth.from_address, _hex(auth.nonce), relayed.status
     )
 
 
@@ -230,29 +239,6 @@ async def _check_value(chain: ChainGateway, invoice: Invoice, auth: Authorizatio
         )
 
 
-async def _earlier(
-    db: Database, chain_id: int, auth: Authorization, request_hash: str
-) -> GaslessAccepted | None:
-    """The answer to an authorization of (payer, nonce) relayed before: the same one gets
-    its transaction back, another one is refused while the first may still use the nonce."""
-    async with db.sessions() as session:
-        row = await session.scalar(
-            select(GaslessPayment)
-            .where(
-                GaslessPayment.chain_id == chain_id,
-                GaslessPayment.payer == auth.from_address,
-                GaslessPayment.nonce == _hex(auth.nonce),
-            )
-            .order_by(GaslessPayment.created_at.desc())
-            .limit(1)
-        )
-    if row is None or row.status == GaslessStatus.FAILED:
-        return None
-    if row.request_hash != request_hash:
-        raise AuthorizationUsed("another authorization with this nonce was submitted")
-    return GaslessAccepted(row.tx_hash, chain_id, row.payer, row.nonce, row.status)
-
-
 async def _notice(services: Services, invoice: Invoice) -> None:
     """Someone else submitted the authorization first: read the escrow now."""
     try:
@@ -276,11 +262,23 @@ class EscrowAuthorization:
     token's random nonces (``authorizationState``), its reverts, and the owner's share."""
 
     request: SignedRequest
-    owner_address: str  # whose share of the relayer's budget pays the gas
+    owner_address: str  # the payee: its opt-in and its share count
     token: TokenConfig
     authorization: Authorization
     # The invoice paid (None: a transfer to the owner through its x402 facilitator).
     invoice: Invoice | None = None
+    method: str = "eip3009"
+
+    @property
+    def key(self) -> AuthorizationKey:
+        auth = self.authorization
+        return AuthorizationKey(
+            self.request.chain_id, self.token.address, auth.from_address, _hex(auth.nonce)
+        )
+
+    @property
+    def value(self) -> int:
+        return self.authorization.value
 
     def typed_data(self, deadline: int) -> dict[str, Any]:
         assert self.token.eip3009 is not None
@@ -289,18 +287,7 @@ class EscrowAuthorization:
 
     def call(self, deadline: int, signature: bytes) -> Call:
         data = encode_transfer_with_authorization(self.authorization, signature)
-        spender = Spender.owner(self.owner_address)
-        return Call(TxPurpose.GASLESS, self.token.address, data, spender=spender)
-
-    def request_hash(self, request: PayerAuthorization) -> str:
-        """As ``settlement.meta`` hashes a request: the token and the calldata."""
-        signature = request.signature
-        try:
-            raw = bytes.fromhex(signature[2:]) if signature.startswith("0x") else b""
-        except ValueError:
-            raw = b""
-        call = self.call(0, raw)
-        return _request_hash(call.to, call.data)
+        return Call(TxPurpose.GASLESS, self.token.address, data)  # the seam names the spender
 
     async def nonce_taken(self, chain: ChainGateway) -> NonceTaken | None:
         auth = self.authorization
@@ -382,6 +369,7 @@ async def _refuse_while_pending(session: AsyncSession, invoice_id: str) -> None:
 async def settle_gasless(session: AsyncSession, services: Services, final: Final[None]) -> None:
     """A final gasless transaction: confirmed, or failed (reverted or dropped). The payment
     itself is the monitor's to see, as any payment into the escrow."""
+    await settle_authorization(session, final)
     row = final.row
     status = GaslessStatus.CONFIRMED if row.status == TxStatus.CONFIRMED else GaslessStatus.FAILED
     await session.execute(
@@ -391,4 +379,7 @@ async def settle_gasless(session: AsyncSession, services: Services, final: Final
     )
 
 
-on_final(TxPurpose.GASLESS, OnFinal(settle_gasless))
+# The x402 facilitator's transfers share the purpose: their rows are the seam's alone.
+EIP3009 = PaymentMethod(
+    "eip3009", finality={TxPurpose.GASLESS: OnFinal(settle_gasless)}, page_offer=page_offer
+)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from invoicing.db import Database, upsert
-from invoicing.gasless.models import GaslessOptIn
+from invoicing.payments.models import GaslessOptIn
 from invoicing.services import Services
 
 

@@ -5,11 +5,13 @@ scheme with EIP-3009 tokens. It is not an open relay:
 - every call carries the owner's API key (``x-service-api-key``), which names the owner;
 - ``payTo`` must be the owner's own address or one of its invoices' escrows;
 - only tokens on the chain's allow-list with EIP-3009, under their own EIP-712 domain;
-- each settlement goes through ``settlement.signed_relay`` (signature, EIP-1271 under the gas
-  cap, ``authorizationState``, the payer's balance, a simulation) and is charged to the
-  owner's share of the relayer's daily budget.
+- each settlement is carried by the payment seam (``payments.seam``): the owner's opt-in,
+  one success per authorization, the newcomers' share for an owner with no paid invoice,
+  then ``settlement.signed_relay`` (signature, EIP-1271 under the gas cap,
+  ``authorizationState``, the payer's balance, a simulation with the send's fee fields).
 
-Verification runs the same checks and the simulation, and sends nothing.
+Verification is the seam's dry run: the same steps, with nothing sent. A payment settled
+once answers ``success: false`` (``invalid_transaction_state``) when presented again.
 """
 
 from __future__ import annotations
@@ -19,20 +21,19 @@ from typing import Any
 
 from sqlalchemy import select
 
-from invoicing.chain.answers import ContractRevert
 from invoicing.chain.eip3009 import Authorization
-from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import (
     DeadlineExpired,
-    InsufficientBalance,
     InvalidAuthorization,
     InvalidOwnerSignature,
     ServiceError,
     UnsupportedChain,
 )
-from invoicing.gasless.resource import receipt_status, settle_response
-from invoicing.gasless.service import EscrowAuthorization
-from invoicing.gasless.x402 import (
+from invoicing.invoices.models import Invoice
+from invoicing.payments.eip3009.service import EscrowAuthorization
+from invoicing.payments.method import PaymentMethod
+from invoicing.payments.seam import dry_run, relay_payment
+from invoicing.payments.x402.protocol import (
     SCHEME,
     X402_VERSION,
     Payment,
@@ -43,15 +44,10 @@ from invoicing.gasless.x402 import (
     parse_requirements,
     reason_of,
 )
-from invoicing.invoices.models import Invoice
+from invoicing.payments.x402.resource import receipt_status, settle_response
 from invoicing.services import Services
-from invoicing.settlement.relayer import GasCapExceeded, relayer_for
-from invoicing.settlement.signed_relay import (
-    SignedRequest,
-    check_signature,
-    parse_signature,
-    relay_signed,
-)
+from invoicing.settlement.relayer import relayer_for
+from invoicing.settlement.signed_relay import SignedRequest
 
 
 @dataclass(frozen=True)
@@ -69,11 +65,11 @@ async def verify(services: Services, owner_address: str, body: Any) -> dict[str,
     try:
         checked = await _checked(services, owner_address, body)
         chain = services.chains.get(checked.requirements.chain_id)
-        await _simulate(services, chain, checked)
+        await dry_run(services, chain, checked.purpose)
     except ServiceError as exc:
         if exc.status >= 500 or exc.status == 429:
             raise
-        return {"isValid": False, "invalidReason": reason_of(exc), "payer": payer}
+        return {"isValid": False, "invalidReason": reason_of(_named(exc)), "payer": payer}
     return {"isValid": True, "payer": payer}
 
 
@@ -84,7 +80,7 @@ async def settle(services: Services, owner_address: str, body: Any) -> dict[str,
     try:
         checked = await _checked(services, owner_address, body)
         chain = services.chains.get(checked.requirements.chain_id)
-        accepted = await relay_signed(services, chain, checked.purpose)
+        relayed = await relay_payment(services, chain, checked.purpose)
     except ServiceError as exc:
         if exc.status >= 500 or exc.status == 429:
             raise
@@ -92,7 +88,12 @@ async def settle(services: Services, owner_address: str, body: Any) -> dict[str,
         return {"success": False, "errorReason": reason_of(_named(exc)), "payer": payer,
                 "transaction": "", "network": network}  # fmt: skip
     requirements = checked.requirements
-    if await receipt_status(chain, accepted.tx_hash):
+    accepted = relayed.accepted
+    if not relayed.first:  # its one success belongs to the presentation that carried it
+        return settle_response(
+            False, requirements, payer, accepted.tx_hash, "invalid_transaction_state"
+        )
+    if await receipt_status(chain, accepted.tx_hash, services.settings.x402_settle_wait_s):
         return settle_response(True, requirements, payer, accepted.tx_hash)
     return settle_response(
         False, requirements, payer, accepted.tx_hash, "invalid_transaction_state"
@@ -178,7 +179,7 @@ async def _checked(services: Services, owner_address: str, body: Any) -> Checked
     signed = SignedRequest(
         requirements.chain_id, auth.from_address, nonce, auth.valid_before, payment.signature
     )
-    purpose = EscrowAuthorization(signed, owner_address, token, auth)
+    purpose = EscrowAuthorization(signed, owner_address, token, auth, method="x402")
     return Checked(payment, requirements, purpose)
 
 
@@ -217,27 +218,6 @@ def _check_terms(services: Services, requirements: Requirements, auth: Authoriza
         raise InvalidAuthorization("validBefore out of range", {"field": "validBefore"})
 
 
-async def _simulate(services: Services, chain: ChainGateway, checked: Checked) -> None:
-    """What ``settle`` checks on the chain, with nothing sent: signature, nonce, balance,
-    and the transfer's simulation under the relayer's gas cap."""
-    purpose = checked.purpose
-    signature = parse_signature(purpose.request.signature)
-    try:
-        await check_signature(chain, purpose, purpose.request.deadline, signature)
-    except InvalidOwnerSignature as exc:
-        raise _named(exc) from exc
-    taken = await purpose.nonce_taken(chain)
-    if taken is not None:
-        raise taken.error
-    auth = purpose.authorization
-    (balance,) = await chain.balances(purpose.token.address, [auth.from_address])
-    if balance is None or balance < auth.value:
-        raise InsufficientBalance("the payer holds less than value")
-    relayer = relayer_for(services, chain.config.chain_id)
-    call = purpose.call(purpose.request.deadline, signature)
-    try:
-        await relayer.simulate(call, services.settings.relayer_meta_gas_limit)
-    except GasCapExceeded as exc:
-        raise _named(InvalidOwnerSignature("gas cap")) from exc
-    except ContractRevert as exc:
-        raise purpose.revert_error(exc) from exc
+# Its transfers are relayed as the gasless purpose, whose final handler (``EIP3009``) settles
+# the seam's row of every transfer of that purpose.
+X402 = PaymentMethod("x402")

@@ -1,31 +1,16 @@
-"""Gasless payments: the owners who turned them on per chain, and the authorizations the
-relayer submitted into invoice escrows."""
+"""Gasless payments of invoices: the authorizations the relayer submitted into escrows, with
+the invoice each one pays."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
 from invoicing.invoices.models import RAW
+from invoicing.payments.models import AuthorizationStatus
 
-
-class GaslessStatus:
-    SUBMITTED = "submitted"  # its relayer transaction is pending
-    CONFIRMED = "confirmed"  # mined with status 1 at the chain's confirmation depth
-    FAILED = "failed"  # reverted (submitted by someone else first, say), or dropped
-
-
-class GaslessOptIn(Base):
-    """An owner's choice on one chain: payers may pay its invoices without gas (off until
-    the owner turns it on)."""
-
-    __tablename__ = "gasless_opt_ins"
-
-    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)  # lower case
-    chain_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    enabled: Mapped[bool] = mapped_column(Boolean)
-    updated_at: Mapped[int] = mapped_column(BigInteger)
+GaslessStatus = AuthorizationStatus
 
 
 class GaslessPayment(Base):

@@ -1,7 +1,11 @@
 """``GET /pay/<paymentAddress>/x402``: the invoice as an x402 v2 resource (``x402Url``), for
 programs that pay over HTTP (``gasless.resource``). Public and counted against the client's
 rate limit like every ``/pay`` route; a paid GET answers 200 with ``PAYMENT-RESPONSE`` and
-the invoice as the payment page's status shows it."""
+the invoice as the payment page's status shows it.
+
+A method's routes belong to the web layer though they live in its folder: this module runs
+up to ``web.context``, ``web.page.routes``, ``web.page.view`` and ``web.routedocs``.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +21,8 @@ from invoicing.errors import (
     NotFound,
     RateLimited,
 )
-from invoicing.gasless.resource import x402_resource
-from invoicing.gasless.x402 import PAYMENT_SIGNATURE
+from invoicing.payments.x402.protocol import PAYMENT_SIGNATURE
+from invoicing.payments.x402.resource import x402_resource
 from invoicing.web.context import services_of
 from invoicing.web.page.routes import limit_client
 from invoicing.web.page.view import PaymentStatus, parse_payment_address, payment_view
