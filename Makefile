@@ -75,9 +75,13 @@ compile: $(NPM_STAMP)
 	node scripts/compile.mjs
 
 # forge's fuzz and invariant tests of the contracts (tests/fuzz, settings in foundry.toml);
-# offline, compiled by the pinned npm solc through scripts/solc.
+# offline, compiled by the pinned npm solc through scripts/solc. The platform binary runs, not
+# the node wrapper node_modules/.bin/forge: the wrapper (@foundry-rs/forge 1.7.1) exits 0 even
+# when a test fails, which would let this step, and CI's, pass on a failing test.
 fuzz: $(NPM_STAMP)
-	node_modules/.bin/forge test
+	@forge=$$(ls node_modules/@foundry-rs/forge-*/bin/forge 2>/dev/null | head -n 1); \
+	test -x "$$forge" || { echo "forge not found under node_modules/@foundry-rs/: run npm ci" >&2; exit 1; }; \
+	echo "$$forge test"; "$$forge" test
 
 bench: setup
 	$(PY) bench/gas.py

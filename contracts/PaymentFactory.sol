@@ -10,13 +10,15 @@ import {ReentrancyGuardTransient} from "@openzeppelin/contracts/utils/Reentrancy
 
 import {Escrow, ISweepSource} from "./Escrow.sol";
 
-/// @title PaymentFactory (version 2)
+/// @title PaymentFactory (version 3)
 /// @notice One per chain. Holds each owner's fee settings (set by owner-signed EIP-712
 /// messages that anyone may relay) and sweeps per-invoice CREATE2 escrows in batches.
 /// Version 2 bounds what a recipient can cost: every native send carries `NATIVE_SEND_GAS`.
-/// The previous version (contracts/previous/PaymentFactoryV1.sol) made the same escrows at
-/// its own address, with the same EIP-712 domain name and version; signatures differ by the
-/// domain's verifyingContract.
+/// Version 3 keeps every refused wei credited: a native sweep reads the owner's credit after
+/// the fee's send, which credits the owner when it is its own payout address and refuses.
+/// The previous versions (contracts/previous/PaymentFactoryV2.sol, PaymentFactoryV1.sol) made
+/// the same escrows at their own addresses, with the same EIP-712 domain name and version;
+/// signatures differ by the domain's verifyingContract.
 /// @dev Escrow address = CREATE2(this, keccak256(abi.encode(owner, salt)), Escrow init code).
 /// `withdraw` is permissionless: the destinations come only from this contract's state, so a
 /// caller cannot redirect funds and owners can recover their money without the service.
@@ -207,14 +209,14 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         _createEscrows(owner, salts);
         uint256 nativeTotal = address(this).balance - nativeBefore;
         if (token == address(0)) {
-            _payOut(owner, address(0), salts.length, nativeTotal, nativeCreditOf[owner]);
+            _payOut(owner, address(0), salts.length, nativeTotal, true);
             return;
         }
         _sweepToken = address(0);
         uint256 tokenAfter = IERC20(token).balanceOf(address(this));
         uint256 tokenTotal = tokenAfter > tokenBefore ? tokenAfter - tokenBefore : 0;
-        _payOut(owner, token, salts.length, tokenTotal, 0);
-        if (nativeTotal != 0) _payOut(owner, address(0), salts.length, nativeTotal, 0);
+        _payOut(owner, token, salts.length, tokenTotal, false);
+        if (nativeTotal != 0) _payOut(owner, address(0), salts.length, nativeTotal, false);
     }
 
     /// @notice Pay `account` the native coin credited to it after it refused coin; anyone may
@@ -322,7 +324,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         if (token == address(0)) {
             if (amount > nativeFound) revert InsufficientBalance(nativeFound, amount);
             _sendNative(to, amount);
-            if (nativeFound != amount) _payOut(user, address(0), 1, nativeFound - amount, 0);
+            if (nativeFound != amount) _payOut(user, address(0), 1, nativeFound - amount, false);
             return;
         }
         _sweepToken = address(0);
@@ -331,7 +333,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         if (amount > found) revert InsufficientBalance(found, amount);
         IERC20(token).safeTransfer(to, amount);
         if (found != amount) IERC20(token).safeTransfer(escrow, found - amount);
-        if (nativeFound != 0) _payOut(user, address(0), 1, nativeFound, 0);
+        if (nativeFound != 0) _payOut(user, address(0), 1, nativeFound, false);
     }
 
     /// @dev One escrow, with the same duplicate guard as `_createEscrows`.
@@ -347,9 +349,8 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     }
 
     /// @dev Pays `total` of `token` out: the fee share to the payout address, the rest to
-    /// `owner`, together with `credit`, the owner's native credit (native coin only; 0 when
-    /// not paid here).
-    function _payOut(address owner, address token, uint256 count, uint256 total, uint256 credit)
+    /// `owner`, together with the owner's native credit when `payCredit` (native coin only).
+    function _payOut(address owner, address token, uint256 count, uint256 total, bool payCredit)
         private
     {
         address payout = payoutOf[owner];
@@ -359,6 +360,9 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
             if (total != fee) IERC20(token).safeTransfer(owner, total - fee);
         } else {
             if (fee != 0) _sendNative(payout, fee);
+            // Read after the fee's send: an owner that is its own payout address and refused
+            // the fee has just been credited it.
+            uint256 credit = payCredit ? nativeCreditOf[owner] : 0;
             if (total != fee || credit != 0) _sendNativeWithCredit(owner, total - fee, credit);
         }
         emit Withdrawn(owner, token, count, total, fee);

@@ -15,12 +15,19 @@ import {VM} from "./Vm.sol";
 /// `HostileWallet`), disjoint from every other owner's: value that reaches an account can only
 /// have come from that owner's escrows, so per-owner conservation shows that coin and tokens
 /// leave an escrow only to its owner, its payout address or a signed refund's recipient. The
-/// last owner is itself a `HostileWallet` (an EIP-1271 wallet), so owners refuse and burn too.
+/// last two owners are themselves `HostileWallet`s (EIP-1271 wallets), so owners refuse and
+/// burn too; the last one starts as its own payout address, with the highest fee, refusing
+/// coin, so a sweep credits both its fee and its share to the same account. Any owner may be
+/// made its own payout address (`setPayout`).
 ///
 /// Every sweep and refund is measured: its gas must stay within what its escrows and native
 /// sends should cost, each send counted at its stipend (`gasBound`), whatever the recipients do.
 contract FactoryHandler {
-    uint256 public constant OWNERS = 3; // [EOA, EOA, HostileWallet]
+    uint256 public constant OWNERS = 4; // [EOA, EOA, HostileWallet, HostileWallet]
+    /// @notice The owner that is a wallet and starts as any other owner does.
+    uint256 public constant WALLET_OWNER = 2;
+    /// @notice The owner that is a wallet and starts paid its own fee, refusing coin.
+    uint256 public constant SELF_PAID_OWNER = 3;
     uint256 public constant SALTS = 4;
     uint256 public constant ACCOUNTS = 3; // per owner: [EOA, EOA, HostileWallet]
     uint256 public constant FUNDS = 1e30;
@@ -63,7 +70,7 @@ contract FactoryHandler {
         token = token_;
         for (uint256 o = 0; o < OWNERS; ++o) {
             keys[o] = 0xA11CE + seed * OWNERS + o;
-            owners[o] = o == OWNERS - 1
+            owners[o] = o >= WALLET_OWNER
                 ? address(new HostileWallet(VM.addr(keys[o])))
                 : VM.addr(keys[o]);
             for (uint256 a = 0; a < ACCOUNTS; ++a) {
@@ -76,6 +83,10 @@ contract FactoryHandler {
             }
         }
         VM.deal(address(this), FUNDS);
+        address selfPaid = owners[SELF_PAID_OWNER];
+        HostileWallet(payable(selfPaid)).setMode(HostileWallet.Mode.Refuse);
+        _setFee(SELF_PAID_OWNER, factory.MAX_FEE_BPS());
+        _setPayout(SELF_PAID_OWNER, selfPaid);
     }
 
     function salt(uint256 s) public pure returns (bytes32) {
@@ -116,6 +127,13 @@ contract FactoryHandler {
         } catch {}
     }
 
+    /// @notice Pays owner `o`'s escrow `s` in native coin and sweeps it at once, as the service
+    /// does when an invoice is paid: sweeps that each find coin, so credits pile up.
+    function payAndSweep(uint256 o, uint256 s, uint256 amount) external {
+        this.payNative(o, s, amount);
+        this.withdraw(o, true, s % SALTS, 1);
+    }
+
     /// @notice Makes owner `o`'s hostile wallet (`which` 0: the owner, if a wallet; 1: its
     /// hostile payout candidate; 2: its hostile refund recipient) accept, refuse or burn gas.
     function setMode(uint256 o, uint8 which, uint8 mode) external {
@@ -131,57 +149,16 @@ contract FactoryHandler {
     }
 
     function setFee(uint256 o, uint256 feeBps) external {
-        o %= OWNERS;
-        feeBps %= factory.MAX_FEE_BPS() + 2; // one value above the maximum: refused
-        uint256 nonce = factory.nonces(owners[o]);
-        uint256 deadline = block.timestamp;
-        bytes memory signature = _sign(
-            keys[o],
-            keccak256(
-                abi.encode(
-                    keccak256("SetFee(address user,uint256 feeBps,uint256 nonce,uint256 deadline)"),
-                    owners[o],
-                    feeBps,
-                    nonce,
-                    deadline
-                )
-            )
-        );
-        try factory.setFeeMeta(owners[o], feeBps, nonce, deadline, signature) {
-            metaAccepted[o] += 1;
-        } catch {}
-        _checkNonce(o);
-        // The same signature again must be refused (its nonce is used).
-        try factory.setFeeMeta(owners[o], feeBps, nonce, deadline, signature) {
-            violation = "a SetFee signature was accepted twice";
-        } catch {}
+        _setFee(o % OWNERS, feeBps % (factory.MAX_FEE_BPS() + 2)); // one above the maximum: refused
     }
 
+    /// @notice Sets owner `o`'s payout address to its account `a`, the last choice being the
+    /// owner itself, or clears it.
     function setPayout(uint256 o, uint256 a, bool clear) external {
         o %= OWNERS;
-        address payout = clear ? address(0) : payouts[o][a % ACCOUNTS];
-        uint256 nonce = factory.nonces(owners[o]);
-        uint256 deadline = block.timestamp;
-        bytes32 structHash = keccak256(
-            abi.encode(
-                keccak256("SetPayout(address user,address payout,uint256 nonce,uint256 deadline)"),
-                owners[o],
-                payout,
-                nonce,
-                deadline
-            )
-        );
-        // Another owner's signature of the same message must be refused.
-        uint256 other = (o + 1) % OWNERS;
-        try factory.setPayoutMeta(
-            owners[o], payout, nonce, deadline, _sign(keys[other], structHash)
-        ) {
-            violation = "a SetPayout signed by another key was accepted";
-        } catch {}
-        try factory.setPayoutMeta(owners[o], payout, nonce, deadline, _sign(keys[o], structHash)) {
-            metaAccepted[o] += 1;
-        } catch {}
-        _checkNonce(o);
+        a %= ACCOUNTS + 1;
+        address payout = a == ACCOUNTS ? owners[o] : payouts[o][a];
+        _setPayout(o, clear ? address(0) : payout);
     }
 
     function refund(uint256 o, uint256 s, bool native, uint256 a, uint256 amount) external {
@@ -235,6 +212,56 @@ contract FactoryHandler {
     function _balance(address account, bool native) private view returns (uint256) {
         if (!native) return token.balanceOf(account);
         return account.balance + factory.nativeCreditOf(account);
+    }
+
+    function _setFee(uint256 o, uint256 feeBps) private {
+        uint256 nonce = factory.nonces(owners[o]);
+        uint256 deadline = block.timestamp;
+        bytes memory signature = _sign(
+            keys[o],
+            keccak256(
+                abi.encode(
+                    keccak256("SetFee(address user,uint256 feeBps,uint256 nonce,uint256 deadline)"),
+                    owners[o],
+                    feeBps,
+                    nonce,
+                    deadline
+                )
+            )
+        );
+        try factory.setFeeMeta(owners[o], feeBps, nonce, deadline, signature) {
+            metaAccepted[o] += 1;
+        } catch {}
+        _checkNonce(o);
+        // The same signature again must be refused (its nonce is used).
+        try factory.setFeeMeta(owners[o], feeBps, nonce, deadline, signature) {
+            violation = "a SetFee signature was accepted twice";
+        } catch {}
+    }
+
+    function _setPayout(uint256 o, address payout) private {
+        uint256 nonce = factory.nonces(owners[o]);
+        uint256 deadline = block.timestamp;
+        bytes32 structHash = keccak256(
+            abi.encode(
+                keccak256("SetPayout(address user,address payout,uint256 nonce,uint256 deadline)"),
+                owners[o],
+                payout,
+                nonce,
+                deadline
+            )
+        );
+        // Another owner's signature of the same message must be refused.
+        uint256 other = (o + 1) % OWNERS;
+        try factory.setPayoutMeta(
+            owners[o], payout, nonce, deadline, _sign(keys[other], structHash)
+        ) {
+            violation = "a SetPayout signed by another key was accepted";
+        } catch {}
+        try factory.setPayoutMeta(owners[o], payout, nonce, deadline, _sign(keys[o], structHash)) {
+            metaAccepted[o] += 1;
+        } catch {}
+        _checkNonce(o);
     }
 
     function _refund(uint256 o, uint256 s, bool native, uint256 a, uint256 amount) private {

@@ -40,7 +40,7 @@ contract FactoryRecipientsTest {
         bool hostileOwner,
         bool burn
     ) public {
-        uint256 o = handler.OWNERS() - 1; // the owner that is a HostileWallet
+        uint256 o = handler.WALLET_OWNER();
         for (uint256 h = 0; h < 2; ++h) {
             FactoryHandler each = h == 0 ? handler : twin;
             each.setPayout(o, each.ACCOUNTS() - 1, false);
@@ -98,7 +98,7 @@ contract FactoryRecipientsTest {
 
     /// @notice The owner's credit is paid with its next native sweep, in the same send.
     function testFuzz_anOwnersCreditIsPaidWithItsNextSweep(uint256 first, uint256 second) public {
-        uint256 o = handler.OWNERS() - 1;
+        uint256 o = handler.WALLET_OWNER();
         address owner = handler.owners(o);
         handler.payNative(o, 0, first);
         HostileWallet(payable(owner)).setMode(HostileWallet.Mode.Burn);
@@ -112,6 +112,26 @@ contract FactoryRecipientsTest {
         require(factory.nativeCreditOf(owner) == 0, "the credit was not paid");
         require(owner.balance == handler.paidNative(o), "the owner was not paid everything");
         require(address(factory).balance == 0, "the factory kept coin");
+    }
+
+    /// @notice An owner that is its own payout address and refuses coin: each native sweep
+    /// credits it both the fee and the share, to the wei, however many sweeps run, and the
+    /// factory holds exactly the credit.
+    function testFuzz_aRefusingOwnerPaidItsOwnFeeIsCreditedEverything(
+        uint256 first,
+        uint256 second
+    ) public {
+        uint256 o = handler.SELF_PAID_OWNER();
+        address owner = handler.owners(o);
+        require(factory.payoutOf(owner) == owner && factory.feeBpsOf(owner) != 0, "set-up");
+        handler.payNative(o, 0, first);
+        _sweepGas(handler, o, 0, 1);
+        // Another escrow: one swept already cannot be created again in this transaction.
+        handler.payNative(o, 1, second);
+        _sweepGas(handler, o, 1, 1);
+        require(factory.nativeCreditOf(owner) == handler.paidNative(o), "a credit was lost");
+        require(address(factory).balance == handler.paidNative(o), "the factory lost coin");
+        require(owner.balance == 0, "the refusing owner was paid");
     }
 
     function _setMode(address wallet, bool burn) private {

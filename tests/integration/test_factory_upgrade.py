@@ -1,7 +1,7 @@
-"""Upgrading a chain from the previous factory version to the current one, on anvil: the
-start-up check accepts a chain on either version, and invoices made under the previous factory
-keep working after the upgrade (their sweeps, refunds and export lines go to the factory that
-made their escrow), beside new invoices on the current factory."""
+"""Upgrading a chain from a previous factory version to the current one, on anvil: the
+start-up check accepts a chain on any known version, and invoices made under a previous
+factory keep working after the upgrade (their sweeps, refunds and export lines go to the
+factory that made their escrow), beside new invoices on the current factory."""
 
 from __future__ import annotations
 
@@ -16,12 +16,17 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing.addresses import normalize_address
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.artifacts import PAYMENT_FACTORY, PAYMENT_FACTORY_V1, load_artifact
+from invoicing.chain.artifacts import (
+    PAYMENT_FACTORY,
+    PAYMENT_FACTORY_V1,
+    PAYMENT_FACTORY_V2,
+    load_artifact,
+)
 from invoicing.chain.checks import ChainCheckFailed, verify_chain
 from invoicing.chain.deploy import DevDeployment, deploy_deterministic
 from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.versions import V1_FACTORY_ADDRESS
+from invoicing.chain.versions import V1_FACTORY_ADDRESS, V2_FACTORY_ADDRESS
 from invoicing.invoices.export import export_escrows
 from invoicing.invoices.models import Invoice
 from invoicing.services import Services
@@ -50,10 +55,19 @@ REFUND = "/integration/invoices/refund-meta"
 
 @pytest.fixture(scope="session")
 async def v1(evm: EvmClient) -> str:
-    """The previous factory version at the address its `invoicing deploy` gave it."""
+    """Factory version 1 at the address its `invoicing deploy` gave it."""
     code = load_artifact(PAYMENT_FACTORY_V1).bytecode
     deployed = await deploy_deterministic(evm, DEV_PRIVATE_KEYS[0], code, PAYMENT_FACTORY_V1)
     assert deployed.address == V1_FACTORY_ADDRESS
+    return deployed.address
+
+
+@pytest.fixture(scope="session")
+async def v2(evm: EvmClient) -> str:
+    """Factory version 2 at the address its `invoicing deploy` gave it."""
+    code = load_artifact(PAYMENT_FACTORY_V2).bytecode
+    deployed = await deploy_deterministic(evm, DEV_PRIVATE_KEYS[0], code, PAYMENT_FACTORY_V2)
+    assert deployed.address == V2_FACTORY_ADDRESS
     return deployed.address
 
 
@@ -69,13 +83,15 @@ async def sweep(services: Services, owner: str) -> list[Any]:
     return sent
 
 
-async def test_the_start_up_check_accepts_either_version_and_refuses_an_unknown_previous_one(
-    anvil: AnvilProcess, evm: EvmClient, dev: DevDeployment, v1: str
+async def test_the_start_up_check_accepts_any_version_and_refuses_an_unknown_previous_one(
+    anvil: AnvilProcess, evm: EvmClient, dev: DevDeployment, v1: str, v2: str
 ) -> None:
     stranger = Account.create().address  # no code: made no escrow, passed over
     for accepted in (
         chain_config(anvil, dev, factory=v1),
+        chain_config(anvil, dev, factory=v2, previous_factories=(v1,)),
         chain_config(anvil, dev, previous_factories=(v1, stranger)),
+        chain_config(anvil, dev, previous_factories=(v2, v1)),
     ):
         await verify_chain(accepted, evm)
 
@@ -125,6 +141,37 @@ async def test_previous_factory_invoices_are_swept_through_it_beside_new_ones(
         (old_native.invoice_id, v1),
         (old_token.invoice_id, v1),
         (new_native.invoice_id, dev.factory),
+    ]
+
+
+async def test_a_chain_upgraded_twice_sweeps_each_invoice_through_the_factory_that_made_it(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment, v1: str, v2: str
+) -> None:
+    owner = Account.create().address
+    on_v1 = await make_services(chain={"factory": v1})
+    first = await paid_invoice(on_v1, evm, owner, "0.001")
+    on_v2 = await make_services(chain={"factory": v2, "previous_factories": (v1,)})
+    second = await paid_invoice(on_v2, evm, owner, "0.002")
+    on_v3 = await make_services(chain={"factory": dev.factory, "previous_factories": (v2, v1)})
+    third = await paid_invoice(on_v3, evm, owner, "0.004")
+
+    sent = await sweep(on_v3, owner)
+
+    assert sorted(normalize_address(tx.to_address) for tx in sent) == sorted([dev.factory, v2, v1])
+    for invoice in (first, second, third):
+        assert (await reload(on_v3, invoice.id)).status == "completed"
+        assert await balance_of(evm, invoice.payment_address) == 0
+    assert await balance_of(evm, owner) == 7 * 10**15
+    lines = [
+        json.loads(line)
+        async for line in export_escrows(
+            on_v3.db, owner.lower(), dev.chain_id, gateway(on_v3).config.factories
+        )
+    ]
+    assert [(line["invoiceId"], line["factory"]) for line in lines] == [
+        (first.invoice_id, v1),
+        (second.invoice_id, v2),
+        (third.invoice_id, dev.factory),
     ]
 
 

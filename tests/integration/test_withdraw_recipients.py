@@ -2,8 +2,9 @@
 Every native send of the factory carries a fixed stipend (``NATIVE_SEND_GAS``): one that burns
 gas on receipt (contracts/test/GasBurningRecipient.sol) costs the relayer at most that stipend
 (and the credit written for it); the coin it refused is credited to it on the factory
-(``nativeCreditOf``) and the invoice completes. A Safe-shaped proxy wallet
-(contracts/test/ProxyWallet.sol) receives its coin well within the stipend."""
+(``nativeCreditOf``) and the invoice completes. An owner that refuses coin and is its own
+payout address is credited both the fee and the share of every sweep. A Safe-shaped proxy
+wallet (contracts/test/ProxyWallet.sol) receives its coin well within the stipend."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from eth_account import Account
 from invoicing.chain.abi import event_topic
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.services import Services
@@ -32,7 +34,13 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
 )
 from tests.support.chain import read_view
-from tests.support.factory import deploy_test_contract, factory_events, native_credit, send
+from tests.support.factory import (
+    deadline_in,
+    deploy_test_contract,
+    factory_events,
+    native_credit,
+    send,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -131,6 +139,33 @@ async def test_a_payout_address_that_burns_gas_on_receipt_is_credited_its_fee(
     assert await native_credit(evm, dev.factory, payout) == 5 * 10**13
     assert await balance_of(evm, payout) == 0
     assert await parked_of(services, owner.address) == []
+
+
+async def test_an_owner_that_refuses_coin_and_is_its_own_payout_is_credited_every_wei(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    services = await make_services()
+    # A wallet with no receive function (it refuses coin) that takes any signature.
+    wallet = await deploy_test_contract(evm, "GasBurnerWallet")
+    deadline = await deadline_in(evm, 600)
+    for data in (
+        encode_set_fee_meta(wallet, 500, 0, deadline, bytes(65)),
+        encode_set_payout_meta(wallet, wallet, 1, deadline, bytes(65)),
+    ):
+        await send(evm, FUNDER_KEY, dev.factory, data)
+    held = await balance_of(evm, dev.factory)
+
+    # The second sweep finds the first one's credit: the fee it credits must stay beside it.
+    for amount in ("0.001", "0.002"):
+        invoice = await paid_invoice(services, evm, wallet, amount)
+        (sent,) = await sweep(services, wallet)
+        await gas_used(evm, sent)
+        assert (await reload(services, invoice.id)).status == "completed"
+
+    assert await native_credit(evm, dev.factory, wallet) == 3 * 10**15
+    assert await balance_of(evm, dev.factory) - held == 3 * 10**15
+    assert await balance_of(evm, wallet) == 0
+    assert await parked_of(services, wallet) == []
 
 
 async def test_a_safe_shaped_proxy_wallet_receives_its_coin_within_the_bound(

@@ -18,7 +18,7 @@ from invoicing.chain.deploy import (
     deterministic_address,
     factory_address,
 )
-from invoicing.chain.versions import V1_FACTORY_ADDRESS
+from invoicing.chain.versions import V1_FACTORY_ADDRESS, V2_FACTORY_ADDRESS
 from invoicing.hashing import keccak256
 
 
@@ -50,11 +50,13 @@ def test_the_factory_address_is_create2_from_the_proxy_with_the_zero_salt() -> N
     assert deterministic_address(artifacts.test_token_bytecode()) != factory_address()
 
 
-def test_the_previous_version_keeps_the_address_it_was_deployed_at() -> None:
-    # The address the previous release's `invoicing deploy` printed, on every chain.
-    previous = artifacts.load_artifact(artifacts.PAYMENT_FACTORY_V1)
-    assert deterministic_address(previous.bytecode) == V1_FACTORY_ADDRESS
-    assert factory_address() != V1_FACTORY_ADDRESS
+def test_the_previous_versions_keep_the_addresses_they_were_deployed_at() -> None:
+    # The addresses the previous releases' `invoicing deploy` printed, on every chain.
+    v2 = artifacts.load_artifact(artifacts.PAYMENT_FACTORY_V2)
+    assert deterministic_address(v2.bytecode) == V2_FACTORY_ADDRESS
+    v1 = artifacts.load_artifact(artifacts.PAYMENT_FACTORY_V1)
+    assert deterministic_address(v1.bytecode) == V1_FACTORY_ADDRESS
+    assert factory_address() not in (V2_FACTORY_ADDRESS, V1_FACTORY_ADDRESS)
 
 
 def test_the_presigned_transaction_creates_the_proxy_with_the_cited_runtime_code() -> None:

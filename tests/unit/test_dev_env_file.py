@@ -18,7 +18,7 @@ CHAIN = ChainConfig(
     chain_id=31337,
     name="Anvil (local)",
     rpc_url="http://127.0.0.1:8545",
-    factory="0xb42818d00700C4639aC79C015df11B6000354BD2",
+    factory="0x9348502BdD61df57ac5908fB60F7030cb25492A0",
     relayer_key=SecretStr(DEV_PRIVATE_KEYS[0]),
     tokens=(TokenConfig("0xA6565348c3269F253E501B4842Fc10304E9fC4E5", "TUSD", 6),),
 )

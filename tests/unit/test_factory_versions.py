@@ -1,5 +1,5 @@
 """The factory versions: which known version deployed code is, which factory made an escrow,
-and the previous factories a chain lists (the chains file's default keeps version 1's)."""
+and the previous factories a chain lists (the chains file's default keeps versions 2 and 1)."""
 
 from __future__ import annotations
 
@@ -10,29 +10,40 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invoicing.chain.artifacts import ESCROW, PAYMENT_FACTORY, PAYMENT_FACTORY_V1, load_artifact
+from invoicing.chain.artifacts import (
+    ESCROW,
+    PAYMENT_FACTORY,
+    PAYMENT_FACTORY_V1,
+    PAYMENT_FACTORY_V2,
+    load_artifact,
+)
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import factory_address
 from invoicing.chain.escrows import escrow_address
-from invoicing.chain.versions import V1_FACTORY_ADDRESS, escrow_factory, factory_version
+from invoicing.chain.versions import (
+    V1_FACTORY_ADDRESS,
+    V2_FACTORY_ADDRESS,
+    escrow_factory,
+    factory_version,
+)
 
 OWNER = "0x00000000000000000000000000000000000000A1"
-CURRENT, PREVIOUS = "0x" + "11" * 20, "0x" + "22" * 20
+CURRENT, PREVIOUS, OLDEST = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "44" * 20
 
 
 def test_deployed_code_is_named_by_its_version() -> None:
-    assert factory_version(load_artifact(PAYMENT_FACTORY).deployed_bytecode) == PAYMENT_FACTORY
-    v1 = load_artifact(PAYMENT_FACTORY_V1).deployed_bytecode
-    assert factory_version(v1) == PAYMENT_FACTORY_V1
+    versions = (PAYMENT_FACTORY, PAYMENT_FACTORY_V2, PAYMENT_FACTORY_V1)
+    codes = [load_artifact(name).deployed_bytecode for name in versions]
+    assert [factory_version(code) for code in codes] == list(versions)
+    assert len(set(codes)) == 3
     assert factory_version(load_artifact(ESCROW).deployed_bytecode) is None
-    assert factory_version(v1[:-1]) is None
-    assert load_artifact(PAYMENT_FACTORY).deployed_bytecode != v1
+    assert factory_version(codes[1][:-1]) is None
 
 
 @given(st.binary(min_size=32, max_size=32))
 def test_an_escrow_is_swept_by_the_factory_that_derives_its_address(salt: bytes) -> None:
-    factories = (CURRENT, PREVIOUS)
+    factories = (CURRENT, PREVIOUS, OLDEST)
     for factory in factories:
         address = escrow_address(factory, OWNER, salt)
         assert escrow_factory(factories, OWNER, salt, address).lower() == factory.lower()
@@ -59,11 +70,15 @@ def chains_file(tmp_path: Path, body: str) -> ChainConfig:
     return chain
 
 
-def test_the_chains_file_keeps_version_one_unless_told_otherwise(tmp_path: Path) -> None:
+def test_the_chains_file_keeps_versions_two_and_one_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
     default = chains_file(tmp_path, "")
-    assert default.factories == (factory_address(), V1_FACTORY_ADDRESS)
+    assert default.factories == (factory_address(), V2_FACTORY_ADDRESS, V1_FACTORY_ADDRESS)
+    on_v2 = chains_file(tmp_path, f'factory = "{V2_FACTORY_ADDRESS}"\n')
+    assert on_v2.factories == (V2_FACTORY_ADDRESS, V1_FACTORY_ADDRESS)
     on_v1 = chains_file(tmp_path, f'factory = "{V1_FACTORY_ADDRESS}"\n')
-    assert on_v1.factories == (V1_FACTORY_ADDRESS,)
+    assert on_v1.factories == (V1_FACTORY_ADDRESS, V2_FACTORY_ADDRESS)
     listed = chains_file(tmp_path, f'previous_factories = ["{PREVIOUS}"]\n')
     assert [f.lower() for f in listed.factories] == [factory_address().lower(), PREVIOUS]
     assert chains_file(tmp_path, "previous_factories = []\n").factories == (factory_address(),)

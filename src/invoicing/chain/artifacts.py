@@ -13,7 +13,8 @@ from importlib import resources
 from typing import Any
 
 PAYMENT_FACTORY = "PaymentFactory"
-# The previous factory version, kept for the escrows it made (``chain.versions``).
+# The previous factory versions, kept for the escrows they made (``chain.versions``).
+PAYMENT_FACTORY_V2 = "PaymentFactoryV2"
 PAYMENT_FACTORY_V1 = "PaymentFactoryV1"
 ESCROW = "Escrow"
 # Reads many escrows in every asset in one eth_call (``chain.reader``).

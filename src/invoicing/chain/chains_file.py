@@ -22,7 +22,7 @@ from invoicing.chain.config import (
     TokenConfig,
 )
 from invoicing.chain.deploy import factory_address
-from invoicing.chain.versions import V1_FACTORY_ADDRESS
+from invoicing.chain.versions import DEFAULT_PREVIOUS_FACTORIES
 from invoicing.registry import merged_entry
 
 
@@ -67,7 +67,7 @@ def load_chains_file(
     ``registry_file`` replaces the shipped one), so a chain the registry knows needs only
     ``chain_id``, ``rpc_urls`` and ``relayer_key`` (``factory`` defaults to the address
     ``invoicing deploy`` gives the shipped factory on every chain, ``previous_factories`` to
-    the address it gave the previous version): the name, native coin,
+    the addresses it gave the previous versions): the name, native coin,
     confirmations, explorer, fee type and token allow-list come from the registry. Any key the
     entry gives overrides the registry's, and its ``[[chain.token]]`` tables (if any) replace
     the registry's allow-list as a whole.
@@ -139,9 +139,9 @@ def _chain_entry(entry: dict[str, Any], allow_inline_keys: bool) -> ChainConfig:
 
 
 def _previous_factories(entry: dict[str, Any]) -> tuple[str, ...]:
-    """``previous_factories`` (a list of addresses), by default the previous version's
-    deterministic address: an upgrade keeps the escrows the previous factory made."""
-    found = entry.get("previous_factories", [V1_FACTORY_ADDRESS])
+    """``previous_factories`` (a list of addresses), by default the previous versions'
+    deterministic addresses: an upgrade keeps the escrows the previous factories made."""
+    found = entry.get("previous_factories", list(DEFAULT_PREVIOUS_FACTORIES))
     if isinstance(found, str) or not isinstance(found, list):
         raise ValueError("previous_factories must be a list of addresses")
     return tuple(map(str, found))

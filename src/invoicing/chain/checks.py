@@ -8,7 +8,7 @@ what differs:
   (each is asked; a backup URL on another chain refuses the start, and one that does not
   answer is named in a warning);
 - the factory address has no code, or its runtime code is not a known PaymentFactory
-  version's artifact (``chain.versions``: the current version or the previous one; the byte
+  version's artifact (``chain.versions``: the current version or a previous one; the byte
   ranges the constructor fills with immutables, listed by the artifact's
   ``immutableReferences``, are left out of the comparison);
 - a previous factory (``previous_factories``) has code that is not a known version's (one
