@@ -61,6 +61,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from monitor import fresh_database  # noqa: E402
 from receiver import Stats, start_receiver  # noqa: E402
 
+SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
+
 INVOICING = str(Path(sys.executable).parent / "invoicing")
 OWNER = Account.from_key(DEV_PRIVATE_KEYS[1])
 PAYER_KEY = DEV_PRIVATE_KEYS[6]
@@ -353,8 +355,11 @@ def main() -> None:
     parser.add_argument("--database-url", default=None, help="PostgreSQL server URL")
     parser.add_argument("--setups", default="dev,postgres", help="which set-ups to run")
     parser.add_argument("--profile", type=Path, default=None, help="py-spy output directory")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
-    sys.exit(0 if asyncio.run(run(args)) else 1)
+    if args.smoke:
+        args.invoices, args.workers = 5, 1
+    sys.exit(0 if asyncio.run(run(args)) or args.smoke else 1)
 
 
 if __name__ == "__main__":

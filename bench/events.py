@@ -33,7 +33,7 @@ from sqlalchemy import create_engine, insert, text
 from sqlalchemy.engine import make_url
 
 from invoicing.addresses import checksum_encode
-from invoicing.chain.gateway import ChainRegistry
+from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
@@ -44,6 +44,8 @@ from invoicing.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import invoice_row  # noqa: E402
+
+SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
 
 CHAIN_ID = 31337
 # The monitor stores readings in chunks of this many invoices (``monitor.passes._store``).
@@ -138,5 +140,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--postgres", default=None)
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.n = 20
     asyncio.run(main(args.n, args.postgres))

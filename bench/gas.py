@@ -31,6 +31,8 @@ from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.escrows import escrow_address
 from invoicing.chain.evm import EvmClient
 
+SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
+
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
 CALLER_KEY = DEV_PRIVATE_KEYS[3]
 # An owner wallet that already exists and holds TUSD, as a merchant's would: paying a brand-new
@@ -122,7 +124,10 @@ async def run(batches: list[int]) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="1,10,100", help="comma-separated batch sizes")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.batches = "1,2"
     batches = [int(b) for b in args.batches.split(",")]
     sys.exit(0 if asyncio.run(run(batches)) else 1)
 

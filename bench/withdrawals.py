@@ -39,6 +39,8 @@ from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 
+SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
+
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
 OWNER = DEV_ADDRESSES[5]  # an existing wallet, as a merchant's would be
 
@@ -137,7 +139,10 @@ async def run(batches: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", default="1,10,100")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.batches = "1,2"
     asyncio.run(run([int(b) for b in args.batches.split(",")]))
 
 

@@ -25,8 +25,8 @@ from invoicing.chain.artifacts import ERC20, TEST_TOKEN
 from invoicing.chain.deploy import deterministic_address, dev_aggregator_init_code, factory_address
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
-from tests.acceptance.test_user_journey import INVOICING, poll_status, wait_ready
 from tests.conftest import new_database_url
+from tests.support.journey import INVOICING, poll_status, wait_ready
 from tests.support.receiver import receiver
 from tests.support.server import free_port, free_port_run
 from tests.support.signing import new_owner, signed_headers

@@ -17,14 +17,13 @@ from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_pa
 from invoicing.chain.evm import EvmClient
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.integration.test_gasless import body_for, funded_payer
-from tests.integration.test_x402 import payment_header
-from tests.integration.test_x402_facilitator import verify_body
 from tests.support.api import key_headers, signed_get, signed_post
 from tests.support.factory import sign_typed
+from tests.support.gasless import body_for, funded_payer
 from tests.support.openapi_check import ResponseChecker, document
 from tests.support.server import serve
 from tests.support.signing import new_owner
+from tests.support.x402 import payment_header, verify_body
 
 pytestmark = pytest.mark.acceptance
 

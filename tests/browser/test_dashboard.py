@@ -22,12 +22,12 @@ from invoicing.auth.sign_in import issue_link
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.browser.conftest import axe_violations, logo_png
-from tests.browser.test_payment_page import WALLET_JS, InjectedWallet, funded_payer
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_events_api import deliver_due
-from tests.integration.test_withdraw_helpers import settle_all
 from tests.support.dashboard import dashboard_app
+from tests.support.events import deliver_due
+from tests.support.payment_page import WALLET_JS, InjectedWallet, funded_payer
 from tests.support.receiver import Receiver
+from tests.support.withdrawals import settle_all
 
 pytestmark = pytest.mark.browser
 

@@ -23,11 +23,11 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.web.app import create_app
 from tests.browser.conftest import axe_violations
-from tests.browser.test_payment_page import DESKTOP, PAYER, PHONE, WALLET_JS, InjectedWallet
 from tests.conftest import MakeServices, RunningApp
 from tests.integration.conftest import own_database  # noqa: F401 (a fixture)
 from tests.support.api import issue_api_key, key_headers
 from tests.support.chain import read_view
+from tests.support.payment_page import DESKTOP, PAYER, PHONE, WALLET_JS, InjectedWallet
 from tests.support.receiver import Receiver, receiver
 from tests.support.server import serve
 from tests.support.signing import new_owner

@@ -17,7 +17,9 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.browser.conftest import axe_violations, logo_png
-from tests.browser.test_payment_page import (
+from tests.conftest import RunningApp
+from tests.support.api import key_headers
+from tests.support.payment_page import (
     CONTRAST_JS,
     DESKTOP,
     FLIP_TIMEOUT_MS,
@@ -25,8 +27,6 @@ from tests.browser.test_payment_page import (
     PHONE,
     create,
 )
-from tests.conftest import RunningApp
-from tests.support.api import key_headers
 
 pytestmark = pytest.mark.browser
 

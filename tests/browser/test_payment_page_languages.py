@@ -20,7 +20,9 @@ from invoicing.chain.evm import EvmClient
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale
 from invoicing.web.page.texts import done_texts, status_labels
 from tests.browser.conftest import axe_violations
-from tests.browser.test_payment_page import (
+from tests.conftest import RunningApp
+from tests.support.api import key_headers
+from tests.support.payment_page import (
     DESKTOP,
     FLIP_TIMEOUT_MS,
     PAYER,
@@ -28,8 +30,6 @@ from tests.browser.test_payment_page import (
     create,
     create_expired,
 )
-from tests.conftest import RunningApp
-from tests.support.api import key_headers
 
 pytestmark = pytest.mark.browser
 

@@ -16,7 +16,8 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.browser.conftest import axe_violations
-from tests.browser.test_payment_page import (
+from tests.conftest import RunningApp
+from tests.support.payment_page import (
     DESKTOP,
     FLIP_TIMEOUT_MS,
     PAYER,
@@ -27,7 +28,6 @@ from tests.browser.test_payment_page import (
     create_expired,
     funded_payer,
 )
-from tests.conftest import RunningApp
 
 pytestmark = pytest.mark.browser
 

@@ -27,10 +27,10 @@ from invoicing.settings import Settings
 from invoicing.settlement.models import RelayerTransaction
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import sign_typed
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post
 from tests.support.server import serve
 from tests.support.signing import new_owner
+from tests.support.withdrawals import sign_typed
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from invoicing.cli.dev_feeds import (
     keep_dev_feeds_fresh,
 )
 from tests.conftest import chain_config
-from tests.integration.test_fiat_invoices import USD_8, latest_round, set_answer, set_round
+from tests.support.feeds import USD_8, latest_round, set_answer, set_round
 
 pytestmark = pytest.mark.integration
 

@@ -25,12 +25,12 @@ from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.integration.test_refunds import REFUND, refund_body
-from tests.integration.test_withdraw_helpers import gateway, pay, relayer_of, settle_all
 from tests.support.api import issue_api_key, key_headers
 from tests.support.receiver import Received, Receiver, receiver
+from tests.support.refunds import REFUND, refund_body
 from tests.support.server import serve
 from tests.support.signing import new_owner
+from tests.support.withdrawals import gateway, pay, relayer_of, settle_all
 
 pytestmark = pytest.mark.integration
 

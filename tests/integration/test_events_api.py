@@ -22,12 +22,12 @@ from sqlalchemy import select, update
 from invoicing.chain.fake import FakeChain
 from invoicing.notifications.models import Event, EventEndpoint, EventStatus, WebhookEvent
 from invoicing.notifications.retention import prune_events
-from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.web.app import create_app
-from tests.integration.test_no_500 import ODD_VALUES
 from tests.support.api import issue_api_key, key_headers
+from tests.support.events import deliver_due
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain
+from tests.support.odd_values import ODD_VALUES
 from tests.support.receiver import Received, Receiver
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
@@ -75,17 +75,6 @@ async def api(served: Api) -> AsyncIterator[Api]:
             .where(WebhookEvent.status == EventStatus.PENDING)
             .values(status=EventStatus.FAILED)
         )
-
-
-async def deliver_due(services: Services) -> None:
-    """Run the webhook worker until nothing is due (at the services' clock)."""
-    client = client_for(services)
-    dispatcher = Dispatcher(services, client)
-    try:
-        while await dispatcher.claim():
-            await dispatcher.drain()
-    finally:
-        await client.aclose()
 
 
 def verified(received: Received, secret: str) -> bool:

@@ -34,7 +34,10 @@ from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from invoicing_client import AsyncClient
 from tests.conftest import MakeServices, chain_config
-from tests.integration.test_withdraw_helpers import (
+from tests.support.api import issue_api_key, key_headers
+from tests.support.chain import read_view
+from tests.support.server import serve
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     paid_invoice,
@@ -44,9 +47,6 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     sign_typed,
 )
-from tests.support.api import issue_api_key, key_headers
-from tests.support.chain import read_view
-from tests.support.server import serve
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
@@ -19,10 +19,10 @@ from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import gateway, settle_all, sign_typed
 from tests.support.node import run_node_script
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
+from tests.support.withdrawals import gateway, relayer_tx_count, settle_all, sign_typed
 
 pytestmark = pytest.mark.integration
 
@@ -42,11 +42,6 @@ def ethers_sign(
 
 def deadline_s(offset_s: int = 600) -> int:
     return int(time.time()) + offset_s
-
-
-async def relayer_tx_count(services: Services) -> int:
-    async with services.db.sessions() as session:
-        return int(await session.scalar(select(func.count()).select_from(RelayerTransaction)) or 0)
 
 
 async def onchain_nonce(services: Services, owner: str) -> int:

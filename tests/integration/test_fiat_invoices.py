@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from invoicing.chain.artifacts import MOCK_AGGREGATOR, TEST_TOKEN
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
@@ -28,15 +28,14 @@ from invoicing.settings import Settings
 from invoicing.web.app import create_app
 from tests.conftest import chain_config
 from tests.support.api import issue_api_key, key_headers
+from tests.support.feeds import USD_8, latest_round, set_answer, set_round
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 
 PAYER_KEY = DEV_PRIVATE_KEYS[3]
-SETTER_KEY = DEV_PRIVATE_KEYS[0]
 QUOTE_WINDOW_S = 60
-USD_8 = 10**8  # the dev feed answers with 8 decimals
 
 
 class Shop:
@@ -98,27 +97,6 @@ async def shop(database_url: str, anvil: Any, dev: DevDeployment) -> AsyncIterat
             yield found
     finally:
         await services.aclose()
-
-
-async def set_answer(evm: EvmClient, dev: DevDeployment, answer: int) -> int:
-    """A new, complete round of the dev feed with ``answer``; returns its round id."""
-    receipt = await evm.transact(
-        SETTER_KEY, dev.aggregator, encode_call(MOCK_AGGREGATOR, "setAnswer", answer)
-    )
-    assert receipt["status"] == 1
-    return await latest_round(evm, dev)
-
-
-async def set_round(evm: EvmClient, dev: DevDeployment, *fields: int) -> None:
-    """The dev feed's latest round as given: (roundId, answer, startedAt, updatedAt,
-    answeredInRound)."""
-    data = encode_call(MOCK_AGGREGATOR, "setRoundData", *fields)
-    assert (await evm.transact(SETTER_KEY, dev.aggregator, data))["status"] == 1
-
-
-async def latest_round(evm: EvmClient, dev: DevDeployment) -> int:
-    raw = await evm.eth_call(dev.aggregator, encode_call(MOCK_AGGREGATOR, "latestRound"))
-    return int.from_bytes(raw, "big")
 
 
 async def pay(evm: EvmClient, invoice: dict[str, Any], raw: int) -> None:

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.deploy import DevDeployment
@@ -16,21 +16,10 @@ from invoicing.invoices.models import Invoice
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_post
 from tests.support.chain import read_view
+from tests.support.invoices import PATH, count_invoices
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
-
-PATH = "/integration/invoices"
-
-
-async def count_invoices(app: RunningApp, owner_address: str) -> int:
-    async with app.services.db.sessions() as session:
-        total = await session.scalar(
-            select(func.count())
-            .select_from(Invoice)
-            .where(Invoice.owner_key == owner_address.lower())
-        )
-    return int(total or 0)
 
 
 async def test_create_native_invoice_returns_the_spec_shape(

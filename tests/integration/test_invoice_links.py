@@ -13,8 +13,8 @@ from invoicing.invoices.links import link_problem
 from invoicing.settings import Settings
 from invoicing.web.api.invoices import create_rules
 from tests.conftest import RunningApp
-from tests.integration.test_invoice_create import PATH, count_invoices
 from tests.support.api import issue_api_key, key_headers
+from tests.support.invoices import PATH, count_invoices
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration

@@ -25,7 +25,8 @@ from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     paid_invoice,
@@ -34,7 +35,6 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     sign_typed,
 )
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

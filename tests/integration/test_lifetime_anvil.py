@@ -26,7 +26,11 @@ from invoicing.services import Services
 from invoicing.settlement.worker import settlement_step
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.api import issue_api_key, key_headers
+from tests.support.rpc_log import recording_proxy
+from tests.support.server import serve
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     PAYER_KEY,
     balance_of,
     gateway,
@@ -37,10 +41,6 @@ from tests.integration.test_withdraw_helpers import (
     reload,
     settle_all,
 )
-from tests.support.api import issue_api_key, key_headers
-from tests.support.rpc_log import recording_proxy
-from tests.support.server import serve
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

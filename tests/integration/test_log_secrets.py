@@ -8,25 +8,23 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import logging
 import time
-from collections.abc import Iterator
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
-from invoicing import logs
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import sign_typed
+from tests.support.log_capture import captured  # noqa: F401 - a fixture
 from tests.support.receiver import receiver
 from tests.support.server import serve
 from tests.support.signing import new_owner, signed_headers
+from tests.support.withdrawals import sign_typed
 
 pytestmark = pytest.mark.integration
 
@@ -34,28 +32,6 @@ PAYER_KEY = DEV_PRIVATE_KEYS[5]
 RELAYER_KEY = DEV_PRIVATE_KEYS[0]  # the test chain's relayer (tests/conftest.chain_config)
 SECRET = "log-secret-" + "q" * 40
 METRICS_TOKEN = "log-metrics-" + "m" * 30
-
-
-@pytest.fixture
-def captured() -> Iterator[io.StringIO]:
-    """Logging as ``INVOICING_LOG_FORMAT=json INVOICING_LOG_LEVEL=DEBUG`` sets it up, into a
-    buffer; the previous set-up comes back afterwards."""
-    root = logging.getLogger()
-    saved_root = (list(root.handlers), root.level)
-    named = ("httpx", "httpcore", "uvicorn", "uvicorn.error", "uvicorn.access")
-    saved = {n: (list(logging.getLogger(n).handlers), logging.getLogger(n).level) for n in named}
-    saved_propagate = {n: logging.getLogger(n).propagate for n in named}
-    buffer = io.StringIO()
-    logs.configure(logs.LogSettings(log_format="json", log_level="DEBUG"), stream=buffer)
-    try:
-        yield buffer
-    finally:
-        root.handlers[:], root.level = saved_root
-        for name, (handlers, level) in saved.items():
-            logger = logging.getLogger(name)
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-            logger.propagate = saved_propagate[name]
 
 
 async def wait_status(
@@ -79,7 +55,7 @@ async def test_a_whole_flow_logs_no_secret(
     own_database: str,
     evm: EvmClient,
     dev: DevDeployment,
-    captured: io.StringIO,
+    captured: io.StringIO,  # noqa: F811 - the fixture imported above
 ) -> None:
     services = await make_services(
         database_url=own_database,

@@ -22,12 +22,12 @@ from invoicing.notifications.worker import client_for
 from invoicing.settlement.worker import settlement_step
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import gateway, relayer_of, settle_all
 from tests.support.api import issue_api_key, key_headers
 from tests.support.receiver import receiver
 from tests.support.scrape import scrape, value
 from tests.support.server import free_port, serve
 from tests.support.signing import new_owner
+from tests.support.withdrawals import gateway, relayer_of, settle_all
 
 pytestmark = pytest.mark.integration
 

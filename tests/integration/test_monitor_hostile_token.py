@@ -14,14 +14,14 @@ from invoicing.chain.evm import EvmClient
 from invoicing.monitor.passes import run_due_pass
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.integration.test_monitor_anvil import (
+from tests.support.factory import deploy_test_contract
+from tests.support.monitor_anvil import (
     FAST,
     open_invoice,
     pay_native,
     pay_token,
     running_workers,
 )
-from tests.support.factory import deploy_test_contract
 from tests.support.monitoring import events_of, reload
 from tests.support.receiver import receiver
 from tests.support.rows import insert_invoice

@@ -9,30 +9,11 @@ import pytest
 from invoicing.chain.deploy import DevDeployment
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
+from tests.support.odd_values import ODD_VALUES
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 
-ODD_VALUES: list[Any] = [
-    None,
-    True,
-    0,
-    -1,
-    2**300,
-    1.5,
-    float("1e308"),
-    "",
-    " ",
-    "0x",
-    "0x" + "g" * 40,
-    "\u0000",
-    "☃" * 50,
-    "9" * 500,
-    [],
-    {},
-    [1, {"a": None}],
-    {"nested": {"deep": [[[]]]}},
-]
 BODY_FIELDS = [
     "chainId",
     "amount",

@@ -13,105 +13,35 @@ from typing import Any
 
 import pytest
 from eth_account.signers.local import LocalAccount
-from sqlalchemy import select, update
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.models import Refund
 from invoicing.services import Services
 from invoicing.settlement.candidates import Batch
 from invoicing.settlement.withdrawals import plan_withdrawals, read_planning, sweep_batch
 from tests.conftest import RunningApp
-from tests.integration.test_fees import relayer_tx_count
-from tests.integration.test_no_500 import ODD_VALUES
-from tests.integration.test_withdraw_helpers import (
+from tests.support.api import issue_api_key, key_headers
+from tests.support.odd_values import ODD_VALUES
+from tests.support.refunds import REFUND, deadline, expire, refund_body, refund_rows
+from tests.support.signing import new_owner, signed_headers
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     new_invoice,
     paid_invoice,
     pay,
     relayer_of,
+    relayer_tx_count,
     reload,
     settle_all,
-    sign_typed,
 )
-from tests.support.api import issue_api_key, key_headers
-from tests.support.signing import new_owner, signed_headers
 
 pytestmark = pytest.mark.integration
 
-REFUND = "/integration/invoices/refund-meta"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REFUND_CLIENT = REPO_ROOT / "tests" / "js" / "refund_client.mjs"
-INVOICE_TOKEN = object()  # tokenAddress left out of the body: the invoice's token
-
-
-async def deadline(evm: EvmClient, offset_s: int = 3600) -> int:
-    """In the future for both the service's clock and the chain's."""
-    block = await evm.get_block("latest")
-    return max(int(time.time()), int(block["timestamp"], 16)) + offset_s
-
-
-async def refund_body(
-    evm: EvmClient,
-    dev: DevDeployment,
-    owner: LocalAccount,
-    invoice: Invoice,
-    to: str,
-    amount: int,
-    *,
-    token: Any = INVOICE_TOKEN,
-    nonce: int = 0,
-    deadline_s: int | None = None,
-    signer: LocalAccount | None = None,
-) -> dict[str, Any]:
-    """A refund-meta body with the EIP-712 Refund signed by ``signer`` (the owner)."""
-    deadline_s = await deadline(evm) if deadline_s is None else deadline_s
-    signed_token = invoice.token_address if token is INVOICE_TOKEN else token
-    typed = refund_typed_data(
-        dev.chain_id, dev.factory, owner.address, bytes.fromhex(invoice.salt[2:]),
-        signed_token, to, amount, nonce, deadline_s,
-    )  # fmt: skip
-    body: dict[str, Any] = {
-        "ownerAddress": owner.address,
-        "chainId": dev.chain_id,
-        "paymentAddress": invoice.payment_address,
-        "to": to,
-        "amountRaw": str(amount),
-    }
-    if token is not INVOICE_TOKEN:
-        body["tokenAddress"] = token
-    body.update(
-        nonce=str(nonce),
-        deadline=str(deadline_s),
-        signature="0x" + sign_typed(signer or owner, typed).hex(),
-    )
-    return body
-
-
-async def refund_rows(services: Services, *invoice_ids: str) -> list[Refund]:
-    async with services.db.sessions() as session:
-        rows = await session.scalars(
-            select(Refund).where(Refund.invoice_id.in_(invoice_ids)).order_by(Refund.created_at)
-        )
-        return list(rows)
-
-
-async def expire(services: Services, invoice: Invoice) -> Invoice:
-    """Move the invoice's expiry into the past; the live re-check marks it expired."""
-    async with services.db.transaction() as session:
-        await session.execute(
-            update(Invoice)
-            .where(Invoice.id == invoice.id)
-            .values(expires_at=services.clock.now_ms() - 1000)
-        )
-    await recheck_invoice(services, await reload(services, invoice.id))
-    expired = await reload(services, invoice.id)
-    assert expired.status == "expired"
-    return expired
 
 
 async def expired_invoice(

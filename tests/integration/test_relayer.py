@@ -19,7 +19,8 @@ from invoicing.settlement.relayer import Call
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     paid_invoice,
@@ -28,7 +29,6 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     withdrawals_of,
 )
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

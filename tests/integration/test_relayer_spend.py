@@ -37,7 +37,9 @@ from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_withdraw_helpers import (
+from tests.support.server import serve
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     deploy_blocking_token,
     gateway,
@@ -50,8 +52,6 @@ from tests.integration.test_withdraw_helpers import (
     sign_typed,
     with_token,
 )
-from tests.support.server import serve
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

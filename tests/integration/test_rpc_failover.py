@@ -22,13 +22,15 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.rpc import JsonRpc, RpcPolicy
 from invoicing.errors import ChainUnavailable
 from invoicing.fees.service import MetaRequest, submit_meta
-from invoicing.monitor.check import confirmed_block
-from invoicing.monitor.passes import run_block_pass
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
-from tests.integration.test_withdraw_helpers import (
+from tests.support.rpc_failover import FAST_POLICY, detect, services_over
+from tests.support.rpc_faults import FaultyRpc, faulty_rpc
+from tests.support.server import serve
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     new_invoice,
@@ -38,24 +40,8 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     sign_typed,
 )
-from tests.support.rpc_faults import FaultyRpc, faulty_rpc
-from tests.support.server import serve
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
-
-# Short timeouts and backoffs so the faults cost little time.
-FAST_RPC: dict[str, Any] = {
-    "rpc_timeout_s": 0.5,
-    "rpc_backoff_s": 0.01,
-    "rpc_backoff_max_s": 0.05,
-    "rpc_retry_after_max_s": 5.0,
-    "rpc_failures_before_cooldown": 3,
-    "rpc_cooldown_s": 60.0,
-}
-FAST_POLICY = RpcPolicy(
-    timeout_s=0.5, max_attempts=4, backoff_s=0.01, backoff_max_s=0.05, cooldown_s=60.0
-)
 
 
 @pytest.fixture
@@ -70,12 +56,6 @@ async def second_proxy(anvil: AnvilProcess) -> AsyncIterator[FaultyRpc]:
         yield faulty
 
 
-async def services_over(make_services: MakeServices, *urls: str) -> Services:
-    return await make_services(
-        chain={"rpc_url": urls[0], "rpc_urls": urls}, page_recheck_interval_s=0, **FAST_RPC
-    )
-
-
 async def status_of(services: Services, payment_address: str) -> dict[str, Any]:
     """The public status route, served for real."""
     async with (
@@ -86,11 +66,6 @@ async def status_of(services: Services, payment_address: str) -> dict[str, Any]:
     assert answer.status_code == 200, answer.text
     body: dict[str, Any] = answer.json()
     return body
-
-
-async def detect(services: Services) -> None:
-    chain = gateway(services)
-    await run_block_pass(services, chain, await confirmed_block(chain))
 
 
 @pytest.mark.parametrize("fault", ["drop", "429", "503", "delay", "stale"])

@@ -22,10 +22,14 @@ from invoicing.settlement.models import TxStatus, WithdrawalStatus
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
-from tests.integration.test_log_secrets import captured  # noqa: F401 - a fixture
-from tests.integration.test_refunds import REFUND, expire, refund_body, refund_rows
-from tests.integration.test_rpc_failover import FAST_POLICY, detect, services_over
-from tests.integration.test_withdraw_helpers import (
+from tests.support.api import issue_api_key, key_headers
+from tests.support.log_capture import captured  # noqa: F401 - a fixture
+from tests.support.refunds import REFUND, expire, refund_body, refund_rows
+from tests.support.rpc_failover import FAST_POLICY, detect, services_over
+from tests.support.rpc_faults import FaultyRpc, faulty_rpc
+from tests.support.server import serve
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     new_invoice,
@@ -36,10 +40,6 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     withdrawals_of,
 )
-from tests.support.api import issue_api_key, key_headers
-from tests.support.rpc_faults import FaultyRpc, faulty_rpc
-from tests.support.server import serve
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from invoicing.auth.secrets import ServerSecrets
 from invoicing.db import Database
 from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.signing import WEBHOOK_SECRET, create_secret
-from tests.integration.test_metrics_processes import INVOICING, running
+from tests.support.processes import INVOICING, running
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.notifications.models import WebhookAttempt
 from tests.conftest import MakeServices
-from tests.integration.test_monitor_anvil import eventually, open_invoice, pay_native
+from tests.support.monitor_anvil import eventually, open_invoice, pay_native
 from tests.support.monitoring import events_of
 from tests.support.receiver import Receiver
 from tests.support.signing import new_owner

@@ -17,7 +17,8 @@ from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX
 from invoicing.settlement.models import TxPurpose, TxStatus, WithdrawalStatus
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     new_invoice,
@@ -29,7 +30,6 @@ from tests.integration.test_withdraw_helpers import (
     settle_all,
     withdrawals_of,
 )
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

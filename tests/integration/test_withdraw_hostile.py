@@ -27,7 +27,8 @@ from invoicing.settlement.models import TxStatus, WithdrawalItem
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.conftest import MakeServices, chain_config
-from tests.integration.test_withdraw_helpers import (
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     PAYER_KEY,
     balance_of,
     deploy_blocking_token,
@@ -42,7 +43,6 @@ from tests.integration.test_withdraw_helpers import (
     with_token,
     withdrawals_of,
 )
-from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,8 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.signing import new_owner
+from tests.support.withdrawals import (
     balance_of,
     deploy_blocking_token,
     paid_in,
@@ -27,7 +28,6 @@ from tests.integration.test_withdraw_helpers import (
     with_token,
     withdrawals_of,
 )
-from tests.support.signing import new_owner
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -23,7 +23,15 @@ from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.withdrawals import NATIVE_SEND_GAS, plan_withdrawals, sweep_gas_cap
 from tests.conftest import MakeServices
-from tests.integration.test_withdraw_helpers import (
+from tests.support.chain import read_view
+from tests.support.factory import (
+    deadline_in,
+    deploy_test_contract,
+    factory_events,
+    native_credit,
+    send,
+)
+from tests.support.withdrawals import (
     balance_of,
     gateway,
     paid_invoice,
@@ -32,14 +40,6 @@ from tests.integration.test_withdraw_helpers import (
     reload,
     set_owner_fee,
     settle_all,
-)
-from tests.support.chain import read_view
-from tests.support.factory import (
-    deadline_in,
-    deploy_test_contract,
-    factory_events,
-    native_credit,
-    send,
 )
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import shutil
 from functools import partial
 from pathlib import Path
@@ -21,19 +20,17 @@ from x402.http.clients import x402HttpxClient
 from x402.mechanisms.evm.exact import register_exact_evm_client
 from x402.mechanisms.evm.signers import EthAccountSigner
 
-from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
-from invoicing.chain.eip3009 import Authorization, transfer_typed_data
+from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.conftest import RunningApp
-from tests.integration.test_gasless import (
+from tests.support.api import issue_api_key, key_headers
+from tests.support.gasless import (
     funded_payer,
     gasless_rows,
-    now_s,
     opted_in_invoice,
     sent_for,
 )
-from tests.support.api import issue_api_key, key_headers
-from tests.support.factory import sign_typed
+from tests.support.x402 import payment_header
 
 pytestmark = pytest.mark.integration
 
@@ -132,37 +129,6 @@ async def test_the_npm_x402_fetch_client_pays_an_invoice(
     assert answer["body"]["status"] == "paid"
     assert decoded(answer["paymentResponse"])["success"] is True
     assert await sent_for(app.services, owner) == 1
-
-
-async def payment_header(
-    evm: EvmClient, dev: DevDeployment, payer: Any, invoice: Any, **changes: Any
-) -> str:
-    """A PAYMENT-SIGNATURE header as a client builds it, with ``changes`` to its parts."""
-    now = await now_s(evm)
-    value = int(changes.pop("value", invoice.required_raw))
-    auth = Authorization(
-        payer.address, changes.pop("to", invoice.payment_address), value, 0, now + 300,
-        os.urandom(32),
-    )  # fmt: skip
-    typed = transfer_typed_data(TEST_TOKEN_EIP712, dev.chain_id, dev.token, auth)
-    accepted = {
-        "scheme": "exact", "network": f"eip155:{dev.chain_id}", "amount": invoice.required_raw,
-        "asset": dev.token, "payTo": invoice.payment_address, "maxTimeoutSeconds": 300,
-        "extra": {"name": "Test USD", "version": "1"},
-    }  # fmt: skip
-    accepted.update(changes.pop("accepted", {}))
-    payload = {
-        "x402Version": 2,
-        "accepted": accepted,
-        "payload": {
-            "signature": "0x" + sign_typed(payer.key, typed).hex(),
-            "authorization": {**auth.message(), "value": str(auth.value),
-                              "validAfter": str(auth.valid_after),
-                              "validBefore": str(auth.valid_before)},
-        },
-    }  # fmt: skip
-    payload.update(changes)
-    return base64.b64encode(json.dumps(payload).encode()).decode()
 
 
 async def test_every_refusal_is_a_402_with_its_reason_and_sends_nothing(

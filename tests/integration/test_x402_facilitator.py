@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,7 @@ from x402.http.facilitator_client_base import AuthHeaders
 from x402.http.middleware.fastapi import payment_middleware
 from x402.mechanisms.evm.exact import register_exact_evm_server
 
-from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
-from invoicing.chain.eip3009 import Authorization, transfer_typed_data
+from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.models import RelayedAuthorization
 from invoicing.payments.opt_in import set_gasless
@@ -34,17 +32,16 @@ from invoicing.settlement.budget import DAY_MS, NEWCOMERS
 from invoicing.settlement.models import RelayerSpend
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
-from tests.integration.test_gasless import funded_payer, now_s, sent_for
 from tests.support.api import issue_api_key
 from tests.support.chain import read_view
-from tests.support.factory import sign_typed
+from tests.support.gasless import funded_payer, sent_for
 from tests.support.server import serve
+from tests.support.x402 import PRICE, verify_body
 
 pytestmark = pytest.mark.integration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FETCH_CLIENT = REPO_ROOT / "tests" / "js" / "x402_fetch.mjs"
-PRICE = 250_000
 
 
 class OwnerKey:
@@ -122,29 +119,6 @@ async def test_an_owners_x402_server_sells_through_this_facilitator(
     assert await read_view(evm, dev.token, "TestToken", "balanceOf", owner.address) == PRICE
     assert await evm.get_balance(payer.address) == 0
     assert await sent_for(app.services, owner.address) == 1  # the owner's share paid the gas
-
-
-async def verify_body(
-    evm: EvmClient, dev: DevDeployment, payer: Any, pay_to: str, **accepted: Any
-) -> dict[str, Any]:
-    price = int(accepted.pop("amount", PRICE))
-    now = await now_s(evm)
-    auth = Authorization(payer.address, pay_to, price, 0, now + 300, os.urandom(32))
-    typed = transfer_typed_data(TEST_TOKEN_EIP712, dev.chain_id, dev.token, auth)
-    requirements = {
-        "scheme": "exact", "network": f"eip155:{dev.chain_id}", "amount": str(price),
-        "asset": dev.token, "payTo": pay_to, "maxTimeoutSeconds": 300,
-        "extra": {"name": "Test USD", "version": "1"}, **accepted,
-    }  # fmt: skip
-    message = {**auth.message(), "value": str(price), "validAfter": "0",
-               "validBefore": str(auth.valid_before)}  # fmt: skip
-    payload = {
-        "x402Version": 2,
-        "accepted": requirements,
-        "payload": {"signature": "0x" + sign_typed(payer.key, typed).hex(),
-                    "authorization": message},
-    }  # fmt: skip
-    return {"x402Version": 2, "paymentPayload": payload, "paymentRequirements": requirements}
 
 
 async def test_it_is_not_an_open_relay(app: RunningApp, evm: EvmClient, dev: DevDeployment) -> None:

@@ -1,4 +1,4 @@
-"""Shared steps of the settlement tests (no tests here): paid invoices, payments, tracking."""
+"""Shared steps of the settlement tests: paid invoices, payments, tracking, the relayer's sends."""
 
 from __future__ import annotations
 
@@ -206,3 +206,8 @@ async def paid_in(
 
 def raw_units(amount: str, decimals: int) -> int:
     return int(Decimal(amount) * 10**decimals)
+
+
+async def relayer_tx_count(services: Services) -> int:
+    async with services.db.sessions() as session:
+        return int(await session.scalar(select(func.count()).select_from(RelayerTransaction)) or 0)
