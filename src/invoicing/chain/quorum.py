@@ -6,7 +6,7 @@ Every URL is asked, those set aside after failures too (``JsonRpc.batch_each``),
   one that only one URL reports counts once another URL holds its block under the same hash,
   or when no other URL answers at all (a URL whose receipts lag, or that is down, does not
   hold a mined transaction back); a failed one only when two URLs report it, so one URL
-  cannot fail a mined refund or sweep;
+  cannot fail a mined refund or sweep (which would have the owner sign it again);
 - a nonce is taken by another transaction only when two URLs each report it mined and hold
   no receipt of ours in the same answer;
 - a contract wallet accepts a signature (EIP-1271) only when two URLs answer the magic
@@ -43,6 +43,10 @@ async def ask_every_url(rpc: JsonRpc, requests: Sequence[tuple[str, list[Any]]])
     return answers
 
 
+def _status(receipt: dict[str, Any]) -> int | None:
+    return _quantity(receipt.get("status"))
+
+
 def _same(receipt: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(receipt.get(k)).lower() for k in ("transactionHash", "blockHash", "status"))
 
@@ -55,11 +59,10 @@ async def agreed_receipt(rpc: JsonRpc, found: Sequence[tuple[int, Any]]) -> dict
     for _, receipt in receipts:
         if votes[_same(receipt)] >= 2:
             return normalize_receipt(receipt)
-    if len(votes) != 1 or len(receipts) != 1:
-        return None  # none, or URLs that disagree: wait for them to agree
-    ((giver, receipt),) = receipts
-    if normalize_receipt(receipt).get("status") != 1 or "blockNumber" not in receipt:
-        return None  # a failure counts only when two URLs report it
+    successes = {_same(r): (index, r) for index, r in receipts if _status(r) == 1}
+    if len(successes) != 1:
+        return None  # none, or a failure (it counts only when two URLs report it): wait
+    ((giver, receipt),) = successes.values()
     block = ("eth_getBlockByNumber", [receipt["blockNumber"], False])
     others = [a for i, a in enumerate(await rpc.batch_each([block], resting=True)) if i != giver]
     held = [
