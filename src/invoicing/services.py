@@ -33,7 +33,11 @@ def build_services(settings: Settings, clock: Clock | None = None) -> Services:
         chain_id: EvmGateway(
             config,
             EvmClient.connect(
-                config.rpc_urls, policy=policy, eip1559=config.eip1559, chain_id=chain_id
+                config.rpc_urls,
+                policy=policy,
+                eip1559=config.eip1559,
+                chain_id=chain_id,
+                confirmations=config.confirmations,
             ),
             init_hash,
         )

@@ -199,8 +199,10 @@ class Settings(BaseSettings):
     # from rpc_backoff_s (doubling up to rpc_backoff_max_s), at most rpc_max_attempts tries
     # per request; a 429's Retry-After is honoured up to rpc_retry_after_max_s; a URL that
     # failed rpc_failures_before_cooldown times in a row is set aside for rpc_cooldown_s.
-    # A head that no second URL reports is believed only rpc_head_lead_max_blocks ahead of
-    # the believed head, plus rpc_head_max_blocks_per_s for each second since it last moved.
+    # A head that no second URL reports is believed only rpc_head_lead_max_blocks (at most
+    # half the chain's confirmations) ahead of the last head two URLs reported, plus
+    # rpc_head_max_blocks_per_s for each second since; a URL behind the others whose head
+    # block is older than rpc_head_stale_s lags and leaves the quorum (chain.heads).
     rpc_timeout_s: float = Field(default=10.0, gt=0)
     rpc_max_attempts: int = Field(default=4, ge=1)
     rpc_backoff_s: float = Field(default=0.25, ge=0)
@@ -210,6 +212,7 @@ class Settings(BaseSettings):
     rpc_cooldown_s: float = Field(default=60.0, ge=0)
     rpc_head_lead_max_blocks: int = Field(default=16, ge=0)
     rpc_head_max_blocks_per_s: float = Field(default=5.0, ge=0)
+    rpc_head_stale_s: float = Field(default=60.0, gt=0)
 
     max_body_bytes: int = 64 * 1024
     run_workers: bool = True
@@ -279,6 +282,7 @@ class Settings(BaseSettings):
             cooldown_s=self.rpc_cooldown_s,
             head_lead_max_blocks=self.rpc_head_lead_max_blocks,
             head_max_blocks_per_s=self.rpc_head_max_blocks_per_s,
+            head_stale_s=self.rpc_head_stale_s,
         )
 
     def chain_configs(self) -> dict[int, ChainConfig]:

@@ -26,7 +26,7 @@ from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, chain_config
-from tests.support.rpc_failover import FAST_POLICY, detect, services_over
+from tests.support.rpc_failover import FAST_POLICY, STUCK_S, detect, services_over
 from tests.support.rpc_faults import FaultyRpc, faulty_rpc
 from tests.support.server import serve
 from tests.support.signing import new_owner
@@ -77,7 +77,7 @@ async def test_work_carries_on_when_the_first_url_fails(
     evm: EvmClient,
     dev: DevDeployment,
 ) -> None:
-    services = await services_over(make_services, proxy.url, anvil.url)
+    services = await services_over(make_services, proxy.url, anvil.url, **STUCK_S)
     chain = gateway(services)
     owner = new_owner()
     proxy.stale_block = await evm.block_number()
@@ -127,8 +127,9 @@ async def test_a_lagging_url_never_takes_a_reading_back(
 ) -> None:
     """The first URL lags (stale head) while the second is down: the monitor does not read
     at the older block (where the escrow held nothing), so the partly paid invoice keeps its
-    balance; once the second URL is back, the pass goes on at the newest block."""
-    services = await services_over(make_services, proxy.url, second_proxy.url)
+    balance; once the second URL is back, the pass goes on at the newest block (the stuck URL
+    lags: out of the quorum)."""
+    services = await services_over(make_services, proxy.url, second_proxy.url, **STUCK_S)
     invoice = await new_invoice(services, new_owner().address, "0.004")
     before_payment = await evm.block_number()
     await pay(evm, invoice, 10**15)

@@ -11,10 +11,14 @@ can also drop a connection without answering).
 - ``"stale"``: a node stuck at block ``stale_block``: ``eth_blockNumber`` answers it, reads
   at ``latest``/``pending`` are made at it, reads at a later block get ``header not found``
   and receipts of later blocks are null;
+- ``"lag"``: a node that keeps the chain's pace ``lag`` blocks behind: ``"stale"`` at the
+  node's head less ``lag``, at every request;
 - ``"lie"``: a provider that lies (or whose backends lag): requests are forwarded, then
   ``eth_blockNumber`` answers ``head_lead`` blocks more, ``eth_getTransactionCount``
-  ``count_lead`` more, ``eth_chainId`` answers ``chain_id`` when set, and with
-  ``hide_receipts`` every receipt is null.
+  ``count_lead`` more, ``eth_chainId`` answers ``chain_id`` when set, with
+  ``hide_receipts`` every receipt is null, with ``fail_receipts`` every receipt says the
+  transaction failed (status 0), and with ``signature_ok`` every ``eth_call`` answers the
+  EIP-1271 magic value.
 
 ``proxy.methods`` counts the JSON-RPC methods it was asked (batch items one by one). It serves
 any path, so a test can give it a URL that carries a made-up provider key.
@@ -31,6 +35,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+
+_BLOCK_NUMBER = {"jsonrpc": "2.0", "id": 0, "method": "eth_blockNumber", "params": []}
+# isValidSignature's selector, left-aligned in a 32-byte word: "this signature is valid".
+MAGIC = bytes.fromhex("1626ba7e") + bytes(28)
 
 # Where each method takes its block parameter.
 BLOCK_PARAM = {
@@ -59,6 +67,9 @@ class FaultyRpc:
         self.count_lead = 0
         self.chain_id: int | None = None
         self.hide_receipts = False
+        self.fail_receipts = False
+        self.signature_ok = False
+        self.lag = 0
         self.methods: Counter[str] = Counter()
         self.requests = 0  # HTTP requests received
         self.faulted = 0  # of those, answered with a fault (stale: any request)
@@ -105,10 +116,11 @@ class FaultyRpc:
         sent = json.loads(body)
         items = sent if isinstance(sent, list) else [sent]
         self.methods.update(str(item.get("method")) for item in items)
-        if fault in ("stale", "lie"):
-            answers = [
-                await (self._stale if fault == "stale" else self._lie)(item) for item in items
-            ]
+        if fault == "lag":
+            head = (await self._http.post(self.node_url, json=_BLOCK_NUMBER)).json()["result"]
+            self.stale_block = max(0, int(head, 16) - self.lag)
+        if fault in ("stale", "lag", "lie"):
+            answers = [await (self._lie if fault == "lie" else self._stale)(item) for item in items]
             answer: Any = answers if isinstance(sent, list) else answers[0]
             return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
         forwarded = await self._http.post(
@@ -150,6 +162,10 @@ class FaultyRpc:
             answer["result"] = hex(self.chain_id)
         elif method == "eth_getTransactionReceipt" and self.hide_receipts:
             answer["result"] = None
+        elif method == "eth_getTransactionReceipt" and self.fail_receipts and result:
+            answer["result"] = result | {"status": "0x0"}
+        elif method == "eth_call" and self.signature_ok:
+            answer = {"jsonrpc": "2.0", "id": item.get("id"), "result": "0x" + MAGIC.hex()}
         return answer
 
     async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from invoicing.chain.answers import quantity
-from invoicing.chain.heads import HeadBelief
+from invoicing.chain.heads import HeadBelief, lead_for
 from invoicing.chain.urls import redact_url
 
 heads = st.lists(st.integers(min_value=0, max_value=10**12), min_size=1, max_size=5)
@@ -92,6 +92,42 @@ def test_a_url_stuck_behind_does_not_hold_the_chain_for_long() -> None:
     head is believed all along, within the lead at first, then within the pace."""
     stuck = [([100, 100 + 2 * step], float(step)) for step in range(1, 31)]
     assert believe(stuck) == [100 + 2 * step for step in range(1, 31)]
+
+
+@given(rounds)
+def test_reads_never_fall_and_stay_at_a_head_a_second_url_reports(
+    answers_in_time: list[tuple[list[int], float]],
+) -> None:
+    """Read head: never down, never above the believed head, and with two quorum URLs never
+    above the second-highest head of that round or one read at before."""
+    belief, before = HeadBelief(lead_max_blocks=16, max_blocks_per_s=5.0), 0
+    for answers, now in answers_in_time:
+        belief = belief.after(answers, now)
+        ordered = sorted(answers, reverse=True)
+        assert before <= belief.read_head <= belief.believed
+        if len(ordered) > 1:
+            assert belief.read_head <= max(before, ordered[1])
+        before = belief.read_head
+
+
+def test_a_url_ahead_is_believed_but_not_read_at() -> None:
+    """The liar reports the honest head plus the lead: believed (within the lead), but reads
+    stay at the honest URL's head; a lone answer (the other URL out) is read at."""
+    belief = HeadBelief(lead_max_blocks=6, max_blocks_per_s=5.0).after([100, 100], 0.0)
+    belief = belief.after([106, 101], 0.1)
+    assert (belief.believed, belief.read_head) == (106, 101)
+    assert belief.after([107], 0.2).read_head == 107
+
+
+@given(st.integers(min_value=1, max_value=10**6), st.integers(min_value=0, max_value=10**6))
+def test_one_urls_lead_is_at_most_half_the_confirmations(confirmations: int, cap: int) -> None:
+    lead = lead_for(confirmations, cap)
+    assert lead <= cap and lead >= min(cap, 1)
+    assert confirmations == 1 or 2 * lead <= confirmations
+
+
+def test_the_lead_of_registry_depths() -> None:
+    assert [lead_for(c, 16) for c in (1, 2, 3, 12, 20, 64)] == [1, 1, 1, 6, 10, 16]
 
 
 @given(

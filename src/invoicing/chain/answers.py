@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from invoicing.errors import ChainUnavailable
+
 # JSON-RPC errors about the provider, not the call: another URL may answer.
 PROVIDER_ERROR_CODES = {-32005, 429}
 PROVIDER_ERROR_WORDS = ("header not found", "unknown block", "rate limit", "too many requests")
@@ -77,3 +79,27 @@ def quantity(value: Any) -> int:
     if not all(c in "0123456789abcdefABCDEF" for c in digits):
         raise ValueError("not a JSON-RPC quantity")
     return int(digits, 16)
+
+
+def batch_results(first: int, count: int, answers: Any, return_errors: bool) -> list[Any]:
+    """The results of a JSON-RPC batch whose ids run from ``first``, in order: an item's
+    JSON-RPC error raised, or with ``return_errors`` put in its place as the RpcError;
+    ChainUnavailable when the answer is not such a batch."""
+    if not isinstance(answers, list):
+        raise ChainUnavailable("RPC sent a malformed batch answer")
+    by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+    results: list[Any] = []
+    for i in range(count):
+        answer = by_id.get(first + i)
+        if answer is None:
+            raise ChainUnavailable("RPC dropped a batch item")
+        if "error" in answer:
+            try:
+                raise_for_error(answer["error"])
+            except RpcError as exc:
+                if not return_errors:
+                    raise
+                results.append(exc)
+                continue
+        results.append(answer.get("result"))
+    return results

@@ -59,10 +59,14 @@ class EvmClient:
         policy: RpcPolicy | None = None,
         eip1559: bool | None = None,
         chain_id: int | None = None,
+        confirmations: int = 1,
     ) -> EvmClient:
         """A client of one chain over its URLs (failover in that order, see ``chain.rpc``);
-        with ``chain_id`` its requests are counted in the service's metrics."""
-        rpc = JsonRpc(urls, timeout_s=timeout_s, policy=policy, chain_id=chain_id)
+        with ``chain_id`` its requests are counted in the service's metrics; a URL's lead is
+        bounded by the chain's ``confirmations`` (``chain.heads``)."""
+        rpc = JsonRpc(
+            urls, timeout_s=timeout_s, policy=policy, chain_id=chain_id, confirmations=confirmations
+        )
         return cls(rpc, eip1559)
 
     async def aclose(self) -> None:

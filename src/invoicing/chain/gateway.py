@@ -12,21 +12,26 @@ from eth_abi.abi import encode
 
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
-from invoicing.chain.answers import ContractRevert, RpcError, quantity
+from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.eip3009 import encode_authorization_state
 from invoicing.chain.escrows import create2_address
-from invoicing.chain.evm import BlockRef, EvmClient, normalize_receipt
+from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.feeds import FeedRound, read_feed_round
+from invoicing.chain.quorum import (
+    ERC1271_SELECTOR,
+    lowest_count,
+    nonce_verdict,
+    receipt_of,
+    reported_chain_id,
+    signature_accepted,
+)
 from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
 from invoicing.chain.roles import ChainGateway, NonceUse
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable
-
-# bytes4(keccak256("isValidSignature(bytes32,bytes)")): the EIP-1271 selector and magic value.
-ERC1271_SELECTOR = bytes.fromhex("1626ba7e")
 
 __all__ = ["ChainGateway", "EvmGateway", "NonceUse"]
 
@@ -59,7 +64,9 @@ class EvmGateway:
         return int(timestamp, 16) if isinstance(timestamp, str) else int(timestamp)
 
     async def chain_id(self) -> int:
-        return await self.evm.chain_id()
+        if len(self.evm.rpc.urls) == 1:
+            return await self.evm.chain_id()
+        return await reported_chain_id(self.evm.rpc, self.config.chain_id)
 
     async def balances(
         self, token: str | None, addresses: list[str], block: BlockRef = "latest"
@@ -104,6 +111,11 @@ class EvmGateway:
         block, values = await read_groups_at_head(
             self.evm, reader, groups, self.config.chain_id, floor=self.highest_block
         )
+        if block > self.evm.rpc.best_head and len(self.evm.rpc.urls) > 1:
+            # The answering URL's newest block: read at it only once two URLs report it.
+            read_head = await self.block_number()
+            if block > read_head:
+                block, values = read_head, await self.read_escrows(groups, read_head)
         self.highest_block = max(self.highest_block, block)
         return block, values
 
@@ -159,7 +171,14 @@ class EvmGateway:
     async def is_valid_signature(
         self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
     ) -> bool:
+        chain_id = self.config.chain_id
         data = ERC1271_SELECTOR + encode(["bytes32", "bytes"], [digest, signature])
+        if len(self.evm.rpc.urls) > 1:
+            call = {"to": wallet, "data": "0x" + data.hex(), "gas": hex(gas_cap)}
+            accepted = await signature_accepted(self.evm.rpc, call)
+            if accepted is None:
+                raise ChainUnavailable(f"signature check unconfirmed on chain {chain_id}")
+            return accepted
         try:
             answer = await self.evm.eth_call(wallet, data, gas=gas_cap)
         except ContractRevert:
@@ -167,7 +186,6 @@ class EvmGateway:
         except RpcError as exc:
             if "gas" in exc.message.lower():  # ran out of its cap: not a valid signature
                 return False
-            chain_id = self.config.chain_id
             raise ChainUnavailable(f"signature check failed on chain {chain_id}") from exc
         return answer[:4] == ERC1271_SELECTOR and len(answer) == 32
 
@@ -204,50 +222,21 @@ class EvmGateway:
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         if len(self.evm.rpc.urls) == 1:
             return await self.evm.get_transaction_count(address, block)
-        request = (
-            "eth_getTransactionCount",
-            [address, block if isinstance(block, str) else hex(block)],
-        )
-        counts = [
-            _quantity(answer[0]) for answer in await self.evm.rpc.batch_each([request]) if answer
-        ]
-        known = [count for count in counts if count is not None]
-        if not known:
-            raise ChainUnavailable(f"no transaction count on chain {self.config.chain_id}")
-        return min(known)
+        at = block if isinstance(block, str) else hex(block)
+        return await lowest_count(self.evm.rpc, address, at)
 
     async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
-        requests = [("eth_getTransactionCount", [address, "latest"])]
-        requests += [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in hashes]
-        answers = [answer for answer in await self.evm.rpc.batch_each(requests) if answer]
-        if not answers:
-            raise ChainUnavailable(f"no URL answered on chain {self.config.chain_id}")
-        taken = False
-        for answer in answers:
-            count, *receipts = answer
-            for receipt in receipts:
-                if isinstance(receipt, dict):
-                    return NonceUse(normalize_receipt(receipt), taken=False)
-            mined = _quantity(count)
-            absent = all(receipt is None for receipt in receipts)  # an error is no answer
-            taken = taken or (mined is not None and mined > nonce and absent)
-        return NonceUse(None, taken)
+        receipt, taken = await nonce_verdict(self.evm.rpc, address, nonce, hashes)
+        return NonceUse(receipt, taken)
 
     async def send_raw_transaction(self, raw: bytes) -> str:
         return await self.evm.send_raw_transaction(raw)
 
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        return await self.evm.get_receipt(tx_hash)
+        return await receipt_of(self.evm.rpc, tx_hash)
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
         return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
-
-
-def _quantity(value: Any) -> int | None:
-    try:
-        return quantity(value)
-    except ValueError:
-        return None
 
 
 def configured_symbol(config: ChainConfig, token: str | None) -> str:

@@ -26,9 +26,10 @@ class NonceUse:
     """What became of a relayer nonce whose transactions the preferred URL has no receipt for
     (``ChainGateway.nonce_use``)."""
 
-    receipt: dict[str, Any] | None  # one of its transactions' receipt, found on any URL
-    # No URL holds a receipt of them, and a URL reports the nonce mined in the same answer
-    # as it reports no receipt: another transaction took the nonce.
+    receipt: dict[str, Any] | None  # one of its transactions' receipt that counts
+    # No URL holds a receipt of them, and two URLs (the only one, on a chain with one) report
+    # the nonce mined in the same answer as they report no receipt: another transaction
+    # took the nonce.
     taken: bool
 
 
@@ -40,8 +41,9 @@ class EscrowReads(Protocol):
     factory: str  # the PaymentFactory's checksummed address
 
     async def block_number(self) -> int:
-        """The head, never lower than one this gateway answered before (a lagging RPC URL
-        cannot take reads back to an older block)."""
+        """The head reads happen at, never lower than one this gateway answered before (a
+        lagging RPC URL cannot take reads back to an older block; with several URLs, a block
+        two of them report: ``chain.heads``)."""
         ...
 
     async def block_timestamp(self, block: int) -> int:
@@ -49,7 +51,8 @@ class EscrowReads(Protocol):
         ...
 
     async def chain_id(self) -> int:
-        """The id the node reports (``eth_chainId``)."""
+        """The id the node reports (``eth_chainId``); with several URLs, every URL is asked
+        and the first id that differs from the configured one is answered."""
         ...
 
     async def balances(
@@ -117,7 +120,8 @@ class ContractState(Protocol):
     ) -> bool:
         """Whether the contract wallet at ``wallet`` accepts ``signature`` over ``digest``
         (EIP-1271 ``isValidSignature``), asked by an ``eth_call`` of at most ``gas_cap`` gas:
-        a revert, an answer other than the magic value, or running out of gas is "no"."""
+        a revert, an answer other than the magic value, or running out of gas is "no". With
+        several URLs, "yes" needs two URLs' magic value (``chain.quorum``)."""
         ...
 
 
@@ -156,14 +160,15 @@ class TransactionSender(Protocol):
 
     async def transaction_count(self, address: str, block: BlockRef = "pending") -> int:
         """Transactions sent from ``address`` (mined ones only at ``"latest"``); over several
-        URLs the lowest count any reports (an over-reported count is not believed)."""
+        URLs the lowest count any reports, set-aside URLs asked too (an over-reported count is
+        not believed)."""
         ...
 
     async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
         """Whether a transaction of ``hashes`` (one nonce's signed versions) was mined after
-        all, or another transaction took ``nonce``: asked of every URL, each in one batch, so
-        a URL that lags or hides receipts cannot declare the nonce taken. ChainUnavailable
-        when no URL answers."""
+        all, or another transaction took ``nonce``: asked of every URL (set-aside ones too),
+        each in one batch, so one URL that lags, hides or forges receipts cannot declare the
+        nonce taken (``chain.quorum``). ChainUnavailable when no URL answers."""
         ...
 
     async def send_raw_transaction(self, raw: bytes) -> str:
@@ -171,7 +176,9 @@ class TransactionSender(Protocol):
         ...
 
     async def receipt(self, tx_hash: str) -> dict[str, Any] | None:
-        """The receipt of a mined transaction (quantities as ints), or None."""
+        """The receipt of a mined transaction (quantities as ints), or None; with several
+        URLs, only one that counts (``chain.quorum``: a failure only when two URLs report
+        it)."""
         ...
 
     async def is_known_transaction(self, tx_hash: str) -> bool:

@@ -13,8 +13,10 @@ Every HTTP attempt of a client that knows its chain is counted in
 http_error, provider_error) and timed in ``invoicing_rpc_request_seconds``.
 
 Heads are not taken on one URL's word (:meth:`JsonRpc.head`): with several URLs every URL is
-asked, and the head believed follows the rule of ``chain.heads``. A URL that reports more
-than is believed, like one that lags, serves requests only after the others.
+asked, and the head believed and the head read at follow the rule of ``chain.heads``. A URL
+behind the highest head whose head block is older than ``head_stale_s`` lags: it leaves the
+quorum. A URL that reports more than is believed, or lacks the head read at, serves
+requests only after the others.
 
 A URL is a secret: no repr, log line, metric label or error shows one (``chain.urls``).
 """
@@ -33,8 +35,13 @@ from typing import Any
 import httpx
 
 from invoicing import metrics
-from invoicing.chain.answers import RpcError, provider_refused, quantity, raise_for_error
-from invoicing.chain.heads import HeadBelief
+from invoicing.chain.answers import (
+    batch_results,
+    provider_refused,
+    quantity,
+    raise_for_error,
+)
+from invoicing.chain.heads import HeadBelief, lead_for
 from invoicing.chain.urls import redact_url
 from invoicing.errors import ChainUnavailable
 
@@ -53,9 +60,12 @@ class RpcPolicy:
     failures_before_cooldown: int = 3
     cooldown_s: float = 60.0
     # A head no second URL reports is believed only this far ahead of the last head two URLs
-    # reported, plus this many blocks for every second since that head rose (chain.heads).
+    # reported (and at most half the chain's confirmations), plus this many blocks for every
+    # second since (chain.heads).
     head_lead_max_blocks: int = 16
     head_max_blocks_per_s: float = 5.0
+    # A URL behind the others whose head block is older than this lags: out of the quorum.
+    head_stale_s: float = 60.0
 
 
 class _Retry(Exception):
@@ -75,6 +85,8 @@ class _Endpoint:
     retry_at: float = 0.0  # monotonic time; its Retry-After asked for no request before then
     head: int | None = None  # the block number it last reported
     ahead: bool = False  # it reported a head beyond the believed one
+    lagging: bool = False  # left out of the quorum (see JsonRpc.head)
+    head_time: tuple[int, int] = (-1, 0)  # (block number, its timestamp) as it reported
 
 
 def _retry_after_s(value: str | None) -> float | None:
@@ -95,6 +107,7 @@ class JsonRpc:
         timeout_s: float | None = None,
         policy: RpcPolicy | None = None,
         chain_id: int | None = None,
+        confirmations: int = 1,
     ) -> None:
         urls = [urls] if isinstance(urls, str) else list(urls)
         # The chain the service's metrics count this client's requests under (None: a
@@ -109,8 +122,9 @@ class JsonRpc:
         self.url = urls[0]
         self.calls = 0
         self._endpoints = [_Endpoint(url) for url in urls]
-        self.best_head = 0  # the believed head (see head)
-        self._belief = HeadBelief(policy.head_lead_max_blocks, policy.head_max_blocks_per_s)
+        self.best_head = 0  # the head reads happen at (see head)
+        self.lead_blocks = lead_for(confirmations, policy.head_lead_max_blocks)
+        self._belief = HeadBelief(self.lead_blocks, policy.head_max_blocks_per_s)
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=policy.timeout_s)
 
@@ -131,13 +145,13 @@ class JsonRpc:
         now = time.monotonic()
 
         def rank(i: int) -> tuple[bool, bool, bool, float, int]:
-            endpoint = self._endpoints[i]
-            off_head = endpoint.head is not None and endpoint.head != self.best_head
+            head = self._endpoints[i].head
+            off_head = head is not None and not self.best_head <= head <= self._belief.believed
             return (
-                endpoint.resting_until > now,
+                self._endpoints[i].resting_until > now,
                 i in tried,
-                off_head,  # lagging, or reporting a head that is not believed
-                max(endpoint.retry_at, now),
+                off_head,  # lacking the head read at, or reporting a head not believed
+                max(self._endpoints[i].retry_at, now),
                 i,
             )
 
@@ -238,14 +252,11 @@ class JsonRpc:
         return answer
 
     async def head(self) -> int:
-        """The believed head: with one URL its ``eth_blockNumber``; with several, every URL is
-        asked at once and the highest head that a second URL reports too, or that is within
-        the chain's pace of the last such head (``chain.heads``), is believed. The answer never
-        goes below one given before. Each URL's answer is kept: one behind or ahead of the
-        believed head serves requests only after the others. URLs set aside are asked too
-        when the others answer nothing newer than a head seen before (they lag, or fail).
-        When none answers, the request goes through the usual failover (or raises
-        ChainUnavailable)."""
+        """The head reads happen at: with one URL its ``eth_blockNumber``; with several, every
+        URL is asked at once, those that lag are left out, and the rest move the belief of
+        ``chain.heads``. It never goes below one given before. URLs set aside are asked too
+        when the others answer nothing newer than a head seen before. When none answers, the
+        request goes through the usual failover (or raises ChainUnavailable)."""
         if len(self._endpoints) == 1:
             head = await self._called_head()
             self.best_head = max(self.best_head, head)
@@ -253,11 +264,12 @@ class JsonRpc:
         now = time.monotonic()
         live = [e for e in self._endpoints if e.resting_until <= now and e.retry_at <= now]
         answered = await self._heads(live)
-        if not answered or max(answered) <= self.best_head:
+        if not answered or max(e.head or 0 for e in answered) <= self.best_head:
             answered += await self._heads([e for e in self._endpoints if e not in live])
         if not answered:
-            answered = [await self._called_head()]
-        self._believe(answered)
+            self._believe([await self._called_head()])
+            return self.best_head
+        self._believe(await self._quorum(answered))
         return self.best_head
 
     async def _called_head(self) -> int:
@@ -266,49 +278,85 @@ class JsonRpc:
         except ValueError:
             raise ChainUnavailable("RPC sent a malformed block number") from None
 
+    async def _quorum(self, answered: list[_Endpoint]) -> list[int]:
+        """The heads of the URLs that do not lag, each lagging URL named once in a warning."""
+        top = max(e.head or 0 for e in answered)
+        lags = await asyncio.gather(*(self._lags(e, top) for e in answered))
+        for endpoint, lagging in zip(answered, lags, strict=True):
+            if lagging and not endpoint.lagging:
+                log.warning(
+                    "%s lags: head %d, %d behind another URL's, with a block older than %.0f s: "
+                    "left out of the quorum until it catches up",
+                    self.url_name(self._endpoints.index(endpoint)),
+                    endpoint.head,
+                    top - (endpoint.head or 0),
+                    self.policy.head_stale_s,
+                )
+            endpoint.lagging = lagging
+        return [e.head for e, lagging in zip(answered, lags, strict=True) if e.head and not lagging]
+
+    async def _lags(self, endpoint: _Endpoint, top: int) -> bool:
+        """Whether a URL is behind ``top`` with a head block older than ``head_stale_s`` (an
+        honest URL under one that over-reports has a fresh head block; one that cannot show
+        its own head block lags too). Its block is asked once per head it reports."""
+        head = endpoint.head or 0
+        if head >= top:
+            return False
+        if endpoint.head_time[0] != head:
+            body = self._body("eth_getBlockByNumber", [hex(head), False])
+            try:
+                block = (await self._attempt(endpoint.url, body))["result"]
+                endpoint.head_time = (head, quantity(block["timestamp"]))
+            except (_Retry, KeyError, TypeError, ValueError):
+                return True
+        return time.time() - endpoint.head_time[1] > self.policy.head_stale_s
+
     def _believe(self, heads: list[int]) -> None:
-        """Raise ``best_head`` to the head believed among ``heads`` (``chain.heads``)."""
+        """Raise ``best_head`` to the read head among ``heads`` (``chain.heads``)."""
         self._belief = self._belief.after(heads, time.monotonic())
-        self.best_head = max(self.best_head, self._belief.believed)
+        self.best_head = max(self.best_head, self._belief.read_head)
+        believed = self._belief.believed
         for number, endpoint in enumerate(self._endpoints, 1):
-            ahead = endpoint.head is not None and endpoint.head > self.best_head
+            ahead = endpoint.head is not None and endpoint.head > believed
             if ahead and not endpoint.ahead:
                 log.warning(
                     "%s reports head %d, ahead of the believed %d that no other URL "
                     "or the chain's pace confirms: not believed",
                     self.url_name(number - 1),
                     endpoint.head,
-                    self.best_head,
+                    believed,
                 )
             endpoint.ahead = ahead
 
-    async def _heads(self, endpoints: list[_Endpoint]) -> list[int]:
-        heads = await asyncio.gather(*(self._head_of(endpoint) for endpoint in endpoints))
-        return [head for head in heads if head is not None]
+    async def _heads(self, endpoints: list[_Endpoint]) -> list[_Endpoint]:
+        """Those of ``endpoints`` that answered their head (kept in ``head``)."""
+        answered = await asyncio.gather(*(self._head_of(endpoint) for endpoint in endpoints))
+        return [endpoint for endpoint, ok in zip(endpoints, answered, strict=True) if ok]
 
-    async def _head_of(self, endpoint: _Endpoint) -> int | None:
-        body = {"jsonrpc": "2.0", "id": next(self._ids), "method": "eth_blockNumber", "params": []}
+    async def _head_of(self, endpoint: _Endpoint) -> bool:
         try:
-            answer = await self._attempt(endpoint.url, body)
+            answer = await self._attempt(endpoint.url, self._body("eth_blockNumber", []))
             head = quantity(answer["result"])
         except _Retry as failure:
             self._failed(endpoint, failure)
-            return None
+            return False
         except (KeyError, TypeError, ValueError):
-            return None
+            return False
         endpoint.head = head
         endpoint.failures = 0
-        return head
+        return True
 
-    async def batch_each(self, requests: Sequence[tuple[str, list[Any]]]) -> list[list[Any] | None]:
-        """Send the same JSON-RPC batch to every URL not set aside, all at once (no failover):
-        for each URL in order its results (a JSON-RPC error as the RpcError in its place), or
-        None when it did not answer or answered malformed. For answers that must not be taken
-        on one URL's word."""
+    async def batch_each(
+        self, requests: Sequence[tuple[str, list[Any]]], *, resting: bool = False
+    ) -> list[list[Any] | None]:
+        """Send the same JSON-RPC batch to every URL not set aside (with ``resting``, to every
+        URL), all at once (no failover): for each URL in order its results (a JSON-RPC error
+        as the RpcError in its place), or None when it did not answer or answered malformed.
+        For answers that must not be taken on one URL's word."""
         now = time.monotonic()
 
         async def ask(endpoint: _Endpoint) -> list[Any] | None:
-            if endpoint.resting_until > now:
+            if endpoint.resting_until > now and not resting:
                 return None
             first, body = self._batch_body(requests)
             try:
@@ -318,7 +366,7 @@ class JsonRpc:
                 return None
             endpoint.failures = 0
             try:
-                return self._results(first, len(requests), answers, return_errors=True)
+                return batch_results(first, len(requests), answers, return_errors=True)
             except ChainUnavailable:
                 return None
 
@@ -326,9 +374,7 @@ class JsonRpc:
 
     async def call(self, method: str, params: list[Any] | None = None) -> Any:
         """Send one request and return its ``result``."""
-        answer = await self._post(
-            {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params or []}
-        )
+        answer = await self._post(self._body(method, params or []))
         if not isinstance(answer, dict):
             raise ChainUnavailable("RPC sent a malformed answer")
         if "error" in answer:
@@ -344,35 +390,11 @@ class JsonRpc:
         if not requests:
             return []
         first, body = self._batch_body(requests)
-        return self._results(first, len(requests), await self._post(body), return_errors)
+        return batch_results(first, len(requests), await self._post(body), return_errors)
+
+    def _body(self, method: str, params: list[Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
 
     def _batch_body(self, requests: Sequence[tuple[str, list[Any]]]) -> tuple[int, Any]:
-        first = next(self._ids)
-        for _ in requests[1:]:
-            next(self._ids)
-        body = [
-            {"jsonrpc": "2.0", "id": first + i, "method": method, "params": params}
-            for i, (method, params) in enumerate(requests)
-        ]
-        return first, body
-
-    @staticmethod
-    def _results(first: int, count: int, answers: Any, return_errors: bool) -> list[Any]:
-        if not isinstance(answers, list):
-            raise ChainUnavailable("RPC sent a malformed batch answer")
-        by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
-        results: list[Any] = []
-        for i in range(count):
-            answer = by_id.get(first + i)
-            if answer is None:
-                raise ChainUnavailable("RPC dropped a batch item")
-            if "error" in answer:
-                try:
-                    raise_for_error(answer["error"])
-                except RpcError as exc:
-                    if not return_errors:
-                        raise
-                    results.append(exc)
-                    continue
-            results.append(answer.get("result"))
-        return results
+        body = [self._body(method, params) for method, params in requests]  # ids in a row
+        return body[0]["id"], body
