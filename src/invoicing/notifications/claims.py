@@ -386,7 +386,7 @@ async def _load_claimed(
                 event_id=row.id,
                 attempt=row.attempts,
                 endpoint_host=row.endpoint_host,
-                delivery=Delivery(url=row.url, body=encode_body(row.payload), headers=headers),
+                delivery=Delivery(row.url, encode_body(row.payload), headers, row.owner_key),
                 signing_secrets=owner.secrets,
                 endpoint_id=row.endpoint_id,
                 retry_until=row.retry_until,

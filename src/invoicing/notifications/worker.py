@@ -40,6 +40,7 @@ from invoicing.notifications.delivery import (
     unrecorded,
     write_results,
 )
+from invoicing.notifications.http11 import PoolBounds
 from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
@@ -78,6 +79,14 @@ def client_for(services: Services) -> HttpWebhookClient:
         timeout_s=settings.webhook_timeout_s,
         allow_private=settings.webhook_allow_private,
         dns_cache_s=settings.webhook_dns_cache_s,
+        dns_failure_cache_s=settings.webhook_dns_failure_cache_s,
+        dns_threads=settings.webhook_dns_threads,
+        dns_timeout_s=settings.webhook_dns_timeout_s,
+        pool_bounds=PoolBounds(
+            idle_s=settings.webhook_idle_connection_s,
+            max_idle=settings.webhook_max_idle_connections,
+            max_idle_per_owner=settings.webhook_max_idle_connections_per_owner,
+        ),
     )
 
 
