@@ -88,7 +88,8 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
     # Deliveries in flight per worker process; a slow endpoint holds only its own slot.
     webhook_concurrency: int = 200
-    # Of those, at most this many to one host:port, so a hanging host cannot take them all.
+    # Of those, at most this many of one owner's to one host:port, so a hanging host cannot
+    # take them all, nor one owner all of a host that other owners use too.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     # One owner's share: beyond it an owner only takes spare slots, never the quarter of them
     # kept for owners within their share (notifications/claims.py), so one owner's endpoints

@@ -348,7 +348,7 @@ class PacedClient(FakeWebhookClient):
         self.sending += 1
         self.peak_sending = max(self.peak_sending, self.sending)
         if self.dispatcher is not None:
-            claimed = self.dispatcher.counted.hosts["one.example:443"]
+            claimed = sum(self.dispatcher.counted.owner_hosts.values())  # one owner, one host
             self.peak_claimed = max(self.peak_claimed, claimed)
         await asyncio.sleep(self.delay_s)
         self.sending -= 1
