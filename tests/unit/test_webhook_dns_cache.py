@@ -1,7 +1,7 @@
 """The webhook client's DNS cache (``resolver.CachedResolver``): one lookup per name and TTL,
-shared by concurrent deliveries, failures kept only for their own TTL, and every kept answer still checked by
-the SSRF guard (a name re-pointed to a private address is refused once its answer expires,
-and nothing connects there)."""
+shared by concurrent deliveries, failures kept only for their own TTL, and every kept answer
+still checked by the SSRF guard (a name re-pointed to a private address is refused once its
+answer expires, and nothing connects there)."""
 
 from __future__ import annotations
 
