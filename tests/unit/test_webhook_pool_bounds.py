@@ -83,7 +83,8 @@ async def test_an_owner_moving_16_endpoints_8_times_holds_at_most_its_bound_of_c
     await settled(lambda: server.open == 64)
     assert server.connections == 128
     assert (server.open, pool.idle) == (64, 64)
-    assert open_descriptors() - before == 2 * 64  # both ends live in this process
+    # Both ends live in this process (sockets of earlier tests may close meanwhile).
+    assert open_descriptors() - before <= 2 * 64
     await client.aclose()
     await settled(lambda: server.open == 0)
     assert (server.open, pool.idle) == (0, 0)
