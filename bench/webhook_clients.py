@@ -64,8 +64,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from invoicing.chain.anvil import free_port
 from invoicing.notifications.client import Delivery, HttpWebhookClient, Wire
-from invoicing.notifications.guard import Resolver, Target, TargetRefused, resolve_host
+from invoicing.notifications.guard import Resolver, Target, TargetRefused
 from invoicing.notifications.http11 import MAX_ANSWER_BYTES
+from invoicing.notifications.resolver import SystemResolver
 
 sys.path.insert(0, str(Path(__file__).parent))
 from webhooks import address_of, receiver_process  # noqa: E402
@@ -168,7 +169,9 @@ class HttpxWire:
             )
         return client
 
-    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
+    async def post(
+        self, target: Target, headers: dict[str, str], body: bytes, owner: str = ""
+    ) -> int:
         client = self._client(target)
         with pinned_to(target, httpx.TransportError):
             request = client.build_request("POST", target.url, content=body, headers=headers)
@@ -226,7 +229,9 @@ class AiohttpWire:
             )
         return self.session
 
-    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
+    async def post(
+        self, target: Target, headers: dict[str, str], body: bytes, owner: str = ""
+    ) -> int:
         with pinned_to(target, aiohttp.ClientError):
             async with self._session().post(
                 target.url, data=body, headers=headers, allow_redirects=False
@@ -317,7 +322,7 @@ async def one_round(
 def targets(args: argparse.Namespace, port: int) -> tuple[list[str], Resolver]:
     addresses = [address_of(i) for i in range(args.endpoints)]
     if args.system_resolver:
-        return [f"http://{a}:{port}/ok/{i}" for i, a in enumerate(addresses)], resolve_host
+        return [f"http://{a}:{port}/ok/{i}" for i, a in enumerate(addresses)], SystemResolver()
     names = {f"endpoint-{i}.test": a for i, a in enumerate(addresses)}
     urls = [f"http://{name}:{port}/ok/{i}" for i, name in enumerate(names)]
     return urls, table_resolver(names)

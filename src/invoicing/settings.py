@@ -88,7 +88,8 @@ class Settings(BaseSettings):
     webhook_allow_private: bool = False
     # Deliveries in flight per worker process; a slow endpoint holds only its own slot.
     webhook_concurrency: int = 200
-    # Of those, at most this many to one host:port, so a hanging host cannot take them all.
+    # Of those, at most this many of one owner's to one host:port, so a hanging host cannot
+    # take them all, nor one owner all of a host that other owners use too.
     webhook_per_host_concurrency: int = Field(default=20, ge=1)
     # One owner's share: beyond it an owner only takes spare slots, never the quarter of them
     # kept for owners within their share (notifications/claims.py), so one owner's endpoints
@@ -98,6 +99,18 @@ class Settings(BaseSettings):
     # Seconds a webhook host's resolved addresses are kept (each answer is still checked by
     # the SSRF guard at every delivery, and connections go only to the checked addresses).
     webhook_dns_cache_s: float = Field(default=10.0, ge=0)
+    # Webhook name lookups run on threads of their own (never the event loop's default
+    # executor): at most this many at once, each waited for at most the timeout; with all
+    # busy a delivery fails at once and is retried later. A failed lookup is kept (not
+    # retried) for webhook_dns_failure_cache_s.
+    webhook_dns_threads: int = Field(default=8, ge=1)
+    webhook_dns_timeout_s: float = Field(default=5.0, gt=0)
+    webhook_dns_failure_cache_s: float = Field(default=30.0, ge=0)
+    # Keep-alive connections receivers leave open: closed after this long idle, and the
+    # least recently used first past the pool's and one owner's bound (notifications/http11.py).
+    webhook_idle_connection_s: float = Field(default=30.0, gt=0)
+    webhook_max_idle_connections: int = Field(default=256, ge=0)
+    webhook_max_idle_connections_per_owner: int = Field(default=64, ge=0)
     # Delivered and failed webhook events (and their attempts) are deleted by housekeeping
     # once older than this; pending ones are kept.
     webhook_event_retention_s: float = Field(default=30 * 86400.0, gt=0)

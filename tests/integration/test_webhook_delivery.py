@@ -314,8 +314,12 @@ async def test_a_freed_slot_is_used_at_once_not_at_the_next_poll(
     services = fake_services(
         own_database, fake, webhook_per_host_concurrency=1, webhook_poll_interval_s=30
     )
+    owner = new_owner().address  # the per-host cap is each owner's
     invoices = [
-        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}") for i in range(5)
+        await paid_invoice(
+            services, fake, webhook_url=f"https://one.example/{i}", owner_address=owner
+        )
+        for i in range(5)
     ]
     client = FakeWebhookClient()
     stop = asyncio.Event()
@@ -348,7 +352,7 @@ class PacedClient(FakeWebhookClient):
         self.sending += 1
         self.peak_sending = max(self.peak_sending, self.sending)
         if self.dispatcher is not None:
-            claimed = self.dispatcher.counted.hosts["one.example:443"]
+            claimed = sum(self.dispatcher.counted.owner_hosts.values())  # one owner, one host
             self.peak_claimed = max(self.peak_claimed, claimed)
         await asyncio.sleep(self.delay_s)
         self.sending -= 1
@@ -361,8 +365,11 @@ async def test_a_fast_host_has_attempts_queued_behind_its_cap_never_more_sending
     # The queue refills a fast host's slots while the worker's next round is at the
     # database; what is sent at once stays within the host's cap.
     services = fake_services(own_database, fake, webhook_per_host_concurrency=2)
+    owner = new_owner().address  # the per-host cap is each owner's
     invoices = [
-        await paid_invoice(services, fake, webhook_url=f"https://one.example/{i}")
+        await paid_invoice(
+            services, fake, webhook_url=f"https://one.example/{i}", owner_address=owner
+        )
         for i in range(12)
     ]
     client = PacedClient()
@@ -384,6 +391,7 @@ async def test_a_fast_host_has_attempts_queued_behind_its_cap_never_more_sending
     statuses = [e.status for i in invoices for e in await events_of(services, i)]
     assert statuses == ["delivered"] * 12
     assert dispatcher.gates == {} and list(dispatcher.counted.fast) == ["one.example:443"]
+    assert dispatcher.counted.owner_hosts == {}
     await services.db.dispose()
 
 

@@ -138,3 +138,49 @@ async def test_another_owners_failures_at_a_url_do_not_push_its_owners_deliverie
         ]
     assert streaks == [(shared, 2)]  # the intruder's, on its own key
     assert [r.path for r in hooks.requests] == ["/victim", "/victim", "/victim", "/third"]
+
+
+@pytest.mark.slow
+async def test_one_owner_at_its_cap_on_a_shared_host_leaves_that_host_to_the_others(
+    own_database: str, fake: FakeChain
+) -> None:
+    # Both owners deliver to one host (a hosted receiver many owners use); the first owner's
+    # older deliveries there hang. The per-host cap is each owner's: the second owner's
+    # webhooks to that host still go out at once, not after the first owner's attempts.
+    slow_s = 5.0
+    services = fake_services(
+        own_database,
+        fake,
+        webhook_allow_private=True,
+        webhook_concurrency=8,
+        webhook_per_host_concurrency=2,
+        webhook_per_owner_concurrency=8,  # the owner caps stay out of the way
+        webhook_timeout_s=TIMEOUT_S,
+    )
+    hostile_owner, other_owner = new_owner().address, new_owner().address
+    async with receiver() as shared:
+        shared.delay_s["/slow"] = slow_s
+        stalled = [
+            await paid_event(services, fake, shared.url("slow"), hostile_owner) for _ in range(4)
+        ]
+        others = [
+            await paid_event(services, fake, shared.url(f"ok/{i}"), other_owner) for i in range(2)
+        ]
+        stop = asyncio.Event()
+        started = time.monotonic()
+        task = asyncio.create_task(worker.run(services, stop))
+        try:
+            while await statuses(services, others) != ["delivered"] * 2:
+                assert time.monotonic() - started < 3 * TIMEOUT_S, "never delivered"
+                await asyncio.sleep(0.02)
+            others_done_s = time.monotonic() - started
+            stalled_then = await statuses(services, stalled)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 3 * TIMEOUT_S)
+
+    assert others_done_s < slow_s - 1.0, others_done_s  # while the first owner's still hang
+    assert stalled_then == ["pending"] * 4
+    assert shared.peak_in_flight["/slow"] == 2  # the first owner's cap at the host
+    assert shared.peak_in_flight["/ok/0"] == shared.peak_in_flight["/ok/1"] == 1
+    await services.db.dispose()

@@ -29,10 +29,12 @@ class LocalServer:
     then: bytes | None = None
     requests: list[bytes] = field(default_factory=list)
     connections: int = 0
+    open: int = 0  # connections the server holds open now (it never closes an idle one)
     port: int = 0
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self.open += 1
         answered = 0
         try:
             while answered != self.answers_per_connection or self.then is not None:
@@ -48,6 +50,7 @@ class LocalServer:
             pass
         finally:
             writer.close()
+            self.open -= 1
 
     @staticmethod
     async def _read_request(reader: asyncio.StreamReader) -> bytes:

@@ -1,7 +1,7 @@
-"""The webhook client's DNS cache (``guard.CachedResolver``): one lookup per name and TTL,
-shared by concurrent deliveries, failures not kept, and every kept answer still checked by
-the SSRF guard (a name re-pointed to a private address is refused once its answer expires,
-and nothing connects there)."""
+"""The webhook client's DNS cache (``resolver.CachedResolver``): one lookup per name and TTL,
+shared by concurrent deliveries, failures kept only for their own TTL, and every kept answer
+still checked by the SSRF guard (a name re-pointed to a private address is refused once its
+answer expires, and nothing connects there)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from invoicing.notifications.client import Delivery, HttpWebhookClient
-from invoicing.notifications.guard import CachedResolver, resolve_host
 from invoicing.notifications.http11 import ConnectionPool, Streams
+from invoicing.notifications.resolver import CachedResolver, SystemResolver
 from tests.support.local_http import Connects, LocalServer
 
 BODY = b'{"status":"paid"}'
@@ -86,6 +86,23 @@ async def test_a_failed_lookup_is_not_kept() -> None:
     assert len(answers.lookups) == 2
 
 
+async def test_a_failed_lookup_is_kept_for_its_own_ttl_then_looked_up_again() -> None:
+    clock = Clock()
+    answers = Answers(TimeoutError("no answer within 5 s"), ["93.184.216.34"])
+    resolver = CachedResolver(answers, ttl_s=10, clock=clock, failure_ttl_s=30)
+
+    with pytest.raises(TimeoutError, match="no answer within 5 s"):
+        await resolver("hooks.example", 443)
+    clock.now += 29.9
+    with pytest.raises(ConnectionError) as kept:
+        await resolver("hooks.example", 443)
+    clock.now += 0.1
+
+    assert str(kept.value) == ("TimeoutError: no answer within 5 s (a failed lookup, kept 30 s)")
+    assert await resolver("hooks.example", 443) == ["93.184.216.34"]
+    assert len(answers.lookups) == 2
+
+
 async def test_at_most_max_names_are_kept_the_oldest_goes_first() -> None:
     answers = Answers(["93.184.216.34"])
     resolver = CachedResolver(answers, ttl_s=10, clock=Clock(), max_names=2)
@@ -131,13 +148,24 @@ async def test_a_name_re_pointed_to_a_private_address_is_refused_once_its_answer
     await client.aclose()
 
 
-def test_the_client_keeps_answers_only_when_told_to() -> None:
-    assert HttpWebhookClient().resolver is resolve_host
-    cached = HttpWebhookClient(dns_cache_s=5).resolver
+async def test_the_client_keeps_answers_only_when_told_to() -> None:
+    plain = HttpWebhookClient()
+    assert plain.resolver is plain._lookups
+    assert isinstance(plain.resolver, SystemResolver)
+    client = HttpWebhookClient(dns_cache_s=5, dns_failure_cache_s=7)
+    cached = client._lookups
     assert isinstance(cached, CachedResolver)
-    assert (cached.resolver, cached.ttl_s) == (resolve_host, 5)
+    assert (cached.resolver, cached.ttl_s, cached.failure_ttl_s) == (client.resolver, 5, 7)
+    await plain.aclose()
+    await client.aclose()
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "93.184.216.34", "::1", "2606:4700:4700::1111"])
 async def test_the_system_resolver_answers_an_ip_literal_itself(host: str) -> None:
-    assert await resolve_host(host, 443) == [host]
+    def no_lookup(host: str, port: int) -> list[str]:
+        raise AssertionError("an IP literal needs no lookup")
+
+    resolver = SystemResolver(no_lookup)
+    assert await resolver(host, 443) == [host]
+    assert resolver.busy == 0
+    resolver.close()

@@ -42,19 +42,33 @@ def test_tally_counts_only_the_failures_after_the_last_success() -> None:
 
 
 def flying(hosts: dict[str, int], owners: dict[str, int] | None = None) -> InFlight:
-    return InFlight(Counter(hosts), Counter(owners or {}))
+    """A's attempts in flight, by host (and the owners' counts)."""
+    return InFlight(Counter({(A_OWNER, h): n for h, n in hosts.items()}), Counter(owners or {}))
 
 
 def test_the_host_cap_leaves_out_only_what_would_exceed_it() -> None:
     rows = [("e1", "a:443"), ("e2", "a:443"), ("e3", "b:443"), ("e4", "a:443"), ("e1", "a:443")]
-    owned = [(event_id, host, f"owner-{event_id}") for event_id, host in rows]
+    owned = [(event_id, host, A_OWNER) for event_id, host in rows]
     caps = Caps(per_host=3, per_owner=100, reserved=0)
 
     assert caps.within(owned, flying({"a:443": 1}), 10) == ["e1", "e2", "e3"]
     assert caps.within(owned, flying({}), 10) == ["e1", "e2", "e3", "e4"]
     assert caps.within(owned, flying({"b:443": 3}), 10) == ["e1", "e2", "e4"]
     assert caps.within(owned, flying({}), 2) == ["e1", "e2"]  # the free slots
-    assert caps.full(flying({"a:443": 3, "b:443": 2}), 10) == (["a:443"], [])
+    assert caps.full(flying({"a:443": 3, "b:443": 2}), 10) == ([(A_OWNER, "a:443")], [])
+
+
+def test_one_owner_at_a_hosts_cap_leaves_that_host_to_the_other_owners() -> None:
+    # A's deliveries to a host many owners use (a hosted receiver) fill A's cap there;
+    # B's deliveries to the same host are still claimed, up to B's own cap.
+    rows = [(f"a{i}", "hooks.shared:443", A_OWNER) for i in range(3)]
+    rows += [(f"b{i}", "hooks.shared:443", B_OWNER) for i in range(4)]
+    caps = Caps(per_host=3, per_owner=100, reserved=0)
+    a_full = flying({"hooks.shared:443": 3}, {A_OWNER: 3})
+
+    assert caps.within(rows, a_full, 10) == ["b0", "b1", "b2"]
+    assert caps.full(a_full, 10) == ([(A_OWNER, "hooks.shared:443")], [])
+    assert caps.within(rows, flying({}), 10) == ["a0", "a1", "a2", "b0", "b1", "b2"]
 
 
 def test_an_owner_takes_its_share_and_beyond_it_only_spare_slots() -> None:
@@ -84,14 +98,14 @@ def test_a_host_that_answers_fast_has_its_cap_again_queued_and_loses_it_when_slo
     assert caps.within(rows, counted, 10) == ["e0", "e1"]  # not known to be fast: the cap
     counted.answered("a:443", fast=True)
     assert caps.within(rows, counted, 10) == ["e0", "e1", "e2", "e3", "e4"]  # 6 held at most
-    assert caps.full(flying({"a:443": 3}, {}), 10) == (["a:443"], [])  # not fast there
-    counted.hosts["a:443"] = 5
+    assert caps.full(flying({"a:443": 3}, {}), 10) == ([(A_OWNER, "a:443")], [])  # not fast
+    counted.owner_hosts[A_OWNER, "a:443"] = 5
     assert caps.full(counted, 10) == ([], [])
-    counted.hosts["a:443"] = 6
-    assert caps.full(counted, 10) == (["a:443"], [])
+    counted.owner_hosts[A_OWNER, "a:443"] = 6
+    assert caps.full(counted, 10) == ([(A_OWNER, "a:443")], [])
     counted.answered("a:443", fast=False)  # a slow or failed attempt: the plain cap again
-    counted.hosts["a:443"] = 3
-    assert caps.full(counted, 10) == (["a:443"], [])
+    counted.owner_hosts[A_OWNER, "a:443"] = 3
+    assert caps.full(counted, 10) == ([(A_OWNER, "a:443")], [])
     assert Caps(per_host=3, per_owner=100, reserved=0).held("a:443", counted) == 3
     counted.answered("a:443", fast=True)
     assert Caps(per_host=3, per_owner=100, reserved=0).held("a:443", counted) == 3  # no queue
@@ -110,10 +124,11 @@ def test_in_flight_counts_come_back_to_nothing() -> None:
     events = [claimed(A_OWNER, "h:443"), claimed(A_OWNER, "h:443"), claimed(B_OWNER, "g:443")]
     for event in events:
         counted.add(event)
-    assert (counted.hosts, counted.owners) == ({"h:443": 2, "g:443": 1}, {A_OWNER: 2, B_OWNER: 1})
+    assert counted.owner_hosts == {(A_OWNER, "h:443"): 2, (B_OWNER, "g:443"): 1}
+    assert counted.owners == {A_OWNER: 2, B_OWNER: 1}
     for event in events:
         counted.remove(event)
-    assert (counted.hosts, counted.owners) == ({}, {})
+    assert (counted.owner_hosts, counted.owners) == ({}, {})
 
 
 def test_a_worker_remembers_a_bounded_number_of_fast_hosts() -> None:

@@ -7,9 +7,9 @@ delivery over with the next attempt number.
 
 Which ones: due deliveries oldest first, those of failing endpoints (``endpoints``: health
 per owner and URL) after everyone else's; and no more in flight than the caps allow
-(:class:`Caps`): ``webhook_per_host_concurrency`` to one ``host:port`` (the thing that
-hangs), and for one owner its share, ``webhook_per_owner_concurrency``, beyond which it only
-takes spare slots, never the quarter of the worker's slots kept for owners within their
+(:class:`Caps`): ``webhook_per_host_concurrency`` per owner to one ``host:port`` (the thing
+that hangs), and for one owner its share, ``webhook_per_owner_concurrency``, beyond which it
+only takes spare slots, never the quarter of the worker's slots kept for owners within their
 share (so one owner's endpoints that hang until the timeout, or fail, hold at most three
 quarters of the slots, and every other owner's deliveries still find free ones).
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from pydantic import SecretStr
-from sqlalchemy import Select, Table, and_, not_, select, update
+from sqlalchemy import Select, Table, and_, not_, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.api_keys import API_KEY
@@ -67,6 +67,7 @@ LEASE_MARGIN_MS = 30_000
 HOST_QUEUE = 1
 # The most hosts a worker remembers as answering fast (the oldest news is forgotten first).
 FAST_HOSTS = 10_000
+OwnerHost = tuple[str, str]  # (owner_key, endpoint_host): what the per-host cap counts
 EVENTS = cast(Table, WebhookEvent.__table__)
 INVOICES = cast(Table, Invoice.__table__)
 API_KEYS = cast(Table, ApiKey.__table__)
@@ -92,24 +93,27 @@ class ClaimedEvent:
 
 @dataclass
 class InFlight:
-    """A worker's claimed attempts (sending, or queued behind their host's cap), by host and
-    by owner: what the caps count; and the hosts that answer fast (``fast``), which may have
-    a queue."""
+    """A worker's claimed attempts (sending, or queued behind their host's cap), by owner and
+    host and by owner: what the caps count; and the hosts that answer fast (``fast``), which
+    may have a queue."""
 
-    hosts: Counter[str] = field(default_factory=Counter)
+    owner_hosts: Counter[OwnerHost] = field(default_factory=Counter)
     owners: Counter[str] = field(default_factory=Counter)
     # The hosts whose latest attempt was delivered fast, the latest last (at most FAST_HOSTS).
     fast: dict[str, None] = field(default_factory=dict)
 
     def add(self, event: ClaimedEvent) -> None:
-        self.hosts[event.endpoint_host] += 1
+        self.owner_hosts[event.owner_key, event.endpoint_host] += 1
         self.owners[event.owner_key] += 1
 
     def remove(self, event: ClaimedEvent) -> None:
-        for counter, key in ((self.hosts, event.endpoint_host), (self.owners, event.owner_key)):
-            counter[key] -= 1
-            if counter[key] <= 0:
-                del counter[key]
+        pair, owner = (event.owner_key, event.endpoint_host), event.owner_key
+        self.owner_hosts[pair] -= 1
+        self.owners[owner] -= 1
+        if self.owner_hosts[pair] <= 0:
+            del self.owner_hosts[pair]
+        if self.owners[owner] <= 0:
+            del self.owners[owner]
 
     def answered(self, host: str, fast: bool) -> None:
         """An attempt to ``host`` ended: delivered quickly (``fast``), or not."""
@@ -197,8 +201,8 @@ async def claim_batch(
     Due events of failing endpoints come after everyone else's, each group oldest first (a
     failing endpoint's event waits so for at most one retry delay). The caps (:class:`Caps`)
     count ``in_flight`` (this worker's attempts); events over them stay unclaimed, and the
-    hosts and owners already full are left out of the query, so the next due events of
-    everyone else are found.
+    owners and (owner, host) pairs already full are left out of the query, so the next due
+    events of everyone else are found.
     """
     async with services.db.transaction() as session:
         return await claim_in(session, services, now_ms, limit, in_flight)
@@ -244,17 +248,16 @@ async def claim_in(
 class Caps:
     """What one host and one owner may hold of a worker's slots.
 
-    A host has at most ``per_host`` attempts in flight (the thing that hangs); one that
-    answers fast may have as many again claimed and queued behind them (``held``), so its
-    slots are refilled at once while the worker's next round is still at the database. An
-    owner holds its share (queued attempts count),
-    ``per_owner``, whenever a slot is free; beyond it, only spare slots: it takes one more
-    only while at least ``reserved`` slots (a quarter of the worker's) stay free. So one
-    owner holds at most three quarters of the slots (or its share, if larger), whatever its
-    endpoints do, and the last quarter always serves the owners within their share. An
-    owner alone uses the spare three quarters: claims as large as without the caps (half
-    the slots cost a lone owner 10-15% of its deliveries per CPU second in
-    ``bench/webhooks.py``: claims and writes twice as many, half as large)."""
+    A host has at most ``per_host`` attempts of each owner in flight (the thing that hangs);
+    one that answers fast may have as many again claimed and queued behind them (``held``), so
+    its slots are refilled at once while the worker's next round is still at the database. An
+    owner holds its share (queued attempts count), ``per_owner``, whenever a slot is free;
+    beyond it, only spare slots: it takes one more only while at least ``reserved`` slots (a
+    quarter of the worker's) stay free. So one owner holds at most three quarters of the slots
+    (or its share, if larger), whatever its endpoints do, and the last quarter always serves
+    the owners within their share. An owner alone uses the spare three quarters: claims as
+    large as without the caps (half the slots cost a lone owner 10-15% of its deliveries per
+    CPU second in ``bench/webhooks.py``: claims and writes twice as many, half as large)."""
 
     per_host: int
     per_owner: int
@@ -278,13 +281,12 @@ class Caps:
         host that stops answering fast loses it)."""
         return self.per_host * (self.queue + 1) if host in in_flight.fast else self.per_host
 
-    def full(self, in_flight: InFlight, free: int) -> tuple[list[str], list[str]]:
-        """(hosts, owners) that can take no slot now, with ``free`` slots free."""
-        hosts = sorted(
-            host for host, count in in_flight.hosts.items() if count >= self.held(host, in_flight)
-        )
+    def full(self, in_flight: InFlight, free: int) -> tuple[list[OwnerHost], list[str]]:
+        """((owner, host) pairs, owners) that can take no slot now, with ``free`` slots free."""
+        held = in_flight.owner_hosts.items()
+        pairs = sorted(pair for pair, n in held if n >= self.held(pair[1], in_flight))
         owners = sorted(o for o, n in in_flight.owners.items() if not self._takes(n, free))
-        return hosts, owners
+        return pairs, owners
 
     def most_claimable(self, free: int) -> int:
         """How many rows a claim reads: the spare slots, plus one owner's share (owners within
@@ -293,15 +295,15 @@ class Caps:
 
     def within(self, rows: list[tuple[str, str, str]], in_flight: InFlight, free: int) -> list[str]:
         """Ids of the candidates (id, host, owner), in order, leaving out any that would put
-        its host over its cap, or its owner over its share while too few slots are free."""
-        hosts, owners = Counter(in_flight.hosts), Counter(in_flight.owners)
+        its owner over its cap at its host, or over its share while too few slots are free."""
+        pairs, owners = Counter(in_flight.owner_hosts), Counter(in_flight.owners)
         ids: dict[str, None] = {}
         for event_id, host, owner in rows:
-            if event_id in ids or hosts[host] >= self.held(host, in_flight):
+            if event_id in ids or pairs[owner, host] >= self.held(host, in_flight):
                 continue
             if free <= 0 or not self._takes(owners[owner], free):
                 continue
-            hosts[host] += 1
+            pairs[owner, host] += 1
             owners[owner] += 1
             free -= 1
             ids[event_id] = None
@@ -313,10 +315,10 @@ class Caps:
 
 
 def _due_events(
-    now_ms: int, patience_ms: int, full: tuple[list[str], list[str]], deferred: bool
+    now_ms: int, patience_ms: int, full: tuple[list[OwnerHost], list[str]], deferred: bool
 ) -> Select[str, str, str]:
-    """Due, unclaimed events (oldest first, rows locked) of hosts and owners not ``full``;
-    ``deferred``: of failing endpoints."""
+    """Due, unclaimed events (oldest first, rows locked) of (owner, host) pairs and owners
+    not ``full``; ``deferred``: of failing endpoints."""
     waiting = and_(endpoint_is_failing(), WebhookEvent.next_attempt_at > now_ms - patience_ms)
     conditions = [
         WebhookEvent.status == EventStatus.PENDING,
@@ -324,9 +326,10 @@ def _due_events(
         WebhookEvent.claimed_until <= now_ms,
         waiting if deferred else not_(waiting),
     ]
-    full_hosts, full_owners = full
-    if full_hosts:
-        conditions.append(WebhookEvent.endpoint_host.not_in(full_hosts))
+    full_pairs, full_owners = full
+    if full_pairs:
+        pair = tuple_(WebhookEvent.owner_key, WebhookEvent.endpoint_host)
+        conditions.append(pair.not_in(full_pairs))
     if full_owners:
         conditions.append(WebhookEvent.owner_key.not_in(full_owners))
     return (
@@ -386,7 +389,7 @@ async def _load_claimed(
                 event_id=row.id,
                 attempt=row.attempts,
                 endpoint_host=row.endpoint_host,
-                delivery=Delivery(url=row.url, body=encode_body(row.payload), headers=headers),
+                delivery=Delivery(row.url, encode_body(row.payload), headers, row.owner_key),
                 signing_secrets=owner.secrets,
                 endpoint_id=row.endpoint_id,
                 retry_until=row.retry_until,

@@ -5,11 +5,14 @@ target and refuses the delivery if any of its addresses is loopback, private, li
 multicast, unspecified or reserved, unless the development setting allows them; then the
 wire (``Wire``) connects only to the addresses it checked (the request keeps the URL's Host
 header and TLS SNI/certificate name), so DNS cannot be re-pointed between the check and the
-connect. A name's answer is kept ``dns_cache_s`` seconds (``guard.CachedResolver``) and
-checked again at every delivery. Every request carries
-``User-Agent: invoicing-webhooks/<version>``. The wire is ``http11.ConnectionPool``
-(address fallback and stale keep-alive connections: its docstring), whose ``connect`` step
-tests swap. ``FakeWebhookClient`` ships beside it.
+connect. Names are looked up on the resolver's own threads (``resolver.SystemResolver``:
+``dns_threads``, ``dns_timeout_s``, failing fast when all are busy), never the event
+loop's; an answer is kept ``dns_cache_s`` seconds and a failed lookup
+``dns_failure_cache_s`` (``resolver.CachedResolver``), every answer checked again at every
+delivery. Every request carries ``User-Agent: invoicing-webhooks/<version>``. The wire is
+``http11.ConnectionPool`` (address fallback, stale keep-alive connections, and the bounds
+on idle ones, ``pool_bounds``: its docstring), whose ``connect`` step tests swap.
+``FakeWebhookClient`` ships beside it.
 
 Why a hand-written wire: ``bench/webhook_clients.py`` sends the same 5,000 POSTs through this
 client with each wire (100 hosts, 200 in flight, at most 20 per host, keep-alive, the guard
@@ -37,15 +40,20 @@ from typing import Protocol
 
 from invoicing import __version__
 from invoicing.notifications.guard import (
-    CachedResolver,
     Resolver,
     Target,
     TargetRefused,
     checked_target,
     refused_reason,
-    resolve_host,
 )
-from invoicing.notifications.http11 import Connect, ConnectionPool, open_streams
+from invoicing.notifications.http11 import (
+    DEFAULT_BOUNDS,
+    Connect,
+    ConnectionPool,
+    PoolBounds,
+    open_streams,
+)
+from invoicing.notifications.resolver import CachedResolver, SystemResolver
 
 __all__ = ["TargetRefused", "refused_reason"]
 
@@ -59,6 +67,7 @@ class Delivery:
     url: str
     body: bytes
     headers: dict[str, str]
+    owner: str = ""  # whose delivery it is (the connection pool's per-owner bound)
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,10 @@ class WebhookClient(Protocol):
 class Wire(Protocol):
     """The HTTP exchange once the guard has passed: one POST to one of ``target.addresses``."""
 
-    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
-        """Send the POST and return the answer's status code."""
+    async def post(
+        self, target: Target, headers: dict[str, str], body: bytes, owner: str = ""
+    ) -> int:
+        """Send the POST for ``owner``'s delivery and return the answer's status code."""
         ...
 
     async def aclose(self) -> None: ...
@@ -110,25 +121,41 @@ class HttpWebhookClient:
 
     timeout_s: float = 10.0
     allow_private: bool = False
-    resolver: Resolver = resolve_host
+    # None: a ``SystemResolver`` of this client's own (closed with it).
+    resolver: Resolver | None = None
     connect: Connect = open_streams
     wire: Wire | None = None
-    # Seconds a name's resolved addresses are kept (``guard.CachedResolver``); 0: every
-    # delivery looks the name up.
+    pool_bounds: PoolBounds = DEFAULT_BOUNDS
+    dns_threads: int = 8
+    dns_timeout_s: float = 5.0
+    # Seconds a name's resolved addresses, and a failed lookup, are kept
+    # (``resolver.CachedResolver``); 0: not kept.
     dns_cache_s: float = 0.0
+    dns_failure_cache_s: float = 0.0
     _wire: Wire = field(init=False)
+    _lookups: Resolver = field(init=False)
+    _own_resolver: SystemResolver | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self._wire = self.wire if self.wire is not None else ConnectionPool(self.connect)
-        if self.dns_cache_s > 0:
-            self.resolver = CachedResolver(self.resolver, self.dns_cache_s)
+        self._wire = self.wire or ConnectionPool(self.connect, bounds=self.pool_bounds)
+        if self.resolver is None:
+            self.resolver = self._own_resolver = SystemResolver(
+                threads=self.dns_threads, timeout_s=self.dns_timeout_s
+            )
+        self._lookups = self.resolver
+        if self.dns_cache_s > 0 or self.dns_failure_cache_s > 0:
+            self._lookups = CachedResolver(
+                self.resolver, self.dns_cache_s, failure_ttl_s=self.dns_failure_cache_s
+            )
 
     async def aclose(self) -> None:
         await self._wire.aclose()
+        if self._own_resolver is not None:
+            self._own_resolver.close()
 
     async def checked_target(self, url: str) -> Target:
         """Where to connect for ``url``: the resolved addresses, all allowed by the guard."""
-        return await checked_target(url, self.resolver, self.allow_private)
+        return await checked_target(url, self._lookups, self.allow_private)
 
     async def send(self, delivery: Delivery) -> Outcome:
         started = time.monotonic()
@@ -136,7 +163,7 @@ class HttpWebhookClient:
             async with asyncio.timeout(self.timeout_s):
                 target = await self.checked_target(delivery.url)
                 headers = {"user-agent": USER_AGENT, **delivery.headers}
-                status = await self._wire.post(target, headers, delivery.body)
+                status = await self._wire.post(target, headers, delivery.body, delivery.owner)
             return Outcome(status_code=status, duration_ms=_since(started))
         except TargetRefused as exc:
             return Outcome(error=f"refused: {exc}", terminal=True, duration_ms=_since(started))

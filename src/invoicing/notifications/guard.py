@@ -6,17 +6,15 @@ not globally routable (unless the development setting allows them): one bad addr
 good ones would let DNS choose the bad one. The answer is a ``Target`` holding every
 resolved address, in the resolver's order; the client connects only to those, so DNS
 cannot be re-pointed between the check and the connect, while the Host header and the TLS
-name (SNI and the certificate check) stay the URL's host name.
+name (SNI and the certificate check) stay the URL's host name. The resolver is the
+client's (``resolver.SystemResolver`` and its cache in production).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ipaddress
 import logging
 import socket
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -57,63 +55,6 @@ class Target:
     @property
     def url(self) -> str:
         return f"{self.scheme}://{self.host_header}{self.path}"
-
-
-async def resolve_host(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (an IP literal resolves to itself, without the
-    resolver's thread)."""
-    with contextlib.suppress(ValueError):
-        return [str(ipaddress.ip_address(host))]
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-class CachedResolver:
-    """A resolver whose answers are kept ``ttl_s`` seconds per (host, port).
-
-    The system resolver costs a thread hop per lookup, which halved the client's deliveries
-    per CPU second (``client.py``); a burst to one endpoint now looks its name up once.
-    Concurrent lookups of one name share one; a failed lookup is not kept; at most
-    ``max_names`` names are kept (the oldest answer goes first).
-
-    Keeping an answer weakens nothing against DNS rebinding: the guard checks the kept
-    answer at every delivery as it checks a fresh one, and the client connects only to the
-    addresses it checked, so a name re-pointed meanwhile is looked up and checked again
-    when its answer expires, before anything connects there."""
-
-    def __init__(
-        self,
-        resolver: Resolver,
-        ttl_s: float,
-        clock: Callable[[], float] = time.monotonic,
-        max_names: int = 10_000,
-    ) -> None:
-        self.resolver = resolver
-        self.ttl_s = ttl_s
-        self.clock = clock
-        self.max_names = max_names
-        self._answers: dict[tuple[str, int], tuple[float, list[str]]] = {}
-        self._lookups: dict[tuple[str, int], asyncio.Future[list[str]]] = {}
-
-    async def __call__(self, host: str, port: int) -> list[str]:
-        key = (host, port)
-        kept = self._answers.get(key)
-        if kept is not None and self.clock() < kept[0]:
-            return list(kept[1])
-        lookup = self._lookups.get(key)
-        if lookup is None:
-            lookup = self._lookups[key] = asyncio.ensure_future(self._lookup(key))
-            lookup.add_done_callback(lambda _: self._lookups.pop(key, None))
-        return list(await asyncio.shield(lookup))
-
-    async def _lookup(self, key: tuple[str, int]) -> list[str]:
-        addresses = await self.resolver(*key)
-        self._answers.pop(key, None)
-        while len(self._answers) >= self.max_names:
-            del self._answers[next(iter(self._answers))]
-        self._answers[key] = (self.clock() + self.ttl_s, list(addresses))
-        return addresses
 
 
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052 well-known prefix

@@ -19,6 +19,11 @@ byte of an answer, as when the endpoint closes its idle side while the request g
 is then sent once more, on a new connection. It is never re-sent after an answer byte was
 read, after a new connection failed, or on a timeout. An endpoint that took the first copy
 and closed without answering gets the event twice, with the same ``x-service-event-id``.
+
+Bounds (``PoolBounds``): receivers may keep every connection open and an owner may move its
+endpoints to new addresses, so idle connections are closed ``idle_s`` after their last
+answer (30 s; on a timer, also when nothing is sent), and the least recently used go first
+past 256 in the pool, 64 left by one owner's deliveries or 32 to one address.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import asyncio
 import functools
 import re
 import ssl
-from collections import defaultdict
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -193,27 +198,79 @@ async def _skip_chunks(reader: asyncio.StreamReader) -> bool:
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
 
 
+@dataclass(frozen=True)
+class PoolBounds:
+    """What the pool keeps of the connections receivers leave open (keep-alive), so that
+    receivers that never close theirs cannot use up the process's file descriptors: an idle
+    connection is closed ``idle_s`` after its last answer, and past ``max_idle`` in the pool,
+    ``max_idle_per_owner`` left by one owner's deliveries or ``max_idle_per_target`` to one
+    address, the least recently used ones of that bound are closed first."""
+
+    idle_s: float = 30.0
+    max_idle: int = 256
+    max_idle_per_owner: int = 64
+    max_idle_per_target: int = MAX_IDLE_PER_TARGET
+
+
+DEFAULT_BOUNDS = PoolBounds()
+
+
+@dataclass(eq=False)
+class _Idle:
+    """A kept-alive connection, idle in the pool since ``since`` (the pool's clock)."""
+
+    key: Key
+    owner: str
+    streams: Streams
+    since: float
+
+    @property
+    def usable(self) -> bool:
+        """Whether the endpoint has not closed it meanwhile (end of stream)."""
+        reader, writer = self.streams
+        return not reader.at_eof() and not writer.is_closing()
+
+
 class ConnectionPool:
-    """Keep-alive connections by address; ``post`` never shares a connection at once."""
+    """Keep-alive connections by address, within ``PoolBounds``; ``post`` never shares a
+    connection at once."""
 
     def __init__(
-        self, connect: Connect = open_streams, fallback_connect_timeout_s: float = 3.0
+        self,
+        connect: Connect = open_streams,
+        fallback_connect_timeout_s: float = 3.0,
+        bounds: PoolBounds = DEFAULT_BOUNDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.connect = connect
         self.fallback_connect_timeout_s = fallback_connect_timeout_s
-        self._idle: dict[Key, list[Streams]] = defaultdict(list)
+        self.bounds = bounds
+        self.clock = clock
+        self._idle: dict[Key, list[_Idle]] = {}  # by address, the most recently used last
+        self._by_age: dict[_Idle, None] = {}  # all of them, the least recently used first
+        self._by_owner: dict[str, dict[_Idle, None]] = {}  # by the owner who left it
+        self._reaper: asyncio.TimerHandle | None = None
+        self._closed = False
 
-    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
-        """Send one POST and return the answer's status code."""
+    @property
+    def idle(self) -> int:
+        """How many idle connections the pool holds open."""
+        return len(self._by_age)
+
+    async def post(
+        self, target: Target, headers: dict[str, str], body: bytes, owner: str = ""
+    ) -> int:
+        """Send one POST and return the answer's status code; the connection is kept for
+        reuse, counted against ``owner`` (whose delivery it is)."""
         request = _request_head(target, headers, len(body)) + body
         idle = self._take_idle(target)
         if idle is not None:
             try:
-                return await self._exchange(*idle, request, reused=True)
+                return await self._exchange(idle.key, idle.streams, request, owner, reused=True)
             except _Unanswered:
                 pass  # the endpoint closed the idle connection: once more on a new one
         key, streams = await self._open(target)
-        return await self._exchange(key, streams, request, reused=False)
+        return await self._exchange(key, streams, request, owner, reused=False)
 
     async def _open(self, target: Target) -> tuple[Key, Streams]:
         """A new connection to the first checked address that accepts one, in order."""
@@ -231,7 +288,9 @@ class ConnectionPool:
         reasons = "; ".join(f"{a}: {type(e).__name__}: {e}" for a, e in failures)
         raise ConnectionError(f"no address of {target.host} connects ({reasons})")
 
-    async def _exchange(self, key: Key, streams: Streams, request: bytes, reused: bool) -> int:
+    async def _exchange(
+        self, key: Key, streams: Streams, request: bytes, owner: str, reused: bool
+    ) -> int:
         reader, writer = streams
         reusable = False
         try:
@@ -251,25 +310,82 @@ class ConnectionPool:
         except asyncio.LimitOverrunError as exc:
             raise ProtocolError("an answer line is too long") from exc
         finally:
-            if reusable and len(self._idle[key]) < MAX_IDLE_PER_TARGET:
-                self._idle[key].append(streams)
+            if reusable and not self._closed:
+                self._keep(_Idle(key, owner, streams, self.clock()))
             else:
                 writer.close()
 
-    def _take_idle(self, target: Target) -> tuple[Key, Streams] | None:
+    def _keep(self, entry: _Idle) -> None:
+        """Keep ``entry`` for reuse; past a bound, close that bound's least recently used."""
+        bounds = self.bounds
+        at_key = self._idle.setdefault(entry.key, [])
+        at_key.append(entry)
+        owned = self._by_owner.setdefault(entry.owner, {})
+        owned[entry] = None
+        self._by_age[entry] = None
+        while len(at_key) > bounds.max_idle_per_target:
+            self._close(at_key[0])
+        while len(owned) > bounds.max_idle_per_owner:
+            self._close(next(iter(owned)))
+        while len(self._by_age) > bounds.max_idle:
+            self._close(next(iter(self._by_age)))
+        self._schedule_reap()
+
+    def _take_idle(self, target: Target) -> _Idle | None:
         """An open idle connection to one of the target's checked addresses, if any."""
+        self._reap()
         for address in target.addresses:
-            key = (address, target.port, target.tls_name)
-            idle = self._idle.get(key)
-            while idle:
-                reader, writer = idle.pop()
-                if not reader.at_eof() and not writer.is_closing():
-                    return key, (reader, writer)
-                writer.close()
+            at_key = self._idle.get((address, target.port, target.tls_name), [])
+            while at_key:
+                entry = at_key[-1]
+                self._forget(entry)
+                if entry.usable:
+                    return entry
+                entry.streams[1].close()
         return None
 
+    def _forget(self, entry: _Idle) -> None:
+        """Take ``entry`` out of the pool (it stays open)."""
+        at_key = self._idle[entry.key]
+        at_key.remove(entry)
+        if not at_key:
+            del self._idle[entry.key]
+        owned = self._by_owner[entry.owner]
+        del owned[entry]
+        if not owned:
+            del self._by_owner[entry.owner]
+        del self._by_age[entry]
+
+    def _close(self, entry: _Idle) -> None:
+        self._forget(entry)
+        entry.streams[1].close()
+
+    def _reap(self) -> None:
+        """Close the connections idle for ``idle_s`` or longer."""
+        deadline = self.clock() - self.bounds.idle_s
+        while self._by_age:
+            oldest = next(iter(self._by_age))
+            if oldest.since > deadline:
+                break
+            self._close(oldest)
+
+    def _schedule_reap(self) -> None:
+        """Reap when the oldest idle connection's time is up, even if nothing is sent then."""
+        if self._reaper is not None or not self._by_age:
+            return
+        oldest = next(iter(self._by_age))
+        delay = max(oldest.since + self.bounds.idle_s - self.clock(), 0.0)
+        self._reaper = asyncio.get_running_loop().call_later(delay, self._on_reaper)
+
+    def _on_reaper(self) -> None:
+        self._reaper = None
+        self._reap()
+        self._schedule_reap()
+
     async def aclose(self) -> None:
-        for idle in self._idle.values():
-            for _, writer in idle:
-                writer.close()
-        self._idle.clear()
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+        while self._by_age:
+            self._close(next(iter(self._by_age)))

@@ -1,11 +1,12 @@
 """The webhook worker: keeps up to ``webhook_concurrency`` deliveries in flight.
 
 Each delivery runs as its own task, so a slow endpoint (up to the 10 s timeout) holds one
-slot and never the others; one host has at most ``webhook_per_host_concurrency`` attempts
-in flight (a host that answers fast as many again claimed and queued behind them, so its
-slots never wait for the database) and one owner at most ``webhook_per_owner_concurrency``
-slots; failing endpoints are tried after the others (``claims.claim_events``). Each round
-writes the finished attempts and claims the next ones in one transaction
+slot and never the others; one owner has at most ``webhook_per_host_concurrency`` attempts
+in flight to one host (each owner its own, so one owner cannot hold a host others use; a
+host that answers fast as many again claimed and queued behind them, so its slots never
+wait for the database) and one owner at most ``webhook_per_owner_concurrency`` slots;
+failing endpoints are tried after the others (``claims.claim_events``). Each round writes
+the finished attempts and claims the next ones in one transaction
 (``Dispatcher.round``). Database outages are logged and retried with backoff.
 """
 
@@ -28,6 +29,7 @@ from invoicing.notifications.claims import (
     Batch,
     ClaimedEvent,
     InFlight,
+    OwnerHost,
     claim_batch,
     claim_in,
     signed_delivery,
@@ -40,6 +42,7 @@ from invoicing.notifications.delivery import (
     unrecorded,
     write_results,
 )
+from invoicing.notifications.http11 import PoolBounds
 from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
@@ -78,6 +81,14 @@ def client_for(services: Services) -> HttpWebhookClient:
         timeout_s=settings.webhook_timeout_s,
         allow_private=settings.webhook_allow_private,
         dns_cache_s=settings.webhook_dns_cache_s,
+        dns_failure_cache_s=settings.webhook_dns_failure_cache_s,
+        dns_threads=settings.webhook_dns_threads,
+        dns_timeout_s=settings.webhook_dns_timeout_s,
+        pool_bounds=PoolBounds(
+            idle_s=settings.webhook_idle_connection_s,
+            max_idle=settings.webhook_max_idle_connections,
+            max_idle_per_owner=settings.webhook_max_idle_connections_per_owner,
+        ),
     )
 
 
@@ -98,9 +109,10 @@ class Dispatcher:
         self.client = client
         self.slots = services.settings.webhook_concurrency
         self.in_flight: set[asyncio.Task[None]] = set()
-        self.counted = InFlight()  # by host and by owner, for the caps
+        self.counted = InFlight()  # by owner and host and by owner, for the caps
         self.per_host = services.settings.webhook_per_host_concurrency
-        self.gates: dict[str, asyncio.Semaphore] = {}  # by host: at most per_host sending
+        # By (owner, host): at most per_host of one owner's attempts sending to one host.
+        self.gates: dict[OwnerHost, asyncio.Semaphore] = {}
         self.results: list[AttemptResult] = []
         self.wake = asyncio.Event()
         self.queued = asyncio.Event()  # the outbox bell's listener while ``run`` runs
@@ -248,10 +260,10 @@ class Dispatcher:
             await self.flush()
 
     async def _deliver(self, event: ClaimedEvent) -> None:
-        host = event.endpoint_host
-        gate = self.gates.get(host)
+        host, pair = event.endpoint_host, (event.owner_key, event.endpoint_host)
+        gate = self.gates.get(pair)
         if gate is None:
-            gate = self.gates[host] = asyncio.Semaphore(self.per_host)
+            gate = self.gates[pair] = asyncio.Semaphore(self.per_host)
         outcome = None
         try:
             async with gate:  # queued (``claims.Caps.held``) until one of the host's slots frees
@@ -265,8 +277,8 @@ class Dispatcher:
             if outcome is not None:
                 self.counted.answered(host, outcome.delivered and outcome.duration_ms < FAST_MS)
             self.counted.remove(event)
-            if host not in self.counted.hosts:
-                self.gates.pop(host, None)  # nothing of its claimed is left to wait on it
+            if pair not in self.counted.owner_hosts:
+                self.gates.pop(pair, None)  # nothing of its claimed is left to wait on it
         assert outcome is not None  # set, or the exception went on
         log.debug(
             "webhook event %s attempt %d to %s: %s in %d ms",
