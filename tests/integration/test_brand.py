@@ -4,17 +4,21 @@ refused update (4xx) changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
+import time
 from typing import Any
 
 import httpx
 import pytest
 from PIL import Image
 
+from invoicing.brand import logo as logos
 from invoicing.chain.deploy import DevDeployment
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
+from tests.support.hostile_images import many_scan_jpeg
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -122,6 +126,7 @@ BAD_UPDATES = [
     ({"logo": "not base64!"}, "logo"),
     ({"logo": base64.b64encode(b"\x89PNG" + b"\x00" * (128 * 1024)).decode()}, "logo"),
     ({"logo": image_b64("PNG", (3000, 4))}, "logo"),
+    ({"logo": base64.b64encode(many_scan_jpeg(7000)).decode()}, "logo"),
     ({"accentColor": "red"}, "accentColor"),
     ({"accentColor": "#12345"}, "accentColor"),
     ({"accentColor": "#1a6b3c;}"}, "accentColor"),
@@ -193,3 +198,35 @@ async def test_unknown_brand_files_are_404(app: RunningApp, path: str) -> None:
     response = await app.http.get(path)
 
     assert response.status_code == 404
+
+
+async def test_a_decode_past_its_limits_is_a_400_and_the_api_answers_meanwhile(
+    app: RunningApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scan limit raised, so that the many-scan JPEG reaches the decoder (seconds of CPU).
+    monkeypatch.setattr(logos, "MAX_JPEG_SCANS", 10_000, raising=False)
+    owner = await owner_of(app)
+    await owner.put(displayName="Shop", logo=image_b64())
+    before = await owner.get()
+    hostile = base64.b64encode(many_scan_jpeg(7000)).decode()
+
+    upload = asyncio.create_task(owner.put(displayName="Renamed", logo=hostile))
+    health_s = []
+    while not upload.done():
+        started = time.perf_counter()
+        health = await app.http.get("/healthz")
+        health_s.append(time.perf_counter() - started)
+        assert health.status_code == 200
+        await asyncio.sleep(0.05)
+    refused = await upload
+    after = await owner.get()
+    accepted = await owner.put(logo=image_b64("JPEG"))
+
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert error["details"] == {"field": "logo", "reason": "decode_time"}
+    assert error["message"].startswith("logo took more than ")
+    assert after == before
+    assert len(health_s) >= 5 and max(health_s) < 1
+    assert accepted.status_code == 200 and accepted.json()["logoUrl"] != before["logoUrl"]

@@ -21,7 +21,13 @@ from invoicing.brand.colors import (
     parse_color,
     text_color_on,
 )
-from invoicing.brand.logo import MAX_LOGO_BYTES, STORED_SIDE, LogoProblem, reencode_logo
+from invoicing.brand.logo import (
+    MAX_LOGO_BYTES,
+    STORED_SIDE,
+    LogoProblem,
+    reencode_logo,
+    screen_logo,
+)
 
 HEX6 = re.compile(r"#[0-9a-fA-F]{6}")
 
@@ -60,6 +66,13 @@ def test_known_contrasts() -> None:
     assert text_color_on("#ffd400") == BLACK  # yellow: black text
     assert text_color_on("#1a6b3c") == WHITE  # dark green: white text
     assert text_color_on("#777777") == BLACK  # the mid grey: black (4.69) beats white (4.48)
+
+
+def checked(data: bytes) -> bytes:
+    """What the service does with a logo, in this process: the bytes screened, then decoded
+    and re-encoded (the service decodes in a child process: test_brand_logo_limits)."""
+    screen_logo(data)
+    return reencode_logo(data)
 
 
 def image_file(fmt: str, size: tuple[int, int] = (40, 20), mode: str = "RGB") -> bytes:
@@ -107,24 +120,31 @@ SVG = (
 )
 
 
+NOT_AN_IMAGE = ("must be a PNG, JPEG or WebP image", "unsupported_format")
+
+
 @pytest.mark.parametrize(
     ("data", "problem"),
     [
-        (SVG, "must be a PNG, JPEG or WebP image"),
-        (b"<?xml version='1.0'?>" + SVG, "must be a PNG, JPEG or WebP image"),
-        (image_file("GIF"), "must be a PNG, JPEG or WebP image"),
-        (image_file("BMP"), "must be a PNG, JPEG or WebP image"),
-        (b"%PDF-1.7\n", "must be a PNG, JPEG or WebP image"),
-        (b"", "is empty"),
-        (image_file("PNG")[:60], "could not be decoded as a PNG, JPEG or WebP image"),
-        (b"\x00" * (MAX_LOGO_BYTES + 1), "must be at most 128 KiB"),
-        (image_file("PNG", (4000, 10)), "must be at most 2048 pixels a side"),
+        (SVG, NOT_AN_IMAGE),
+        (b"<?xml version='1.0'?>" + SVG, NOT_AN_IMAGE),
+        (image_file("GIF"), NOT_AN_IMAGE),
+        (image_file("BMP"), NOT_AN_IMAGE),
+        (b"%PDF-1.7\n", NOT_AN_IMAGE),
+        (b"\xff\xd8\xff" + SVG, NOT_AN_IMAGE),  # JPEG's magic bytes, and no JPEG
+        (b"", ("is empty", "empty")),
+        (
+            image_file("PNG")[:60],
+            ("could not be decoded as a PNG, JPEG or WebP image", "undecodable"),
+        ),
+        (b"\x00" * (MAX_LOGO_BYTES + 1), ("must be at most 128 KiB", "too_large")),
+        (image_file("PNG", (4000, 10)), ("must be at most 2048 pixels a side", "too_many_pixels")),
     ],
 )
-def test_refused_logos(data: bytes, problem: str) -> None:
+def test_refused_logos(data: bytes, problem: tuple[str, str]) -> None:
     with pytest.raises(LogoProblem) as refused:
-        reencode_logo(data)
-    assert str(refused.value) == problem
+        checked(data)
+    assert (str(refused.value), refused.value.reason) == problem
 
 
 def test_an_image_just_under_the_size_limit_is_accepted_one_byte_over_is_not() -> None:
@@ -132,16 +152,16 @@ def test_an_image_just_under_the_size_limit_is_accepted_one_byte_over_is_not() -
     padded = png + b"\x00" * (MAX_LOGO_BYTES - len(png))  # trailing bytes after IEND
 
     assert len(padded) == MAX_LOGO_BYTES
-    assert reencode_logo(padded).startswith(b"\x89PNG")
+    assert checked(padded).startswith(b"\x89PNG")
     with pytest.raises(LogoProblem, match="at most 128 KiB"):
-        reencode_logo(padded + b"\x00")
+        checked(padded + b"\x00")
 
 
 @settings(max_examples=200)
 @given(st.binary(max_size=2048))
 def test_any_bytes_are_a_logo_or_a_logo_problem(data: bytes) -> None:
     try:
-        png = reencode_logo(data)
+        png = checked(data)
     except LogoProblem:
         return
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -153,6 +173,6 @@ def test_a_damaged_png_is_a_logo_or_a_logo_problem(noise: bytes, cut: int) -> No
     good = image_file("PNG", (30, 30))
     damaged = good[:cut] + noise + good[cut + len(noise) :]
     try:
-        reencode_logo(damaged)
+        checked(damaged)
     except LogoProblem:
         pass

@@ -1,8 +1,10 @@
 """Reading and changing an owner's brand (docs/integration/payment-page.md#brand).
 
 An update names only what changes: a field given replaces the stored one, ``null`` removes
-it, a field left out stays. Everything is checked before anything is written, so a refused
-update (400 ``invalid_request``, ``details.field``) changes nothing.
+it, a field left out stays. ``check_brand_update`` checks everything, decoding the logo in a
+child process (``brand.logo_process``), before the caller opens the transaction that
+``update_brand`` writes in: a refused update (400 ``invalid_request``, ``details.field``)
+changes nothing, and a slow decode holds no connection or lock of the database.
 """
 
 from __future__ import annotations
@@ -11,16 +13,18 @@ import base64
 import binascii
 import hashlib
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.brand.colors import ColorProblem, parse_color, text_color_on
-from invoicing.brand.logo import LogoProblem, reencode_logo
+from invoicing.brand.logo import LogoProblem, screen_logo
+from invoicing.brand.logo_process import DecodersBusy, reencoded_in_child
 from invoicing.brand.models import OwnerBrand
 from invoicing.db import Database, upsert
-from invoicing.errors import InvalidRequest
+from invoicing.errors import InvalidRequest, RateLimited
 
 MAX_DISPLAY_NAME_CHARS = 64
 UNSET = object()  # a field the update leaves as it is
@@ -52,16 +56,23 @@ def parse_display_name(text: str) -> str:
     return name
 
 
-def decode_logo(text: str) -> bytes:
-    """The logo field (base64 of the image file) as a re-encoded PNG."""
+async def decode_logo(text: str) -> bytes:
+    """The logo field (base64 of the image file) as a re-encoded PNG: 400 ``invalid_request``
+    (``details.reason``: ``logo.REASONS``) when refused, 429 ``rate_limited`` while this
+    process decodes as many logos as it may at once."""
     try:
         data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidRequest("logo must be base64", {"field": "logo"}) from None
+        details = {"field": "logo", "reason": "not_base64"}
+        raise InvalidRequest("logo must be base64", details) from None
     try:
-        return reencode_logo(data)
+        screen_logo(data)
+        return await reencoded_in_child(data)
     except LogoProblem as problem:
-        raise InvalidRequest(f"logo {problem}", {"field": "logo"}) from None
+        details = {"field": "logo", "reason": problem.reason}
+        raise InvalidRequest(f"logo {problem}", details) from None
+    except DecodersBusy:
+        raise RateLimited("too many logos are being decoded; retry in a second", 1) from None
 
 
 def _brand(row: OwnerBrand | None) -> Brand:
@@ -74,16 +85,20 @@ async def get_brand(session: AsyncSession, owner: str) -> Brand:
     return _brand(await session.get(OwnerBrand, owner.lower()))
 
 
-async def update_brand(
-    session: AsyncSession,
-    owner: str,
-    now_ms: int,
+@dataclass(frozen=True)
+class BrandUpdate:
+    """A checked update: the columns it sets, with their new values."""
+
+    changes: Mapping[str, object]
+
+
+async def check_brand_update(
     *,
     display_name: str | None | object = UNSET,
     accent_color: str | None | object = UNSET,
     logo: str | None | object = UNSET,
-) -> Brand:
-    """Check every given field, then store them; returns the brand as it now is."""
+) -> BrandUpdate:
+    """Check every given field (the logo decoded); call it before opening a transaction."""
     changes: dict[str, object] = {}
     if display_name is not UNSET:
         changes["display_name"] = (
@@ -99,10 +114,17 @@ async def update_brand(
             except ColorProblem as problem:
                 raise InvalidRequest(f"accentColor {problem}", {"field": "accentColor"}) from None
     if logo is not UNSET:
-        png = None if logo is None else decode_logo(str(logo))
+        png = None if logo is None else await decode_logo(str(logo))
         changes.update(
             logo_png=png, logo_sha256=None if png is None else hashlib.sha256(png).hexdigest()
         )
+    return BrandUpdate(changes)
+
+
+async def update_brand(
+    session: AsyncSession, owner: str, now_ms: int, update: BrandUpdate
+) -> Brand:
+    """Store a checked update; returns the brand as it now is."""
     owner_key = owner.lower()
     # Create the row if missing (two first updates at once: one inserts, neither fails),
     # then hold its lock until the transaction ends.
@@ -114,7 +136,7 @@ async def update_brand(
     )
     row = await session.get(OwnerBrand, owner_key, with_for_update=True, populate_existing=True)
     assert row is not None  # inserted just above, or before
-    for name, value in changes.items():
+    for name, value in update.changes.items():
         setattr(row, name, value)
     row.updated_at = now_ms
     await session.flush()

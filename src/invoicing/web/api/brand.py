@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.brand import service as brands
 from invoicing.brand.logo import MAX_LOGO_BYTES
-from invoicing.brand.service import MAX_DISPLAY_NAME_CHARS, UNSET, get_brand, update_brand
+from invoicing.brand.service import (
+    MAX_DISPLAY_NAME_CHARS,
+    UNSET,
+    check_brand_update,
+    get_brand,
+    update_brand,
+)
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address, OwnerQuery
 from invoicing.web.api.responses import WireModel
@@ -109,13 +115,11 @@ async def change_brand(request: Request) -> Answer[Brand]:
         request, "brand.update", BrandBody, max_bytes=BRAND_MAX_BODY_BYTES
     )
     given = body.model_fields_set
+    update = await check_brand_update(
+        display_name=body.displayName if "displayName" in given else UNSET,
+        accent_color=body.accentColor if "accentColor" in given else UNSET,
+        logo=body.logo if "logo" in given else UNSET,
+    )
     async with services.db.transaction() as session:
-        brand = await update_brand(
-            session,
-            caller.owner_key,
-            services.clock.now_ms(),
-            display_name=body.displayName if "displayName" in given else UNSET,
-            accent_color=body.accentColor if "accentColor" in given else UNSET,
-            logo=body.logo if "logo" in given else UNSET,
-        )
+        brand = await update_brand(session, caller.owner_key, services.clock.now_ms(), update)
     return Answer(Brand.of(brand, services.settings.payment_page_url))

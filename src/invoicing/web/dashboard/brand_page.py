@@ -1,7 +1,8 @@
 """Brand: the display name, accent colour and logo the payment page shows, changed with the
-API's own call (``brand.service.update_brand``: the same checks, errors and storage as
-``PUT /integration/settings/brand``). Like webhooks and API keys it is a setting of the
-service, not of the chain, so the session (and its CSRF token) is enough: no wallet signature.
+API's own calls (``brand.service``'s ``check_brand_update`` and ``update_brand``: the same
+checks, errors and storage as ``PUT /integration/settings/brand``). Like webhooks and API
+keys it is a setting of the service, not of the chain, so the session (and its CSRF token)
+is enough: no wallet signature.
 
 The form is urlencoded like every dashboard form; the dashboard's script puts the chosen file
 into the hidden ``logo`` field as base64 (the API's ``logo``), so the form may be larger than
@@ -18,7 +19,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from invoicing.brand.colors import WHITE, contrast
 from invoicing.brand.logo import MAX_LOGO_BYTES
-from invoicing.brand.service import MAX_DISPLAY_NAME_CHARS, UNSET, Brand, get_brand, update_brand
+from invoicing.brand.service import (
+    MAX_DISPLAY_NAME_CHARS,
+    UNSET,
+    Brand,
+    check_brand_update,
+    get_brand,
+    update_brand,
+)
 from invoicing.errors import ServiceError
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
@@ -191,15 +199,13 @@ async def save_brand(request: Request, owner: SignedInWithLogo) -> Response:
     fields = await form_fields(request, BRAND_FORM_MAX_BYTES)
     logo = fields.get("logo", "").strip()
     try:
+        update = await check_brand_update(
+            display_name=_given(fields, "displayName"),
+            accent_color=_given(fields, "accentColor"),
+            logo=logo or UNSET,
+        )
         async with services.db.transaction() as session:
-            await update_brand(
-                session,
-                owner.key,
-                services.clock.now_ms(),
-                display_name=_given(fields, "displayName"),
-                accent_color=_given(fields, "accentColor"),
-                logo=logo or UNSET,
-            )
+            await update_brand(session, owner.key, services.clock.now_ms(), update)
     except ServiceError as exc:
         top = notice_html(f"Nothing was saved: {exc.message} ({exc.code})", error=True)
         shown = {name: fields.get(name, "")[:256] for name in ("displayName", "accentColor")}
@@ -211,6 +217,7 @@ async def save_brand(request: Request, owner: SignedInWithLogo) -> Response:
 @router.post("/brand/remove-logo")
 async def remove_logo(request: Request, owner: SignedIn) -> Response:
     services = services_of(request)
+    update = await check_brand_update(logo=None)
     async with services.db.transaction() as session:
-        await update_brand(session, owner.key, services.clock.now_ms(), logo=None)
+        await update_brand(session, owner.key, services.clock.now_ms(), update)
     return RedirectResponse("/dashboard/brand?notice=Logo+removed", status_code=303)
