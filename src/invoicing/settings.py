@@ -47,8 +47,11 @@ class Settings(BaseSettings):
     base_url: str = "http://127.0.0.1:8000"
     payment_page_url: str = "http://127.0.0.1:8000"
     secret: SecretStr = SecretStr(PLACEHOLDER_SECRET)
-    # During a rotation of INVOICING_SECRET: the one before, which still opens stored API keys
-    # and webhook secrets until `invoicing migrate` has sealed them all under the new one.
+    # During a rotation of INVOICING_SECRET (docs/operations/configuration.md): the secret
+    # coming next, which already opens stored API keys and webhook secrets before any process
+    # seals under it, and the one before, which still opens them until `invoicing secrets
+    # reencrypt` has sealed them all under INVOICING_SECRET. Neither ever seals.
+    next_secret: SecretStr | None = None
     previous_secret: SecretStr | None = None
     # When set, /metrics answers only requests with `Authorization: Bearer <token>`.
     metrics_token: SecretStr | None = None

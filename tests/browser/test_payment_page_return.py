@@ -1,6 +1,7 @@
 """Back to the shop, in Chromium: a payer pays with the keyboard alone, the page counts down
 to the shop's redirectUrl (announced once), the payer can stop it from the keyboard, and a
-page left alone goes there. cancelUrl is the way out before paying."""
+page left alone goes there, unless the invoice was paid more than ten minutes ago: then only
+the link is there. cancelUrl is the way out before paying."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Page, expect
+from sqlalchemy import update
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
+from invoicing.invoices.models import Invoice
 from tests.browser.conftest import axe_violations
 from tests.conftest import RunningApp
 from tests.support.payment_page import (
@@ -128,6 +131,46 @@ async def test_a_paid_page_left_alone_goes_back_to_the_shop_after_the_countdown(
     assert counted is not None and 2 <= int(counted[1]) <= 10, countdown
     assert link == "Zurück zu 127.0.0.1"
     assert '"status"' in body  # the shop's page (here /healthz) is what the browser shows
+
+
+async def test_a_page_paid_eleven_minutes_ago_shows_the_link_and_stays(
+    browser: Browser, page_app: RunningApp, dev: DevDeployment, evm: EvmClient
+) -> None:
+    shop = f"{page_app.base_url}/healthz?order=18"
+    invoice = await create(page_app, dev, amount="0.001", redirectUrl=shop)
+    escrow = invoice["paymentAddress"]
+    await evm.transact(PAYER, escrow, value=10**15)
+    for _ in range(100):
+        status: dict[str, Any] = (await page_app.http.get(f"/pay/{escrow}/status")).json()
+        if status["status"] == "paid":
+            break
+        await asyncio.sleep(0.2)
+    async with page_app.services.db.transaction() as session:
+        await session.execute(
+            update(Invoice)
+            .where(Invoice.payment_address == escrow)
+            .values(paid_at=status["paidAt"] - 660_000)
+        )
+    context = await browser.new_context(viewport=DESKTOP)
+    try:
+        page = await context.new_page()
+        await page.clock.install()
+        await page.goto(f"{page_app.base_url}/pay/{escrow}")
+        timer_at_load = await page.locator("#return-timer").is_visible()
+        # A poll of the paid page (every 5 s) reads paidAt, then longer than the countdown.
+        async with page.expect_response(lambda r: r.url.endswith("/status")):
+            await page.clock.run_for(5_500)
+        await page.clock.run_for(11_000)
+        timer_after = await page.locator("#return-timer").is_visible()
+        link = await page.locator("#return-link").get_attribute("href")
+        link_visible = await page.locator("#return-link").is_visible()
+        url_after = page.url
+    finally:
+        await context.close()
+
+    assert (timer_at_load, timer_after) == (False, False)
+    assert (link, link_visible) == (shop, True)
+    assert url_after == f"{page_app.base_url}/pay/{escrow}"
 
 
 async def test_an_expired_invoice_offers_the_cancel_link_and_never_counts_down(

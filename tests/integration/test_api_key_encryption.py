@@ -1,5 +1,6 @@
-"""API keys stored under the old key derivation stay readable, and `invoicing migrate`
-re-encrypts them under the HKDF-derived key."""
+"""API keys stored under the old key derivation stay readable; `invoicing migrate` leaves
+them as they are (a host not yet upgraded may still read only those) and `invoicing secrets
+reencrypt` re-encrypts them under the HKDF-derived key."""
 
 from __future__ import annotations
 
@@ -37,7 +38,26 @@ def hkdf_fernet() -> Fernet:
     return Fernet(base64.urlsafe_b64encode(key))
 
 
-async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) -> None:
+async def invoicing(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [INVOICING, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={
+            **os.environ,
+            "INVOICING_DATABASE_URL": database_url,
+            "INVOICING_ENVIRONMENT": "production",
+            "INVOICING_SECRET": SECRET,
+        },
+    )
+
+
+async def test_reencrypt_moves_keys_of_the_old_derivation_and_migrate_does_not(
+    own_database: str,
+) -> None:
     db = Database(own_database)
     try:
         async with db.transaction() as session:
@@ -45,7 +65,7 @@ async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) 
                 session, new_owner().address, "old", ServerSecrets(SecretStr(SECRET)), 1
             )
             old_key = old_secret.get_secret_value()
-            old_row.key_encrypted = legacy_encrypt(old_key)
+            old_row.key_encrypted = legacy_token = legacy_encrypt(old_key)
             new_row, new_secret = await create_api_key(
                 session, new_owner().address, "new", ServerSecrets(SecretStr(SECRET)), 2
             )
@@ -56,21 +76,15 @@ async def test_migrate_reencrypts_keys_of_the_old_derivation(own_database: str) 
             API_KEY.unseal(legacy_encrypt(old_key), ServerSecrets(SecretStr(SECRET))) == old_secret
         )
 
-        result = await asyncio.to_thread(
-            subprocess.run,
-            [INVOICING, "migrate"],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-            env={
-                **os.environ,
-                "INVOICING_DATABASE_URL": own_database,
-                "INVOICING_ENVIRONMENT": "production",
-                "INVOICING_SECRET": SECRET,
-            },
-        )
+        migrated = await invoicing(own_database, "migrate")
+        async with db.sessions() as session:
+            after_migrate = await session.scalar(
+                select(ApiKey.key_encrypted).where(ApiKey.label == "old")
+            )
+        result = await invoicing(own_database, "secrets", "reencrypt")
 
+        assert migrated.returncode == 0, migrated.stderr
+        assert after_migrate == legacy_token
         assert result.returncode == 0, result.stderr
         assert "re-encrypted 1 API key(s)" in result.stdout
         async with db.sessions() as session:

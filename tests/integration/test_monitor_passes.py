@@ -355,3 +355,34 @@ async def test_two_monitors_on_one_database_mark_each_payment_once(
         assert (row.status, row.balance_raw, row.watch) == ("paid", str(ETH), False)
         (event,) = await events_of(services, invoice)
         assert event.payload["status"] == "paid"
+
+
+async def test_a_pass_resumed_after_a_pause_never_moves_a_balance_back(
+    services: Services, fake: FakeChain
+) -> None:
+    invoice = await new_invoice(services, fake, amount="3")
+    fake.block = 10
+    fake.pay(invoice.payment_address, ETH)
+    fake.block = 11  # block 10's books kept: 1 ETH
+    fake.pay(invoice.payment_address, ETH)
+    fake.block = 20
+    await run_block_pass(services, fake, 20)
+    stored = await row_values(services, invoice)
+
+    # A worker that read block 10 and paused writes after the pass of block 20.
+    resumed = await run_block_pass(services, fake, 10)
+
+    kept = await reload(services, invoice)
+    assert (resumed.checked, resumed.updated, resumed.paid) == (1, 1, 0)
+    assert (kept.balance_raw, kept.balance_block, kept.status) == (str(2 * ETH), 20, "pending")
+    assert await row_values(services, invoice) == stored  # not one column written
+    assert await events_of(services, invoice) == []
+
+    # A later block's reading is stored as ever.
+    fake.pay(invoice.payment_address, ETH)
+    fake.block = 30
+    later = await run_block_pass(services, fake, 30)
+
+    paid = await reload(services, invoice)
+    assert later.paid == 1
+    assert (paid.balance_raw, paid.balance_block, paid.status) == (str(3 * ETH), 30, "paid")

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from eth_account.signers.local import LocalAccount
+from sqlalchemy import update
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
@@ -19,6 +20,7 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
+from invoicing.invoices.models import Invoice
 from invoicing.web.app import create_app
 from invoicing.web.page.qr import QrCache, QrStats, qr_svg
 from invoicing.web.page.routes import QR_CACHE, qr_cache
@@ -360,3 +362,34 @@ async def test_qr_codes_render_off_the_event_loop_once_per_invoice_and_never_for
     assert len({a.text for a in answers}) == 1
     assert len(rendered_on) == 1 and rendered_on[0] != loop_thread
     assert cache.stats == QrStats(hits=3, renders=1)
+
+
+async def test_a_paid_page_returns_to_the_shop_by_itself_only_within_ten_minutes_of_payment(
+    app: RunningApp, dev: DevDeployment, evm: EvmClient
+) -> None:
+    shop = "https://shop.example/thanks?order=17"
+    invoice = await create(app, new_owner(), dev, amount="0.001", redirectUrl=shop)
+    escrow = invoice["paymentAddress"]
+    await evm.transact(PAYER, escrow, value=10**15)
+    app.services.settings.page_recheck_interval_s = 0.0
+    paid = (await app.http.get(f"/pay/{escrow}/status")).json()
+    assert paid["status"] == "paid"
+
+    fresh = (await app.http.get(f"/pay/{escrow}")).text
+    # The same invoice, paid 10 minutes and 1 ms before now.
+    async with app.services.db.transaction() as session:
+        await session.execute(
+            update(Invoice)
+            .where(Invoice.payment_address == escrow)
+            .values(paid_at=int(time.time() * 1000) - 600_001)
+        )
+    later = (await app.http.get(f"/pay/{escrow}")).text
+
+    until = paid["paidAt"] + 600_000
+    assert f' data-auto-return-window-ms="600000" data-auto-return-until="{until}">' in fresh
+    assert 'data-auto-return-window-ms="600000">' in later
+    assert "data-auto-return-until" not in later
+    for html in (fresh, later):
+        assert f'<a class="button-link" id="return-link" href="{shop.replace("&", "&amp;")}">' in (
+            html
+        )

@@ -1,13 +1,18 @@
 """A changed INVOICING_SECRET, with the processes started for real: `invoicing serve` and
 `invoicing worker` refuse to start in one line while stored API keys or webhook secrets do
-not decrypt; with the old one as INVOICING_PREVIOUS_SECRET they start, and `invoicing migrate`
-seals everything again under the new one, after which the old one is no longer needed."""
+not decrypt. A rotation across hosts restarted one by one: hosts on the old secret with the
+new one as INVOICING_NEXT_SECRET and hosts on the new one with the old as
+INVOICING_PREVIOUS_SECRET read what the others seal; `invoicing migrate` (run by the first
+host restarted) leaves stored secrets as they are, and `invoicing secrets reencrypt` seals
+them all under the new one, after which the old one is no longer needed. A lost secret:
+`invoicing secrets forget-unreadable` revokes what only it opened, and nothing else."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,16 +32,21 @@ pytestmark = pytest.mark.integration
 
 OLD = SecretStr("rotation-test-old-secret-" + "o" * 20)
 NEW = SecretStr("rotation-test-new-secret-" + "n" * 20)
+LOST = SecretStr("rotation-test-lost-secret-" + "l" * 20)
 REFUSAL = (
     "refusing to start: 1 API key(s) and 1 webhook secret(s) stored in the database do not "
-    "decrypt under INVOICING_SECRET (nor INVOICING_PREVIOUS_SECRET): it changed. Set the "
-    "secret they were sealed under back, or as INVOICING_PREVIOUS_SECRET and run `invoicing "
-    "migrate` (docs/operations/configuration.md#rotating-invoicing_secret)\n"
+    "decrypt under INVOICING_SECRET (nor INVOICING_PREVIOUS_SECRET or INVOICING_NEXT_SECRET): "
+    "it changed. Set the secret they were sealed under back, or as INVOICING_PREVIOUS_SECRET; "
+    "if it is lost, `invoicing secrets forget-unreadable` revokes them "
+    "(docs/operations/configuration.md#rotating-invoicing_secret)\n"
 )
 
 
 def env_of(
-    database_url: str, secret: SecretStr, previous: SecretStr | None = None
+    database_url: str,
+    secret: SecretStr,
+    previous: SecretStr | None = None,
+    next_secret: SecretStr | None = None,
 ) -> dict[str, str]:
     env = {
         **os.environ,
@@ -44,9 +54,13 @@ def env_of(
         "INVOICING_ENVIRONMENT": "production",
         "INVOICING_SECRET": secret.get_secret_value(),
     }
-    env.pop("INVOICING_PREVIOUS_SECRET", None)
-    if previous is not None:
-        env["INVOICING_PREVIOUS_SECRET"] = previous.get_secret_value()
+    for name, value in (
+        ("INVOICING_PREVIOUS_SECRET", previous),
+        ("INVOICING_NEXT_SECRET", next_secret),
+    ):
+        env.pop(name, None)
+        if value is not None:
+            env[name] = value.get_secret_value()
     return env
 
 
@@ -87,6 +101,43 @@ async def stored_tokens(database_url: str) -> tuple[str, str]:
     return api_key, signing
 
 
+@dataclass(frozen=True)
+class Stored:
+    """A stored API key or webhook secret, as its row holds it."""
+
+    noun: str
+    owner_key: str
+    token: str
+    revoked_at: int | None
+
+    def opens_under(self, server: ServerSecrets) -> SecretStr | None:
+        kind = API_KEY if self.noun == "API key" else WEBHOOK_SECRET
+        return kind.unseal(self.token, server)
+
+
+async def stored_rows(database_url: str) -> dict[str, Stored]:
+    """Every stored API key and webhook secret, by id."""
+    db = Database(database_url)
+    try:
+        async with db.sessions() as session:
+            keys = await session.scalars(select(ApiKey))
+            secrets = await session.scalars(select(WebhookSecret))
+            return {
+                **{
+                    row.id: Stored("API key", row.owner_key, row.key_encrypted, row.revoked_at)
+                    for row in keys
+                },
+                **{
+                    row.id: Stored(
+                        "webhook secret", row.owner_key, row.secret_encrypted, row.revoked_at
+                    )
+                    for row in secrets
+                },
+            }
+    finally:
+        await db.dispose()
+
+
 async def test_a_new_secret_refuses_every_process_that_uses_stored_secrets(
     own_database: str,
 ) -> None:
@@ -105,33 +156,101 @@ async def test_a_new_secret_refuses_every_process_that_uses_stored_secrets(
             assert secret.get_secret_value() not in refused.stdout + refused.stderr
 
 
-async def test_a_rotation_keeps_the_old_secret_until_migrate_has_resealed_everything(
+async def test_a_rolling_rotation_keeps_every_secret_readable_on_every_host(
     own_database: str, tmp_path: Path
 ) -> None:
     api_key, signing = await store_under(own_database, ServerSecrets(OLD))
-    rotating = env_of(own_database, NEW, previous=OLD)
+    # Step 1 on every host: the new secret only opens. Step 2, host by host: it seals.
+    stepped_in = env_of(own_database, OLD, next_secret=NEW)
+    switched = env_of(own_database, NEW, previous=OLD)
+    stored_before = await stored_rows(own_database)
 
-    # Both secrets configured: the API starts (it answers /healthz).
-    async with running([["serve", "--port"]], rotating, tmp_path) as bases:
+    # The first host switched restarts its units: migrate, then serve.
+    migrated = await invoicing(switched, "migrate")
+    async with running([["serve", "--port"]], switched, tmp_path) as bases:
         assert len(bases) == 1
-    migrated = await invoicing(rotating, "migrate")
-    again = await invoicing(rotating, "migrate")
+    # A secret issued on the switched host; hosts not yet switched read it, and the old ones.
+    new_key, new_signing = await store_under(own_database, ServerSecrets(NEW, previous=OLD))
+    not_yet = ServerSecrets(OLD, next=NEW)
 
     assert migrated.returncode == 0, migrated.stderr
-    assert migrated.stdout.splitlines()[1:] == [
+    assert migrated.stdout == "database is up to date\n"
+    stored_switched = await stored_rows(own_database)
+    assert {id_: stored_switched[id_] for id_ in stored_before} == stored_before
+    assert {row.opens_under(not_yet) for row in stored_switched.values()} == {
+        api_key,
+        signing,
+        new_key,
+        new_signing,
+    }
+
+    # Step 3 run from a host not yet switched is refused: it would seal under the old one.
+    early = await invoicing(stepped_in, "secrets", "reencrypt")
+    assert early.returncode == 1
+    assert early.stderr.startswith("refusing to re-encrypt: INVOICING_NEXT_SECRET is set")
+    assert await stored_rows(own_database) == stored_switched
+
+    # Every host switched: step 3 seals everything under the new secret.
+    reencrypted = await invoicing(switched, "secrets", "reencrypt")
+    again = await invoicing(switched, "secrets", "reencrypt")
+
+    assert reencrypted.returncode == 0, reencrypted.stderr
+    assert reencrypted.stdout.splitlines() == [
         "re-encrypted 1 API key(s) under INVOICING_SECRET",
         "re-encrypted 1 webhook secret(s) under INVOICING_SECRET",
         "every stored secret is under INVOICING_SECRET: unset INVOICING_PREVIOUS_SECRET",
     ]
-    assert again.stdout.splitlines()[1:] == [
-        "every stored secret is under INVOICING_SECRET: unset INVOICING_PREVIOUS_SECRET"
+    assert again.stdout.splitlines() == [
+        "re-encrypted 0 API key(s) under INVOICING_SECRET",
+        "re-encrypted 0 webhook secret(s) under INVOICING_SECRET",
+        "every stored secret is under INVOICING_SECRET: unset INVOICING_PREVIOUS_SECRET",
     ]
-    key_token, secret_token = await stored_tokens(own_database)
-    only_new, only_old = ServerSecrets(NEW), ServerSecrets(OLD)
-    assert API_KEY.unseal(key_token, only_new) == api_key
-    assert WEBHOOK_SECRET.unseal(secret_token, only_new) == signing
-    assert API_KEY.unseal(key_token, only_old) is None
-    assert WEBHOOK_SECRET.unseal(secret_token, only_old) is None
+    rows = (await stored_rows(own_database)).values()
+    assert {row.opens_under(ServerSecrets(NEW)) for row in rows} == {
+        api_key,
+        signing,
+        new_key,
+        new_signing,
+    }
+    assert {row.opens_under(ServerSecrets(OLD)) for row in rows} == {None}
+    for out in (migrated, early, reencrypted, again):
+        for secret in (OLD, NEW):
+            assert secret.get_secret_value() not in out.stdout + out.stderr
     # The old secret dropped: the API starts on the new one alone.
     async with running([["serve", "--port"]], env_of(own_database, NEW), tmp_path) as bases:
+        assert len(bases) == 1
+
+
+async def test_forget_unreadable_revokes_only_what_no_configured_secret_opens(
+    own_database: str, tmp_path: Path
+) -> None:
+    await store_under(own_database, ServerSecrets(LOST))
+    await store_under(own_database, ServerSecrets(OLD))
+    before = await stored_rows(own_database)
+    lost = {id_: row for id_, row in before.items() if row.opens_under(ServerSecrets(OLD)) is None}
+    env = env_of(own_database, OLD)
+    refused = await invoicing(env, "worker")
+
+    forgot = await invoicing(env, "secrets", "forget-unreadable")
+    again = await invoicing(env, "secrets", "forget-unreadable")
+
+    assert refused.returncode == 1 and refused.stderr.endswith(REFUSAL), refused.stderr
+    assert len(lost) == 2
+    assert forgot.returncode == 0, forgot.stderr
+    assert sorted(forgot.stdout.splitlines()) == sorted(
+        [
+            *(f"revoked {row.noun} {id_} of owner {row.owner_key}" for id_, row in lost.items()),
+            "revoked 2 secret(s) that no configured secret decrypts",
+        ]
+    )
+    assert again.stdout == "revoked 0 secret(s) that no configured secret decrypts\n"
+    after = await stored_rows(own_database)
+    assert {id_: row.revoked_at is not None for id_, row in after.items()} == {
+        id_: id_ in lost for id_ in before
+    }
+    assert {id_: after[id_] for id_ in before if id_ not in lost} == {
+        id_: row for id_, row in before.items() if id_ not in lost
+    }
+    # Nothing left that no configured secret opens: the API starts.
+    async with running([["serve", "--port"]], env, tmp_path) as bases:
         assert len(bases) == 1

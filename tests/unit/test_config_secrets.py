@@ -220,6 +220,23 @@ def test_keys_stored_under_the_old_derivation_still_decrypt() -> None:
     assert API_KEY.unseal(stored, ServerSecrets(SecretStr(SECRET))) == SecretStr("sk_old")
 
 
+def test_a_host_stepped_into_a_rotation_reads_the_next_secret_and_seals_under_its_own() -> None:
+    old, new = SecretStr(SECRET), SecretStr("next-" + "n" * 40)
+    settings = Settings(environment="production", secret=SECRET, next_secret=new)
+    stepped_in = ServerSecrets.of(settings)
+    switched = ServerSecrets(new, previous=old)
+    sealed_by_switched = API_KEY.seal(SecretStr("sk_switched"), switched)
+
+    sealed_by_stepped_in = API_KEY.seal(SecretStr("sk_stepped"), stepped_in)
+
+    assert stepped_in == ServerSecrets(old, next=new)
+    assert API_KEY.unseal(sealed_by_switched, stepped_in) == SecretStr("sk_switched")
+    # Still sealed under the old secret: a host not yet stepped in reads it too.
+    assert API_KEY.unseal(sealed_by_stepped_in, ServerSecrets(old)) == SecretStr("sk_stepped")
+    assert API_KEY.unseal(sealed_by_stepped_in, ServerSecrets(new)) is None
+    assert new.get_secret_value() not in repr(settings) + str(settings)
+
+
 def test_the_docs_chains_file_example_parses(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

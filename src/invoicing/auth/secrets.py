@@ -11,10 +11,15 @@ An API key is also stored as its SHA-256 (:func:`secret_hash`): how a presented 
 
 The server's secrets change (docs/operations/configuration.md#rotating-invoicing_secret):
 :class:`ServerSecrets` holds ``INVOICING_SECRET``, which seals and opens, and during a rotation
-``INVOICING_PREVIOUS_SECRET``, which only opens. ``invoicing migrate`` seals every stored
-token again under the current one (:func:`reseal_stored`); every process that uses stored
-secrets refuses to start while an active one opens under neither (:func:`unreadable_stored`),
-instead of sending webhooks without their API key or signature.
+``INVOICING_NEXT_SECRET`` and ``INVOICING_PREVIOUS_SECRET``, which only open: every host can
+read what any other seals while they restart one by one onto the new secret. Only
+``invoicing secrets reencrypt``, run once every host seals under the new one, seals every
+stored token again under it (:func:`reseal_stored`): ``invoicing migrate`` runs on the first
+host restarted and never does, or the hosts not yet restarted could no longer read them.
+Every process that uses stored secrets refuses to start while an active one opens under none
+(:func:`unreadable_stored`), instead of sending webhooks without their API key or signature;
+``invoicing secrets forget-unreadable`` revokes those whose secret is lost
+(:func:`revoke_unreadable`).
 
 Both are rows of an owner with the :class:`OwnedSecret` columns: listed oldest first, revoked
 ones included (:func:`list_owned`); revoked by their owner only, another owner's id being 404
@@ -54,22 +59,27 @@ class _SecretSettings(Protocol):
     @property
     def previous_secret(self) -> SecretStr | None: ...
 
+    @property
+    def next_secret(self) -> SecretStr | None: ...
+
 
 @dataclass(frozen=True)
 class ServerSecrets:
     """``INVOICING_SECRET`` (``current``: seals and opens) and, while a rotation is under
-    way, ``INVOICING_PREVIOUS_SECRET`` (``previous``: only opens)."""
+    way, ``INVOICING_PREVIOUS_SECRET`` (``previous``) and ``INVOICING_NEXT_SECRET``
+    (``next``), which only open."""
 
     current: SecretStr
     previous: SecretStr | None = None
+    next: SecretStr | None = None
 
     @classmethod
     def of(cls, settings: _SecretSettings) -> ServerSecrets:
-        return cls(settings.secret, settings.previous_secret)
+        return cls(settings.secret, settings.previous_secret, settings.next_secret)
 
     def values(self) -> tuple[str, ...]:
-        previous = () if self.previous is None else (self.previous.get_secret_value(),)
-        return (self.current.get_secret_value(), *previous)
+        others = (secret for secret in (self.previous, self.next) if secret is not None)
+        return (self.current.get_secret_value(), *(secret.get_secret_value() for secret in others))
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,8 @@ class SecretKind:
 
     def reseal(self, token: str, server: ServerSecrets) -> str | None:
         """``token`` sealed again under the current HKDF key when it opens under another key
-        (the legacy one, or the previous secret's); None when it already is under the current
-        HKDF key, or opens under none (a secret no longer configured)."""
+        (the legacy one, or the previous or next secret's); None when it already is under the
+        current HKDF key, or opens under none (a secret no longer configured)."""
         current, any_key = _fernets(self, server.values())
         try:
             current.decrypt(token.encode())
@@ -123,7 +133,7 @@ def hkdf_sha256(ikm: bytes, salt: bytes | None, info: bytes, length: int) -> byt
 @functools.lru_cache(maxsize=8)
 def _fernets(kind: SecretKind, secrets: tuple[str, ...]) -> tuple[Fernet, Fernet | MultiFernet]:
     """(the current secret's HKDF key; every key that opens this kind's tokens, that one
-    first, then its legacy key, then the previous secret's)."""
+    first, then its legacy key, then the previous and next secrets')."""
     keys = [key for secret in secrets for key in _keys(kind, secret)]
     return keys[0], keys[0] if len(keys) == 1 else MultiFernet(keys)
 
@@ -204,8 +214,8 @@ async def unreadable_stored(
 
 async def reseal_stored(session: AsyncSession, sealed: SealedColumn, server: ServerSecrets) -> int:
     """Seal again under the current secret every stored token of ``sealed`` that opens under
-    another key (legacy, or ``INVOICING_PREVIOUS_SECRET``); returns how many. Tokens that open
-    under none are left as they are."""
+    another key (legacy, ``INVOICING_PREVIOUS_SECRET`` or ``INVOICING_NEXT_SECRET``); returns
+    how many. Tokens that open under none are left as they are."""
     model = sealed.model
     moved = 0
     for secret_id, token in await session.execute(select(model.id, sealed.token)):
@@ -216,3 +226,38 @@ async def reseal_stored(session: AsyncSession, sealed: SealedColumn, server: Ser
             )
             moved += 1
     return moved
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A stored secret revoked because it opens under no configured secret."""
+
+    kind: SecretKind
+    secret_id: str
+    owner_key: str
+
+
+async def revoke_unreadable(
+    session: AsyncSession, sealed: SealedColumn, server: ServerSecrets, now_ms: int
+) -> list[Forgotten]:
+    """Revoke every active secret of ``sealed`` that opens under none of the server's secrets
+    (its secret is lost: kept, it would only block every start), oldest first; readable ones
+    are left as they are."""
+    model = sealed.model
+    rows = await session.execute(
+        select(model.id, model.owner_key, sealed.token)
+        .where(model.revoked_at.is_(None))
+        .order_by(model.created_at, model.id)
+    )
+    forgotten = [
+        Forgotten(sealed.kind, secret_id, owner_key)
+        for secret_id, owner_key, token in rows
+        if sealed.kind.unseal(token, server) is None
+    ]
+    if forgotten:
+        await session.execute(
+            update(model)
+            .where(model.id.in_([row.secret_id for row in forgotten]))
+            .values(revoked_at=now_ms)
+        )
+    return forgotten

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from invoicing import logs
 from invoicing.auth.api_keys import API_KEY_COLUMN
-from invoicing.auth.secrets import SealedColumn, ServerSecrets, reseal_stored, unreadable_stored
+from invoicing.auth.secrets import SealedColumn, ServerSecrets, unreadable_stored
 from invoicing.chain.checks import ChainCheckFailed, verify_chains
 from invoicing.db import Database
 from invoicing.notifications.signing import WEBHOOK_SECRET_COLUMN
@@ -89,15 +89,16 @@ async def verify_chains_or_refuse(settings: Settings) -> None:
 
 async def verify_secrets_or_refuse(settings: Settings) -> None:
     """Refuse to start (exit 1, one line on stderr) when stored API keys or webhook secrets
-    open under neither INVOICING_SECRET nor INVOICING_PREVIOUS_SECRET: webhooks would go out
-    without their API key or signature."""
+    open under none of INVOICING_SECRET, INVOICING_PREVIOUS_SECRET and INVOICING_NEXT_SECRET:
+    webhooks would go out without their API key or signature."""
     unreadable = await unreadable_secrets(settings.database_url, settings)
     if unreadable:
         counts = " and ".join(f"{count} {noun}(s)" for noun, count in unreadable.items())
         refuse(
             f"{counts} stored in the database do not decrypt under INVOICING_SECRET "
-            "(nor INVOICING_PREVIOUS_SECRET): it changed. Set the secret they were sealed "
-            "under back, or as INVOICING_PREVIOUS_SECRET and run `invoicing migrate` "
+            "(nor INVOICING_PREVIOUS_SECRET or INVOICING_NEXT_SECRET): it changed. Set the "
+            "secret they were sealed under back, or as INVOICING_PREVIOUS_SECRET; if it is "
+            "lost, `invoicing secrets forget-unreadable` revokes them "
             "(docs/operations/configuration.md#rotating-invoicing_secret)"
         )
 
@@ -116,20 +117,6 @@ async def unreadable_secrets(database_url: str, settings: Settings) -> dict[str,
     finally:
         await db.dispose()
     return {noun: count for noun, count in counts.items() if count}
-
-
-async def reseal_secrets(database_url: str, settings: Settings) -> dict[str, int]:
-    """Seal every stored secret that opens under another key again under INVOICING_SECRET;
-    how many, by kind."""
-    db = Database(database_url)
-    try:
-        async with db.transaction() as session:
-            return {
-                sealed.kind.noun: await reseal_stored(session, sealed, ServerSecrets.of(settings))
-                for sealed in SEALED_COLUMNS
-            }
-    finally:
-        await db.dispose()
 
 
 def refuse(reason: Exception | str) -> NoReturn:

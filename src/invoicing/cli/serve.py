@@ -11,21 +11,17 @@ from typing import Annotated
 
 import typer
 import uvicorn
-from pydantic import ValidationError
 
 from invoicing.cli.common import (
     configure_logging,
     load_settings,
     refuse,
-    reseal_secrets,
-    unreadable_secrets,
     verify_chains_or_refuse,
     verify_secrets_or_refuse,
 )
 from invoicing.migrate import upgrade_sync
 from invoicing.runtime import freeze_startup_objects
 from invoicing.services import Services, build_services
-from invoicing.settings import Settings
 from invoicing.web.app import create_app, create_health_app
 from invoicing.workers import run_workers
 
@@ -129,27 +125,10 @@ async def _serve_health(services: Services, host: str, port: int) -> Callable[[]
 def migrate(
     database_url: Annotated[str | None, typer.Option(help="else INVOICING_DATABASE_URL")] = None,
 ) -> None:
-    """Bring the database schema up to date (Alembic); when INVOICING_SECRET is configured,
-    seal again under it the API keys and webhook secrets stored under an older key (the old
-    key derivation, or INVOICING_PREVIOUS_SECRET during a rotation)."""
-    settings: Settings | None
+    """Bring the database schema up to date (Alembic). Stored secrets are left as they are:
+    `invoicing secrets reencrypt` seals them under a new INVOICING_SECRET, once every host
+    has it."""
     if database_url is None:
-        settings = load_settings()
-    else:
-        try:
-            settings = Settings()
-        except ValidationError:
-            settings = None
-    url = database_url or (settings.database_url if settings else "")
-    upgrade_sync(url)
+        database_url = load_settings().database_url
+    upgrade_sync(database_url)
     typer.echo("database is up to date")
-    if settings is None:
-        return
-    for noun, moved in asyncio.run(reseal_secrets(url, settings)).items():
-        if moved:
-            typer.echo(f"re-encrypted {moved} {noun}(s) under INVOICING_SECRET")
-    unreadable = asyncio.run(unreadable_secrets(url, settings))
-    for noun, count in unreadable.items():
-        typer.echo(f"{count} {noun}(s) decrypt under no configured secret", err=True)
-    if settings.previous_secret is not None and not unreadable:
-        typer.echo("every stored secret is under INVOICING_SECRET: unset INVOICING_PREVIOUS_SECRET")

@@ -206,6 +206,10 @@ class Invoice(Base):
     # payment, and when they give up or the invoice ended unpaid.
     redirect_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
     cancel_url: Mapped[str | None] = mapped_column(String(2048), nullable=True)
+    # The block of the newest reading stored (0: none yet): a reading of an earlier block, by
+    # a worker that paused between its read and its write, is not stored over it
+    # (``monitor.check.store_balances``).
+    balance_block: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -267,6 +271,7 @@ class InvoiceRow:
     shortfall_raw: str | None = None
     redirect_url: str | None = None
     cancel_url: str | None = None
+    balance_block: int = 0
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

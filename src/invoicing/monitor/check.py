@@ -100,16 +100,29 @@ def _by_invoice(
     }
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What :func:`store_balances` left: every invoice with a readable reading, as it now
+    stands (written, or kept because a later block's reading is already stored), and those
+    this call marked paid."""
+
+    rows: list[Invoice]
+    newly_paid: list[Invoice]
+
+
 async def store_balances(
     services: Services,
     invoice_ids: list[str],
     balances: Mapping[str, int | None],
+    block: int,
     paid_from_block: int | None = None,
-) -> list[Invoice]:
-    """Apply readings under row locks (a concurrent checker cannot double-fire a webhook);
-    the lifecycle decides on each row as locked, and the moves' events and paid webhooks
-    join the transaction.
-    An invoice whose reading is unreadable (None) is left as it is and not returned.
+) -> Stored:
+    """Apply readings made at ``block`` under row locks (a concurrent checker cannot
+    double-fire a webhook); the lifecycle decides on each row as locked, and the moves'
+    events and paid webhooks join the transaction.
+    An invoice whose reading is unreadable (None) is left as it is and not returned; one
+    whose stored balance was read at a later block is left as it is (a worker that paused
+    between its read and this write never moves a balance back) and returned as it stands.
     ``paid_from_block``: the first block a payment found now can be in (the detection lag
     of each invoice marked paid is measured from its timestamp)."""
     now_ms = services.clock.now_ms()
@@ -127,9 +140,13 @@ async def store_balances(
             balance_raw = balances[invoice.id]
             if balance_raw is None:
                 continue
+            stored.append(invoice)
+            if invoice.balance_block > block:
+                continue
             deleted = invoice.deleted_at is not None
             step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
             invoice.last_checked_at = now_ms
+            invoice.balance_block = block
             invoice.unreadable = False
             events = apply_step(invoice, step, now_ms, balance_raw)
             notify = Effect.NOTIFY_PAID in step.effects
@@ -137,11 +154,10 @@ async def store_balances(
                 occurred.append(Occurrence(invoice, events, notify_paid=notify))
             if Effect.MARK_PAID in step.effects:
                 newly_paid.append(invoice)
-            stored.append(invoice)
         await record_events(session, services.settings, now_ms, occurred)
     if newly_paid and paid_from_block is not None:
         await observe_detection(services, newly_paid[0].chain_id, paid_from_block, newly_paid)
-    return stored
+    return Stored(stored, newly_paid)
 
 
 async def observe_detection(
@@ -223,8 +239,8 @@ async def _recheck_batch(batch: Sequence[_Recheck]) -> list[_Answer | Exception]
     unreadable = {invoice.id for invoice in invoices if balances[invoice.id] is None}
     stored: dict[str, Invoice] = {}
     if changed:
-        rows = await store_balances(services, sorted(changed), balances, block)
-        stored = {row.id: row for row in rows}
+        written = await store_balances(services, sorted(changed), balances, block, block)
+        stored = {row.id: row for row in written.rows}
     return [_answer(item.invoice, changed, unreadable, stored, now_ms) for item in batch]
 
 

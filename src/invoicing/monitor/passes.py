@@ -164,7 +164,7 @@ async def _run(
             rows = await rows_at(services.db, chain_id, status, list(picked))
             tags, readings = rows, [picked[row.payment_address] for row in rows]
         async with stores:
-            await _store(services, tags, readings, status, records, counts)
+            await _store(services, block, tags, readings, status, records, counts)
 
     batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
@@ -234,15 +234,16 @@ class _Counts:
 
 async def _store(
     services: Services,
+    block: int,
     rows: Sequence[PassRow],
     readings: Sequence[int | None],
     status: InvoiceStatus,
     records: Mapping[int, MonitorShard],
     counts: _Counts,
 ) -> None:
-    """Write the readings that change something (a readable reading of an invoice flagged
-    unreadable clears the flag); flag the newly unreadable; stop watching expired invoices
-    whose late-payment window is over."""
+    """Write the readings (made at ``block``) that change something (a readable reading of an
+    invoice flagged unreadable clears the flag); flag the newly unreadable; stop watching
+    expired invoices whose late-payment window is over."""
     now_ms = services.clock.now_ms()
     changed: dict[str, int | None] = {}
     unreadable = []
@@ -260,11 +261,9 @@ async def _store(
     counts.updated += len(changed)
     ids = list(changed)
     for start in range(0, len(ids), STORE_CHUNK):
-        stored = await store_balances(services, ids[start : start + STORE_CHUNK], changed)
-        # Paid now: a watched invoice read by a pass was not paid before.
-        paid = [invoice for invoice in stored if invoice.paid]
-        counts.paid += len(paid)
-        counts.newly_paid.extend(paid)
+        stored = await store_balances(services, ids[start : start + STORE_CHUNK], changed, block)
+        counts.paid += len(stored.newly_paid)
+        counts.newly_paid.extend(stored.newly_paid)
     newly_unreadable = [row for row in unreadable if not row.unreadable]
     if newly_unreadable:
         await _flag_unreadable(services, newly_unreadable, records)

@@ -16,7 +16,7 @@ from markupsafe import Markup
 from invoicing.chain.config import Eip712Domain
 from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translations
 from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
-from invoicing.web.page.view import PaymentView
+from invoicing.web.page.view import AUTO_RETURN_WINDOW_MS, PaymentView
 
 ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
 
@@ -129,6 +129,7 @@ def payment_page(
             else theme_path(view.brand.accent_color, view.brand.text_color)
         ),
         return_countdown_s=RETURN_COUNTDOWN_S,
+        auto_return_window_ms=AUTO_RETURN_WINDOW_MS,
         gasless=gasless,
     )
 

@@ -95,6 +95,13 @@ class PaymentStatus(BaseModel):
     )
 
 
+# After payment the page goes back to the shop's redirectUrl by itself only while the invoice
+# was paid less than this long ago; later it shows the link alone (docs/security.md#browsers):
+# a page paid long ago (an owner paying dust into its own invoice) is no lasting redirect on
+# the operator's domain.
+AUTO_RETURN_WINDOW_MS = 10 * 60 * 1000
+
+
 @dataclass(frozen=True)
 class PaymentView:
     """Everything the page shows, already formatted."""
@@ -118,6 +125,9 @@ class PaymentView:
     # The way back to the shop (``invoices.links``): after payment, and without paying.
     redirect_url: str | None = None
     cancel_url: str | None = None
+    # Until when (ms) the page may go back to redirectUrl by itself: None when it may not
+    # (not paid, no redirectUrl, or paid more than AUTO_RETURN_WINDOW_MS ago).
+    auto_return_until: int | None = None
     # What the page calls the shop: the owner's display name, else the host of a link.
     shop_name: str | None = None
     # The owner's brand (no brand: every part None).
@@ -192,6 +202,7 @@ async def payment_view(
     except (UnsupportedChain, ChainUnavailable):
         symbol = symbol or "tokens"
     link = invoice.redirect_url or invoice.cancel_url
+    status = shown_status(invoice, now_ms)
     brand = brand or Brand()
     shop_name = brand.display_name or (shop_name_of(link) if link else None)
     return PaymentView(
@@ -203,17 +214,29 @@ async def payment_view(
         decimals=invoice.decimals,
         required_raw=int(invoice.required_raw),
         balance_raw=int(invoice.balance_raw),
-        status=shown_status(invoice, now_ms),
+        status=status,
         expires_at=invoice.expires_at,
         paid_at=invoice.paid_at,
         description=invoice.description,
         explorer_url=explorer_url,
         redirect_url=invoice.redirect_url,
         cancel_url=invoice.cancel_url,
+        auto_return_until=_auto_return_until(invoice, status, now_ms),
         shop_name=shop_name,
         brand=brand,
         price=_price_of(invoice),
     )
+
+
+def _auto_return_until(
+    invoice: Invoice | InvoiceRow, status: InvoiceStatus, now_ms: int
+) -> int | None:
+    """The end of the automatic return to redirectUrl, while it is still ahead."""
+    paid = status in (InvoiceStatus.PAID, InvoiceStatus.COMPLETED)
+    if not paid or invoice.redirect_url is None or invoice.paid_at is None:
+        return None
+    until = invoice.paid_at + AUTO_RETURN_WINDOW_MS
+    return until if now_ms < until else None
 
 
 def _price_of(invoice: Invoice | InvoiceRow) -> tuple[str, str, str] | None:

@@ -52,7 +52,7 @@
     $("pay-section").hidden = !pending;
     $("done-section").hidden = pending;
     setText("done-text", DONE[s.status] || "");
-    showReturn(s.status);
+    showReturn(s.status, withinReturnWindow(s.paidAt));
     if (previous.paymentUri !== s.paymentUri) {
       $("qr").src = qrUrl + "&r=" + encodeURIComponent(s.remainingRaw);
       $("qr").alt = fill(TEXT.qrAlt, { uri: s.paymentUri });
@@ -105,19 +105,31 @@
 
   // Back to the shop ----------------------------------------------------------------
   // After payment: the link to redirectUrl and a countdown the payer can stop (announced
-  // once when it starts and when it stops; the seconds themselves are not read out).
+  // once when it starts and when it stops; the seconds themselves are not read out). The
+  // countdown starts only while the invoice was paid less than the server's window ago (its
+  // data-auto-return-until when the page was served, else paidAt read by a poll, on the
+  // server's clock); later the link alone is shown.
   // Pending, expired, cancelled: the link to cancelUrl, no countdown.
   var returnTimer = null;
   var returnStopped = false;
 
-  function showReturn(status) {
+  function withinReturnWindow(paidAt) {
+    var box = $("return");
+    if (!box || typeof paidAt !== "number") return false;
+    var windowMs = Number(box.getAttribute("data-auto-return-window-ms"));
+    return Date.now() + clockOffsetMs < paidAt + windowMs;
+  }
+
+  function showReturn(status, autoReturn) {
     var box = $("return");
     if (!box) return;
     var paid = status === "paid" || status === "completed";
     var url = paid ? box.getAttribute("data-redirect-url") : box.getAttribute("data-cancel-url");
     box.hidden = status === "pending" || !url;
     if (url) $("return-link").href = url;
-    if (paid && url && TEXT["return"] && returnTimer === null && !returnStopped) startReturn(url);
+    if (paid && url && autoReturn && TEXT["return"] && returnTimer === null && !returnStopped) {
+      startReturn(url);
+    }
     if (!paid && returnTimer !== null) stopReturn(false);
   }
 
@@ -315,7 +327,7 @@
     }
   }
   if ($("return-stop")) $("return-stop").addEventListener("click", function () { stopReturn(true); });
-  showReturn(state.status);
+  showReturn(state.status, !!$("return") && $("return").hasAttribute("data-auto-return-until"));
   tick();
   setInterval(tick, 1000);
   if (POLL_MS[state.status] !== undefined) schedule(POLL_MS[state.status]);
