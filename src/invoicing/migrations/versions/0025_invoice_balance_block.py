@@ -1,7 +1,7 @@
 """invoices: the block each stored balance was read at
 
-Revision ID: 0024_invoice_balance_block
-Revises: 0023_monitor_covering_index
+Revision ID: 0025_invoice_balance_block
+Revises: 0024_relayed_authorizations
 Create Date: 2026-11-27 12:00:00.000000
 """
 
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0024_invoice_balance_block"
-down_revision: str | Sequence[str] | None = "0023_monitor_covering_index"
+revision: str = "0025_invoice_balance_block"
+down_revision: str | Sequence[str] | None = "0024_relayed_authorizations"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
