@@ -3,7 +3,7 @@
 Pillow decodes synchronously, and a 128 KiB file can ask it for seconds of CPU (see
 ``brand.logo``). A thread would still hold the GIL through parts of it and could not be
 stopped, so each upload starts its own child, ``python -m invoicing.brand.logo_child``
-(about 30 ms of an idle core: Python and Pillow, nothing else of the service), which:
+(Python and Pillow, nothing else of the service: 60 to 90 ms of CPU, once per upload), which:
 
 - runs under ``RLIMIT_CPU`` of ``LIMITS.cpu_s`` and ``RLIMIT_AS`` of ``LIMITS.memory_bytes``
   (set by the child on itself before it reads the file);
