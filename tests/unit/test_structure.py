@@ -40,7 +40,7 @@ FLOORS: list[set[str]] = [
     {"invoices"},
     {"settlement"},
     {"fees", "gauges", "housekeeping", "monitor", "payments", "recovery", "refunds"},
-    {"models", "workers"},
+    {"actions", "models", "workers"},
     {"web"},
     {"cli"},
 ]

@@ -20,6 +20,19 @@ from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.settings import Settings
 
 
+async def invoice_at(db: Database, payment_address: str) -> Invoice:
+    """The invoice at that escrow (checksummed), whoever owns it, deleted ones included: the
+    one lookup of an invoice by its escrow for the payment page and the payment methods.
+    404 when there is none."""
+    async with db.sessions() as session:
+        invoice = await session.scalar(
+            select(Invoice).where(Invoice.payment_address == payment_address)
+        )
+    if invoice is None:
+        raise NotFound("no invoice with this paymentAddress")
+    return invoice
+
+
 async def find_by_payment_address(db: Database, owner_key: str, payment_address: str) -> InvoiceRow:
     """The owner's invoice at that escrow; 404 also when it belongs to another owner.
 

@@ -4,7 +4,7 @@ against the client's rate limit like every ``/pay`` route; the signature is the 
 only authority, and the service checks everything before it sends anything.
 
 A method's routes belong to the web layer though they live in its folder: this module runs
-up to ``web.api.inputs``, ``web.api.refunds``, ``web.api.responses``, ``web.context``,
+up to ``web.api.inputs``, ``web.api.responses``, ``web.context``,
 ``web.page.routes``, ``web.page.view`` and ``web.routedocs``.
 """
 
@@ -33,8 +33,7 @@ from invoicing.payments.eip3009.service import (
     PayerAuthorization,
     submit_authorization,
 )
-from invoicing.web.api.inputs import Address, json_body, validate
-from invoicing.web.api.refunds import DecimalString
+from invoicing.web.api.inputs import Address, DecimalString, json_body, validate
 from invoicing.web.api.responses import WireModel
 from invoicing.web.context import services_of
 from invoicing.web.page.routes import limit_client

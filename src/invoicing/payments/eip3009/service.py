@@ -45,7 +45,6 @@ from invoicing.chain.eip3009 import (
 )
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import decode_revert
-from invoicing.db import Database
 from invoicing.errors import (
     AuthorizationUsed,
     ChainUnavailable,
@@ -61,6 +60,7 @@ from invoicing.errors import (
 from invoicing.hashing import keccak256
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.payments.eip3009.models import GaslessPayment, GaslessStatus
 from invoicing.payments.method import PaymentMethod
@@ -167,16 +167,6 @@ async def page_offer(services: Services, payment_address: str) -> Eip712Domain |
         return (await gasless_token(services, chain, invoice)).eip3009
     except (NotFound, GaslessUnavailable, UnsupportedChain):
         return None
-
-
-async def invoice_at(db: Database, payment_address: str) -> Invoice:
-    async with db.sessions() as session:
-        invoice = await session.scalar(
-            select(Invoice).where(Invoice.payment_address == payment_address)
-        )
-    if invoice is None:
-        raise NotFound("no invoice with this paymentAddress")
-    return invoice
 
 
 def _signed(invoice: Invoice, request: PayerAuthorization) -> SignedRequest:

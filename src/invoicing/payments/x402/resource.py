@@ -18,11 +18,11 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable, ServiceError
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.payments.eip3009.service import (
     PayerAuthorization,
     gasless_token,
-    invoice_at,
     submit_authorization,
 )
 from invoicing.payments.x402.protocol import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from invoicing.actions.keys import end_api_key, issue_api_key
 from invoicing.auth.api_keys import (
     list_api_keys,
 )
@@ -13,7 +14,6 @@ from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import ApiKey, ApiKeyList, IssuedApiKey, RevokedApiKey
 from invoicing.web.context import services_of
-from invoicing.web.owner_actions import end_api_key, issue_api_key
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,

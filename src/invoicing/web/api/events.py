@@ -11,7 +11,7 @@
 Each redelivery and test ping queues a delivery the worker sends: an owner may ask for at
 most ``event_redelivery_per_hour`` redeliveries and ``webhook_test_per_hour`` pings an hour
 (429 ``rate_limited``, counted before anything is read or queued, so a refused one queues
-nothing; ``web.owner_actions``, shared with the dashboard).
+nothing; ``actions.keys``, shared with the dashboard).
 
 In signature mode the payload is the body (POST, PATCH) or the query (GET, DELETE) without
 ``ownerAddress``, as everywhere; an id that travels in the path, or in the query of a POST
@@ -24,6 +24,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from invoicing.actions.keys import send_again, send_test_ping
 from invoicing.auth.guard import Caller
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
 from invoicing.notifications.endpoints import (
@@ -70,7 +71,6 @@ from invoicing.web.api.inputs import (
     without_owner,
 )
 from invoicing.web.context import services_of
-from invoicing.web.owner_actions import send_again, send_test_ping
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["events"])

@@ -7,10 +7,10 @@ authorization, rate limited per client IP and per owner.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.auth.admission import check_admitted
 from invoicing.chain.calldata import MAX_FEE_BPS
@@ -33,7 +33,7 @@ from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import (
     UINT256_MAX,
     Address,
-    decimal_digits,
+    DecimalUint,
     json_body,
     owner_address_of,
     validate,
@@ -49,23 +49,6 @@ from invoicing.web.routedocs import (
 )
 
 router = APIRouter(tags=["fees"])
-
-
-def _decimal_uint(value: Any) -> Any:
-    """A decimal string (as the docs send nonce and deadline) or a non-negative integer."""
-    if isinstance(value, bool):
-        raise ValueError("must be a decimal string")
-    if isinstance(value, str):
-        return decimal_digits(value)
-    return value
-
-
-DecimalUint = Annotated[
-    int,
-    BeforeValidator(_decimal_uint),
-    Field(ge=0, le=UINT256_MAX),
-    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
-]
 
 
 class _MetaBody(BaseModel):

@@ -8,7 +8,15 @@ import math
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Request
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from invoicing.addresses import normalize_address
 from invoicing.errors import InvalidRequest, PayloadTooLarge
@@ -24,6 +32,39 @@ def decimal_digits(value: str) -> int:
         raise ValueError("must be a decimal string of digits (a uint256)")
     return int(value)
 
+
+def _uint256_string(value: Any) -> Any:
+    """Raw amounts, nonces and deadlines of signed requests: decimal strings, never JSON
+    numbers."""
+    if not isinstance(value, str):
+        raise ValueError("must be a decimal string of digits (a uint256)")
+    return decimal_digits(value)
+
+
+def _uint256(value: Any) -> Any:
+    """A decimal string (as the docs send it) or a non-negative JSON integer."""
+    if isinstance(value, bool):
+        raise ValueError("must be a decimal string")
+    if isinstance(value, str):
+        return decimal_digits(value)
+    return value
+
+
+_UINT256_SCHEMA = {"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}
+# A uint256 as a decimal string: the one input type of the API, the page and the dashboard.
+DecimalString = Annotated[
+    int,
+    BeforeValidator(_uint256_string),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema(_UINT256_SCHEMA),
+]
+# The same, where a route also takes a JSON integer (SetFee and SetPayout's nonce, deadline).
+DecimalUint = Annotated[
+    int,
+    BeforeValidator(_uint256),
+    Field(ge=0, le=UINT256_MAX),
+    WithJsonSchema(_UINT256_SCHEMA),
+]
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -3,15 +3,11 @@ EIP-712 ``Refund`` from an invoice's escrow (``refunds.service``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
 from fastapi import APIRouter, Request
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    WithJsonSchema,
     field_validator,
 )
 
@@ -30,27 +26,12 @@ from invoicing.errors import (
 )
 from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.web.api.deps import authorized_body
-from invoicing.web.api.inputs import UINT256_MAX, Address, decimal_digits
+from invoicing.web.api.inputs import Address, DecimalString
 from invoicing.web.api.responses import RefundSubmission
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(tags=["refunds"])
-
-
-def _decimal_string(value: Any) -> Any:
-    """amountRaw, nonce and deadline are sent as decimal strings, never as JSON numbers."""
-    if not isinstance(value, str):
-        raise ValueError("must be a decimal string of digits (a uint256)")
-    return decimal_digits(value)
-
-
-DecimalString = Annotated[
-    int,
-    BeforeValidator(_decimal_string),
-    Field(ge=0, le=UINT256_MAX),
-    WithJsonSchema({"type": "string", "pattern": "^[0-9]{1,78}$", "description": "uint256"}),
-]
 
 
 class RefundBody(BaseModel):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from invoicing.actions.keys import end_webhook_secret, issue_webhook_secret
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
     MAX_TOLERANCE_BPS,
@@ -31,7 +32,6 @@ from invoicing.web.api.event_responses import (
 )
 from invoicing.web.api.inputs import Address, OwnerBody, OwnerQuery
 from invoicing.web.context import services_of
-from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret
 from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
 
 router = APIRouter(prefix="/integration", tags=["webhook signing"])

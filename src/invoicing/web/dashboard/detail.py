@@ -10,6 +10,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from invoicing.actions.keys import send_again
 from invoicing.errors import ChainUnavailable, ServiceError, UnsupportedChain
 from invoicing.invoices.history import History, invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
@@ -36,7 +37,6 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
-from invoicing.web.owner_actions import send_again
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 REFRESH_S = 3

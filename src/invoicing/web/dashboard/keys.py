@@ -1,11 +1,12 @@
 """API keys: issue one with a label (shown once), see each key's dates, revoke. The same
-actions as the API (``web.owner_actions``)."""
+actions as the API (``actions.keys``)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from invoicing.actions.keys import end_api_key, issue_api_key
 from invoicing.auth.api_keys import list_api_keys
 from invoicing.errors import ServiceError
 from invoicing.web.context import services_of
@@ -20,7 +21,6 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
-from invoicing.web.owner_actions import end_api_key, issue_api_key
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 

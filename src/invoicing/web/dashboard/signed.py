@@ -1,8 +1,9 @@
 """Money actions signed in the owner's wallet: a refund (EIP-712 ``Refund``), the fee
 (``SetFee``) and the payout address (``SetPayout``).
 
-Each has two steps. *Prepare* answers the exact typed data to sign (the factory's domain,
-the owner's current factory nonce, a deadline an hour ahead); uint256 values travel as
+Each has two steps. *Prepare* answers the exact typed data to sign (``actions.signing``: the
+factory's domain, the owner's current factory nonce, a deadline an hour ahead of the services'
+clock); uint256 values travel as
 decimal strings, which wallets accept and JavaScript numbers could not hold. *Submit*
 hands the signature to the same pipeline as ``refund-meta`` and ``set-meta``
 (``refunds.service.submit_refund``, ``fees.service.submit_meta``): the same checks, errors,
@@ -11,30 +12,26 @@ relayer rules and events. The session only says who asks; the signature decides.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from invoicing.actions import signing
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
-from invoicing.chain.calldata import MAX_FEE_BPS
-from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
-from invoicing.errors import FeeTooHigh, InvalidRequest
-from invoicing.fees.service import MetaRequest, fee_settings, submit_meta
+from invoicing.errors import InvalidRequest
+from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.history import invoice_history
 from invoicing.refunds.service import RefundRequest, submit_refund
-from invoicing.web.api.inputs import json_body
+from invoicing.web.api.inputs import decimal_digits, json_body
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import json_answer
 from invoicing.web.dashboard.session import Owner, SignedIn
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 
-DEADLINE_S = 3600
 UINTS = ("amount", "nonce", "deadline", "feeBps")
 
 
@@ -61,10 +58,10 @@ def _address(data: dict[str, Any], name: str) -> str:
 
 
 def _uint(data: dict[str, Any], name: str) -> int:
-    value = _text(data, name, 78)
-    if not (value.isascii() and value.isdigit()):
-        raise InvalidRequest(f"{name}: a decimal string of digits", {"field": name})
-    return int(value)
+    try:
+        return decimal_digits(_text(data, name, 78))
+    except ValueError:
+        raise InvalidRequest(f"{name}: a decimal string of digits", {"field": name}) from None
 
 
 def _chain_id(data: dict[str, Any]) -> int:
@@ -90,39 +87,19 @@ async def prepare_refund(request: Request, invoice_pk: str, owner: SignedIn) -> 
         amount_raw = to_raw(_text(data, "amount"), invoice.decimals)
     except ValueError as exc:
         raise InvalidRequest(f"amount: {exc}", {"field": "amount"}) from None
-    if amount_raw <= 0:
-        raise InvalidRequest("amount: must be positive", {"field": "amount"})
-    chain = services.chains.get(invoice.chain_id)
-    # Signed for the factory that made the escrow (a previous version's, for an older one).
-    salt = bytes.fromhex(invoice.salt[2:])
-    factory = chain.factory_of(owner.address, salt, invoice.payment_address)
-    nonce = await chain.factory_nonce(owner.address, factory)
-    deadline = int(time.time()) + DEADLINE_S
-    typed = refund_typed_data(
-        invoice.chain_id,
-        factory,
-        owner.address,
-        salt,
-        invoice.token_address,
-        to,
-        amount_raw,
-        nonce,
-        deadline,
+    return _prepared(
+        owner.address, await prepare_refund(services, owner.address, invoice, to, amount_raw)
     )
-    submit = {
-        "to": to,
-        "amountRaw": str(amount_raw),
-        "nonce": str(nonce),
-        "deadline": str(deadline),
-    }
-    return _prepared(owner.address, invoice.chain_id, typed, submit)
 
 
-def _prepared(
-    owner: str, chain_id: int, typed: dict[str, Any], submit: dict[str, str]
-) -> JSONResponse:
+def _prepared(owner: str, prepared: signing.Prepared) -> JSONResponse:
     return json_answer(
-        {"owner": owner, "chainId": chain_id, "typedData": _strings(typed), "submit": submit}
+        {
+            "owner": owner,
+            "chainId": prepared.chain_id,
+            "typedData": _strings(prepared.typed),
+            "submit": prepared.submit,
+        }
     )
 
 
@@ -156,48 +133,20 @@ async def refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResp
 @router.post("/settings/fee/prepare")
 async def prepare_fee(request: Request, owner: SignedIn) -> JSONResponse:
     data = await _json(request)
-    chain_id = _chain_id(data)
-    fee_bps = _uint(data, "feeBps")
-    if fee_bps > MAX_FEE_BPS:
-        raise FeeTooHigh(f"feeBps must be at most {MAX_FEE_BPS}")
-
-    def typed(factory: str, nonce: int, deadline: int) -> dict[str, Any]:
-        return set_fee_typed_data(chain_id, factory, owner.address, fee_bps, nonce, deadline)
-
-    return await _prepare_meta(request, owner, chain_id, ("feeBps", str(fee_bps)), typed)
+    services = services_of(request)
+    prepared = await signing.prepare_set_fee(
+        services, owner.address, _chain_id(data), _uint(data, "feeBps")
+    )
+    return _prepared(owner.address, prepared)
 
 
 @router.post("/settings/payout/prepare")
 async def prepare_payout(request: Request, owner: SignedIn) -> JSONResponse:
     data = await _json(request)
-    chain_id = _chain_id(data)
     payout = _address(data, "payoutAddress")
-
-    def typed(factory: str, nonce: int, deadline: int) -> dict[str, Any]:
-        return set_payout_typed_data(chain_id, factory, owner.address, payout, nonce, deadline)
-
-    return await _prepare_meta(request, owner, chain_id, ("payoutAddress", payout), typed)
-
-
-async def _prepare_meta(
-    request: Request,
-    owner: Owner,
-    chain_id: int,
-    change: tuple[str, str],
-    typed_of: Callable[[str, int, int], dict[str, Any]],
-) -> JSONResponse:
-    """The SetFee or SetPayout to sign (``typed_of(factory, nonce, deadline)``) at the
-    owner's current factory nonce, and the body to submit with its signature."""
-    fees = await fee_settings(services_of(request), chain_id, owner.address)
-    deadline = int(time.time()) + DEADLINE_S
-    name, value = change
-    submit = {
-        "chainId": str(chain_id),
-        name: value,
-        "nonce": str(fees.nonce),
-        "deadline": str(deadline),
-    }
-    return _prepared(owner.address, chain_id, typed_of(fees.factory, fees.nonce, deadline), submit)
+    services = services_of(request)
+    prepared = await signing.prepare_set_payout(services, owner.address, _chain_id(data), payout)
+    return _prepared(owner.address, prepared)
 
 
 @router.post("/settings/fee")

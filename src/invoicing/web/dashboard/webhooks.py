@@ -1,6 +1,6 @@
 """Webhooks: endpoints (add, edit, disable or enable, test ping), signing secrets (create,
 shown once; revoke; the rotation explained), and the event log with redelivery. Each action
-is the API's domain call (``notifications``, ``web.owner_actions``)."""
+is the API's domain call (``notifications``, ``actions.keys``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from invoicing.actions.keys import end_webhook_secret, issue_webhook_secret, send_test_ping
 from invoicing.errors import InvalidRequest, ServiceError
 from invoicing.notifications.endpoints import (
     ALL_EVENTS,
@@ -36,7 +37,6 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_pairs
-from invoicing.web.owner_actions import end_webhook_secret, issue_webhook_secret, send_test_ping
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 EVENT_LOG_SIZE = 25

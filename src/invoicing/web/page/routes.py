@@ -25,6 +25,7 @@ from invoicing.errors import (
     UnsupportedChain,
 )
 from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.payments.eip3009.service import page_offer
 from invoicing.ratelimit import hit_deferred
@@ -36,7 +37,6 @@ from invoicing.web.page.render import ASSET_TYPES, asset, error_page, payment_pa
 from invoicing.web.page.view import (
     PaymentStatus,
     PaymentView,
-    find_invoice_for_page,
     parse_payment_address,
     payment_view,
 )
@@ -136,7 +136,7 @@ async def _view(
     """The page's view; ``with_brand``: with the owner's brand (the HTML page only)."""
     services = services_of(request)
     address = parse_payment_address(payment_address)
-    found = await find_invoice_for_page(services.db, address)
+    found = await invoice_at(services.db, address)
     invoice = await _fresh_invoice(services, found) if recheck else found
     brand = await brand_of(services.db, invoice.owner_key) if with_brand else None
     return await payment_view(services.chains, invoice, services.clock.now_ms(), brand)

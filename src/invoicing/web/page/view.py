@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import select
 
 from invoicing.addresses import normalize_address
 from invoicing.brand.service import Brand
 from invoicing.chain.chains import ChainRegistry
-from invoicing.db import Database
-from invoicing.errors import ChainUnavailable, InvalidRequest, NotFound, UnsupportedChain
+from invoicing.errors import ChainUnavailable, InvalidRequest, UnsupportedChain
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
 from invoicing.invoices.links import shop_name_of
@@ -31,17 +29,6 @@ def parse_payment_address(text: str) -> str:
         return normalize_address(text[:2] + text[2:].lower())
     except ValueError:
         raise InvalidRequest("not a payment address", {"field": "paymentAddress"}) from None
-
-
-async def find_invoice_for_page(db: Database, payment_address: str) -> Invoice:
-    """The invoice at that escrow, deleted ones included; any owner."""
-    async with db.sessions() as session:
-        invoice = await session.scalar(
-            select(Invoice).where(Invoice.payment_address == payment_address)
-        )
-    if invoice is None:
-        raise NotFound("no invoice with this paymentAddress")
-    return invoice
 
 
 def payment_uri(

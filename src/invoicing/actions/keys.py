@@ -1,6 +1,7 @@
-"""Owner actions that the API and the dashboard both offer, written once: each is the
-domain call with what the route adds around it (an issuance limit, a cache to drop), so the
-two surfaces cannot drift apart. The routes only authenticate and shape the answer."""
+"""Owner actions on keys, secrets and deliveries that the API and the dashboard both offer,
+written once: each is the domain call with what the route adds around it (an issuance limit,
+a cache to drop), so the two surfaces cannot drift apart. The routes only authenticate and
+shape the answer."""
 
 from __future__ import annotations
 
