@@ -202,6 +202,10 @@ class Settings(BaseSettings):
     relayer_chain_gas_per_day: int = Field(default=500_000_000, ge=21_000)
     relayer_owner_tx_per_day: int = Field(default=200, ge=1)
     relayer_owner_gas_per_day: int = Field(default=50_000_000, ge=21_000)
+    # Sweeps of paid invoices may take an owner's share beyond it: each of the owner's
+    # invoices paid on the chain in the last 24 hours adds one transaction and this much gas
+    # (0: no growth). Sweeps of other escrows, where a stranger's dust lands, get the base.
+    relayer_sweep_gas_per_paid_invoice: int = Field(default=100_000, ge=0)
     relayer_owner_revert_retry_s: float = Field(default=600.0, gt=0)
     relayer_owner_revert_retry_max_s: float = Field(default=86_400.0, gt=0)
     # Defaults of each chain's ``max_fee_per_gas`` and ``relayer_min_balance`` (wei).

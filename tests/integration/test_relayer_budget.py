@@ -29,6 +29,7 @@ from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
+from tests.support.monitoring import reload
 from tests.support.settlement import SettlementWorld, sent_withdraws, worlds
 from tests.support.signing import new_owner
 
@@ -122,8 +123,12 @@ async def test_sweeps_stop_at_the_chains_daily_count_and_go_on_the_next_day(
 async def test_an_owners_share_of_the_days_gas_bounds_its_sweeps_not_other_owners(
     make_world: MakeWorld,
 ) -> None:
-    # Room for one sweep of an owner a day, by gas.
-    world = await make_world(relayer_owner_gas_per_day=SWEEP_GAS + 1, withdrawal_batch_size=1)
+    # Room for one sweep of an owner a day, by gas (paid invoices add none here).
+    world = await make_world(
+        relayer_owner_gas_per_day=SWEEP_GAS + 1,
+        withdrawal_batch_size=1,
+        relayer_sweep_gas_per_paid_invoice=0,
+    )
     owner, other = new_owner().address, new_owner().address
     for _ in range(3):
         await world.paid(owner, "1")
@@ -141,6 +146,72 @@ async def test_an_owners_share_of_the_days_gas_bounds_its_sweeps_not_other_owner
         owner.lower(): (1, SWEEP_GAS),
         other.lower(): (1, SWEEP_GAS),
     }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # 144 intervals: about 50 s on SQLite, more on a loaded machine
+async def test_a_busy_merchants_thousand_sweeps_a_day_go_out_every_interval(
+    make_world: MakeWorld,
+) -> None:
+    """1,008 invoices paid over a UTC day, 7 in each 10-minute interval, each interval's
+    swept in one withdraw of 7 native escrows (about 312,000 gas: bench/gas.py). Their 144
+    transactions ask 59M gas, more than the owner's base share of 50M: the paid invoices
+    take it further."""
+    # The default budgets; settled escrows are read again for one interval only (the late
+    # payment window), so the passes do not read the day's swept escrows again and again.
+    world = await make_world(late_payment_window_s=600)
+    world.fake.gas_estimate = 312_000
+    sweep_gas = 312_000 * 5 // 4 + 20_000
+    world.clock.advance(DAY_MS - world.clock.now_ms() % DAY_MS)  # a UTC day's start
+    owner = new_owner().address
+    escrows_per_sweep = []
+
+    for interval in range(144):
+        if interval:
+            world.clock.advance(600_000)
+        paid = [await world.paid(owner, "0.01") for _ in range(7)]
+        before = len(sent_withdraws(world.fake))
+        await world.plan()
+        await world.settle()
+        escrows_per_sweep.append([len(w.salts) for w in sent_withdraws(world.fake)[before:]])
+        assert {(await reload(world.services, i)).status for i in paid} == {"completed"}
+
+    assert escrows_per_sweep == [[7]] * 144
+    assert sum(len(w.salts) for w in sent_withdraws(world.fake)) == 1_008
+    assert (await world.spend())[owner.lower()] == (144, 144 * sweep_gas)
+    assert 144 * sweep_gas > world.services.settings.relayer_owner_gas_per_day
+
+
+async def test_a_strangers_dust_is_swept_within_the_owners_base_share_and_never_holds_paid_sweeps(
+    make_world: MakeWorld,
+) -> None:
+    """A stranger pays dust into an owner's settled escrows again and again: their sweeps
+    stop at the owner's base share (here 2 transactions a day), while the sweeps of the
+    owner's newly paid invoices still go out."""
+    world = await make_world(relayer_owner_tx_per_day=2)
+    world.clock.advance(DAY_MS - world.clock.now_ms() % DAY_MS)
+    owner = new_owner().address
+    sold = [await world.paid(owner, "1") for _ in range(5)]
+    (first,) = await world.plan()
+    await world.settle()
+    dust_sweeps = []
+
+    for _ in range(3):
+        for invoice in sold:
+            world.fake.pay(invoice.payment_address, 1)  # a stranger's dust
+        dust_sweeps.append(len(await world.plan()))
+        await world.settle()
+    newly_paid = [await world.paid(owner, "1") for _ in range(3)]
+    for invoice in sold:
+        world.fake.pay(invoice.payment_address, 1)
+    (paid_sweep,) = await world.plan()
+
+    assert dust_sweeps == [1, 0, 0]  # the base share: 2 a day, the first sweep included
+    swept = sent_withdraws(world.fake)[-1]
+    assert swept.tx_hash == paid_sweep.tx_hash
+    assert len(swept.salts) == 3
+    assert {(await reload(world.services, i)).status for i in newly_paid} == {"paid"}
+    assert (await world.spend())[owner.lower()] == (3, 3 * SWEEP_GAS)
 
 
 async def test_a_sweep_mined_reverted_parks_its_escrows_with_backoff_like_a_failed_simulation(
@@ -285,7 +356,9 @@ async def counts_of_days(world: World) -> int:
 async def test_a_batch_over_the_budget_waits_until_the_next_day_logged_once(
     make_world: MakeWorld, caplog: pytest.LogCaptureFixture
 ) -> None:
-    world = await make_world(relayer_owner_tx_per_day=1, withdrawal_batch_size=1)
+    world = await make_world(
+        relayer_owner_tx_per_day=1, withdrawal_batch_size=1, relayer_sweep_gas_per_paid_invoice=0
+    )
     owner = new_owner().address
     for _ in range(2):
         await world.paid(owner, "1")

@@ -9,6 +9,11 @@ when it is recorded and under the chain's relayer account lock, to two counts of
   ``relayer_owner_gas_per_day`` gas. The share is the owner's own once the owner has an
   invoice paid on the chain; every owner without one (a wallet that only signs requests)
   spends from one share, ``NEWCOMERS``, so fresh wallets cannot multiply a share.
+  A sweep of paid invoices (their first; :func:`sweep_spender`) may take the owner's share
+  further: each of the owner's invoices paid on the chain in the last 24 hours adds one
+  transaction and ``relayer_sweep_gas_per_paid_invoice`` gas, so a busy merchant's sweeps
+  keep pace with its sales. Every other transaction (sweeps of settled escrows, where a
+  stranger's dust lands; signed requests; gasless payments) stays within the base share.
 
 A transaction over either count is not recorded (``BudgetExhausted``, 429 ``rate_limited``
 until the next UTC day for a relayed request; a sweep waits). A replacement re-signs a
@@ -21,7 +26,9 @@ transaction of the owner ends it.
 
 The most the relayer can spend is then, per chain and UTC day, ``relayer_chain_gas_per_day``
 gas at the chain's ``max_fee_per_gas``, and per owner (or all newcomers together)
-``relayer_owner_gas_per_day`` gas at that fee (docs/security.md).
+``relayer_owner_gas_per_day`` gas at that fee, plus for sweeps of its paid invoices
+``relayer_sweep_gas_per_paid_invoice`` per invoice paid, each paid by a payment transaction
+the payer sent (docs/security.md).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database, upsert
@@ -64,6 +71,7 @@ class Limits:
     owner_gas_per_day: int
     revert_retry_s: float
     revert_retry_max_s: float
+    sweep_gas_per_paid_invoice: int = 0
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
@@ -74,16 +82,21 @@ class Limits:
             settings.relayer_owner_gas_per_day,
             settings.relayer_owner_revert_retry_s,
             settings.relayer_owner_revert_retry_max_s,
+            settings.relayer_sweep_gas_per_paid_invoice,
         )
 
 
 @dataclass(frozen=True)
 class Spender:
     """Who a transaction is sent for: the owner (lowercased; the one set aside when it
-    reverts) and the share of the budget it spends (the owner's, or ``NEWCOMERS``)."""
+    reverts), the share of the budget it spends (the owner's, or ``NEWCOMERS``), and how far
+    beyond the share's base this transaction may take it (a sweep of paid invoices:
+    :func:`sweep_spender`)."""
 
     owner_key: str
     share_key: str
+    extra_tx: int = 0
+    extra_gas: int = 0
 
     @classmethod
     def owner(cls, address: str) -> Spender:
@@ -111,6 +124,29 @@ async def spender_of(session: AsyncSession, chain_id: int, owner_address: str) -
     return Spender(owner_key, owner_key if paid is not None else NEWCOMERS)
 
 
+async def sweep_spender(
+    session: AsyncSession, limits: Limits, chain_id: int, owner_address: str, now_ms: int
+) -> Spender:
+    """The spender of a sweep of paid invoices: the owner's share, raised by one transaction
+    and ``sweep_gas_per_paid_invoice`` gas for each of its invoices paid on the chain in the
+    last 24 hours (none when that setting is 0)."""
+    owner = Spender.owner(owner_address)
+    if limits.sweep_gas_per_paid_invoice == 0:
+        return owner
+    paid = await session.scalar(
+        select(func.count())
+        .select_from(Invoice)
+        .where(
+            Invoice.owner_key == owner.owner_key,
+            Invoice.chain_id == chain_id,
+            Invoice.paid,
+            Invoice.paid_at >= now_ms - DAY_MS,
+        )
+    )
+    paid = paid or 0
+    return Spender(owner.owner_key, owner.share_key, paid, paid * limits.sweep_gas_per_paid_invoice)
+
+
 async def check(
     session: AsyncSession,
     limits: Limits,
@@ -128,9 +164,9 @@ async def check(
     retry_after_s = max(1, -(-(day_start + DAY_MS - now_ms) // 1000))
     shares = [(CHAIN_SHARE, limits.chain_tx_per_day, limits.chain_gas_per_day, "the chain")]
     if spender is not None:
-        shares.append(
-            (spender.share_key, limits.owner_tx_per_day, limits.owner_gas_per_day, "this owner")
-        )
+        max_tx = limits.owner_tx_per_day + spender.extra_tx
+        max_gas = limits.owner_gas_per_day + spender.extra_gas
+        shares.append((spender.share_key, max_tx, max_gas, "this owner"))
     rows = []
     for share_key, max_count, max_gas, whose in shares:
         row = await session.get(

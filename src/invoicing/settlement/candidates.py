@@ -53,10 +53,13 @@ class Batch:
     token_address: str | None
     invoices: list[Invoice]
     factory: str
+    # Every escrow is a paid invoice's, swept for the first time: the sweep may take the
+    # owner's share of the relayer's budget further (``settlement.budget.sweep_spender``).
+    paid: bool = False
 
     def part(self, invoices: list[Invoice]) -> Batch:
         """The same owner, token and factory with only ``invoices``."""
-        return Batch(self.owner_address, self.token_address, invoices, self.factory)
+        return Batch(self.owner_address, self.token_address, invoices, self.factory, self.paid)
 
 
 def invoice_factory(chain: ChainGateway, invoice: Invoice) -> str:
@@ -190,16 +193,26 @@ def by_owner_and_token(invoices: Sequence[Invoice]) -> list[list[Invoice]]:
 
 
 def group_batches(chain: ChainGateway, invoices: Sequence[Invoice], size: int) -> list[Batch]:
-    """Batches per (owner, token, factory), each at most ``size`` escrows."""
+    """Batches per (owner, token, factory), each at most ``size`` escrows; paid invoices'
+    first sweeps apart from other escrows' (they spend the owner's budget differently, so a
+    stranger's dust in settled escrows never holds a paid invoice's sweep)."""
+    paid = [invoice for invoice in invoices if invoice.status == InvoiceStatus.PAID]
+    others = [invoice for invoice in invoices if invoice.status != InvoiceStatus.PAID]
     return [
         batch
-        for group in by_owner_and_token(invoices)
-        for batch in batches_of(chain, group, group[0].token_address, size)
+        for part, is_paid in ((paid, True), (others, False))
+        for group in by_owner_and_token(part)
+        for batch in batches_of(chain, group, group[0].token_address, size, paid=is_paid)
     ]
 
 
 def batches_of(
-    chain: ChainGateway, invoices: Sequence[Invoice], token: str | None, size: int
+    chain: ChainGateway,
+    invoices: Sequence[Invoice],
+    token: str | None,
+    size: int,
+    *,
+    paid: bool = False,
 ) -> list[Batch]:
     """Batches sweeping ``token`` from the escrows of ``invoices`` (of one owner), per
     factory, each at most ``size`` escrows."""
@@ -207,7 +220,7 @@ def batches_of(
     for invoice in invoices:
         by_factory[invoice_factory(chain, invoice)].append(invoice)
     return [
-        Batch(group[0].owner_address, token, group[start : start + size], factory)
+        Batch(group[0].owner_address, token, group[start : start + size], factory, paid)
         for factory, group in by_factory.items()
         for start in range(0, len(group), size)
     ]

@@ -29,7 +29,14 @@ from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
-from invoicing.settlement.budget import TX_GAS_MIN, BudgetExhausted, SetAside, Spender, check
+from invoicing.settlement.budget import (
+    TX_GAS_MIN,
+    BudgetExhausted,
+    SetAside,
+    Spender,
+    check,
+    sweep_spender,
+)
 from invoicing.settlement.candidates import (
     Batch,
     by_owner_and_token,
@@ -183,13 +190,14 @@ async def sweep_with_backoff(
     key = (batch.owner_address.lower(), (batch.token_address or ZERO_ADDRESS).lower())
     if not backoff.ready(key, planning.now_ms):
         return []
-    refused = await over_budget(planning, batch)
+    spender = await spender_of(planning, batch)
+    refused = await over_budget(planning, batch, spender)
     if refused is not None:
         # Passes run every second: the batch waits until then, logged once.
         backoff.hold(key, planning.now_ms + refused.retry_after_s * 1000)
         return []
     try:
-        sent = await sweep_batch(planning, batch)
+        sent = await sweep_batch(planning, batch, spender)
     except REQUEST_ERRORS as exc:
         delay_s = backoff.failed(key, planning.now_ms)
         log.warning(
@@ -205,7 +213,22 @@ async def sweep_with_backoff(
     return sent
 
 
-async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransaction]:
+async def spender_of(planning: Planning, batch: Batch) -> Spender:
+    """Whose budget a sweep of ``batch`` spends: the owner's share, which a batch of paid
+    invoices may take further by the owner's invoices paid in the last 24 hours
+    (``settlement.budget.sweep_spender``)."""
+    if not batch.paid:
+        return Spender.owner(batch.owner_address)
+    relayer = planning.relayer
+    async with planning.services.db.sessions() as session:
+        return await sweep_spender(
+            session, relayer.limits, relayer.chain_id, batch.owner_address, planning.now_ms
+        )
+
+
+async def sweep_batch(
+    planning: Planning, batch: Batch, spender: Spender
+) -> list[RelayerTransaction]:
     """Simulate and send one withdraw. A batch that does not simulate, or needs more gas
     than it should cost (``sweep_gas_cap``), is split in halves; a single escrow that fails
     is parked."""
@@ -215,18 +238,18 @@ async def sweep_batch(planning: Planning, batch: Batch) -> list[RelayerTransacti
         TxPurpose.WITHDRAW,
         batch.factory,
         encode_withdraw(batch.owner_address, token, salts),
-        spender=Spender.owner(batch.owner_address),
+        spender=spender,
     )
     try:
         gas = await planning.relayer.simulate(call)
     except RpcError as exc:
         if not fails_in_execution(exc):
             raise
-        return await split_or_park(planning, batch, failure_reason(exc))
+        return await split_or_park(planning, batch, spender, failure_reason(exc))
     cap = sweep_gas_cap(len(batch.invoices), native=token == ZERO_ADDRESS)
     if gas > cap or gas >= TX_GAS_CAP:
         reason = f"needs {gas} gas, more than a sweep of it should cost ({cap})"
-        return await split_or_park(planning, batch, reason)
+        return await split_or_park(planning, batch, spender, reason)
     return await send_batch(planning, batch, call, gas)
 
 
@@ -261,7 +284,9 @@ def failure_reason(exc: RpcError) -> str:
     return f"withdraw fails: {exc.message[:200]}"
 
 
-async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[RelayerTransaction]:
+async def split_or_park(
+    planning: Planning, batch: Batch, spender: Spender, reason: str
+) -> list[RelayerTransaction]:
     if len(batch.invoices) == 1:
         if planning.other_asset is not None:
             await _set_aside(planning, batch.invoices[0], reason)
@@ -277,7 +302,10 @@ async def split_or_park(planning: Planning, batch: Batch, reason: str) -> list[R
     )
     half = len(batch.invoices) // 2
     first, rest = batch.part(batch.invoices[:half]), batch.part(batch.invoices[half:])
-    return [*await sweep_batch(planning, first), *await sweep_batch(planning, rest)]
+    return [
+        *await sweep_batch(planning, first, spender),
+        *await sweep_batch(planning, rest, spender),
+    ]
 
 
 async def _set_aside(planning: Planning, invoice: Invoice, reason: str) -> None:
@@ -339,12 +367,13 @@ async def send_batch(
         return []
 
 
-async def over_budget(planning: Planning, batch: Batch) -> BudgetExhausted | SetAside | None:
-    """Why a sweep of ``batch`` is refused now (the day's budget has no room, or its owner is
-    set aside), or None: read before simulating, so a batch that would be refused costs no
-    node call (the send checks again, under the relayer account lock)."""
+async def over_budget(
+    planning: Planning, batch: Batch, spender: Spender
+) -> BudgetExhausted | SetAside | None:
+    """Why a sweep of ``batch`` for ``spender`` is refused now (the day's budget has no room,
+    or its owner is set aside), or None: read before simulating, so a batch that would be
+    refused costs no node call (the send checks again, under the relayer account lock)."""
     relayer = planning.relayer
-    spender = Spender.owner(batch.owner_address)
     try:
         async with planning.services.db.sessions() as session:
             now_ms = planning.now_ms
