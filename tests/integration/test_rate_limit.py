@@ -325,6 +325,37 @@ async def test_authenticated_routes_are_limited_per_owner_and_only_once_authenti
     assert total == 2
 
 
+async def test_bad_credentials_are_limited_per_client_address(
+    make_services: MakeServices, own_database: str, dev: DevDeployment
+) -> None:
+    """Guessing API keys (the API's routes and the x402 facilitator alike) counts against the
+    client network's limit of the public routes; an owner with a good key is not held."""
+    services = await make_services(database_url=own_database, pay_rate_limit_per_minute=3)
+    services.clock = FakeClock(own_minute())
+    owner = new_owner()
+    key = await issue_api_key(services, owner)
+    body = {"ownerAddress": owner.address, "chainId": dev.chain_id, "amount": "1"}
+    async with running(services) as app:
+        guesses = [
+            await app.http.post("/integration/invoices", json=body, headers=key_headers("bad"))
+            for _ in range(3)
+        ]
+        facilitator = await app.http.post(
+            "/x402/facilitator/verify", json={}, headers=key_headers("bad")
+        )
+        api = await app.http.post("/integration/invoices", json=body, headers=key_headers("bad"))
+        good = await app.http.post("/integration/invoices", json=body, headers=key_headers(key))
+
+    assert [g.status_code for g in guesses] == [401] * 3
+    assert_rate_limited(facilitator, 59)
+    assert_rate_limited(api, 59)
+    assert good.status_code == 201
+    await flush_deferred(services.db)
+    assert await rows_for(services.db, "bad-credential-ip:127.0.0.1") == [
+        (services.clock.now_ms() - 1_000, 5)
+    ]
+
+
 async def test_replays_of_a_signed_create_spend_none_of_the_owners_limit(
     make_services: MakeServices, dev: DevDeployment
 ) -> None:

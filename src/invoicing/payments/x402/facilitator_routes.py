@@ -8,7 +8,8 @@ calls) besides its API limit; a request with no valid key counts against its cli
 ``pay_rate_limit_per_minute`` before it is refused, so guessing keys is bounded too.
 
 A method's routes belong to the web layer though they live in its folder: this module runs up
-to ``web.api.inputs``, ``web.api.responses``, ``web.context`` and ``web.routedocs``."""
+to ``web.api.deps``, ``web.api.inputs``, ``web.api.responses``, ``web.context`` and
+``web.routedocs``."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ from invoicing.errors import (
 )
 from invoicing.payments.x402.facilitator import settle, supported, verify
 from invoicing.ratelimit import hit_deferred
+from invoicing.web.api.deps import count_bad_credential
 from invoicing.web.api.inputs import json_body
 from invoicing.web.api.responses import WireModel
-from invoicing.web.context import client_network, services_of
+from invoicing.web.context import services_of
 from invoicing.web.routedocs import Answer, documented
 
 router = APIRouter(prefix="/x402/facilitator", tags=["x402 facilitator"])
@@ -82,10 +84,7 @@ async def _owner(request: Request) -> str:
     api_key = request.headers.get(API_KEY_HEADER)
     found = None if api_key is None else await lookup_active_key(services.db, api_key)
     if found is None:
-        client = client_network(request, settings.trusted_proxies)
-        await hit_deferred(
-            services.db, [f"bad-key-ip:{client}"], settings.pay_rate_limit_per_minute, now_ms
-        )
+        await count_bad_credential(request)
         raise Unauthorized("the facilitator needs the owner's API key (x-service-api-key)")
     check_admitted(services.db, settings.owners, found.owner_key)
     limit = settings.owner_rate_limit_per_minute

@@ -11,6 +11,7 @@ from invoicing import logs
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.guard import Caller, SignedRequest, authenticate
 from invoicing.auth.signatures import QueryTypes
+from invoicing.errors import Unauthorized
 from invoicing.ratelimit import Counted, hit_deferred
 from invoicing.web.api.inputs import (
     json_body,
@@ -20,7 +21,7 @@ from invoicing.web.api.inputs import (
     validate,
     without_owner,
 )
-from invoicing.web.context import services_of
+from invoicing.web.context import client_network, services_of
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -46,15 +47,19 @@ async def authorize(
     services = services_of(request)
     logs.annotate(owner=owner_address, chain_id=_chain_id_of(payload))
     check_admitted(services.db, services.settings.owners, owner_address)
-    caller = await authenticate(
-        services.db,
-        request.headers,
-        SignedRequest(action, owner_address, payload, query_types),
-        services.clock.now_ms(),
-        services.settings.signature_window_s,
-        allow_api_key=allow_api_key,
-        record_use=record_use,
-    )
+    try:
+        caller = await authenticate(
+            services.db,
+            request.headers,
+            SignedRequest(action, owner_address, payload, query_types),
+            services.clock.now_ms(),
+            services.settings.signature_window_s,
+            allow_api_key=allow_api_key,
+            record_use=record_use,
+        )
+    except Unauthorized:
+        await count_bad_credential(request)
+        raise
     counted = await hit_deferred(
         services.db,
         [f"api-owner:{caller.owner_key}"],
@@ -64,6 +69,21 @@ async def authorize(
     if caller.replay_key() is not None:
         _counted_of(request).append(counted)
     return caller
+
+
+async def count_bad_credential(request: Request) -> None:
+    """A request refused for its credential counts against its client network's
+    ``pay_rate_limit_per_minute`` (429 past it), so guessing keys or signatures is bounded
+    like any public route; an owner's own limit is never spent by strangers."""
+    services = services_of(request)
+    settings = services.settings
+    client = client_network(request, settings.trusted_proxies)
+    await hit_deferred(
+        services.db,
+        [f"bad-credential-ip:{client}"],
+        settings.pay_rate_limit_per_minute,
+        services.clock.now_ms(),
+    )
 
 
 def count_for_request(request: Request, counted: Counted) -> None:
