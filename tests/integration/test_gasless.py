@@ -6,6 +6,7 @@ duplicates get one transaction; an authorization someone else submitted first st
 from __future__ import annotations
 
 import os
+import uuid
 from typing import Any
 
 import httpx
@@ -27,6 +28,7 @@ from invoicing.chain.eip3009 import (
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from invoicing.payments.eip3009.models import GaslessStatus
+from invoicing.payments.models import RelayedAuthorization
 from invoicing.settlement.models import RelayerTransaction
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
@@ -365,5 +367,50 @@ async def test_a_wallet_that_signs_only_at_gas_price_zero_is_refused_before_anyt
     assert [a.status_code for a in answers] == [400] * 3
     assert {a.json()["error"]["code"] for a in answers} == {"invalid_authorization"}
     assert answers[0].json()["error"]["details"]["field"] == "signature"
+    assert await sent_for(services, owner) == 0
+    assert await gasless_rows(services, invoice.id) == []
+
+
+async def failed_payments(services: Any, payer: str, token: str, count: int) -> None:
+    """``count`` relayed payments of ``payer`` that failed on chain today, as the relayer's
+    finality leaves them (a transaction and the seam's row, both failed)."""
+    now_ms = services.clock.now_ms()
+    chain_id = services.chains.all()[0].config.chain_id
+    async with services.db.transaction() as session:
+        for nonce in range(count):
+            tx_hash = "0x" + os.urandom(32).hex()
+            row = RelayerTransaction(
+                id=str(uuid.uuid4()), chain_id=chain_id, sender=payer, nonce=nonce,
+                purpose="gasless", to_address=token, data="0x", value="0", gas=100_000,
+                max_fee_per_gas="1", max_priority_fee_per_gas="1", tx_hash=tx_hash,
+                raw_tx="0x", hashes=[tx_hash], status="failed", attempts=1, sent_at=now_ms,
+                created_at=now_ms, updated_at=now_ms,
+            )  # fmt: skip
+            session.add(row)
+            await session.flush()
+            session.add(
+                RelayedAuthorization(
+                    relayer_tx_id=row.id, chain_id=chain_id, token=token, payer=payer,
+                    nonce="0x" + os.urandom(32).hex(), method="eip3009", owner_key="0x",
+                    request_hash="0x", tx_hash=tx_hash, status=GaslessStatus.FAILED,
+                    created_at=now_ms, updated_at=now_ms,
+                )
+            )  # fmt: skip
+
+
+async def test_a_payer_whose_payments_failed_on_chain_is_carried_no_more_that_day(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    """A payer contract that passes every simulation and reverts when sent costs the relayer
+    at most ``relayer_payer_failures_per_day`` transactions a day, not the owner's share."""
+    services = app.services
+    owner, invoice, payer, body = await signed_payment(app, evm, dev)
+    limit = services.settings.relayer_payer_failures_per_day
+    await failed_payments(services, payer.address, dev.token, limit)
+
+    refused = await post(app, invoice, body)
+
+    assert refused.status_code == 429, refused.text
+    assert refused.json()["error"]["code"] == "rate_limited"
     assert await sent_for(services, owner) == 0
     assert await gasless_rows(services, invoice.id) == []
