@@ -87,9 +87,8 @@ async def prepare_refund(request: Request, invoice_pk: str, owner: SignedIn) -> 
         amount_raw = to_raw(_text(data, "amount"), invoice.decimals)
     except ValueError as exc:
         raise InvalidRequest(f"amount: {exc}", {"field": "amount"}) from None
-    return _prepared(
-        owner.address, await prepare_refund(services, owner.address, invoice, to, amount_raw)
-    )
+    prepared = await signing.prepare_refund(services, owner.address, invoice, to, amount_raw)
+    return _prepared(owner.address, prepared)
 
 
 def _prepared(owner: str, prepared: signing.Prepared) -> JSONResponse:
