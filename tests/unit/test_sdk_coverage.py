@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from invoicing_client import AsyncClient, Client, models
 from invoicing_client import _calls as calls
-from invoicing_client._routes import ROUTES
+from invoicing_client._generated import models as generated_models
+from invoicing_client._generated.routes import ROUTES
 from tests.support.node import node_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,7 +169,7 @@ def sdk_models() -> list[type[BaseModel]]:
         for cls in vars(models).values()
         if isinstance(cls, type)
         and issubclass(cls, BaseModel)
-        and cls.__module__ == models.__name__
+        and cls.__module__ in (models.__name__, generated_models.__name__)
     ]
     return [cls for cls in found if not cls.__name__.startswith("_")]
 
@@ -227,8 +228,11 @@ TS_NOT_SCHEMAS |= {"SignedMessage", "VerifyOptions", "PaidWebhook"}
 
 
 def ts_interfaces() -> dict[str, dict[str, str]]:
-    """Each ``export interface`` of index.d.ts: its fields (``name?`` when optional) and types."""
-    text = re.sub(r"/\*.*?\*/", "", (REPO / "clients/js/src/index.d.ts").read_text(), flags=re.S)
+    """Each ``export interface`` of the declarations (the generated ones, then index.d.ts): its
+    fields (``name?`` when optional) and types."""
+    files = ("clients/js/src/generated/models.d.ts", "clients/js/src/index.d.ts")
+    text = "\n".join((REPO / name).read_text() for name in files)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     found = {}
     for match in re.finditer(r"export interface (\w+)(?: extends (\w+))? \{", text):
         depth, start = 1, match.end()

@@ -1,91 +1,52 @@
-// Type declarations of @invoicing/client (the library is plain ESM JavaScript).
+// Type declarations of @invoicing/client (the library is plain ESM JavaScript). The service's
+// answers are declared in generated/models.d.ts, generated from its openapi.json (`make sdk`);
+// this file declares, by hand, the client, its options, its errors and webhook verification.
 import type { Signer } from "ethers";
+import type {
+  ApiKey,
+  AuthorizationBody,
+  Brand,
+  CreateInvoice,
+  DeletedInvoice,
+  DeletedWebhookEndpoint,
+  DeliveryAccepted,
+  EscrowExportLine,
+  EventDetail,
+  EventPage,
+  FeeSettings,
+  FeeSubmission,
+  GaslessSettings,
+  GaslessSubmission,
+  Health,
+  Invoice,
+  InvoicePage,
+  InvoiceStatus,
+  IssuedApiKey,
+  IssuedWebhookSecret,
+  OwnerSettings,
+  PaymentStatus,
+  Readiness,
+  RefundSubmission,
+  RevokedApiKey,
+  RevokedWebhookSecret,
+  SettleResponse,
+  SupportedResponse,
+  VerifyResponse,
+  WebhookEndpoint,
+  WebhookLog,
+  WebhookSecret,
+} from "./generated/models.js";
 
-export type InvoiceStatus = "pending" | "paid" | "completed" | "cancelled" | "expired";
+export * from "./generated/models.js";
 
-/** An invoice as its owner sees it. Amounts in token units are decimal strings; raw amounts
- * and nonces are bigints (docs/integration/sdks.md, "Numbers"). */
-export interface Invoice {
-  id: string;
-  ownerAddress: string;
-  chainId: number;
-  invoiceId: string;
-  paymentAddress: string;
-  amount: string;
-  tokenAddress: string | null;
-  description?: string | null;
-  metadata?: Record<string, unknown> | null;
-  redirectUrl?: string | null;
-  cancelUrl?: string | null;
-  expiresAt: number;
-  status: InvoiceStatus;
-  paid: boolean;
-  paidAt: number | null;
-  withdrawn: boolean;
-  withdrawnAt: number | null;
-  requiredRaw: bigint;
-  balanceRaw: bigint;
-  metaBalance: string;
-  lastCheckedAt: number | null;
-  createdAt: number;
-  updatedAt: number;
-  url: string;
-  /** Only for an invoice in a token with EIP-3009: its x402 v2 resource. */
-  x402Url?: string | null;
-  salt?: string;
-  fiat?: FiatPrice | null;
-  tolerance?: Tolerance | null;
-  refunds?: Refund[] | null;
-  otherBalances?: OtherBalance[] | null;
-  [field: string]: unknown;
-}
-
-/** The fiat price locked into an invoice at creation: `amount` of `currency` at `rate` (units
- * of the currency per whole unit of the asset), from a 1:1 peg or a Chainlink feed. */
-export interface FiatPrice {
-  currency: string;
-  amount: string;
-  rate: string;
-  source: "peg" | "chainlink";
-  feed?: string | null;
-  roundId?: bigint | null;
-  roundUpdatedAt?: number | null;
-}
-
-/** The underpayment the owner accepted: `bps` of requiredRaw, so `minimumRaw` pays it. */
-export interface Tolerance {
-  bps: number;
-  minimumRaw: bigint;
-  acceptedUnder: boolean;
-  shortfallRaw: bigint;
-}
-
+/** An invoice as invoices.create returns it. Amounts in token units are decimal strings; raw
+ * amounts and nonces are bigints (docs/integration/sdks.md, "Numbers"). */
 export interface CreatedInvoice extends Invoice {
   /** False when the service already held this invoice (an identical earlier create). */
   created: boolean;
   /** Signature mode: the x-service-signature of the creating request (the paid webhook
    * carries it back); null in API-key mode and when an earlier call created it. */
   requestSignature: string | null;
-}
-
-export interface CreateInvoice {
-  chainId: number;
-  /** In the token's units: a decimal string ("12.5"). A bigint (raw units in this SDK) or a
-   * number is refused. */
-  amount: string;
-  tokenAddress?: string | null;
-  invoiceId?: string | null;
-  webhookUrl?: string | null;
-  expiresAt?: number | null;
-  description?: string | null;
-  metadata?: Record<string, unknown> | null;
-  /** ISO 4217 ("USD"): `amount` is then a price in it, locked into the token amount. */
-  currency?: string | null;
-  /** Where the payment page sends the payer after payment (http(s), https outside
-   * development, at most 2,048 characters). */
-  redirectUrl?: string | null;
-  /** The payment page's way back to the shop without paying (same rules). */
-  cancelUrl?: string | null;
 }
 
 export interface ListFilters {
@@ -98,44 +59,6 @@ export interface ListFilters {
   dateTo?: number;
 }
 
-export interface InvoicePage {
-  items: Invoice[];
-  total: number;
-  page: number;
-  limit: number;
-}
-
-export interface DeletedInvoice {
-  deleted: true;
-  invoiceId: string;
-  chainId: number;
-}
-
-export interface FeeSettings {
-  feeBps: number;
-  payoutAddress: string | null;
-  /** The next nonce to sign. */
-  nonce: bigint;
-  factory?: string;
-}
-
-export interface FeeSubmission {
-  txHash: string;
-  chainId: number;
-  ownerAddress: string;
-  nonce: bigint;
-  status: "submitted";
-}
-
-/** A relayed Refund: the transaction carrying it (202). */
-export interface RefundSubmission {
-  txHash: string;
-  chainId: number;
-  ownerAddress: string;
-  nonce: bigint;
-  status: "submitted";
-}
-
 export interface FeeOptions {
   /** The owner wallet (default: the client's own signer). */
   signer?: Signer;
@@ -145,124 +68,13 @@ export interface FeeOptions {
   factory?: string;
 }
 
-export interface OtherBalance {
-  tokenAddress: string | null;
-  balanceRaw: bigint;
-}
-
-export interface Refund {
-  txHash: string | null;
-  to: string;
-  tokenAddress: string | null;
-  amountRaw: bigint;
-  status: "submitted" | "confirmed" | "failed";
-  createdAt: number;
-}
-
 export interface RefundOptions extends FeeOptions {
   /** The asset refunded (default: the invoice's own; null: the native coin). */
   tokenAddress?: string | null;
 }
 
-export interface WebhookSecret { id: string; createdAt: number; revokedAt: number | null }
-export interface IssuedWebhookSecret { id: string; /** "whsec_…", shown this once. */ secret: string; createdAt: number }
-export interface RevokedWebhookSecret { revoked: true; id: string; revokedAt: number }
-
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  events: string[];
-  description: string | null;
-  enabled: boolean;
-  disabledReason: string | null;
-  disabledAt: number | null;
-  failingSince: number | null;
-  createdAt: number;
-  updatedAt: number;
-}
-
-export interface DeletedWebhookEndpoint { deleted: true; id: string }
-
-export interface DeliveryAccepted { eventId: string; deliveryId: string; endpointId: string | null; status: string }
-
-export interface EventDeliveryAttempt {
-  attempt: number; attemptedAt: number; statusCode: number | null; error: string | null; durationMs: number;
-}
-export interface EventDelivery {
-  id: string; endpointId: string | null; target: string; url: string; status: string;
-  nextAttemptAt: number | null; createdAt: number; deliveredAt: number | null;
-  attempts: EventDeliveryAttempt[];
-}
-export interface EventDetail { event: EventEnvelope; deliveries: EventDelivery[]; hasMore: boolean }
 /** An events filter: events with at least one delivery in this state. */
 export type DeliveryStatus = "pending" | "failing" | "delivered" | "failed";
-export interface EventPage { items: EventEnvelope[]; hasMore: boolean }
-
-/** One paid-webhook event of an invoice, with its delivery state. */
-export interface WebhookLogEvent {
-  eventId: string; status: string; attempts: number; nextAttemptAt: number | null;
-  createdAt: number; deliveredAt: number | null;
-}
-export interface WebhookAttempt {
-  eventId: string; attempt: number; attemptedAt: number; statusCode: number | null;
-  error: string | null; durationMs: number | null;
-}
-export interface WebhookLog { paymentAddress: string; events: WebhookLogEvent[]; items: WebhookAttempt[] }
-
-export interface EscrowExportLine {
-  paymentAddress: string; salt: string; tokenAddress: string | null; invoiceId: string;
-  status: InvoiceStatus; chainId: number;
-  /** The factory that made the escrow and sweeps it (a previous version's, for an escrow
-   * made before an upgrade). */
-  factory: string;
-}
-
-export interface Brand {
-  displayName: string | null;
-  accentColor: string | null;
-  textColor: string | null;
-  logoUrl: string | null;
-}
-
-export interface OwnerSettings { webhookApiKeyHeader: boolean; underpaymentToleranceBps: number }
-
-/** Whether payers may pay the owner's invoices on a chain without gas (EIP-3009 tokens). */
-export interface GaslessSettings { chainId: number; enabled: boolean; tokens: string[] }
-
-/** A payer's EIP-3009 TransferWithAuthorization as signed, for payWithoutGas. */
-export interface AuthorizationBody {
-  chainId: number; tokenAddress: string; from: string; to: string; value: bigint;
-  validAfter: bigint; validBefore: bigint; nonce: string; signature: string;
-}
-
-/** x402 v2 facilitator answers (this service as the owner's facilitator). */
-export interface VerifyResponse { isValid: boolean; invalidReason?: string | null; payer: string }
-export interface SettleResponse {
-  success: boolean; errorReason?: string | null; payer: string; transaction: string; network: string;
-}
-export interface SupportedKind { x402Version: number; scheme: string; network: string }
-export interface SupportedResponse {
-  kinds: SupportedKind[]; extensions: string[]; signers: Record<string, string[]>;
-}
-
-/** A relayed transfer authorization: the transaction carrying it (202). */
-export interface GaslessSubmission {
-  txHash: string; chainId: number; payer: string; nonce: string; status: string;
-}
-
-export interface PaymentStatus {
-  paymentAddress: string; chainId: number; network: string; tokenAddress: string | null;
-  symbol: string; decimals: number; amount: string; requiredRaw: bigint; balanceRaw: bigint;
-  remainingRaw: bigint; remaining: string; paymentUri: string; status: InvoiceStatus;
-  expiresAt: number; paidAt: number | null; description: string | null;
-  fiat?: PagePrice | null;
-}
-
-/** The fiat price a payment page shows: `amount` of `currency` at `rate`. */
-export interface PagePrice { currency: string; amount: string; rate: string }
-
-export interface Health { status: string }
-export interface Readiness { ready: boolean; checks: Record<string, string>; degraded?: Record<string, string> | null }
 
 /** A message the owner signed elsewhere, relayed by a public route (no credential). */
 export interface SignedMessage {
@@ -273,29 +85,9 @@ export interface SignedMessage {
   signature: string;
 }
 
-/** Every route: [method, path, x-signature-action (null: public)], by SDK method name. */
-export const ROUTES: Readonly<Record<string, readonly [string, string, string | null]>>;
-
-export interface ApiKey {
-  id: string;
-  label: string | null;
-  createdAt: number;
-  revokedAt: number | null;
-}
-
-export interface IssuedApiKey {
-  id: string;
-  /** Shown this once. */
-  apiKey: string;
-  label: string | null;
-  createdAt: number;
-}
-
-export interface RevokedApiKey {
-  revoked: true;
-  id: string;
-  revokedAt: number;
-}
+/** Every route: [method, path, x-signature-action (null: public), query parameter names],
+ * by SDK method name. */
+export const ROUTES: Readonly<Record<string, readonly [string, string, string | null, readonly string[]]>>;
 
 export interface ClientOptions {
   baseUrl: string;

@@ -5,6 +5,7 @@ import {
   ServiceUnreachable,
   errorFromResponse,
 } from "./errors.js";
+import { RAW_FIELDS } from "./generated/routes.js";
 import { API_KEY_HEADER, RequestSigner, SIGNATURE_HEADER } from "./signing.js";
 
 // Answers worth another try of an idempotent call: the service or a proxy in front of it
@@ -25,15 +26,11 @@ export function queryValue(value) {
   throw new TypeError(`query values must be strings, integers or booleans, not ${value}`);
 }
 
-// The answers' raw amounts and nonces: decimal strings on the wire, bigints in this SDK (as
-// ints in the Python SDK; docs/integration/sdks.md). Amounts in token units stay strings.
-const RAW_FIELDS = new Set([
-  "requiredRaw", "balanceRaw", "remainingRaw", "amountRaw", "nonce", "minimumRaw",
-  "shortfallRaw", "roundId",
-]);
 const DIGITS = /^[0-9]{1,78}$/;
 
-/** JSON of the service, its raw amounts and nonces read as bigints. */
+/** JSON of the service, its raw amounts and nonces (RAW_FIELDS, generated from openapi.json)
+ * read as bigints, as ints in the Python SDK (docs/integration/sdks.md); amounts in token
+ * units stay strings. */
 export function parseJson(text) {
   return JSON.parse(text, (key, value) =>
     RAW_FIELDS.has(key) && typeof value === "string" && DIGITS.test(value) ? BigInt(value) : value);

@@ -26,7 +26,9 @@ router = APIRouter(tags=["health"])
 HEALTHY = Health(status="ok")
 
 
-@router.get("/healthz", **documented("The process is up", ok=Health, auth=PUBLIC))
+@router.get(
+    "/healthz", **documented("The process is up", ok=Health, auth=PUBLIC, sdk="public.health")
+)
 async def healthz() -> Answer[Health]:
     return Answer(HEALTHY)
 
@@ -35,6 +37,7 @@ async def healthz() -> Answer[Health]:
     "/readyz",
     **documented(
         "The database and every configured chain answer",
+        sdk="public.ready",
         ok=Readiness,
         auth=PUBLIC,
         other_responses={

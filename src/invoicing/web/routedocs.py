@@ -11,11 +11,16 @@ parameters; each route passes ``**documented(...)`` to its decorator instead::
             ok=InvoiceStatusResult,           # a named pydantic model of the 2xx body
             query=StatusQuery,                # the model the handler validates with
             action="invoice.status",          # what a request signature signs
+            sdk="invoices.status",            # the SDK method that calls it
             errors=OWNER_ROUTE_ERRORS + (NotFound, ChainUnavailable),
         ),
     )
 
-``action`` names the signature mode's action (``x-signature-action`` in the document).
+``action`` names the signature mode's action (``x-signature-action`` in the document);
+``sdk`` the SDK method that calls the route, as ``resource.method`` in Python's spelling
+(``x-sdk-methods``; a pagination helper over the same route follows it:
+``sdk=("invoices.page", "invoices.list")``). ``make sdk`` generates both SDKs' route tables
+and models from the document (clients/sdkgen), and refuses a route without ``sdk``.
 ``errors`` lists exception classes of ``invoicing.errors``: each status they map to is
 documented with the ``ErrorResponse`` schema, its ``code`` restricted to their codes (429
 with ``Retry-After``). ``auth`` is ``OWNER_AUTH`` (API key or request signature, the
@@ -285,16 +290,20 @@ def documented(
     ok_response: dict[str, Any] | None = None,
     other_responses: dict[int | str, dict[str, Any]] | None = None,
     action: str | None = None,
+    sdk: str | tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for a route decorator (``@router.get(path, **documented(...))``):
     ``ok`` is the named model of the ``status`` body (or ``ok_response`` a raw OpenAPI
     response for other media types); ``errors`` the exception classes it can answer;
     ``other_responses`` any other FastAPI ``responses`` entries; ``action`` the signature
-    mode's action (``x-signature-action``: clients and the schemathesis run sign with it)."""
+    mode's action (``x-signature-action``: clients and the schemathesis run sign with it);
+    ``sdk`` the SDK methods that call it (``x-sdk-methods``, what ``make sdk`` names them)."""
     success = ok_response or {"model": ok, "description": ok_description}
     extra: dict[str, Any] = {"security": auth}
     if action is not None:
         extra["x-signature-action"] = action
+    if sdk is not None:
+        extra["x-sdk-methods"] = [sdk] if isinstance(sdk, str) else list(sdk)
     if body is not None:
         extra.update(body_schema(body))
     if query is not None:

@@ -1,6 +1,6 @@
-"""Every operation as a ``Call`` built from its row of ``_routes.ROUTES``, and a reader of its
-answer: the one description of the API that ``AsyncClient`` (and ``Client``, generated from
-it) send."""
+"""Every operation as a ``Call`` built from its row of ``ROUTES`` (generated from openapi.json
+into ``_generated/routes.py``), and a reader of its answer: the one description of the API
+that ``AsyncClient`` (and ``Client``, generated from it) send."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from invoicing_client import _typed
-from invoicing_client._routes import ROUTES
+from invoicing_client._generated.routes import ROUTES
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (
     CreatedInvoice,

@@ -4,7 +4,7 @@
 Written once, for asyncio, in ``_async_client.py`` and ``_async_resources.py``;
 ``clients/python/generate_sync.py`` writes the blocking ``_sync_*.py`` modules from them, and
 a test fails when they differ. Each method builds its ``Call`` in ``_calls.py`` from its row
-of ``_routes.ROUTES``."""
+of ``ROUTES`` (``_generated/routes.py``, generated from openapi.json)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from invoicing_client.models import (
 from invoicing_client.signing import sign_typed_data
 
 T = TypeVar("T")
-S = TypeVar("S", bound=FeeSubmission)
+S = TypeVar("S", FeeSubmission, RefundSubmission)
 Signer = str | LocalAccount
 DEFAULT_TIMEOUT_S = 30.0
 

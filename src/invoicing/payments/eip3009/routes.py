@@ -101,6 +101,7 @@ class GaslessSubmission(WireModel):
     "/{payment_address}/authorization",
     **documented(
         "Pay without gas: submit the payer's EIP-3009 transfer authorization",
+        sdk="public.pay_without_gas",
         ok=GaslessSubmission,
         status=202,
         body=AuthorizationBody,

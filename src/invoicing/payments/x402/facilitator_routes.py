@@ -103,10 +103,10 @@ async def _facilitating_owner(request: Request) -> str:
 
 
 def _doc(summary: str, ok: type[BaseModel], action: str, body: bool = True) -> dict[str, Any]:
-    """The route's documentation: API key only (``action`` names it for the SDKs, which send
-    the key; a request signature is not taken)."""
+    """The route's documentation: API key only (``action`` names it, and its SDK method, for
+    the SDKs, which send the key; a request signature is not taken)."""
     errors = (*_ERRORS, PayloadTooLarge) if body else _ERRORS
-    return documented(summary, ok=ok, errors=errors, auth=KEY_ONLY, action=action)
+    return documented(summary, ok=ok, errors=errors, auth=KEY_ONLY, action=action, sdk=action)
 
 
 @router.post("/verify", **_doc("x402 verify", VerifyResponse, "facilitator.verify"))

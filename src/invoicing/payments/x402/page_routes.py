@@ -40,6 +40,7 @@ _HEADER_DOC = (
     "/{payment_address}/x402",
     **documented(
         "Pay an invoice with x402 v2 (send PAYMENT-SIGNATURE; 402 tells what to sign)",
+        sdk="public.x402_requirements",
         ok=PaymentStatus,
         ok_description=f"Paid (or nothing left to pay). {_HEADER_DOC}",
         auth=PUBLIC,

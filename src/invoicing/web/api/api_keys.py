@@ -57,6 +57,7 @@ class OwnerQuery(BaseModel):
         errors=BODY_ROUTE_ERRORS,
         auth=SIGNATURE_AUTH,
         action="apikey.create",
+        sdk="api_keys.create",
     ),
 )
 async def create(request: Request) -> Answer[IssuedApiKey]:
@@ -80,6 +81,7 @@ async def create(request: Request) -> Answer[IssuedApiKey]:
         errors=OWNER_ROUTE_ERRORS,
         auth=SIGNATURE_AUTH,
         action="apikey.list",
+        sdk="api_keys.list",
     ),
 )
 async def list_(request: Request) -> Answer[ApiKeyList]:
@@ -103,6 +105,7 @@ async def list_(request: Request) -> Answer[ApiKeyList]:
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         auth=SIGNATURE_AUTH,
         action="apikey.revoke",
+        sdk="api_keys.revoke",
     ),
 )
 async def revoke(request: Request) -> Answer[RevokedApiKey]:

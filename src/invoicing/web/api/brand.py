@@ -89,6 +89,7 @@ class Brand(WireModel):
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="brand.get",
+        sdk="settings.brand",
     ),
 )
 async def read_brand(request: Request) -> Answer[Brand]:
@@ -107,6 +108,7 @@ async def read_brand(request: Request) -> Answer[Brand]:
         body=BrandBody,
         errors=BODY_ROUTE_ERRORS,
         action="brand.update",
+        sdk="settings.update_brand",
     ),
 )
 async def change_brand(request: Request) -> Answer[Brand]:

@@ -43,6 +43,7 @@ class ExportQuery(BaseModel):
             },
         },
         action="escrow.export",
+        sdk="escrows.export",
     ),
 )
 async def export(request: Request) -> StreamingResponse:

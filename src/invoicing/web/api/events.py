@@ -116,6 +116,7 @@ def _checked_path_id(value: str) -> str:
         body=CreateEndpointBody,
         errors=(*BODY_ROUTE_ERRORS, TooManyWebhookEndpoints),
         action="webhook_endpoint.create",
+        sdk="webhook_endpoints.create",
     ),
 )
 async def create(request: Request) -> Answer[WebhookEndpoint]:
@@ -143,6 +144,7 @@ async def create(request: Request) -> Answer[WebhookEndpoint]:
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="webhook_endpoint.list",
+        sdk="webhook_endpoints.list",
     ),
 )
 async def list_(request: Request) -> Answer[WebhookEndpointList]:
@@ -163,6 +165,7 @@ async def list_(request: Request) -> Answer[WebhookEndpointList]:
         body=UpdateEndpointBody,
         errors=(*BODY_ROUTE_ERRORS, NotFound),
         action="webhook_endpoint.update",
+        sdk="webhook_endpoints.update",
     ),
 )
 async def update(request: Request) -> Answer[WebhookEndpoint]:
@@ -194,6 +197,7 @@ async def update(request: Request) -> Answer[WebhookEndpoint]:
         query=EndpointQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="webhook_endpoint.delete",
+        sdk="webhook_endpoints.delete",
     ),
 )
 async def delete(request: Request) -> Answer[DeletedWebhookEndpoint]:
@@ -214,6 +218,7 @@ async def delete(request: Request) -> Answer[DeletedWebhookEndpoint]:
         body=OwnerBody,
         errors=(*BODY_ROUTE_ERRORS, NotFound),
         action="webhook_endpoint.test",
+        sdk="webhook_endpoints.test",
     ),
 )
 async def test(request: Request) -> Answer[DeliveryAccepted]:
@@ -233,6 +238,7 @@ async def test(request: Request) -> Answer[DeliveryAccepted]:
         query=EventsQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="event.list",
+        sdk=("events.page", "events.list"),
     ),
 )
 async def events(request: Request) -> Answer[EventList]:
@@ -260,6 +266,7 @@ async def events(request: Request) -> Answer[EventList]:
         query=EventQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="event.get",
+        sdk="events.get",
     ),
 )
 async def event(request: Request, event_id: str) -> Answer[EventDetail]:
@@ -295,6 +302,7 @@ async def event(request: Request, event_id: str) -> Answer[EventDetail]:
         body=RedeliverBody,
         errors=(*BODY_ROUTE_ERRORS, NotFound),
         action="event.redeliver",
+        sdk="events.redeliver",
     ),
 )
 async def redeliver_event(request: Request, event_id: str) -> Answer[DeliveryAccepted]:

@@ -155,6 +155,7 @@ async def _client_body(request: Request) -> dict[str, Any]:
         body=SetFeeBody,
         errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
         action="fee.set-meta",
+        sdk="fees.set_fee",
     ),
 )
 async def integration_set_fee(request: Request) -> Answer[FeeSubmission]:
@@ -171,6 +172,7 @@ async def integration_set_fee(request: Request) -> Answer[FeeSubmission]:
         body=SetPayoutBody,
         errors=(*BODY_ROUTE_ERRORS, *META_ERRORS),
         action="fee.set-payout-meta",
+        sdk="fees.set_payout",
     ),
 )
 async def integration_set_payout(request: Request) -> Answer[FeeSubmission]:
@@ -186,6 +188,7 @@ async def integration_set_payout(request: Request) -> Answer[FeeSubmission]:
         query=FeesQuery,
         errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain, NotFound, ChainUnavailable),
         action="fee.get",
+        sdk="fees.get",
     ),
 )
 async def get_fees(request: Request) -> Answer[FeeSettings]:
@@ -200,6 +203,7 @@ async def get_fees(request: Request) -> Answer[FeeSettings]:
     "/fees/set-meta",
     **documented(
         "Relay an owner-signed SetFee (wallet front ends; CORS; rate limited)",
+        sdk="public.relay_fee",
         ok=FeeSubmission,
         status=202,
         body=SetFeeBody,
@@ -216,6 +220,7 @@ async def client_set_fee(request: Request) -> Answer[FeeSubmission]:
     "/fees/set-payout-meta",
     **documented(
         "Relay an owner-signed SetPayout (wallet front ends; CORS; rate limited)",
+        sdk="public.relay_payout",
         ok=FeeSubmission,
         status=202,
         body=SetPayoutBody,

@@ -65,6 +65,7 @@ class GaslessSettings(WireModel):
         query=GaslessQuery,
         errors=(*OWNER_ROUTE_ERRORS, UnsupportedChain),
         action="gasless.get",
+        sdk="gasless.get",
     ),
 )
 async def get_gasless(request: Request) -> Answer[GaslessSettings]:
@@ -81,6 +82,7 @@ async def get_gasless(request: Request) -> Answer[GaslessSettings]:
         body=GaslessBody,
         errors=(*BODY_ROUTE_ERRORS, UnsupportedChain),
         action="gasless.set",
+        sdk="gasless.set",
     ),
 )
 async def post_gasless(request: Request) -> Answer[GaslessSettings]:

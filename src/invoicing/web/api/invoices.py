@@ -195,6 +195,7 @@ def create_rules(settings: Settings) -> CreateRules:
             200: {"model": InvoiceOut, "description": "An identical retry: the existing invoice"}
         },
         action="invoice.create",
+        sdk="invoices.create",
     ),
 )
 async def create(request: Request) -> Answer[InvoiceOut]:
@@ -263,6 +264,7 @@ async def _create(
         query=StatusQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound, UnsupportedChain, ChainUnavailable),
         action="invoice.status",
+        sdk="invoices.status",
     ),
 )
 async def status(request: Request) -> Answer[InvoiceStatusResult]:
@@ -283,6 +285,7 @@ async def status(request: Request) -> Answer[InvoiceStatusResult]:
         query=ListQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="invoice.list",
+        sdk=("invoices.page", "invoices.list"),
     ),
 )
 async def list_(request: Request) -> Answer[InvoiceList]:
@@ -316,6 +319,7 @@ async def list_(request: Request) -> Answer[InvoiceList]:
         query=DeleteQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="invoice.delete",
+        sdk="invoices.delete",
     ),
 )
 async def delete(request: Request) -> Answer[DeleteResult]:

@@ -86,6 +86,7 @@ class RefundBody(BaseModel):
             ChainUnavailable,
         ),
         action="invoice.refund",
+        sdk="invoices.refund",
     ),
 )
 async def refund_meta(request: Request) -> Answer[RefundSubmission]:

@@ -79,6 +79,7 @@ class SettingsBody(BaseModel):
         body=OwnerBody,
         errors=(*BODY_ROUTE_ERRORS, TooManyWebhookSecrets),
         action="webhook_secret.create",
+        sdk="webhook_secrets.create",
     ),
 )
 async def create(request: Request) -> Answer[IssuedWebhookSecret]:
@@ -99,6 +100,7 @@ async def create(request: Request) -> Answer[IssuedWebhookSecret]:
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="webhook_secret.list",
+        sdk="webhook_secrets.list",
     ),
 )
 async def list_(request: Request) -> Answer[WebhookSecretList]:
@@ -120,6 +122,7 @@ async def list_(request: Request) -> Answer[WebhookSecretList]:
         query=RevokeSecretQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="webhook_secret.revoke",
+        sdk="webhook_secrets.revoke",
     ),
 )
 async def revoke(request: Request) -> Answer[RevokedWebhookSecret]:
@@ -138,6 +141,7 @@ async def revoke(request: Request) -> Answer[RevokedWebhookSecret]:
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="settings.get",
+        sdk="settings.get",
     ),
 )
 async def read_settings(request: Request) -> Answer[OwnerSettings]:
@@ -156,6 +160,7 @@ async def read_settings(request: Request) -> Answer[OwnerSettings]:
         body=SettingsBody,
         errors=BODY_ROUTE_ERRORS,
         action="settings.update",
+        sdk="settings.update",
     ),
 )
 async def change_settings(request: Request) -> Answer[OwnerSettings]:

@@ -32,6 +32,7 @@ class WebhooksQuery(BaseModel):
         query=WebhooksQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="invoice.webhooks",
+        sdk="invoices.webhooks",
     ),
 )
 async def list_webhooks(request: Request) -> Answer[WebhookLog]:

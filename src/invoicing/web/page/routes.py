@@ -161,6 +161,7 @@ async def static_asset(name: str) -> Response:
     response_class=HTMLResponse,
     **documented(
         "Hosted payment page",
+        sdk="public.payment_page",
         auth=PUBLIC,
         ok_response=_html("The payment page"),
         other_responses={
@@ -207,6 +208,7 @@ def _headers(locale: PageLocale) -> dict[str, str]:
     "/{payment_address}/status",
     **documented(
         "Public status of a payment page (CORS)",
+        sdk="public.payment_status",
         ok=PaymentStatus,
         auth=PUBLIC,
         errors=(InvalidRequest, NotFound, RateLimited),
