@@ -43,9 +43,9 @@ SHOWN_DIGITS = 6
 
 
 def round_up_shown(raw: int, decimals: int, digits: int = SHOWN_DIGITS) -> int:
-    """``raw`` rounded **up** to its first ``digits`` significant digits, never past the
-    decimal point (whole units stay exact): 0.006663333333333334 ETH → 0.00666334, which is
-    never less than what is due and more by under one part in 10**(digits - 1)."""
+    """``raw`` rounded **up** to its first ``digits`` significant digits, and never to more
+    than a whole unit: 0.006663333333333334 ETH → 0.00666334. Never less than what is due,
+    and more by under one part in 10**(digits - 1)."""
     if raw <= 0:
         return raw
     unit = min(10 ** max(len(str(raw)) - digits, 0), 10**decimals)
