@@ -9,6 +9,7 @@ from invoicing.auth.models import (
 from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
+from invoicing.invoices.fiat import PaidRate
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.notifications.models import (
     EndpointHealth,
@@ -50,6 +51,7 @@ __all__ = [
     "OwnerBrand",
     "OwnerSequence",
     "OwnerSettings",
+    "PaidRate",
     "ParkedEscrow",
     "RateLimitWindow",
     "Refund",

@@ -166,7 +166,7 @@ async def test_paging_walks_every_invoice_once(dash: RunningApp, dev: DevDeploym
     assert len(ids_1) == 50 and len(ids_2) == 5
     assert not set(ids_1) & set(ids_2)
     assert 'id="next-page"' not in second.text
-    assert "1 invoices match." in searched.text
+    assert "1 invoice matches." in searched.text
     assert bad.status_code == 400
 
 

@@ -70,8 +70,18 @@ def load_settings(env_file: Path | None = None) -> Settings:
         # pydantic-settings' own argument, which mypy's view of the model's fields leaves out.
         return _EnvFileFirst(_env_file=env_file)  # type: ignore[call-arg]
     except ValidationError as exc:
-        typer.echo(f"invalid configuration: {_problems(exc)}", err=True)
+        hint = "" if env_file is not None else f" ({NO_ENV_FILE_HINT})"
+        typer.echo(f"invalid configuration: {_problems(exc)}{hint}", err=True)
         raise typer.Exit(2) from None
+
+
+# What a command read without --env-file says when the environment does not configure it:
+# the usual cause is a service started by `invoicing dev`, whose settings are in its file.
+NO_ENV_FILE_HINT = (
+    "no --env-file given: set the INVOICING_* variables of the service "
+    "(docs/operations/configuration.md), or, for a service started by `invoicing dev`, pass "
+    'the env file its ready line names: --env-file "<env_file>"'
+)
 
 
 def _problems(exc: ValidationError) -> str:

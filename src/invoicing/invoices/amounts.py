@@ -36,3 +36,17 @@ def to_decimal_string(raw: int, decimals: int) -> str:
     if fraction == 0:
         return str(whole)
     return f"{whole}.{str(fraction).rjust(decimals, '0').rstrip('0')}"
+
+
+# What a payer is shown to send: the amount due rounded up to this many significant digits.
+SHOWN_DIGITS = 6
+
+
+def round_up_shown(raw: int, decimals: int, digits: int = SHOWN_DIGITS) -> int:
+    """``raw`` rounded **up** to its first ``digits`` significant digits, and never to more
+    than a whole unit: 0.006663333333333334 ETH → 0.00666334. Never less than what is due,
+    and more by under one part in 10**(digits - 1)."""
+    if raw <= 0:
+        return raw
+    unit = min(10 ** max(len(str(raw)) - digits, 0), 10**decimals)
+    return -(-raw // unit) * unit

@@ -14,11 +14,13 @@ import binascii
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import and_, exists, func, or_, select, tuple_
 
 from invoicing.db import Database
+from invoicing.invoices.fiat import PaidRate, value_in
 from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.notifications.models import Event, EventStatus, WebhookEvent
@@ -158,10 +160,18 @@ async def export_invoices(db: Database, query: BrowseFilter) -> AsyncIterator[Se
         Invoice.paid_at,
         Invoice.withdrawn_at,
         Invoice.description,
+        Invoice.currency,
+        Invoice.fiat_amount,
+        PaidRate.currency.label("paid_rate_currency"),
+        PaidRate.rate.label("paid_rate"),
     )
     after: tuple[int, str] | None = None
     while True:
-        statement = select(*columns).where(*_conditions(query), *_after(after))
+        statement = (
+            select(*columns)
+            .outerjoin(PaidRate, PaidRate.invoice_pk == Invoice.id)
+            .where(*_conditions(query), *_after(after))
+        )
         statement = statement.order_by(Invoice.created_at.desc(), Invoice.id.desc()).limit(
             EXPORT_CHUNK
         )
@@ -187,6 +197,11 @@ class Overview:
     counts: dict[str, int] = field(default_factory=dict)
     attention: list[tuple[Invoice, list[str]]] = field(default_factory=list)
     first_day_ms: int = 0
+    # In the reporting currency, when one was asked for (``invoices.fiat``): the value paid
+    # per day, oldest first, and how many paid invoices have no value in it.
+    currency: str | None = None
+    fiat: list[Decimal] = field(default_factory=list)
+    unvalued: int = 0
 
 
 ATTENTION_EVENTS = (
@@ -201,12 +216,15 @@ ATTENTION_LABELS = {
 }
 
 
-async def overview(db: Database, owner_key: str, now_ms: int, days: int = 30) -> Overview:
-    """Paid volume per token and day over ``days`` days, counts by status, and the invoices
-    that need attention: partially paid, overpaid or paid late in that time (by their
-    events), pending past their expiry, or with a failing webhook."""
+async def overview(
+    db: Database, owner_key: str, now_ms: int, days: int = 30, currency: str | None = None
+) -> Overview:
+    """Paid volume per token and day over ``days`` days (and in ``currency``, if given),
+    counts by status, and the invoices that need attention: partially paid, overpaid or paid
+    late in that time (by their events), pending past their expiry, or with a failing
+    webhook."""
     first_day = (now_ms // DAY_MS - days + 1) * DAY_MS
-    found = Overview(first_day_ms=first_day)
+    found = Overview(first_day_ms=first_day, currency=currency, fiat=[Decimal(0)] * days)
     async with db.sessions() as session:
         paid = await session.execute(
             select(
@@ -215,15 +233,23 @@ async def overview(db: Database, owner_key: str, now_ms: int, days: int = 30) ->
                 Invoice.decimals,
                 Invoice.paid_at,
                 Invoice.required_raw,
-            ).where(Invoice.owner_key == owner_key, Invoice.paid_at >= first_day)
+                Invoice.currency,
+                Invoice.fiat_amount,
+                PaidRate.currency.label("paid_currency"),
+                PaidRate.rate.label("paid_rate"),
+            )
+            .outerjoin(PaidRate, PaidRate.invoice_pk == Invoice.id)
+            .where(Invoice.owner_key == owner_key, Invoice.paid_at >= first_day)
         )
-        for chain_id, token, decimals, paid_at, required in paid:
-            if paid_at is None:
+        for row in paid:
+            if row.paid_at is None:
                 continue
-            key = (chain_id, token.lower() if token else None)
+            key = (row.chain_id, row.token_address.lower() if row.token_address else None)
             series = found.volume.setdefault(key, [0] * days)
-            found.decimals[key] = decimals
-            series[min((paid_at - first_day) // DAY_MS, days - 1)] += int(required)
+            found.decimals[key] = row.decimals
+            day = min((row.paid_at - first_day) // DAY_MS, days - 1)
+            series[day] += int(row.required_raw)
+            _add_fiat(found, row, day)
         counts = await session.execute(
             select(Invoice.status, func.count())
             .where(Invoice.owner_key == owner_key)
@@ -232,6 +258,19 @@ async def overview(db: Database, owner_key: str, now_ms: int, days: int = 30) ->
         found.counts = {status: 0 for status in InvoiceStatus} | {s: int(n) for s, n in counts}
         found.attention = await _attention(session, owner_key, first_day, now_ms)
     return found
+
+
+def _add_fiat(found: Overview, row: Any, day: int) -> None:
+    if found.currency is None:
+        return
+    paid = None
+    if row.paid_currency is not None:
+        paid = PaidRate(currency=row.paid_currency, rate=row.paid_rate)
+    value = value_in(row, paid, found.currency)
+    if value is None:
+        found.unvalued += 1
+    else:
+        found.fiat[day] += value.amount
 
 
 async def _attention(

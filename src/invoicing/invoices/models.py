@@ -124,6 +124,9 @@ class Invoice(Base):
             "withdrawn",
             postgresql_where=text("status <> 'pending'"),
         ),
+        # Paid invoices by chain and time: the rate at payment is recorded from here
+        # (``invoices.fiat``).
+        Index("ix_invoices_paid", "chain_id", "paid_at"),
         # The per-owner cap on watched invoices counts here: only watched rows are indexed.
         Index(
             "ix_invoices_owner_watched",

@@ -8,7 +8,8 @@ head moved, a block pass reads the pending invoices of those shards so that a pa
 seen within one block; then the due pass reads the shards no pass read within the interval
 (pending every 20 s when the head stands still, expired at the lower rate), and every
 ``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate lifetime
-check is due (``monitor.lifetime``).
+check is due (``monitor.lifetime``), and the invoices paid since are given their rate at
+payment in their owner's reporting currency (``invoices.fiat``).
 
 On a chain whose blocks come at a steady pace (12 s on Ethereum) the head is not polled
 every ``monitor_poll_interval_s`` but once the next block is due (``HeadPacer``), so at rest
@@ -33,6 +34,7 @@ from invoicing import logs, metrics
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import is_connection_loss
 from invoicing.errors import ChainUnavailable
+from invoicing.invoices.fiat import record_paid_rates
 from invoicing.monitor.check import confirmed_at
 from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.monitor.passes import run_block_pass, run_due_pass
@@ -217,6 +219,7 @@ async def _watch(
                     lifetime = await run_lifetime_pass(services, chain, block)
                 # A backlog goes on at the next tick; otherwise wait for the next poll.
                 last_lifetime_ms = None if lifetime.more else now_ms
+                await record_paid_rates(services.db, chain, now_ms)
             if result is not None and result.unreadable:
                 log.info(
                     "monitor pass on chain %s: %d escrow balances unreadable (token balanceOf "

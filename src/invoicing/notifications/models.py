@@ -183,3 +183,5 @@ class OwnerSettings(Base):
     # The share of the amount due a payment may fall short by and still pay an invoice, in
     # basis points (0..500); copied into each invoice at creation (``invoices.create``).
     underpayment_tolerance_bps: Mapped[int] = mapped_column(Integer, server_default="0")
+    # The ISO 4217 currency the dashboard reports amounts in (None: token amounts only).
+    reporting_currency: Mapped[str | None] = mapped_column(String(3), nullable=True)

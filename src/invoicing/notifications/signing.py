@@ -14,7 +14,9 @@ creates them, ``SecretStr`` everywhere else.
 ``owner_settings`` holds what an owner chose about their webhooks: ``webhookApiKeyHeader``
 (default true) says whether API-key-created invoices' webhooks carry ``x-service-api-key``;
 and ``underpaymentToleranceBps`` (default 0, at most 500), the share of the amount due a
-payment may fall short by and still pay a new invoice (docs/integration/pricing.md).
+payment may fall short by and still pay a new invoice (docs/integration/pricing.md); and
+``reportingCurrency`` (default none), the ISO 4217 currency the dashboard shows amounts and
+totals in beside the token amounts (docs/dashboard.md).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from invoicing.auth.secrets import SealedColumn, SecretKind, ServerSecrets, list
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, TooManyWebhookSecrets
 from invoicing.notifications.models import OwnerSettings, WebhookSecret
+from invoicing.pricing.currencies import parse_currency
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +209,7 @@ class OwnerChoices:
 
     webhook_api_key_header: bool = True
     underpayment_tolerance_bps: int = 0
+    reporting_currency: str | None = None
 
 
 async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
@@ -213,7 +217,13 @@ async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
     row = await session.get(OwnerSettings, owner.lower())
     if row is None:
         return OwnerChoices()
-    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
+    return _choices(row)
+
+
+def _choices(row: OwnerSettings) -> OwnerChoices:
+    return OwnerChoices(
+        row.webhook_api_key_header, row.underpayment_tolerance_bps, row.reporting_currency
+    )
 
 
 async def update_settings(
@@ -223,8 +233,12 @@ async def update_settings(
     now_ms: int,
     *,
     underpayment_tolerance_bps: int | None = None,
+    reporting_currency: str | None = None,
 ) -> OwnerChoices:
-    """Store the owner's choices (None: unchanged); returns the choices as they now are."""
+    """Store the owner's choices (None: unchanged; a reporting currency of "" clears it);
+    returns the choices as they now are."""
+    if reporting_currency:
+        parse_currency(reporting_currency)
     if underpayment_tolerance_bps is not None and not (
         0 <= underpayment_tolerance_bps <= MAX_TOLERANCE_BPS
     ):
@@ -240,8 +254,10 @@ async def update_settings(
         row.webhook_api_key_header = webhook_api_key_header
     if underpayment_tolerance_bps is not None:
         row.underpayment_tolerance_bps = underpayment_tolerance_bps
+    if reporting_currency is not None:
+        row.reporting_currency = reporting_currency or None
     row.updated_at = now_ms
-    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
+    return _choices(row)
 
 
 def tolerances_of(connection: Connection, owner_keys: Collection[str]) -> dict[str, int]:

@@ -114,10 +114,42 @@ async def _quote(
     amount: Decimal,
     now_ms: int,
 ) -> Quote:
+    found = await asset_rate(chain, token_address, currency, now_ms)
+    if found.source == PEG:
+        return Quote(currency, amount_text, pegged_raw(amount, decimals), "1", PEG)
+    assert found.round is not None  # a feed's rate has its round
+    round_ = found.round
+    return Quote(
+        currency=currency,
+        fiat_amount=amount_text,
+        required_raw=feed_raw(amount, round_.answer, round_.decimals, decimals),
+        rate=found.rate,
+        source=CHAINLINK,
+        feed=found.feed,
+        round_id=round_.round_id,
+        round_updated_at_ms=round_.updated_at * 1000,
+    )
+
+
+@dataclass(frozen=True)
+class AssetRate:
+    """How much of a currency one whole unit of an asset is worth now, and from where."""
+
+    rate: str  # exact decimal string
+    source: str  # PEG or CHAINLINK
+    feed: str | None = None
+    round: FeedRound | None = None
+
+
+async def asset_rate(
+    chain: ChainGateway, token_address: str | None, currency: str, now_ms: int
+) -> AssetRate:
+    """The rate of the asset in ``currency`` from the sources a quote uses, in their order:
+    UnpricedCurrency without one, PriceUnavailable when the feed's round is unusable."""
     config = chain.config
     token = None if token_address is None else config.token(token_address)
     if token is not None and token.pegged == currency:
-        return Quote(currency, amount_text, pegged_raw(amount, decimals), "1", PEG)
+        return AssetRate("1", PEG)
     feed = config.feed(token_address, currency)
     if feed is None:
         raise UnpricedCurrency(
@@ -138,16 +170,7 @@ async def _quote(
                 "updatedAt": round_.updated_at * 1000,
             },
         )
-    return Quote(
-        currency=currency,
-        fiat_amount=amount_text,
-        required_raw=feed_raw(amount, round_.answer, round_.decimals, decimals),
-        rate=feed_rate(round_.answer, round_.decimals),
-        source=CHAINLINK,
-        feed=feed.address,
-        round_id=round_.round_id,
-        round_updated_at_ms=round_.updated_at * 1000,
-    )
+    return AssetRate(feed_rate(round_.answer, round_.decimals), CHAINLINK, feed.address, round_)
 
 
 # This process's feed readers, one per chain gateway (gone with it).

@@ -57,12 +57,17 @@ class OwnerSettings(WireModel):
         description="The share of the amount due (basis points) a payment may fall short by "
         "and still pay an invoice created from now on.",
     )
+    reportingCurrency: str | None = Field(
+        description="The ISO 4217 currency the dashboard shows values and totals in beside "
+        "the token amounts (null: none chosen)."
+    )
 
     @classmethod
     def of(cls, choices: OwnerChoices) -> Self:
         return cls(
             webhookApiKeyHeader=choices.webhook_api_key_header,
             underpaymentToleranceBps=choices.underpayment_tolerance_bps,
+            reportingCurrency=choices.reporting_currency,
         )
 
 

@@ -59,6 +59,12 @@ class SettingsBody(BaseModel):
         description="A payment short of the amount due by at most this share (basis points, "
         "0 to 500) pays invoices created from now on.",
     )
+    reportingCurrency: str | None = Field(
+        default=None,
+        max_length=3,
+        description='The ISO 4217 currency (such as "USD") the dashboard shows values and '
+        'totals in; "" clears it.',
+    )
 
     @model_validator(mode="after")
     def _something_given(self) -> SettingsBody:
@@ -173,5 +179,6 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
             body.webhookApiKeyHeader,
             services.clock.now_ms(),
             underpayment_tolerance_bps=body.underpaymentToleranceBps,
+            reporting_currency=body.reportingCurrency,
         )
     return Answer(OwnerSettings.of(choices))

@@ -8,7 +8,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from invoicing.chain.gateway import configured_symbol
 from invoicing.errors import ServiceError, UnsupportedChain
-from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.amounts import round_up_shown, to_decimal_string
+from invoicing.invoices.fiat import FiatValue
+from invoicing.notifications.signing import get_settings
 from invoicing.services import Services
 from invoicing.web.dashboard.render import HEADERS, e, page
 from invoicing.web.dashboard.session import Owner
@@ -30,6 +32,34 @@ def chain_name(services: Services, chain_id: int) -> str:
 
 def amount_text(raw: int | str, decimals: int) -> str:
     return to_decimal_string(int(raw), decimals)
+
+
+def short_amount_text(raw: int | str, decimals: int, token: str) -> str:
+    """A token amount for a list: 6 significant digits, "≈" when that is not exact."""
+    exact = int(raw)
+    shown = round_up_shown(exact, decimals)
+    return ("" if shown == exact else "≈ ") + f"{to_decimal_string(shown, decimals)} {token}"
+
+
+async def reporting_currency(services: Services, owner: Owner) -> str | None:
+    """The currency the owner chose to see values in (Settings), or None."""
+    async with services.db.sessions() as session:
+        return (await get_settings(session, owner.key)).reporting_currency
+
+
+def fiat_html(value: FiatValue | None) -> str:
+    """A fiat value as text; at the rate at payment it says so (the locked price does not)."""
+    if value is None:
+        return ""
+    title = "" if value.locked else ' title="At the rate when it was paid"'
+    return f'<span class="fiat"{title}>{e(value.text())}</span>'
+
+
+def amount_with_fiat_html(token_text: str, value: FiatValue | None) -> str:
+    """The fiat value first when there is one, the token amount below it."""
+    if value is None:
+        return e(token_text)
+    return f'{fiat_html(value)}<span class="sub">{e(token_text)}</span>'
 
 
 def explorer_link_html(services: Services, chain_id: int, kind: str, value: str) -> str:

@@ -1,4 +1,5 @@
-"""Creating an invoice or payment link: amount, token, description, expiry; the answer shows
+"""Creating an invoice or payment link: amount (in the token, or in a currency), token,
+description, expiry, the links back to the shop; the answer shows
 the hosted page's URL and its QR code. It goes through the API's create
 (``invoices.create.create_invoice``, the API's rules and daily limit); the invoice records
 that the dashboard made it (no API key rides on its paid webhook)."""
@@ -25,6 +26,10 @@ router = APIRouter(prefix="/dashboard", include_in_schema=False)
 
 DASHBOARD_MODE = "dashboard"
 MAX_EXPIRY_MINUTES = 60 * 24 * 90
+# Suggestions for the currency field (any ISO 4217 code is accepted).
+CURRENCY_OPTIONS = "".join(
+    f'<option value="{code}"></option>' for code in ("USD", "EUR", "GBP", "JPY", "CHF", "CAD")
+)
 
 
 def _token_choices(services: Services, chosen: str) -> str:
@@ -51,15 +56,29 @@ def create_form_html(services: Services, owner: Owner, values: dict[str, str]) -
         '<div class="field"><label for="c-amount">Amount</label>'
         f'<input id="c-amount" name="amount" required inputmode="decimal"'
         f"{attrs(value=values.get('amount'))}></div>"
+        '<div class="field"><label for="c-currency">Amount is in (optional: a currency such as '
+        "USD; the token amount is then locked at today's rate)</label>"
+        f'<input id="c-currency" name="currency" maxlength="3" size="5" list="c-currencies" '
+        f'autocomplete="off"{attrs(value=values.get("currency"))}>'
+        f'<datalist id="c-currencies">{CURRENCY_OPTIONS}</datalist></div>'
         '<div class="field"><label for="c-id">Invoice id (optional: numbered for you)</label>'
         f'<input id="c-id" name="invoiceId" maxlength="128"{attrs(value=values.get("invoiceId"))}>'
         "</div>"
         '<div class="field"><label for="c-description">Description</label>'
         f'<textarea id="c-description" name="description" maxlength="1000" rows="3">'
         f"{e(values.get('description', ''))}</textarea></div>"
-        '<div class="field"><label for="c-expiry">Expires after (minutes)</label>'
+        '<div class="field"><label for="c-expiry">Expires after (minutes; empty: the '
+        "service's default)</label>"
         f'<input id="c-expiry" name="expiresInMinutes" type="number" min="1" '
         f'max="{MAX_EXPIRY_MINUTES}"{attrs(value=values.get("expiresInMinutes"))}></div>'
+        '<div class="field"><label for="c-redirect">After payment, send the payer to '
+        "(optional, https URL)</label>"
+        f'<input id="c-redirect" name="redirectUrl" type="url" maxlength="2048" size="50"'
+        f"{attrs(value=values.get('redirectUrl'))}></div>"
+        '<div class="field"><label for="c-cancel">If the payer cancels, send them to '
+        "(optional, https URL)</label>"
+        f'<input id="c-cancel" name="cancelUrl" type="url" maxlength="2048" size="50"'
+        f"{attrs(value=values.get('cancelUrl'))}></div>"
         '<button type="submit">Create</button></form>'
     )
 
@@ -91,6 +110,9 @@ def _new_invoice(owner: Owner, fields: dict[str, str], now_ms: int) -> NewInvoic
         token_address=token,
         description=fields.get("description", "").strip()[:1000] or None,
         expires_at=expires_at,
+        currency=fields.get("currency", "").strip().upper() or None,
+        redirect_url=fields.get("redirectUrl", "").strip() or None,
+        cancel_url=fields.get("cancelUrl", "").strip() or None,
     )
 
 

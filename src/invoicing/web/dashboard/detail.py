@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from invoicing.actions.keys import send_again
 from invoicing.errors import ChainUnavailable, ServiceError, UnsupportedChain
+from invoicing.invoices.fiat import PaidRate, at_rate, paid_rates_of
 from invoicing.invoices.history import History, invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.models import Invoice
@@ -32,17 +33,19 @@ from invoicing.web.dashboard.render import (
     csrf_input_html,
     e,
     facts_html,
+    invoice_badge_html,
     notice_html,
     table_html,
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
+from invoicing.web.dashboard.words import event_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 REFRESH_S = 3
 
 
-def summary_html(services: Services, found: History) -> str:
+def summary_html(services: Services, found: History, paid: PaidRate | None = None) -> str:
     """The invoice's live part: status, balances, its sweeps and refunds, its events."""
     i = found.invoice
     token = symbol(services, i.chain_id, i.token_address)
@@ -61,9 +64,12 @@ def summary_html(services: Services, found: History) -> str:
         f'<section class="card" id="summary" aria-live="polite"{live}>'
         + facts_html(
             [
-                ("Status", f'<span id="status">{badge_html(i.status)}</span>'),
+                (
+                    "Status",
+                    f'<span id="status">{invoice_badge_html(i.status, i.balance_raw)}</span>',
+                ),
                 ("Amount", e(f"{i.amount} {token}")),
-                *_price_facts(i, token),
+                *_price_facts(i, token, paid),
                 *balances,
                 ("Paid at", e(utc_text(i.paid_at))),
                 ("Swept at", e(utc_text(i.withdrawn_at))),
@@ -77,13 +83,18 @@ def summary_html(services: Services, found: History) -> str:
     )
 
 
-def _price_facts(i: Invoice, token: str) -> list[tuple[str, str]]:
-    """The fiat price locked at creation and an underpayment accepted under the owner's
-    tolerance, when the invoice has them (docs/integration/pricing.md)."""
+def _price_facts(i: Invoice, token: str, paid: PaidRate | None) -> list[tuple[str, str]]:
+    """The fiat price locked at creation, else the value at the rate when it was paid, and
+    an underpayment accepted under the owner's tolerance, when the invoice has them
+    (docs/integration/pricing.md)."""
     facts = []
     if i.currency is not None:
         price = f"{i.fiat_amount} {i.currency} at {i.rate} {i.currency} per {token}"
         facts.append(("Price", f'<span id="price">{e(price)}</span>'))
+    if paid is not None and paid.rate is not None and paid.currency != i.currency:
+        value = at_rate(i, paid.rate, paid.currency)
+        worth = f"{value} {paid.currency} at {paid.rate} {paid.currency} per {token} when paid"
+        facts.append(("Value", f'<span id="fiat-value">{e(worth)}</span>'))
     if i.shortfall_raw is not None:
         short = amount_text(i.shortfall_raw, i.decimals)
         facts.append(("Accepted short by", f'<span id="shortfall">{e(short)} {e(token)}</span>'))
@@ -115,7 +126,8 @@ def _timeline_html(found: History) -> str:
     if not found.events:
         return '<p class="muted">No event yet.</p>'
     items = "".join(
-        f"<li><strong>{e(event.type)}</strong> · {e(utc_text(event.created_at))}</li>"
+        f'<li><strong title="{e(event.type)}">{e(event_words(event.type))}</strong> · '
+        f"{e(utc_text(event.created_at))}</li>"
         for event in found.events
     )
     return f'<ol class="timeline" id="timeline">{items}</ol>'
@@ -208,7 +220,7 @@ async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HT
     notice = request.query_params.get("notice")
     body = (
         notice_html(notice)
-        + summary_html(services, found)
+        + summary_html(services, found, await _paid_rate(services, invoice_pk))
         + _facts_html(services, found)
         + "<h2>Webhook deliveries</h2>"
         + _deliveries_html(found, owner)
@@ -234,7 +246,12 @@ async def invoice_summary(request: Request, invoice_pk: str, owner: SignedIn) ->
             or rechecked.balance_raw != found.invoice.balance_raw
         ):
             found = await invoice_history(services.db, owner.key, invoice_pk)
-    return HTMLResponse(summary_html(services, found), headers=HEADERS)
+    paid = await _paid_rate(services, invoice_pk)
+    return HTMLResponse(summary_html(services, found, paid), headers=HEADERS)
+
+
+async def _paid_rate(services: Services, invoice_pk: str) -> PaidRate | None:
+    return (await paid_rates_of(services.db, [invoice_pk])).get(invoice_pk)
 
 
 @router.post("/events/{event_id}/redeliver")

@@ -26,20 +26,31 @@ from invoicing.invoices.browse import (
     count_invoices,
     export_invoices,
 )
+from invoicing.invoices.fiat import PaidRate, paid_rates_of, shown_value
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.services import Services
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.common import amount_text, chain_name, html, symbol
+from invoicing.web.dashboard.common import (
+    amount_text,
+    amount_with_fiat_html,
+    chain_name,
+    html,
+    reporting_currency,
+    short_amount_text,
+    symbol,
+)
 from invoicing.web.dashboard.render import (
     HEADERS,
     attrs,
-    badge_html,
     e,
+    invoice_badge_html,
     notice_html,
+    short_address,
     table_html,
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn
+from invoicing.web.dashboard.words import count_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 
@@ -65,7 +76,13 @@ CSV_COLUMNS = (
     "paidAt",
     "withdrawnAt",
     "description",
+    "fiatValue",
+    "fiatCurrency",
+    "fiatBasis",
 )
+# How fiatValue was found (docs/dashboard.md): the invoice's own price, or its amount at the
+# rate recorded when it was paid.
+FIAT_BASIS = {True: "price", False: "rate at payment"}
 
 
 def _day_ms(text: str, name: str) -> int:
@@ -162,20 +179,31 @@ async def results_html(
     query = parse_filter(owner, params)
     found = await browse_invoices(services.db, query, cursor, PAGE_SIZE)
     total = await count_invoices(services.db, query, COUNT_UP_TO)
+    currency = await reporting_currency(services, owner)
+    rates = await paid_rates_of(services.db, [i.id for i in found.items])
     rows = [
         [
             f'<a href="/dashboard/invoices/{e(i.id)}">{e(i.invoice_id)}</a>',
-            badge_html(i.status),
-            e(f"{i.amount} {symbol(services, i.chain_id, i.token_address)}"),
+            invoice_badge_html(i.status, i.balance_raw),
+            amount_with_fiat_html(
+                short_amount_text(
+                    i.required_raw, i.decimals, symbol(services, i.chain_id, i.token_address)
+                ),
+                shown_value(i, rates.get(i.id), currency),
+            ),
             e(amount_text(i.balance_raw, i.decimals)),
             e(chain_name(services, i.chain_id)),
-            f'<span class="mono">{e(i.payment_address)}</span>',
+            f'<span class="mono" title="{e(i.payment_address)}">'
+            f"{e(short_address(i.payment_address))}</span>",
             e(utc_text(i.created_at)),
         ]
         for i in found.items
     ]
-    shown = f"More than {COUNT_UP_TO - 1:,}" if total >= COUNT_UP_TO else f"{total:,}"
-    pager = f'<p class="muted" id="total">{shown} invoices match.</p>'
+    if total >= COUNT_UP_TO:
+        shown = f"More than {COUNT_UP_TO - 1:,} invoices match."
+    else:
+        shown = count_words(total, "invoice matches", "invoices match") + "."
+    pager = f'<p class="muted" id="total">{e(shown)}</p>'
     if cursor:
         pager += f'<a href="/dashboard/invoices?{e(_query(params))}">First page</a>'
     if found.next_cursor:
@@ -240,7 +268,11 @@ def _cell(text: str | None) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def _csv_row(row: Any) -> tuple[object, ...]:
+def _csv_row(row: Any, currency: str | None) -> tuple[object, ...]:
+    paid = None
+    if row.paid_rate_currency is not None:
+        paid = PaidRate(currency=row.paid_rate_currency, rate=row.paid_rate)
+    fiat = shown_value(row, paid, currency)
     return (
         row.id,
         _cell(row.invoice_id),
@@ -257,15 +289,20 @@ def _csv_row(row: Any) -> tuple[object, ...]:
         "" if row.paid_at is None else row.paid_at,
         "" if row.withdrawn_at is None else row.withdrawn_at,
         _cell(row.description),
+        "" if fiat is None else str(fiat.amount),
+        "" if fiat is None else fiat.currency,
+        "" if fiat is None else FIAT_BASIS[fiat.locked],
     )
 
 
-async def _csv_lines(services: Services, query: BrowseFilter) -> AsyncIterator[str]:
+async def _csv_lines(
+    services: Services, query: BrowseFilter, currency: str | None
+) -> AsyncIterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     async for rows in export_invoices(services.db, query):
-        writer.writerows(map(_csv_row, rows))
+        writer.writerows(_csv_row(row, currency) for row in rows)
         yield buffer.getvalue()
         buffer.seek(0)
         buffer.truncate()
@@ -279,8 +316,9 @@ async def invoices_csv(request: Request, owner: SignedIn) -> StreamingResponse:
     services = services_of(request)
     query = parse_filter(owner, _params(request))
     stamp = datetime.fromtimestamp(services.clock.now_ms() / 1000, tz=UTC).strftime("%Y%m%d")
+    currency = await reporting_currency(services, owner)
     return StreamingResponse(
-        _csv_lines(services, query),
+        _csv_lines(services, query, currency),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="invoices-{stamp}.csv"',

@@ -25,7 +25,7 @@ from invoicing.auth.sign_in import (
     verify_sign_in,
 )
 from invoicing.auth.siwe import SiweExpectations, SiweMessage
-from invoicing.errors import Forbidden, InvalidRequest, UnsupportedMediaType
+from invoicing.errors import Forbidden, InvalidRequest, ServiceError, UnsupportedMediaType
 from invoicing.ratelimit import hit
 from invoicing.settings import Settings
 from invoicing.web.api.inputs import json_body
@@ -181,15 +181,18 @@ async def sign_in_by_link(request: Request, token: str) -> HTMLResponse:
     services = services_of(request)
     settings = services.settings
     now_ms = services.clock.now_ms()
-    async with services.db.transaction() as session:
-        owner = await spend_link(session, token, now_ms)
-        check_admitted(services.db, settings.owners, owner)
-        _row, session_token = await open_session(
-            session,
-            NewSession(owner, "link", None, _agent(request)),
-            now_ms,
-            settings.dashboard_session_ttl_s * 1000,
-        )
+    try:
+        async with services.db.transaction() as session:
+            owner = await spend_link(session, token, now_ms)
+            check_admitted(services.db, settings.owners, owner)
+            _row, session_token = await open_session(
+                session,
+                NewSession(owner, "link", None, _agent(request)),
+                now_ms,
+                settings.dashboard_session_ttl_s * 1000,
+            )
+    except ServiceError as exc:
+        return _link_refused(exc)
     body = page(
         "Signed in",
         f'<p class="notice" role="status">Signed in as <span class="mono">{e(owner)}</span>.</p>'
@@ -208,6 +211,20 @@ async def logout(request: Request, owner: SignedIn) -> Response:
     response = RedirectResponse("/dashboard/login", status_code=303)
     clear_session_cookie(response, services.settings)
     return response
+
+
+def _link_refused(exc: ServiceError) -> HTMLResponse:
+    """A login link that cannot sign in (used, expired, unknown, or an owner not admitted),
+    as a page a person reads, with the way to a new link."""
+    body = page(
+        "This sign-in link cannot be used",
+        '<section class="card login" id="link-refused">'
+        f'<p role="alert">{e(exc.message[:1].upper() + exc.message[1:])}.</p>'
+        "<p>A sign-in link works once and for a short time. Ask the operator for a new one "
+        "(<code>invoicing dashboard-link 0xYourAddress</code>), or sign in with your wallet."
+        '</p><p><a class="button" href="/dashboard/login">Sign in with a wallet</a></p></section>',
+    )
+    return HTMLResponse(body, status_code=exc.status, headers=HEADERS)
 
 
 def _agent(request: Request) -> str | None:

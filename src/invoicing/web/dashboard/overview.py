@@ -5,6 +5,7 @@ so a payment shows without a reload."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -13,10 +14,17 @@ from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.browse import DAY_MS, Overview, overview
 from invoicing.services import Services
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.chart import bar_chart_svg
-from invoicing.web.dashboard.common import amount_text, chain_name, html, symbol
-from invoicing.web.dashboard.render import HEADERS, badge_html, e, table_html, utc_text
+from invoicing.web.dashboard.chart import bar_chart_svg, legend_html
+from invoicing.web.dashboard.common import (
+    amount_text,
+    chain_name,
+    html,
+    reporting_currency,
+    symbol,
+)
+from invoicing.web.dashboard.render import HEADERS, e, invoice_badge_html, table_html, utc_text
 from invoicing.web.dashboard.session import SignedIn
+from invoicing.web.dashboard.words import STATUS_WORDS, count_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 REFRESH_S = 5
@@ -31,33 +39,66 @@ def _volume_html(services: Services, found: Overview) -> str:
         return '<p class="muted">No invoice was paid in the last 30 days.</p>'
     days = len(next(iter(found.volume.values())))
     labels = [_day_label(found.first_day_ms + day * DAY_MS) for day in range(days)]
-    series = []
     rows = []
+    token_charts = []
     for (chain_id, token), values in sorted(found.volume.items(), key=lambda kv: str(kv[0])):
         decimals = found.decimals[(chain_id, token)]
         name = f"{symbol(services, chain_id, token)} on {chain_name(services, chain_id)}"
-        # Display units for the bar heights only; every figure shown is exact.
-        series.append((name, [value / 10**decimals for value in values]))
         rows.append([e(name), e(to_decimal_string(sum(values), decimals))])
-    svg = bar_chart_svg("Paid per day, last 30 days", series, labels)
+        # Each token on its own scale, in its own unit: amounts of two tokens never share bars.
+        whole = [Decimal(value).scaleb(-decimals) for value in values]
+        token_charts.append((name, symbol(services, chain_id, token), whole))
+    table = table_html(["Token", "#Paid in 30 days"], rows, "Paid volume per token")
+    if found.currency is not None:
+        return _fiat_volume_html(found, labels) + table
+    charts = "".join(
+        '<figure class="card chart">'
+        + bar_chart_svg(f"Paid per day in {name}", unit, [(name, values)], labels)
+        + f"{legend_html([name])}</figure>"
+        for name, unit, values in token_charts
+    )
     return (
-        f'<figure class="card chart" id="volume-chart">{svg}'
-        '<figcaption class="muted">Invoiced amounts of the invoices paid each day (UTC), '
-        "one colour per token.</figcaption></figure>"
-        + table_html(["Token", "#Paid in 30 days"], rows, "Paid volume per token")
+        '<p class="muted" id="no-currency">Amounts are per token. Choose a reporting currency '
+        'in <a href="/dashboard/settings#reporting">Settings</a> to see totals in one currency.'
+        "</p>" + charts + table
+    )
+
+
+def _fiat_volume_html(found: Overview, labels: list[str]) -> str:
+    currency = found.currency
+    assert currency is not None
+    total = sum(found.fiat, Decimal(0))
+    name = f"Paid in {currency}"
+    missing = ""
+    if found.unvalued:
+        missing = (
+            '<p class="muted" id="unvalued">'
+            f"{e(count_words(found.unvalued, 'paid invoice', 'paid invoices'))}"
+            f" without a {e(currency)} value (no price source for its token) "
+            f"{'is' if found.unvalued == 1 else 'are'} not counted.</p>"
+        )
+    svg = bar_chart_svg("Paid per day, last 30 days", currency, [(name, found.fiat)], labels)
+    return (
+        f'<p class="card"><span class="muted">Paid in the last 30 days</span><br>'
+        f'<span class="total" id="fiat-total">{e(total)} {e(currency)}</span></p>'
+        f"{missing}"
+        f'<figure class="card chart" id="volume-chart">{svg}{legend_html([name])}'
+        '<figcaption class="muted">The invoices paid each day (UTC), at their price or at the '
+        "rate when they were paid.</figcaption></figure>"
     )
 
 
 def overview_body_html(services: Services, found: Overview) -> str:
     stats = "".join(
         f'<a class="stat" href="/dashboard/invoices?status={e(status)}" id="count-{e(status)}">'
-        f'<span class="n">{count}</span><span class="l">{e(status)}</span></a>'
+        f'<span class="n">{count:,}</span>'
+        f'<span class="l">{e(STATUS_WORDS.get(status, status))}</span></a>'
         for status, count in found.counts.items()
     )
     attention_rows = [
         [
             f'<a href="/dashboard/invoices/{e(invoice.id)}">{e(invoice.invoice_id)}</a>',
-            badge_html(invoice.status),
+            invoice_badge_html(invoice.status, invoice.balance_raw),
             e(", ".join(reasons)),
             e(
                 f"{amount_text(invoice.balance_raw, invoice.decimals)} / {invoice.amount} "
@@ -86,7 +127,8 @@ def overview_body_html(services: Services, found: Overview) -> str:
 @router.get("", response_class=HTMLResponse)
 async def overview_page(request: Request, owner: SignedIn) -> HTMLResponse:
     services = services_of(request)
-    found = await overview(services.db, owner.key, services.clock.now_ms())
+    currency = await reporting_currency(services, owner)
+    found = await overview(services.db, owner.key, services.clock.now_ms(), currency=currency)
     return html("Overview", overview_body_html(services, found), owner, "overview")
 
 
@@ -94,5 +136,6 @@ async def overview_page(request: Request, owner: SignedIn) -> HTMLResponse:
 async def overview_fragment(request: Request, owner: SignedIn) -> HTMLResponse:
     """The overview's live part (htmx polls it)."""
     services = services_of(request)
-    found = await overview(services.db, owner.key, services.clock.now_ms())
+    currency = await reporting_currency(services, owner)
+    found = await overview(services.db, owner.key, services.clock.now_ms(), currency=currency)
     return HTMLResponse(overview_body_html(services, found), headers=HEADERS)

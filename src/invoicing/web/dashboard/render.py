@@ -15,6 +15,8 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
+from invoicing.web.dashboard.words import PARTLY_PAID, status_words
+
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -73,8 +75,20 @@ def utc_text(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def badge_html(status: str) -> str:
-    return f'<span class="badge s-{e(status)}">{e(status)}</span>'
+def short_address(address: str) -> str:
+    """``0x12Ab…9fE0``: the first and last four digits (the whole one stays in a title)."""
+    return f"{address[:6]}…{address[-4:]}" if len(address) > 12 else address
+
+
+def badge_html(status: str, text: str | None = None) -> str:
+    """A status badge: its colour from ``status``, its words ``text`` (default: the status)."""
+    return f'<span class="badge s-{e(status)}">{e(text or status)}</span>'
+
+
+def invoice_badge_html(status: str, balance_raw: str | int) -> str:
+    """An invoice's status badge in words; a pending one that received part is partly paid."""
+    words = status_words(status, balance_raw)
+    return badge_html("partial" if words == PARTLY_PAID else status, words)
 
 
 def _head(title: str, csrf: str | None) -> str:
@@ -110,7 +124,9 @@ def page(
         header = (
             '<header class="bar"><a class="brand" href="/dashboard">Invoicing</a>'
             f'<nav aria-label="Dashboard"><ul>{links}</ul></nav>'
-            f'<div class="who">Signed in as <span class="mono">{e(owner)}</span>'
+            '<div class="who"><span>Signed in as '
+            f'<span class="mono" title="{e(owner)}" aria-hidden="true">{e(short_address(owner))}'
+            f'</span><span class="visually-hidden">{e(owner)}</span></span>'
             '<form class="logout" method="post" action="/dashboard/logout">'
             f'<input type="hidden" name="csrf" value="{e(csrf)}">'
             '<button type="submit">Sign out</button></form></div></header>'
@@ -129,16 +145,19 @@ def csrf_input_html(csrf: str) -> str:
 
 def table_html(headers: list[str], rows: list[list[str]], caption: str, body_id: str = "") -> str:
     """A table: ``rows`` hold HTML cells already escaped; a header starting with "#" is a
-    numeric column (right-aligned, the "#" dropped)."""
+    numeric column (right-aligned, the "#" dropped). On a phone each row becomes a block of
+    labelled cells (each cell's ``data-label``: its header)."""
     numeric = [h.startswith("#") for h in headers]
     head = "".join(
         f'<th scope="col"{NUM if n else ""}>{e(h.lstrip("#"))}</th>'
         for h, n in zip(headers, numeric, strict=True)
     )
+    labels = [f' data-label="{e(h.lstrip("#"))}"' if h.strip("#") else "" for h in headers]
     body = "".join(
         "<tr>"
         + "".join(
-            f"<td{NUM if n else ''}>{cell}</td>" for cell, n in zip(row, numeric, strict=True)
+            f"<td{NUM if n else ''}{label}>{cell}</td>"
+            for cell, n, label in zip(row, numeric, labels, strict=True)
         )
         + "</tr>"
         for row in rows

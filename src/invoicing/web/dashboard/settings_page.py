@@ -16,6 +16,7 @@ from invoicing.services import Services
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
 from invoicing.web.dashboard.render import (
+    attrs,
     csrf_input_html,
     e,
     facts_html,
@@ -38,8 +39,8 @@ async def _fees_html(services: Services, owner: Owner) -> str:
             current = facts_html(
                 [
                     ("Fee", e(f"{fees.fee_bps} bps ({fees.fee_bps / 100:.2f}%)")),
-                    ("Payout address", e(fees.payout_address or "none")),
-                    ("Factory nonce", e(fees.nonce)),
+                    ("Fee goes to", e(fees.payout_address or "nobody (no fee)")),
+                    ("Changes signed so far", e(fees.nonce)),
                 ]
             )
         except ServiceError as exc:
@@ -57,7 +58,7 @@ async def _fees_html(services: Services, owner: Owner) -> str:
             f'<form method="post" action="/dashboard/settings/payout" data-sign="payout" '
             f'data-prepare="/dashboard/settings/payout/prepare" id="payout-form-{cid}">'
             f'{csrf_input_html(owner.csrf)}<input type="hidden" name="chainId" value="{cid}">'
-            f'<div class="field"><label for="payout-{cid}">Payout address for the fee</label>'
+            f'<div class="field"><label for="payout-{cid}">Address that receives the fee</label>'
             f'<input id="payout-{cid}" name="payoutAddress" required size="44"></div>'
             '<button type="submit">Sign and set the payout</button>'
             '<p data-status role="status" aria-live="polite"></p></form>'
@@ -105,9 +106,14 @@ async def settings_body_html(request: Request, owner: Owner, top_html: str = "")
     ]
     return (
         top_html
-        + "<h2>Fee and payout</h2><p>Changes are signed in your wallet (EIP-712) and relayed "
-        "by the service, which pays the gas.</p>"
+        + _reporting_html(owner, choices.reporting_currency)
+        + "<h2>Fee and payout</h2>"
+        + '<details class="advanced" id="fees"><summary>Only for a platform that takes a fee '
+        "from each payment it receives for you (a single shop leaves this alone)</summary>"
+        "<p>A share of each payment goes to the address you set, the rest to you. Changes are "
+        "signed in your wallet (EIP-712) and relayed by the service, which pays the gas.</p>"
         + await _fees_html(services, owner)
+        + "</details>"
         + RECOVERY_HTML
         + "<h2>Paid webhook</h2>"
         + '<form class="card" method="post" action="/dashboard/settings/webhook-header" '
@@ -124,6 +130,39 @@ async def settings_body_html(request: Request, owner: Owner, top_html: str = "")
             "sessions",
         )
     )
+
+
+def _reporting_html(owner: Owner, currency: str | None) -> str:
+    return (
+        '<h2 id="reporting">Reporting currency</h2>'
+        '<form class="card" method="post" action="/dashboard/settings/reporting" '
+        f'id="reporting-form">{csrf_input_html(owner.csrf)}'
+        '<div class="field"><label for="reporting-currency">Show values and totals in '
+        "(an ISO 4217 code such as USD; empty: token amounts only)</label>"
+        '<input id="reporting-currency" name="reportingCurrency" maxlength="3" size="5" '
+        f'autocomplete="off"{attrs(value=currency)}></div>'
+        '<p class="muted">An invoice priced in a currency shows its price; any other shows its '
+        "amount at the rate when it was paid (a token pegged to the currency, else the "
+        "chain's price feed).</p>"
+        '<button type="submit">Save</button></form>'
+    )
+
+
+@router.post("/settings/reporting")
+async def reporting(request: Request, owner: SignedIn) -> Response:
+    services = services_of(request)
+    fields = await form_fields(request, services.settings.max_body_bytes)
+    code = fields.get("reportingCurrency", "").strip().upper()
+    try:
+        async with services.db.transaction() as session:
+            await update_settings(
+                session, owner.key, None, services.clock.now_ms(), reporting_currency=code
+            )
+    except ServiceError as exc:
+        top = notice_html(exc.message, error=True)
+        body = await settings_body_html(request, owner, top)
+        return html("Settings", body, owner, "settings", exc.status)
+    return RedirectResponse("/dashboard/settings?notice=Saved#reporting", status_code=303)
 
 
 @router.get("/settings", response_class=HTMLResponse)

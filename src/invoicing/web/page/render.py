@@ -107,11 +107,14 @@ def payment_page(
         **_page_values(locale, base),
         js_url=asset_url("pay.js"),
         view=view,
-        status_label=status_labels(locale).get(view.status, view.status),
+        status_label=status_labels(locale).get(
+            "partial" if view.partly_paid else view.status, view.status
+        ),
         done_text=done_texts(locale).get(view.status, ""),
-        amount=locale.amount(view.amount),
+        amount=locale.amount(view.amount_shown),
         price=None if view.price is None else locale.price(view.price[1], view.price[0]),
-        remaining=locale.amount(view.remaining),
+        rate=None if view.price is None else locale.price(view.price[2], view.price[0]),
+        remaining=locale.amount(view.remaining_shown),
         expires_iso=utc_iso(view.expires_at),
         expires_text=locale.time(view.expires_at),
         qr_url=f"{base}/qr.svg?lang={locale.language.code}&r={view.remaining_raw}",

@@ -11,6 +11,8 @@ def status_labels(locale: PageLocale) -> dict[str, str]:
     _ = locale.gettext.gettext
     return {
         "pending": _("Awaiting payment"),
+        # pending with part of the amount received
+        "partial": _("Partly paid"),
         "paid": _("Payment received"),
         "completed": _("Payment complete"),
         "expired": _("Expired"),

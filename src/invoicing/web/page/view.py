@@ -15,7 +15,7 @@ from invoicing.addresses import normalize_address
 from invoicing.brand.service import Brand
 from invoicing.chain.chains import ChainRegistry
 from invoicing.errors import ChainUnavailable, InvalidRequest, UnsupportedChain
-from invoicing.invoices.amounts import to_decimal_string
+from invoicing.invoices.amounts import round_up_shown, to_decimal_string
 from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
 from invoicing.invoices.links import shop_name_of
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -137,6 +137,20 @@ class PaymentView:
     @property
     def remaining(self) -> str:
         return to_decimal_string(self.remaining_raw, self.decimals)
+
+    @property
+    def amount_shown(self) -> str:
+        """The amount as the page shows it: rounded up to a few significant digits."""
+        return to_decimal_string(round_up_shown(self.required_raw, self.decimals), self.decimals)
+
+    @property
+    def remaining_shown(self) -> str:
+        """What is still due as the page asks the payer to send it: rounded up."""
+        return to_decimal_string(round_up_shown(self.remaining_raw, self.decimals), self.decimals)
+
+    @property
+    def partly_paid(self) -> bool:
+        return self.status == "pending" and 0 < self.balance_raw
 
     @property
     def uri(self) -> str:

@@ -36,19 +36,34 @@
     whole = whole.split("\u0000").join(TEXT.number.group);
     return parts.length > 1 ? whole + TEXT.number.decimal + parts[1] : whole;
   }
+  // What the payer is shown to send: the raw amount rounded up to 6 significant digits,
+  // never past the decimal point (invoices.amounts.round_up_shown), as a decimal string.
+  function shown(raw, decimals) {
+    var value = BigInt(raw);
+    if (value <= 0n) return "0";
+    var cut = Math.min(Math.max(value.toString().length - 6, 0), decimals);
+    var unit = 10n ** BigInt(cut);
+    value = ((value + unit - 1n) / unit) * unit;
+    var scale = 10n ** BigInt(decimals);
+    var fraction = (value % scale).toString().padStart(decimals, "0").replace(/0+$/, "");
+    return (value / scale).toString() + (fraction ? "." + fraction : "");
+  }
   function setText(id, text) { var el = $(id); if (el && el.textContent !== text) el.textContent = text; }
 
   function render(s) {
     var previous = state;
     state = s;
     var status = $("status");
-    status.textContent = LABELS[s.status] || s.status;
+    var partly = s.status === "pending" && BigInt(s.balanceRaw) > 0n;
+    status.textContent = LABELS[partly ? "partial" : s.status] || s.status;
     status.className = "status status-" + s.status;
     $("payment").setAttribute("data-status", s.status);
-    setText("amount", amount(s.amount));
-    setText("remaining", amount(s.remaining));
-    setText("pay-remaining", amount(s.remaining));
+    setText("amount", amount(shown(s.requiredRaw, s.decimals)));
+    setText("remaining", amount(shown(s.remainingRaw, s.decimals)));
+    setText("pay-remaining", amount(shown(s.remainingRaw, s.decimals)));
     var pending = s.status === "pending";
+    $("expires-fact").hidden = !pending;
+    $("copy").hidden = !pending;
     $("pay-section").hidden = !pending;
     $("done-section").hidden = pending;
     setText("done-text", DONE[s.status] || "");
@@ -316,7 +331,7 @@
   }
 
   // Start ---------------------------------------------------------------------------
-  $("copy").hidden = false;
+  $("copy").hidden = state.status !== "pending";
   $("copy").addEventListener("click", copyAddress);
   if (window.ethereum && typeof window.ethereum.request === "function") {
     $("wallet").hidden = false;
