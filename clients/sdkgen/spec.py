@@ -28,6 +28,7 @@ ABSENT_FROM_OLDER_SERVERS: dict[tuple[str, str], Any] = {
     ("FeeSettings", "factory"): None,
     ("EscrowExportLine", "factory"): None,
     ("OwnerSettings", "underpaymentToleranceBps"): 0,
+    ("OwnerSettings", "reportingCurrency"): None,
 }
 
 

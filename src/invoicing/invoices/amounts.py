@@ -48,5 +48,5 @@ def round_up_shown(raw: int, decimals: int, digits: int = SHOWN_DIGITS) -> int:
     and more by under one part in 10**(digits - 1)."""
     if raw <= 0:
         return raw
-    unit = min(10 ** max(len(str(raw)) - digits, 0), 10**decimals)
+    unit: int = min(10 ** max(len(str(raw)) - digits, 0), 10**decimals)
     return -(-raw // unit) * unit

@@ -148,9 +148,9 @@ async def record_paid_rates(db: Database, chain: ChainGateway, now_ms: int) -> i
         due = (await session.execute(statement)).all()
     rates: dict[tuple[str | None, str], tuple[str | None, str | None] | None] = {}
     for _pk, token, currency in due:
-        key = (token, currency)
+        key = (token, str(currency))  # the query takes owners with a reporting currency only
         if key not in rates:
-            rates[key] = await _rate_or_none(chain, token, currency, now_ms)
+            rates[key] = await _rate_or_none(chain, token, key[1], now_ms)
     rows = [
         {
             "invoice_pk": pk,
@@ -160,7 +160,7 @@ async def record_paid_rates(db: Database, chain: ChainGateway, now_ms: int) -> i
             "recorded_at": now_ms,
         }
         for pk, token, currency in due
-        if (found := rates[(token, currency)]) is not None
+        if (found := rates[(token, str(currency))]) is not None
     ]
     if rows:
         async with db.transaction() as session:

@@ -302,6 +302,11 @@ export interface OwnerSettings {
    * invoice created from now on.
    */
   underpaymentToleranceBps?: number;
+  /**
+   * The ISO 4217 currency the dashboard shows values and totals in beside the token amounts
+   * (null: none chosen).
+   */
+  reportingCurrency?: string | null;
 }
 
 /** The fiat price an invoice was created with (docs/integration/pricing.md). */

@@ -300,6 +300,7 @@ class OwnerSettings(_Model):
 
     webhook_api_key_header: bool
     underpayment_tolerance_bps: int = 0
+    reporting_currency: str | None = None
 
 
 class PagePrice(_Model):
