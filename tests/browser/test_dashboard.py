@@ -133,7 +133,7 @@ async def test_sign_in_create_pay_live_and_refund_with_the_wallet(
 
         # Pay it on anvil from another account: the open page turns paid without a reload.
         await page.click("#created-detail")
-        await expect(page.locator("#status")).to_have_text("pending")
+        await expect(page.locator("#status")).to_have_text("awaiting payment")
         await page.evaluate("window.__notReloaded = true")
         escrow = hosted.rsplit("/", 1)[1]
         await evm.transact(payer.key.to_0x_hex(), escrow, b"", value=10**18)
@@ -162,6 +162,7 @@ async def test_sign_in_create_pay_live_and_refund_with_the_wallet(
 
         # The fee, signed in the wallet as EIP-712 SetFee and relayed.
         await page.click("nav >> text=Settings")
+        await page.click("#fees > summary")  # a platform's setting, folded for a single shop
         await page.fill(f"#fee-{dev.chain_id}", "25")
         await page.click(f"#fee-form-{dev.chain_id} button[type=submit]")
         await expect(page.locator(f"#fee-form-{dev.chain_id} [data-status]")).to_contain_text(
@@ -180,7 +181,9 @@ async def test_sign_in_create_pay_live_and_refund_with_the_wallet(
         await page.screenshot(path=artifacts / "dashboard-invoices-desktop.png", full_page=True)
         await page.click("nav >> text=Overview")
         await expect(page.locator("#count-completed .n")).to_have_text("1")
-        await expect(page.locator("#volume-chart svg rect")).to_have_count(1)
+        # No reporting currency chosen: one chart per token, each with its legend.
+        await expect(page.locator("figure.chart svg rect.bar")).to_have_count(1)
+        await expect(page.locator("figure.chart li")).to_have_count(1)
         await page.screenshot(path=artifacts / "dashboard-overview-desktop.png", full_page=True)
         await page.set_viewport_size(PHONE)
         for name, path in (

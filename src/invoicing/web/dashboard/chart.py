@@ -74,7 +74,7 @@ def bar_chart_svg(
             height = plot_h * float(value / top)
             x = LEFT + day * slot + slot * 0.1 + index * bar
             parts.append(
-                f'<rect x="{x:.1f}" y="{TOP + plot_h - height:.1f}" width="{bar:.1f}" '
+                f'<rect class="bar" x="{x:.1f}" y="{TOP + plot_h - height:.1f}" width="{bar:.1f}" '
                 f'height="{height:.1f}" fill="{colour}"></rect>'
             )
     for day in (0, days // 2, days - 1):
