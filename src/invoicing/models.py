@@ -10,6 +10,7 @@ from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.invoices.payments import PaymentRecord, PaymentScan
 from invoicing.notifications.models import (
     EndpointHealth,
     Event,
@@ -22,7 +23,7 @@ from invoicing.notifications.models import (
 from invoicing.payments.eip3009.models import GaslessPayment
 from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
 from invoicing.ratelimit import RateLimitWindow
-from invoicing.refunds.models import Refund
+from invoicing.refunds.models import Refund, WalletRefund
 from invoicing.settlement.models import (
     EscrowAsset,
     MetaTransaction,
@@ -51,6 +52,8 @@ __all__ = [
     "OwnerSequence",
     "OwnerSettings",
     "ParkedEscrow",
+    "PaymentRecord",
+    "PaymentScan",
     "RateLimitWindow",
     "Refund",
     "RelayedAuthorization",
@@ -58,6 +61,7 @@ __all__ = [
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",
+    "WalletRefund",
     "WebhookAttempt",
     "WebhookEvent",
     "WebhookSecret",
