@@ -11,6 +11,7 @@ from invoicing.db import Base
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.fiat import PaidRate
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.invoices.payments import PaymentRecord, PaymentScan
 from invoicing.notifications.models import (
     EndpointHealth,
     Event,
@@ -23,7 +24,7 @@ from invoicing.notifications.models import (
 from invoicing.payments.eip3009.models import GaslessPayment
 from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
 from invoicing.ratelimit import RateLimitWindow
-from invoicing.refunds.models import Refund
+from invoicing.refunds.models import Refund, WalletRefund
 from invoicing.settlement.models import (
     EscrowAsset,
     MetaTransaction,
@@ -53,6 +54,8 @@ __all__ = [
     "OwnerSettings",
     "PaidRate",
     "ParkedEscrow",
+    "PaymentRecord",
+    "PaymentScan",
     "RateLimitWindow",
     "Refund",
     "RelayedAuthorization",
@@ -60,6 +63,7 @@ __all__ = [
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",
+    "WalletRefund",
     "WebhookAttempt",
     "WebhookEvent",
     "WebhookSecret",

@@ -44,6 +44,7 @@ def test_the_owner_view_reads_refund_and_settlement_tables_not_services() -> Non
     assert found == {
         "invoicing.invoices.coverage",
         "invoicing.invoices.models",
+        "invoicing.invoices.payments",
         "invoicing.invoices.views",
         "invoicing.refunds.models",
         "invoicing.settlement.models",

@@ -29,6 +29,7 @@ from invoicing.chain.escrows import create2_address
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.feeds import FeedRound
 from invoicing.chain.gateway import ChainGateway, NonceUse, configured_symbol
+from invoicing.chain.transfers import Transfer
 from invoicing.errors import ChainUnavailable
 from invoicing.hashing import keccak256
 
@@ -97,6 +98,10 @@ class FakeChain:
         # Method name → the exception every call of it raises.
         self.errors: dict[str, Exception] = {}
         self.block_times: dict[int, int] = {}  # block → its timestamp (unix s), if not the default
+        # Transfers into escrows (``record_transfer``): (token or None, the transfer).
+        self.transfers: list[tuple[str | None, Transfer]] = []
+        self.block_hashes: dict[int, str] = {}  # block → its hash, if not the default
+        self.transactions: dict[str, dict[str, Any]] = {}  # hash → eth_getTransactionByHash
 
     @property
     def block(self) -> int:
@@ -124,6 +129,24 @@ class FakeChain:
     def pay(self, address: str, amount: int, token: str | None = None) -> None:
         book = self.native if token is None else self.tokens[token.lower()]
         book[address.lower()] = book.get(address.lower(), 0) + amount
+
+    def record_transfer(
+        self, to: str, sender: str, amount: int, token: str | None = None, source: str = "tx"
+    ) -> Transfer:
+        """A transfer mined in the head block: paid into ``to`` and listed for the
+        transfer reads."""
+        self.pay(to, amount, token)
+        number = self.block
+        tx_hash = "0x" + keccak256(f"{len(self.transfers)}:{to}".encode()).hex()
+        transfer = Transfer(
+            normalize_address(to), tx_hash, source, normalize_address(sender), amount, number,
+            self._hash_of(number),
+        )  # fmt: skip
+        self.transfers.append((None if token is None else token.lower(), transfer))
+        return transfer
+
+    def _hash_of(self, block: int) -> str:
+        return self.block_hashes.get(block, "0x" + block.to_bytes(32, "big").hex())
 
     def _check(self, method: str) -> None:
         if not self.available:
@@ -325,6 +348,33 @@ class FakeChain:
     async def is_known_transaction(self, tx_hash: str) -> bool:
         self._check("is_known_transaction")
         return tx_hash in self.known
+
+    async def token_transfers(
+        self, token: str, escrows: Sequence[str], from_block: int, to_block: int
+    ) -> list[Transfer]:
+        self._check("token_transfers")
+        return [
+            t for asset, t in self.transfers
+            if asset == token.lower() and t.to in escrows
+            and from_block <= t.block_number <= to_block
+            and t.block_hash == self._hash_of(t.block_number)
+        ]  # fmt: skip
+
+    async def native_transfers(self, escrows: Sequence[str], block: int) -> list[Transfer]:
+        self._check("native_transfers")
+        return [
+            t for asset, t in self.transfers
+            if asset is None and t.to in escrows and t.block_number == block
+            and t.block_hash == self._hash_of(block)
+        ]  # fmt: skip
+
+    async def block_hash(self, block: int) -> str | None:
+        self._check("block_hash")
+        return self._hash_of(block) if block <= self.block else None
+
+    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
+        self._check("transaction")
+        return self.transactions.get(tx_hash)
 
     async def aclose(self) -> None:
         """Nothing to close: no connection."""

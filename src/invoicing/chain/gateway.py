@@ -30,6 +30,7 @@ from invoicing.chain.quorum import (
 )
 from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
 from invoicing.chain.roles import ChainGateway, NonceUse
+from invoicing.chain.transfers import Transfer, TransferReader
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable
 
@@ -47,6 +48,7 @@ class EvmGateway:
         self._init_code_hash = init_code_hash
         self.highest_block = 0  # the highest head any URL reported to this gateway
         self._reader: str | None = None  # the EscrowReader's address, "" if not deployed
+        self._transfers = TransferReader(evm)
 
     async def aclose(self) -> None:
         await self.evm.aclose()
@@ -237,6 +239,41 @@ class EvmGateway:
 
     async def is_known_transaction(self, tx_hash: str) -> bool:
         return await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash]) is not None
+
+    async def token_transfers(
+        self, token: str, escrows: Sequence[str], from_block: int, to_block: int
+    ) -> list[Transfer]:
+        try:
+            return await self._transfers.token_transfers(token, escrows, from_block, to_block)
+        except RpcError as exc:
+            raise ChainUnavailable(
+                f"transfer logs unreadable on chain {self.config.chain_id}"
+            ) from exc
+
+    async def native_transfers(self, escrows: Sequence[str], block: int) -> list[Transfer]:
+        try:
+            return await self._transfers.native_transfers(escrows, block)
+        except RpcError as exc:
+            raise ChainUnavailable(
+                f"block {block} unreadable on chain {self.config.chain_id}"
+            ) from exc
+
+    async def block_hash(self, block: int) -> str | None:
+        try:
+            return await self._transfers.block_hash(block)
+        except RpcError as exc:
+            raise ChainUnavailable(
+                f"block {block} unreadable on chain {self.config.chain_id}"
+            ) from exc
+
+    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
+        try:
+            found = await self.evm.call_rpc("eth_getTransactionByHash", [tx_hash])
+        except RpcError as exc:
+            raise ChainUnavailable(
+                f"transaction unreadable on chain {self.config.chain_id}"
+            ) from exc
+        return found if isinstance(found, dict) else None
 
 
 def configured_symbol(config: ChainConfig, token: str | None) -> str:

@@ -2,7 +2,8 @@
 
 - ``EscrowReads``: the head and escrow balances at one block (the monitor, status lookups);
 - ``ContractState``: the factory's and tokens' state a signed request depends on;
-- ``TransactionSender``: what the relayer needs to send and follow its transactions.
+- ``TransactionSender``: what the relayer needs to send and follow its transactions;
+- ``TransferReads``: transfers into escrows, the payments of record.
 
 Signing is not here: the relayer holds its key. ``chain.gateway.EvmGateway`` answers over
 JSON-RPC; ``chain.fake.FakeChain`` ships beside it for unit tests, and
@@ -19,6 +20,7 @@ from invoicing.chain.config import ChainConfig
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.feeds import FeedRound
 from invoicing.chain.reader import Group
+from invoicing.chain.transfers import Transfer
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,31 @@ class TransactionSender(Protocol):
         ...
 
 
-class ChainGateway(EscrowReads, ContractState, TransactionSender, Protocol):
+class TransferReads(Protocol):
+    """Transfers into escrows, for the payments of record (``chain.transfers``)."""
+
+    async def token_transfers(
+        self, token: str, escrows: Sequence[str], from_block: int, to_block: int
+    ) -> list[Transfer]:
+        """ERC-20 ``Transfer`` logs of ``token`` to ``escrows`` in the blocks from
+        ``from_block`` to ``to_block`` (both included)."""
+        ...
+
+    async def native_transfers(self, escrows: Sequence[str], block: int) -> list[Transfer]:
+        """Native coin sent to ``escrows`` in ``block``: by transactions, and by contracts
+        during them where the node offers traces."""
+        ...
+
+    async def block_hash(self, block: int) -> str | None:
+        """The hash of the block at height ``block`` now (None: the node has none there)."""
+        ...
+
+    async def transaction(self, tx_hash: str) -> dict[str, Any] | None:
+        """``eth_getTransactionByHash`` as the node answers it (None: unknown to it)."""
+        ...
+
+
+class ChainGateway(EscrowReads, ContractState, TransactionSender, TransferReads, Protocol):
     """Every role of one chain, as the registry hands it out (``EvmGateway``; the fake is
     ``chain.fake.FakeChain``)."""
 

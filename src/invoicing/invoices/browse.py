@@ -19,10 +19,12 @@ from typing import Any
 
 from sqlalchemy import and_, exists, func, or_, select, tuple_
 
+from invoicing.addresses import checksum_encode
 from invoicing.db import Database
 from invoicing.invoices.fiat import PaidRate, value_in
 from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.payments import PaymentRecord
 from invoicing.notifications.models import Event, EventStatus, WebhookEvent
 
 DAY_MS = 86_400_000
@@ -40,7 +42,9 @@ class BrowseFilter:
     token: str | None = None  # a token address, or "native"
     date_from: int | None = None  # created at or after (unix ms)
     date_to: int | None = None  # created before (unix ms)
-    search: str | None = None  # an invoiceId, or a paymentAddress (0x + 40 hex)
+    # An invoiceId, an address (0x + 40 hex: the paymentAddress or a payer of record) or a
+    # transaction hash of a payment of record (0x + 64 hex).
+    search: str | None = None
     webhook_failing: bool = False
 
 
@@ -89,13 +93,25 @@ def _conditions(query: BrowseFilter) -> list[Any]:
         conditions.append(Invoice.created_at < query.date_to)
     if query.search:
         term = query.search.strip()
-        if len(term) == 42 and term.lower().startswith("0x"):
-            conditions.append(func.lower(Invoice.payment_address) == term.lower())
-        else:
-            conditions.append(Invoice.invoice_id == term)
+        conditions.append(_searched(term))
     if query.webhook_failing:
         conditions.append(_failing_webhook())
     return conditions
+
+
+def _searched(term: str) -> Any:
+    """Invoices that ``term`` names: by invoiceId, escrow or payer address, or payment
+    transaction hash (``invoices.payments``; the records' indexes find them)."""
+    digits = term[2:]
+    is_hex = term.lower().startswith("0x") and all(c in "0123456789abcdefABCDEF" for c in digits)
+    if is_hex and len(digits) == 40:
+        payer = checksum_encode(bytes.fromhex(digits))
+        paid_by = select(PaymentRecord.invoice_id).where(PaymentRecord.from_address == payer)
+        return or_(func.lower(Invoice.payment_address) == term.lower(), Invoice.id.in_(paid_by))
+    if is_hex and len(digits) == 64:
+        paid_in = select(PaymentRecord.invoice_id).where(PaymentRecord.tx_hash == term.lower())
+        return Invoice.id.in_(paid_in)
+    return Invoice.invoice_id == term
 
 
 def _page_statement(query: BrowseFilter, after: tuple[int, str] | None, limit: int) -> Any:

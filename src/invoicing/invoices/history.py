@@ -18,6 +18,7 @@ from invoicing.db import Database
 from invoicing.errors import NotFound
 from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import other_balances_in, refunds_in
+from invoicing.invoices.payments import payments_in
 from invoicing.notifications.models import Event, WebhookAttempt, WebhookEvent
 from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
 
@@ -44,6 +45,7 @@ class History:
     invoice: Invoice
     events: Sequence[Event] = ()
     sweeps: list[Sweep] = field(default_factory=list)
+    payments: list[dict[str, Any]] = field(default_factory=list)
     refunds: list[dict[str, Any]] = field(default_factory=list)
     other_balances: list[dict[str, Any]] = field(default_factory=list)
     deliveries: list[Delivery] = field(default_factory=list)
@@ -81,6 +83,7 @@ async def invoice_history(db: Database, owner_key: str, invoice_pk: str) -> Hist
         )
         found.sweeps = [Sweep(*row) for row in sweeps]
         if invoice.has_extras:
+            found.payments = (await payments_in(session, [invoice_pk])).get(invoice_pk, [])
             found.refunds = (await refunds_in(session, [invoice_pk])).get(invoice_pk, [])
             found.other_balances = (await other_balances_in(session, [invoice_pk])).get(
                 invoice_pk, []

@@ -59,6 +59,7 @@ pending → expired                                     ``invoice.expired`` (and
 pending/expired → cancelled (DELETE)                  ``invoice.cancelled``
 paid → completed (a confirmed sweep)                  ``invoice.completed``
 a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no status move)
+transfers recorded (``monitor.records``)              ``invoice.payment_recorded`` (no move)
 ====================================================  ==========================================
 
 Nothing but the payer moves a pending invoice's reading: a refund is refused while the
@@ -118,6 +119,7 @@ class InvoiceEvent(enum.StrEnum):
     CANCELLED = "invoice.cancelled"
     COMPLETED = "invoice.completed"
     REFUNDED = "invoice.refunded"
+    PAYMENT_RECORDED = "invoice.payment_recorded"
 
 
 class Effect(enum.Flag):

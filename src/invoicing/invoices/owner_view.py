@@ -1,5 +1,5 @@
-"""The owner's view of an invoice: the Invoice object with its ``refunds`` and the
-``otherBalances`` found in its escrow.
+"""The owner's view of an invoice: the Invoice object with its ``payments`` of record, its
+``refunds`` and the ``otherBalances`` found in its escrow.
 
 The owner routes answer with it, and every event carries it as ``data.invoice`` (the invoice
 as the move left it). Both read the refund and settlement tables here, through their models
@@ -8,7 +8,7 @@ would bring the services back into the recording of events.
 
 Only invoices flagged ``has_extras`` can have either; the others cost no query.
 
-Imports that run up: ``refunds.models`` and ``settlement.models``, the two tables only (both
+Imports that run up: ``refunds.models`` and ``settlement.models``, their tables only (both
 packages sit above invoices because their services move invoices).
 """
 
@@ -24,8 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
 from invoicing.invoices.coverage import last_checked_of, shard_records
 from invoicing.invoices.models import Invoice
+from invoicing.invoices.payments import payments_in
 from invoicing.invoices.views import invoice_to_dict
-from invoicing.refunds.models import Refund
+from invoicing.refunds.models import Refund, WalletRefund
 from invoicing.settlement.models import EscrowAsset
 
 # Invoices per statement (bound parameters stay far under both databases' limits).
@@ -42,15 +43,18 @@ async def owner_views(
     ``lastCheckedAt`` of its shard's passes)."""
     records = await shard_records(session, invoices)
     with_extras = sorted({invoice.id for invoice in invoices if invoice.has_extras})
+    payments: dict[str, list[dict[str, Any]]] = {}
     refunds: dict[str, list[dict[str, Any]]] = {}
     others: dict[str, list[dict[str, Any]]] = {}
     if with_extras:
+        payments = await payments_in(session, with_extras)
         refunds = await refunds_in(session, with_extras)
         others = await other_balances_in(session, with_extras)
     return [
         invoice_to_dict(
             invoice,
             payment_page_url,
+            payments=payments.get(invoice.id),
             refunds=refunds.get(invoice.id),
             other_balances=others.get(invoice.id),
             last_checked_at=last_checked_of(invoice, records),
@@ -63,7 +67,8 @@ async def owner_views(
 async def refunds_in(
     session: AsyncSession, invoice_ids: Sequence[str]
 ) -> dict[str, list[dict[str, Any]]]:
-    """The ``refunds`` of each invoice that has some, oldest first, by invoice id."""
+    """The ``refunds`` of each invoice that has some, oldest first, by invoice id: those
+    from its escrow and those paid from the owner's wallet after the sweep, in one shape."""
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     rows = await session.scalars(
         select(Refund)
@@ -72,6 +77,15 @@ async def refunds_in(
     )
     for refund in rows:
         found[refund.invoice_id].append(refund_view(refund))
+    from_wallets = await session.scalars(
+        select(WalletRefund)
+        .where(WalletRefund.invoice_id.in_(list(invoice_ids)))
+        .order_by(WalletRefund.created_at, WalletRefund.tx_hash)
+    )
+    for paid in from_wallets:
+        found[paid.invoice_id].append(wallet_refund_view(paid))
+    for listed in found.values():
+        listed.sort(key=lambda refund: refund["createdAt"])
     return found
 
 
@@ -106,6 +120,19 @@ async def other_balances_in(
             entry = {"tokenAddress": _shown_token(key), "balanceRaw": balance_raw}
             found.setdefault(invoice_id, []).append(entry)
     return found
+
+
+def wallet_refund_view(refund: WalletRefund) -> dict[str, Any]:
+    """A refund paid from the owner's wallet (``refunds.wallet``), in the shape of an escrow
+    refund: confirmed, since it is recorded only once mined."""
+    return {
+        "txHash": refund.tx_hash,
+        "to": refund.to_address,
+        "tokenAddress": refund.token_address,
+        "amountRaw": refund.amount_raw,
+        "status": "confirmed",
+        "createdAt": refund.created_at,
+    }
 
 
 def _shown_token(key: str) -> str | None:

@@ -18,14 +18,16 @@ def invoice_to_dict(
     invoice: Invoice | InvoiceRow,
     payment_page_url: str,
     *,
+    payments: list[dict[str, Any]] | None = None,
     refunds: list[dict[str, Any]] | None = None,
     other_balances: list[dict[str, Any]] | None = None,
     last_checked_at: int | None = None,
     x402: frozenset[tuple[int, str]] = frozenset(),
 ) -> dict[str, Any]:
     """The Invoice object (docs/reference/api.md; a loaded row, or one just created or re-checked).
-    The owner's view passes the invoice's ``refunds`` and ``other_balances``: other assets
-    found in the escrow and not swept yet (``invoices.owner_view``); each key is present
+    The owner's view passes the invoice's ``payments`` of record, ``refunds`` and
+    ``other_balances``: other assets found in the escrow and not swept yet
+    (``invoices.owner_view``); each key is present
     only when there are some. ``last_checked_at``: the invoice's ``lastCheckedAt`` from its
     shard's passes (``invoices.coverage``); default the row's own. ``x402``: the tokens with
     EIP-3009 (``x402_tokens``): an invoice in one carries ``x402Url``, its x402 resource."""
@@ -71,6 +73,8 @@ def invoice_to_dict(
     if token is not None and (invoice.chain_id, token.lower()) in x402:
         body["x402Url"] = payment_url(payment_page_url, invoice.payment_address) + "/x402"
     body.update(price_fields(invoice))
+    if payments:
+        body["payments"] = payments
     if refunds:
         body["refunds"] = refunds
     if other_balances:

@@ -31,6 +31,7 @@ from invoicing.invoices.lifecycle import (
 )
 from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 from invoicing.invoices.notify import Occurrence, record_events
+from invoicing.invoices.payments import queue_scans, scan_of
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ async def store_balances(
     balances: Mapping[str, int | None],
     block: int,
     paid_from_block: int | None = None,
+    first_unread: int | None = None,
 ) -> Stored:
     """Apply readings made at ``block`` under row locks (a concurrent checker cannot
     double-fire a webhook); the lifecycle decides on each row as locked, and the moves'
@@ -124,7 +126,9 @@ async def store_balances(
     whose stored balance was read at a later block is left as it is (a worker that paused
     between its read and this write never moves a balance back) and returned as it stands.
     ``paid_from_block``: the first block a payment found now can be in (the detection lag
-    of each invoice marked paid is measured from its timestamp)."""
+    of each invoice marked paid is measured from its timestamp). Each changed balance queues
+    a scan for its transfers (``invoices.payments``; ``first_unread``: the first block the
+    pass that read it had not read, when known), recorded later by ``monitor.records``."""
     now_ms = services.clock.now_ms()
     newly_paid: list[Invoice] = []
     async with services.db.transaction() as session:
@@ -136,6 +140,7 @@ async def store_balances(
         )
         stored = []
         occurred = []
+        scans = []
         for invoice in rows:
             balance_raw = balances[invoice.id]
             if balance_raw is None:
@@ -143,6 +148,11 @@ async def store_balances(
             stored.append(invoice)
             if invoice.balance_block > block:
                 continue
+            if balance_raw != int(invoice.balance_raw):
+                scan = scan_of(
+                    invoice.id, invoice.chain_id, invoice.balance_block, block, first_unread
+                )
+                scans.append(scan)
             deleted = invoice.deleted_at is not None
             step = on_reading(invoice, balance_raw, now_ms, deleted=deleted)
             invoice.last_checked_at = now_ms
@@ -155,6 +165,7 @@ async def store_balances(
             if Effect.MARK_PAID in step.effects:
                 newly_paid.append(invoice)
         await record_events(session, services.settings, now_ms, occurred)
+        await queue_scans(session, services.db.dialect, scans)
     if newly_paid and paid_from_block is not None:
         await observe_detection(services, newly_paid[0].chain_id, paid_from_block, newly_paid)
     return Stored(stored, newly_paid)

@@ -104,7 +104,9 @@ async def run_block_pass(
     payment found now is in it or after it; default ``block``)."""
     paid_from = block if first_unread is None else min(first_unread, block)
     records = await load_records(services, chain.config.chain_id, shards)
-    return await _run(services, chain, block, shards, InvoiceStatus.PENDING, paid_from, records)
+    return await _run(
+        services, chain, block, shards, InvoiceStatus.PENDING, paid_from, records, first_unread
+    )
 
 
 async def run_due_pass(
@@ -147,6 +149,7 @@ async def _run(
     status: InvoiceStatus,
     paid_from_block: int,
     records: Mapping[int, MonitorShard],
+    first_unread: int | None = None,
 ) -> PassResult:
     """One pass over ``shards``: select each shard's watched invoices of ``status``, read
     them in batches across shards and assets (one EscrowReader call per ``monitor_read_gas``
@@ -164,7 +167,7 @@ async def _run(
             rows = await rows_at(services.db, chain_id, status, list(picked))
             tags, readings = rows, [picked[row.payment_address] for row in rows]
         async with stores:
-            await _store(services, block, tags, readings, status, records, counts)
+            await _store(services, block, tags, readings, status, records, counts, first_unread)
 
     batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
@@ -240,6 +243,7 @@ async def _store(
     status: InvoiceStatus,
     records: Mapping[int, MonitorShard],
     counts: _Counts,
+    first_unread: int | None = None,
 ) -> None:
     """Write the readings (made at ``block``) that change something (a readable reading of an
     invoice flagged unreadable clears the flag); flag the newly unreadable; stop watching
@@ -261,7 +265,8 @@ async def _store(
     counts.updated += len(changed)
     ids = list(changed)
     for start in range(0, len(ids), STORE_CHUNK):
-        stored = await store_balances(services, ids[start : start + STORE_CHUNK], changed, block)
+        chunk = ids[start : start + STORE_CHUNK]
+        stored = await store_balances(services, chunk, changed, block, first_unread=first_unread)
         counts.paid += len(stored.newly_paid)
         counts.newly_paid.extend(stored.newly_paid)
     newly_unreadable = [row for row in unreadable if not row.unreadable]

@@ -9,7 +9,9 @@ seen within one block; then the due pass reads the shards no pass read within th
 (pending every 20 s when the head stands still, expired at the lower rate), and every
 ``lifetime_poll_interval_s`` the lifetime pass reads the escrows whose low-rate lifetime
 check is due (``monitor.lifetime``), and the invoices paid since are given their rate at
-payment in their owner's reporting currency (``invoices.fiat``).
+payment in their owner's reporting currency (``invoices.fiat``). Beside the passes, in a task
+of its own, the payments-of-record step (``monitor.records``) reads the transfers behind the
+balance changes the passes saw, once per new block.
 
 On a chain whose blocks come at a steady pace (12 s on Ethereum) the head is not polled
 every ``monitor_poll_interval_s`` but once the next block is due (``HeadPacer``), so at rest
@@ -38,6 +40,7 @@ from invoicing.invoices.fiat import record_paid_rates
 from invoicing.monitor.check import confirmed_at
 from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.monitor.passes import run_block_pass, run_due_pass
+from invoicing.monitor.records import run_records_step
 from invoicing.monitor.shards import ShardLeases
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
@@ -194,6 +197,11 @@ async def _watch(
     last_block: int | None = None
     last_shards: tuple[int, ...] = ()
     last_lifetime_ms: int | None = None
+    recording: asyncio.Task[None] | None = None
+    recorded_at: int | None = None
+    recorded_s = 0.0
+    interval_s = services.settings.monitor_interval_s
+    changed = False
     failures = 0
     while not stop.is_set():
         database_lost = False
@@ -204,15 +212,26 @@ async def _watch(
             shards = leases.held()
             # Shards just taken over are read at once, like a new block.
             if shards and (block != last_block or not set(shards) <= set(last_shards)):
-                first_unread = block if last_block is None else last_block + 1
+                # After a start the first block unread is unknown (None: the pass decides).
+                first_unread = None if last_block is None else last_block + 1
                 with metrics.monitor_pass(chain_id, "block"):
-                    await run_block_pass(services, chain, block, first_unread, shards)
+                    passed = await run_block_pass(services, chain, block, first_unread, shards)
                 last_block = block
+                changed = changed or passed.updated > 0
             last_shards = shards
             result = None
             if shards:
                 with metrics.monitor_pass(chain_id, "due"):
                     result = await run_due_pass(services, chain, block, shards)
+                changed = changed or result.updated > 0
+            # The payments of record, beside the passes (never before them): at a new block,
+            # after a pass wrote a change, and every monitor interval (scans a live re-check
+            # queued).
+            now_s = time.monotonic()
+            due = changed or block != recorded_at or now_s - recorded_s >= interval_s
+            if due and (recording is None or recording.done()):
+                recorded_at, recorded_s, changed = block, now_s, False
+                recording = asyncio.create_task(_record_payments(services, chain, block))
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
                 with metrics.monitor_pass(chain_id, "lifetime"):
@@ -245,3 +264,14 @@ async def _watch(
             continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=delay)
+    if recording is not None:
+        await recording
+
+
+async def _record_payments(services: Services, chain: ChainGateway, block: int) -> None:
+    """One run of the payments-of-record step (``monitor.records``); a failure is logged and
+    the scans wait for the next run."""
+    try:
+        await run_records_step(services, chain, block)
+    except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
+        log.warning("payments of record on chain %s not read (%s)", chain.config.chain_id, exc)

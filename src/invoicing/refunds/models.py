@@ -1,4 +1,7 @@
-"""Refunds the relayer sent from invoice escrows, one row per relayed ``refundMeta``."""
+"""Refunds of an invoice: from its escrow (``Refund``, one row per relayed ``refundMeta``), or,
+once the escrow was swept, from the owner's wallet (``WalletRefund``, a transfer the owner
+signed and paid for, checked on chain). The owner's view lists both as its ``refunds``
+(``invoices.owner_view``)."""
 
 from __future__ import annotations
 
@@ -43,3 +46,21 @@ class Refund(Base):
 def pending_refund_ids() -> Any:
     """Invoice ids whose escrow has a refund in flight: no sweep may take it meanwhile."""
     return select(Refund.invoice_id).where(Refund.status == RefundStatus.SUBMITTED)
+
+
+class WalletRefund(Base):
+    """A refund of a swept invoice paid from the owner's wallet: a plain transfer (native
+    coin, or an ERC-20 ``transfer``) the owner sent, recorded once the chain shows it mined,
+    from the owner, to ``to_address``, of ``amount_raw`` (``refunds.wallet``)."""
+
+    __tablename__ = "wallet_refunds"
+    __table_args__ = (Index("ix_wallet_refunds_invoice", "invoice_id", "created_at"),)
+
+    tx_hash: Mapped[str] = mapped_column(String(66), primary_key=True)  # lowercase hex
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"))
+    from_address: Mapped[str] = mapped_column(String(42))
+    to_address: Mapped[str] = mapped_column(String(42))
+    token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
+    amount_raw: Mapped[str] = mapped_column(RAW)
+    block_number: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)

@@ -1,7 +1,7 @@
 """owner_settings.reporting_currency and invoice_paid_rates: fiat values for the dashboard
 
 Revision ID: 0055_reporting_currency
-Revises: 0025_invoice_balance_block
+Revises: 0050_payment_records
 Create Date: 2026-12-01 12:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0055_reporting_currency"
-down_revision: str | Sequence[str] | None = "0025_invoice_balance_block"
+down_revision: str | Sequence[str] | None = "0050_payment_records"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

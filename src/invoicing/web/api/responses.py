@@ -45,6 +45,19 @@ class Refund(WireModel):
     createdAt: TimestampMs
 
 
+class Payment(WireModel):
+    """A transfer into the invoice's escrow, as the chain shows it (docs: Invoices)."""
+
+    # ``from`` is a Python keyword: the field is ``from_``, read and written as ``from``.
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, serialize_by_alias=True)
+
+    txHash: TxHash
+    from_: AddressOut = Field(alias="from")
+    amountRaw: RawAmount
+    tokenAddress: AddressOut | None = Field(description="null: the native coin.")
+    blockNumber: int
+
+
 class OtherBalance(WireModel):
     """An asset in the escrow other than the invoice's own, not swept yet."""
 
@@ -124,6 +137,10 @@ class Invoice(WireModel):
     )
     tolerance: Tolerance | None = Field(
         default=None, description="Present only when the owner accepted an underpayment."
+    )
+    payments: list[Payment] | None = Field(
+        default=None,
+        description="The transfers into the escrow (payments of record); present only when any.",
     )
     refunds: list[Refund] | None = Field(default=None, description="Present only when any.")
     otherBalances: list[OtherBalance] | None = Field(

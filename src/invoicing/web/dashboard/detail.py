@@ -1,6 +1,7 @@
 """One invoice: amounts and balances per asset, its events, the explorer links of its
 sweeps and refunds, its webhook deliveries with every attempt and a redeliver button, and
-the refund form the wallet signs. Its summary refreshes itself (htmx), so a payment shows
+the refund form the wallet signs (after the sweep, the refund the wallet pays:
+``wallet_refund``). Its summary refreshes itself (htmx), so a payment shows
 without a reload."""
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
+from invoicing.web.dashboard.wallet_refund import wallet_refund_form_html
 from invoicing.web.dashboard.words import event_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -75,6 +77,8 @@ def summary_html(services: Services, found: History, paid: PaidRate | None = Non
                 ("Swept at", e(utc_text(i.withdrawn_at))),
             ]
         )
+        + "<h2>Payments</h2>"
+        + _payments_html(services, found)
         + "<h2>Sweeps and refunds</h2>"
         + _transactions_html(services, found)
         + "<h2>Timeline</h2>"
@@ -120,6 +124,27 @@ def _facts_html(services: Services, found: History) -> str:
             ("Escrow salt", f'<span class="mono">{e(i.salt)}</span>'),
         ]
     )
+
+
+def _payments_html(services: Services, found: History) -> str:
+    """The payments of record: who sent what, in which transaction (``invoices.payments``)."""
+    i = found.invoice
+    rows = [
+        [
+            f'<span class="mono">{e(payment["from"])}</span>',
+            e(
+                amount_text(payment["amountRaw"], i.decimals)
+                if payment["tokenAddress"] == i.token_address
+                else payment["amountRaw"] + " raw"
+            ),
+            e(str(payment["blockNumber"])),
+            explorer_link_html(services, i.chain_id, "tx", payment["txHash"]),
+        ]
+        for payment in found.payments
+    ]
+    if not rows:
+        return '<p class="muted" id="payments">No transfer recorded yet.</p>'
+    return table_html(["From", "#Amount", "#Block", "Transaction"], rows, "Payments", "payments")
 
 
 def _timeline_html(found: History) -> str:
@@ -225,7 +250,11 @@ async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HT
         + "<h2>Webhook deliveries</h2>"
         + _deliveries_html(found, owner)
         + "<h2>Refund</h2>"
-        + _refund_form_html(services, found, owner)
+        + (
+            wallet_refund_form_html(services, found, owner)
+            if found.invoice.status == InvoiceStatus.COMPLETED
+            else _refund_form_html(services, found, owner)
+        )
     )
     return html(f"Invoice {found.invoice.invoice_id}", body, owner, "invoices")
 

@@ -14,6 +14,7 @@ from invoicing.web.dashboard import (
     overview,
     settings_page,
     signed,
+    wallet_refund,
     webhooks,
 )
 
@@ -25,6 +26,7 @@ ROUTERS = (
     invoices.router,
     detail.router,
     signed.router,
+    wallet_refund.router,
     keys.router,
     webhooks.router,
     settings_page.router,

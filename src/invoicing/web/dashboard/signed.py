@@ -40,16 +40,16 @@ def _strings(typed: dict[str, Any]) -> dict[str, Any]:
     return {**typed, "message": message}
 
 
-def _text(data: dict[str, Any], name: str, limit: int = 100) -> str:
+def read_text(data: dict[str, Any], name: str, limit: int = 100) -> str:
     value = data.get(name)
     if not isinstance(value, str) or not value.strip() or len(value) > limit:
         raise InvalidRequest(f"{name}: required", {"field": name})
     return value.strip()
 
 
-def _address(data: dict[str, Any], name: str) -> str:
+def read_address(data: dict[str, Any], name: str) -> str:
     try:
-        address = normalize_address(_text(data, name))
+        address = normalize_address(read_text(data, name))
     except ValueError as exc:
         raise InvalidRequest(f"{name}: {exc}", {"field": name}) from None
     if address == ZERO_ADDRESS:
@@ -57,21 +57,21 @@ def _address(data: dict[str, Any], name: str) -> str:
     return address
 
 
-def _uint(data: dict[str, Any], name: str) -> int:
+def read_uint(data: dict[str, Any], name: str) -> int:
     try:
-        return decimal_digits(_text(data, name, 78))
+        return decimal_digits(read_text(data, name, 78))
     except ValueError:
         raise InvalidRequest(f"{name}: a decimal string of digits", {"field": name}) from None
 
 
 def _chain_id(data: dict[str, Any]) -> int:
-    value = _text(data, "chainId", 19)
+    value = read_text(data, "chainId", 19)
     if not (value.isascii() and value.isdigit()):
         raise InvalidRequest("chainId: a chain id", {"field": "chainId"})
     return int(value)
 
 
-async def _json(request: Request) -> dict[str, Any]:
+async def read_json(request: Request) -> dict[str, Any]:
     if not request.headers.get("content-type", "").startswith("application/json"):
         raise InvalidRequest("send application/json")
     return await json_body(request, services_of(request).settings.max_body_bytes)
@@ -81,10 +81,10 @@ async def _json(request: Request) -> dict[str, Any]:
 async def prepare_refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResponse:
     services = services_of(request)
     invoice = (await invoice_history(services.db, owner.key, invoice_pk)).invoice
-    data = await _json(request)
-    to = _address(data, "to")
+    data = await read_json(request)
+    to = read_address(data, "to")
     try:
-        amount_raw = to_raw(_text(data, "amount"), invoice.decimals)
+        amount_raw = to_raw(read_text(data, "amount"), invoice.decimals)
     except ValueError as exc:
         raise InvalidRequest(f"amount: {exc}", {"field": "amount"}) from None
     prepared = await signing.prepare_refund(services, owner.address, invoice, to, amount_raw)
@@ -107,20 +107,20 @@ async def refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResp
     """Relay the signed Refund as ``refund-meta`` does."""
     services = services_of(request)
     invoice = (await invoice_history(services.db, owner.key, invoice_pk)).invoice
-    data = await _json(request)
+    data = await read_json(request)
     accepted = await submit_refund(
         services,
         RefundRequest(
             owner_address=owner.address,
             chain_id=invoice.chain_id,
             payment_address=invoice.payment_address,
-            to_address=_address(data, "to"),
-            amount_raw=_uint(data, "amountRaw"),
+            to_address=read_address(data, "to"),
+            amount_raw=read_uint(data, "amountRaw"),
             token_address=invoice.token_address,
             token_given=False,
-            nonce=_uint(data, "nonce"),
-            deadline=_uint(data, "deadline"),
-            signature=_text(data, "signature", 4098),
+            nonce=read_uint(data, "nonce"),
+            deadline=read_uint(data, "deadline"),
+            signature=read_text(data, "signature", 4098),
         ),
     )
     return json_answer(
@@ -131,18 +131,18 @@ async def refund(request: Request, invoice_pk: str, owner: SignedIn) -> JSONResp
 
 @router.post("/settings/fee/prepare")
 async def prepare_fee(request: Request, owner: SignedIn) -> JSONResponse:
-    data = await _json(request)
+    data = await read_json(request)
     services = services_of(request)
     prepared = await signing.prepare_set_fee(
-        services, owner.address, _chain_id(data), _uint(data, "feeBps")
+        services, owner.address, _chain_id(data), read_uint(data, "feeBps")
     )
     return _prepared(owner.address, prepared)
 
 
 @router.post("/settings/payout/prepare")
 async def prepare_payout(request: Request, owner: SignedIn) -> JSONResponse:
-    data = await _json(request)
-    payout = _address(data, "payoutAddress")
+    data = await read_json(request)
+    payout = read_address(data, "payoutAddress")
     services = services_of(request)
     prepared = await signing.prepare_set_payout(services, owner.address, _chain_id(data), payout)
     return _prepared(owner.address, prepared)
@@ -151,25 +151,25 @@ async def prepare_payout(request: Request, owner: SignedIn) -> JSONResponse:
 @router.post("/settings/fee")
 async def set_fee(request: Request, owner: SignedIn) -> JSONResponse:
     meta, data = await _signed_meta(request, owner)
-    return await _relay(request, replace(meta, fee_bps=_uint(data, "feeBps")))
+    return await _relay(request, replace(meta, fee_bps=read_uint(data, "feeBps")))
 
 
 @router.post("/settings/payout")
 async def set_payout(request: Request, owner: SignedIn) -> JSONResponse:
     meta, data = await _signed_meta(request, owner)
-    return await _relay(request, replace(meta, payout_address=_address(data, "payoutAddress")))
+    return await _relay(request, replace(meta, payout_address=read_address(data, "payoutAddress")))
 
 
 async def _signed_meta(request: Request, owner: Owner) -> tuple[MetaRequest, dict[str, Any]]:
     """What SetFee and SetPayout submit alike (checked in this order), and the body for the
     field that differs."""
-    data = await _json(request)
+    data = await read_json(request)
     meta = MetaRequest(
         owner_address=owner.address,
         chain_id=_chain_id(data),
-        nonce=_uint(data, "nonce"),
-        deadline=_uint(data, "deadline"),
-        signature=_text(data, "signature", 4098),
+        nonce=read_uint(data, "nonce"),
+        deadline=read_uint(data, "deadline"),
+        signature=read_text(data, "signature", 4098),
     )
     return meta, data
 

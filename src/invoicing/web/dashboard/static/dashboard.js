@@ -1,5 +1,5 @@
 // The dashboard's progressive enhancement: sign-in with an EIP-1193 wallet, EIP-712 forms
-// signed in the wallet, and the CSRF header on every htmx request. No inline script: the
+// signed in the wallet, refunds sent from the wallet, and the CSRF header on every htmx request. No inline script: the
 // page's Content-Security-Policy allows only this file and htmx from this origin.
 (() => {
   "use strict";
@@ -112,6 +112,52 @@
     }
   };
 
+  // A form with data-wallet-send: its fields go to data-prepare, which answers a transaction;
+  // the wallet sends it (and pays its gas); once it is mined its hash goes to the form's
+  // action, where the service checks it on chain.
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  const minedReceipt = async (txHash) => {
+    for (let i = 0; i < 600; i += 1) {
+      const receipt = await window.ethereum.request({
+        method: "eth_getTransactionReceipt",
+        params: [txHash],
+      });
+      if (receipt) return receipt;
+      await sleep(1000);
+    }
+    throw new Error(`Transaction ${txHash} is not mined yet: post it again later.`);
+  };
+
+  const sendFromWallet = async (form) => {
+    const status = form.querySelector("[data-status]");
+    const button = form.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+    try {
+      const fields = Object.fromEntries(new FormData(form).entries());
+      delete fields.csrf;
+      const prepared = await postJson(form.dataset.prepare, fields);
+      const address = await wallet();
+      if (address.toLowerCase() !== prepared.owner.toLowerCase()) {
+        throw new Error(`Switch the wallet to ${prepared.owner}: it pays for this refund.`);
+      }
+      await switchChain(prepared.chainId);
+      say(status, "Confirm the transfer in your wallet…");
+      const txHash = await window.ethereum.request({
+        method: "eth_sendTransaction",
+        params: [prepared.tx],
+      });
+      say(status, `Waiting for transaction ${txHash} to be mined…`);
+      await minedReceipt(txHash);
+      const done = await postJson(form.action, { ...prepared.submit, txHash });
+      say(status, done.message || "Recorded.");
+      form.dispatchEvent(new CustomEvent("signed", { bubbles: true }));
+    } catch (error) {
+      say(status, error.message || String(error), true);
+    } finally {
+      if (button) button.disabled = false;
+    }
+  };
+
   document.addEventListener("click", (event) => {
     const button = event.target.closest("#sign-in");
     if (button) signIn(button);
@@ -161,6 +207,9 @@
     if (form.matches && form.matches("form[data-sign]")) {
       event.preventDefault();
       signAndSend(form);
+    } else if (form.matches && form.matches("form[data-wallet-send]")) {
+      event.preventDefault();
+      sendFromWallet(form);
     } else if (form.matches && form.matches("form[data-logo-form]")) {
       event.preventDefault();
       sendWithLogo(form);

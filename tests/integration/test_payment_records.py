@@ -1,0 +1,155 @@
+"""Payments of record on a real anvil and a real database: every transfer into an escrow is
+recorded with who sent it, from split payments to a contract's internal transfer, and a
+reorg that removes a transfer removes its record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from eth_account import Account
+from sqlalchemy import select
+
+from invoicing.addresses import normalize_address
+from invoicing.chain.abi import encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
+from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.evm import EvmClient
+from invoicing.invoices.models import Invoice
+from invoicing.invoices.owner_view import owner_views
+from invoicing.notifications.models import Event
+from invoicing.services import Services
+from tests.conftest import MakeServices
+from tests.support.monitor_anvil import (
+    FAST,
+    PAYER_KEY,
+    eventually,
+    open_invoice,
+    pay_token,
+    running_workers,
+)
+from tests.support.signing import new_owner
+
+pytestmark = pytest.mark.integration
+
+OTHER_KEY = DEV_PRIVATE_KEYS[7]
+PAYER = Account.from_key(PAYER_KEY).address
+OTHER = Account.from_key(OTHER_KEY).address
+
+
+async def view_of(services: Services, invoice: Invoice) -> dict[str, Any]:
+    async with services.db.sessions() as session:
+        row = await session.get(Invoice, invoice.id)
+        assert row is not None
+        (view,) = await owner_views(session, services.settings.payment_page_url, [row])
+    return view
+
+
+async def payments_of(services: Services, invoice: Invoice) -> list[dict[str, Any]]:
+    return list((await view_of(services, invoice)).get("payments", []))
+
+
+async def wait_for_payments(services: Services, invoice: Invoice, count: int) -> list[Any]:
+    async def enough() -> bool:
+        return len(await payments_of(services, invoice)) == count
+
+    await eventually(enough, what=f"{count} payments of record")
+    return await payments_of(services, invoice)
+
+
+def forwarder_init_code(to: str) -> bytes:
+    """Init code of a contract that, while being created, sends all the value it was given
+    to ``to`` (CALL(gas, to, callvalue, 0, 0, 0, 0)): an internal transfer."""
+    return bytes.fromhex("6000600060006000" + "34" + "73" + to[2:].lower() + "5af1" + "00")
+
+
+async def test_split_native_payments_from_two_senders_and_a_contract_are_recorded(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    services = await make_services(**FAST)
+    invoice = await open_invoice(services, new_owner(), "1", None)
+
+    async with running_workers(services):
+        first = await evm.transact(PAYER_KEY, invoice.payment_address, value=3 * 10**17)
+        second = await evm.transact(OTHER_KEY, invoice.payment_address, value=2 * 10**17)
+        created = await evm.transact(
+            PAYER_KEY, None, forwarder_init_code(invoice.payment_address), value=5 * 10**17
+        )
+        payments = await wait_for_payments(services, invoice, 3)
+        events = await _events(services, invoice, "invoice.payment_recorded")
+
+    contract = normalize_address(created["contractAddress"])
+    assert payments == [
+        _native(first, PAYER, 3 * 10**17),
+        _native(second, OTHER, 2 * 10**17),
+        _native(created, contract, 5 * 10**17),
+    ]
+    view = await view_of(services, invoice)
+    assert (view["status"], view["balanceRaw"]) == ("paid", str(10**18))
+    recorded = [p for event in events for p in event.data["payments"]]
+    assert sorted(recorded, key=lambda p: p["blockNumber"]) == payments
+
+
+async def test_split_token_payments_from_two_senders_are_recorded(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    services = await make_services(**FAST)
+    invoice = await open_invoice(services, new_owner(), "10", None, token=dev.token)
+
+    async with running_workers(services):
+        await pay_token(evm, dev.token, invoice.payment_address, 4 * 10**6)
+        await _pay_token_from(evm, OTHER_KEY, dev.token, invoice.payment_address, 6 * 10**6)
+        payments = await wait_for_payments(services, invoice, 2)
+
+    assert [(p["from"], p["amountRaw"], p["tokenAddress"]) for p in payments] == [
+        (PAYER, str(4 * 10**6), dev.token),
+        (OTHER, str(6 * 10**6), dev.token),
+    ]
+    receipts = [await evm.get_receipt(p["txHash"]) for p in payments]
+    assert [int(r["blockNumber"]) for r in receipts if r] == [p["blockNumber"] for p in payments]
+
+
+async def test_a_reorg_that_removes_a_transfer_removes_its_record(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    services = await make_services(**FAST)
+    invoice = await open_invoice(services, new_owner(), "1", None)
+
+    async with running_workers(services):
+        kept = await evm.transact(PAYER_KEY, invoice.payment_address, value=10**17)
+        await wait_for_payments(services, invoice, 1)
+        dropped = await evm.transact(OTHER_KEY, invoice.payment_address, value=2 * 10**17)
+        await wait_for_payments(services, invoice, 2)
+        # The last block (the second payment's) is replaced by an empty one.
+        head = await evm.block_number()
+        assert int(dropped["blockNumber"]) == head
+        await evm.call_rpc("anvil_reorg", [1, []])
+        await evm.call_rpc("anvil_mine", ["0x1"])
+        payments = await wait_for_payments(services, invoice, 1)
+
+    assert payments == [_native(kept, PAYER, 10**17)]
+    assert await evm.get_receipt(dropped["transactionHash"]) is None
+
+
+def _native(receipt: dict[str, Any], sender: str, amount: int) -> dict[str, Any]:
+    return {
+        "txHash": receipt["transactionHash"],
+        "from": sender,
+        "amountRaw": str(amount),
+        "tokenAddress": None,
+        "blockNumber": int(receipt["blockNumber"]),
+    }
+
+
+async def _pay_token_from(evm: EvmClient, key: str, token: str, to: str, amount: int) -> None:
+    receipt = await evm.transact(key, token, encode_call(TEST_TOKEN, "transfer", to, amount))
+    assert receipt["status"] == 1
+
+
+async def _events(services: Services, invoice: Invoice, event_type: str) -> list[Event]:
+    async with services.db.sessions() as session:
+        rows = await session.scalars(
+            select(Event).where(Event.invoice_pk == invoice.id, Event.type == event_type)
+        )
+        return list(rows)
