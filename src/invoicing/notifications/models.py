@@ -183,3 +183,7 @@ class OwnerSettings(Base):
     # The share of the amount due a payment may fall short by and still pay an invoice, in
     # basis points (0..500); copied into each invoice at creation (``invoices.create``).
     underpayment_tolerance_bps: Mapped[int] = mapped_column(Integer, server_default="0")
+    # How long a paid invoice created with manual capture waits for its capture, and what
+    # happens then: captured (true) or left for the owner to void (``invoices.capture``).
+    capture_window_s: Mapped[int] = mapped_column(BigInteger, server_default="604800")
+    capture_at_window_end: Mapped[bool] = mapped_column(Boolean, server_default=true())

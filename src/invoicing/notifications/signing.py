@@ -197,6 +197,11 @@ async def webhook_options_by_owner(
 
 # The highest underpayment tolerance an owner may set: 5% (docs/integration/pricing.md).
 MAX_TOLERANCE_BPS = 500
+# An owner's capture window: 7 days unless chosen, from an hour to 30 days
+# (docs/integration/invoices.md#manual-capture).
+DEFAULT_CAPTURE_WINDOW_S = 7 * 86_400
+MIN_CAPTURE_WINDOW_S = 3_600
+MAX_CAPTURE_WINDOW_S = 30 * 86_400
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,17 @@ class OwnerChoices:
 
     webhook_api_key_header: bool = True
     underpayment_tolerance_bps: int = 0
+    capture_window_s: int = DEFAULT_CAPTURE_WINDOW_S
+    capture_at_window_end: bool = True
+
+    @classmethod
+    def of(cls, row: OwnerSettings) -> OwnerChoices:
+        return cls(
+            row.webhook_api_key_header,
+            row.underpayment_tolerance_bps,
+            row.capture_window_s,
+            row.capture_at_window_end,
+        )
 
 
 async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
@@ -213,7 +229,7 @@ async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
     row = await session.get(OwnerSettings, owner.lower())
     if row is None:
         return OwnerChoices()
-    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
+    return OwnerChoices.of(row)
 
 
 async def update_settings(
@@ -223,8 +239,17 @@ async def update_settings(
     now_ms: int,
     *,
     underpayment_tolerance_bps: int | None = None,
+    capture_window_s: int | None = None,
+    capture_at_window_end: bool | None = None,
 ) -> OwnerChoices:
     """Store the owner's choices (None: unchanged); returns the choices as they now are."""
+    if capture_window_s is not None and not (
+        MIN_CAPTURE_WINDOW_S <= capture_window_s <= MAX_CAPTURE_WINDOW_S
+    ):
+        raise InvalidRequest(
+            f"captureWindowS must be {MIN_CAPTURE_WINDOW_S}..{MAX_CAPTURE_WINDOW_S}",
+            {"field": "captureWindowS"},
+        )
     if underpayment_tolerance_bps is not None and not (
         0 <= underpayment_tolerance_bps <= MAX_TOLERANCE_BPS
     ):
@@ -240,8 +265,12 @@ async def update_settings(
         row.webhook_api_key_header = webhook_api_key_header
     if underpayment_tolerance_bps is not None:
         row.underpayment_tolerance_bps = underpayment_tolerance_bps
+    if capture_window_s is not None:
+        row.capture_window_s = capture_window_s
+    if capture_at_window_end is not None:
+        row.capture_at_window_end = capture_at_window_end
     row.updated_at = now_ms
-    return OwnerChoices(row.webhook_api_key_header, row.underpayment_tolerance_bps)
+    return OwnerChoices.of(row)
 
 
 def tolerances_of(connection: Connection, owner_keys: Collection[str]) -> dict[str, int]:

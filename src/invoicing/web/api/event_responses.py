@@ -57,12 +57,21 @@ class OwnerSettings(WireModel):
         description="The share of the amount due (basis points) a payment may fall short by "
         "and still pay an invoice created from now on.",
     )
+    captureWindowS: int = Field(
+        description="How long a paid manual-capture invoice waits for its capture (seconds "
+        "from paidAt)."
+    )
+    captureAtWindowEnd: bool = Field(
+        description="At the end of the capture window: capture (true) or leave for a void."
+    )
 
     @classmethod
     def of(cls, choices: OwnerChoices) -> Self:
         return cls(
             webhookApiKeyHeader=choices.webhook_api_key_header,
             underpaymentToleranceBps=choices.underpayment_tolerance_bps,
+            captureWindowS=choices.capture_window_s,
+            captureAtWindowEnd=choices.capture_at_window_end,
         )
 
 

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
+    MAX_CAPTURE_WINDOW_S,
     MAX_TOLERANCE_BPS,
+    MIN_CAPTURE_WINDOW_S,
     get_settings,
     list_secrets,
     update_settings,
@@ -58,6 +60,18 @@ class SettingsBody(BaseModel):
         le=MAX_TOLERANCE_BPS,
         description="A payment short of the amount due by at most this share (basis points, "
         "0 to 500) pays invoices created from now on.",
+    )
+    captureWindowS: int | None = Field(
+        default=None,
+        ge=MIN_CAPTURE_WINDOW_S,
+        le=MAX_CAPTURE_WINDOW_S,
+        description="How long a paid manual-capture invoice waits for its capture, from "
+        "paidAt (seconds, an hour to 30 days); applies to invoices already paid too.",
+    )
+    captureAtWindowEnd: bool | None = Field(
+        default=None,
+        description="At the end of the capture window: capture (true) or leave the invoice "
+        "for a void (false).",
     )
 
     @model_validator(mode="after")
@@ -168,5 +182,7 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
             body.webhookApiKeyHeader,
             services.clock.now_ms(),
             underpayment_tolerance_bps=body.underpaymentToleranceBps,
+            capture_window_s=body.captureWindowS,
+            capture_at_window_end=body.captureAtWindowEnd,
         )
     return Answer(OwnerSettings.of(choices))
