@@ -38,6 +38,13 @@ import {Escrow, ISweepSource} from "./Escrow.sol";
 /// and it forwards all the gas its caller gives: a wallet that needs more than the stipend
 /// claims this way) and, for an owner, with the owner's next native `withdraw` (event
 /// `NativeCreditPaid`).
+///
+/// Refund delegate. An owner may name one address (`refundDelegateOf`, set by the owner's
+/// EIP-712 `SetRefundDelegate`; the zero address revokes) whose EIP-712 `Refund` signatures
+/// `refundMeta` accepts as the owner's: a shop server can refund without the owner's key. The
+/// delegate signs nothing else that counts (SetFee, SetPayout and SetRefundDelegate need the
+/// owner's signature; `withdraw` pays only the owner and the payout address), its refunds use
+/// the owner's nonce, and each is bounded by what the escrow holds, as the owner's are.
 contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSource {
     using SafeERC20 for IERC20;
 
@@ -50,6 +57,10 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         keccak256("SetPayout(address user,address payout,uint256 nonce,uint256 deadline)");
     bytes32 private constant _REFUND_TYPEHASH = keccak256(
         "Refund(address user,bytes32 salt,address token,address to,uint256 amount,uint256 nonce,uint256 deadline)"
+    );
+
+    bytes32 private constant _SET_REFUND_DELEGATE_TYPEHASH = keccak256(
+        "SetRefundDelegate(address user,address delegate,uint256 nonce,uint256 deadline)"
     );
 
     /// @notice What `balancesOf` answers for an account whose token balance could not be read
@@ -79,6 +90,9 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     /// @notice Where an owner's fee share goes; address(0) means everything goes to the owner.
     mapping(address => address) public payoutOf;
 
+    /// @notice Who may sign `Refund`s of an owner's escrows besides the owner (address(0): no one).
+    mapping(address => address) public refundDelegateOf;
+
     /// @notice Native coin held here for an account that refused it (see the contract notes).
     mapping(address => uint256) public nativeCreditOf;
 
@@ -87,6 +101,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
 
     event FeeSet(address indexed user, uint256 feeBps, uint256 nonce);
     event PayoutSet(address indexed user, address payout, uint256 nonce);
+    event RefundDelegateSet(address indexed user, address delegate, uint256 nonce);
     event Withdrawn(
         address indexed owner, address indexed token, uint256 count, uint256 total, uint256 fee
     );
@@ -145,8 +160,28 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         emit PayoutSet(user, payout, nonce);
     }
 
-    /// @notice Refund from one escrow, from the owner's EIP-712 `Refund` signature; anyone may
-    /// submit. Sends `amount` of `token` (address(0) = native coin) from `user`'s escrow for
+    /// @notice Name `delegate` (address(0): no one) as the one address besides `user` whose
+    /// `Refund` signatures count for `user`'s escrows, from the user's EIP-712
+    /// `SetRefundDelegate` signature; anyone may submit. Shares `nonces(user)`.
+    function setRefundDelegateMeta(
+        address user,
+        address delegate,
+        uint256 nonce,
+        uint256 deadline,
+        bytes calldata signature
+    ) external {
+        _checkDeadline(deadline);
+        bytes32 structHash = keccak256(
+            abi.encode(_SET_REFUND_DELEGATE_TYPEHASH, user, delegate, nonce, deadline)
+        );
+        _checkSignature(user, structHash, signature);
+        _useCheckedNonce(user, nonce);
+        refundDelegateOf[user] = delegate;
+        emit RefundDelegateSet(user, delegate, nonce);
+    }
+
+    /// @notice Refund from one escrow, from the owner's (or the owner's refund delegate's)
+    /// EIP-712 `Refund` signature; anyone may submit. Sends `amount` of `token` (address(0) = native coin) from `user`'s escrow for
     /// `salt` to `to`, with no fee split (native coin `to` refuses is credited to it). Shares
     /// `nonces(user)` with SetFee and SetPayout.
     /// @dev What the escrow held beyond `amount` is not lost:
@@ -173,7 +208,7 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
         bytes32 structHash = keccak256(
             abi.encode(_REFUND_TYPEHASH, user, salt, token, to, amount, nonce, deadline)
         );
-        _checkSignature(user, structHash, signature);
+        _checkRefundSignature(user, structHash, signature);
         _useCheckedNonce(user, nonce);
         _refund(user, salt, token, to, amount);
         emit Refunded(user, salt, token, to, amount, nonce);
@@ -410,6 +445,20 @@ contract PaymentFactory is EIP712, Nonces, ReentrancyGuardTransient, ISweepSourc
     {
         bytes32 digest = _hashTypedDataV4(structHash);
         if (!SignatureChecker.isValidSignatureNow(user, digest, signature)) {
+            revert InvalidSignature();
+        }
+    }
+
+    /// @dev The owner's signature, or the owner's refund delegate's.
+    function _checkRefundSignature(address user, bytes32 structHash, bytes calldata signature)
+        private
+        view
+    {
+        bytes32 digest = _hashTypedDataV4(structHash);
+        if (SignatureChecker.isValidSignatureNow(user, digest, signature)) return;
+        address delegate = refundDelegateOf[user];
+        if (delegate == address(0)) revert InvalidSignature();
+        if (!SignatureChecker.isValidSignatureNow(delegate, digest, signature)) {
             revert InvalidSignature();
         }
     }

@@ -26,6 +26,9 @@ the API layer maps them to ``{"error": {"code", "message", "details"}}`` in one 
     │   ├── NonceMismatch         409 nonce_mismatch
     │   ├── SweepInProgress       409 sweep_in_progress
     │   ├── InvoicePending        409 invoice_pending
+    │   ├── InvoiceNotPaid        409 invoice_not_paid
+    │   ├── InvoiceCaptured       409 invoice_captured
+    │   ├── InvoiceVoided         409 invoice_voided
     │   ├── AuthorizationUsed     409 authorization_used
     │   ├── InvoiceNotPayable     409 invoice_not_payable
     │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
@@ -208,6 +211,29 @@ class InvoicePending(Conflict):
 
     code = "invoice_pending"
     meaning = "a refund of an invoice that is still pending; refund once it is paid or expired"
+
+
+class InvoiceNotPaid(Conflict):
+    """A capture or void of an invoice that holds no payment to capture: pending, expired,
+    or cancelled before it was paid."""
+
+    code = "invoice_not_paid"
+    meaning = "a capture or void of an invoice that is not paid (`details.status`)"
+
+
+class InvoiceCaptured(Conflict):
+    """A capture of an invoice whose funds go to the owner when paid (automatic capture), or
+    a void of one already captured."""
+
+    code = "invoice_captured"
+    meaning = "a capture of an automatic-capture invoice, or a void of a captured one"
+
+
+class InvoiceVoided(Conflict):
+    """A capture or void of an invoice that is voided, or whose void is in flight."""
+
+    code = "invoice_voided"
+    meaning = "a capture or void of an invoice that is voided or being voided"
 
 
 class AuthorizationUsed(Conflict):

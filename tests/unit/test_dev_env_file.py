@@ -18,7 +18,7 @@ CHAIN = ChainConfig(
     chain_id=31337,
     name="Anvil (local)",
     rpc_url="http://127.0.0.1:8545",
-    factory="0x9348502BdD61df57ac5908fB60F7030cb25492A0",
+    factory="0x369721316637c68E416FfD7506f030Ad204FCD23",
     relayer_key=SecretStr(DEV_PRIVATE_KEYS[0]),
     tokens=(TokenConfig("0xA6565348c3269F253E501B4842Fc10304E9fC4E5", "TUSD", 6),),
 )

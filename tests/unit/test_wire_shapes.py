@@ -93,6 +93,7 @@ def invoice_fields(**given: Any) -> dict[str, Any]:
         "createdAt": 1_800_000_000_000,
         "updatedAt": 1_800_000_000_000,
         "url": "http://127.0.0.1:8000/pay/0x" + "cD" * 20,
+        "capture": "automatic",
     }
 
 

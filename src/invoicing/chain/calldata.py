@@ -45,6 +45,15 @@ def encode_set_payout_meta(
     return encode_call(PAYMENT_FACTORY, "setPayoutMeta", user, payout, nonce, deadline, signature)
 
 
+def encode_set_refund_delegate_meta(
+    user: str, delegate: str, nonce: int, deadline: int, signature: bytes
+) -> bytes:
+    """setRefundDelegateMeta: an owner-signed SetRefundDelegate, relayed by anyone."""
+    return encode_call(
+        PAYMENT_FACTORY, "setRefundDelegateMeta", user, delegate, nonce, deadline, signature
+    )
+
+
 def encode_refund_meta(
     user: str,
     salt: bytes,

@@ -1,4 +1,5 @@
-"""EIP-712 typed data of the owner messages the factory verifies: SetFee, SetPayout, Refund.
+"""EIP-712 typed data of the owner messages the factory verifies: SetFee, SetPayout, Refund,
+SetRefundDelegate.
 
 The dicts are ``encode_typed_data(full_message=...)`` input for eth-account (the service
 recovering a signer, tests signing) and match what wallets sign with ethers.js.
@@ -28,6 +29,12 @@ SET_FEE_FIELDS = [
 SET_PAYOUT_FIELDS = [
     {"name": "user", "type": "address"},
     {"name": "payout", "type": "address"},
+    {"name": "nonce", "type": "uint256"},
+    {"name": "deadline", "type": "uint256"},
+]
+SET_REFUND_DELEGATE_FIELDS = [
+    {"name": "user", "type": "address"},
+    {"name": "delegate", "type": "address"},
     {"name": "nonce", "type": "uint256"},
     {"name": "deadline", "type": "uint256"},
 ]
@@ -87,6 +94,19 @@ def set_payout_typed_data(
         "deadline": deadline,
     }
     return _typed_data("SetPayout", SET_PAYOUT_FIELDS, chain_id, factory, message)
+
+
+def set_refund_delegate_typed_data(
+    chain_id: int, factory: str, user: str, delegate: str, nonce: int, deadline: int
+) -> dict[str, Any]:
+    """Full EIP-712 typed data of SetRefundDelegate (``delegate`` = the zero address revokes)."""
+    message = {
+        "user": normalize_address(user),
+        "delegate": normalize_address(delegate),
+        "nonce": nonce,
+        "deadline": deadline,
+    }
+    return _typed_data("SetRefundDelegate", SET_REFUND_DELEGATE_FIELDS, chain_id, factory, message)
 
 
 def refund_typed_data(

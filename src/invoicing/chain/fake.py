@@ -66,6 +66,7 @@ class FakeChain:
         self.escrow_factories: dict[str, str] = {}
         self.previous_nonces: dict[tuple[str, str], int] = {}
         self.fees: dict[str, tuple[int, str | None]] = {}
+        self.refund_delegates: dict[str, str] = {}  # owner key -> delegate (checksummed)
         self.contracts: set[str] = {FAKE_FACTORY}  # addresses with code, lower case
         # (wallet lower case, digest, signature) an EIP-1271 wallet accepts.
         self.wallet_signatures: set[tuple[str, bytes, bytes]] = set()
@@ -230,6 +231,12 @@ class FakeChain:
         if factory is not None and factory.lower() != self.factory.lower():
             return (0, None)  # a previous factory's settings are not kept here
         return self.fees.get(owner.lower(), (0, None))
+
+    async def refund_delegate(self, owner: str, factory: str | None = None) -> str | None:
+        self._check("refund_delegate")
+        if factory is not None and factory.lower() != self.factory.lower():
+            return None
+        return self.refund_delegates.get(owner.lower())
 
     def set_feed(
         self,

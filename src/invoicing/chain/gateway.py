@@ -163,6 +163,14 @@ class EvmGateway:
         assert isinstance(fee, int) and isinstance(payout, str)  # payout checksummed
         return fee, None if payout == ZERO_ADDRESS else payout
 
+    async def refund_delegate(self, owner: str, factory: str | None = None) -> str | None:
+        # Delegates came with version 3; an older factory has no such view.
+        if factory is not None and factory.lower() != self.factory.lower():
+            return None
+        delegate = await self._factory_view("refundDelegateOf", owner, factory)
+        assert isinstance(delegate, str)  # checksummed
+        return None if delegate == ZERO_ADDRESS else delegate
+
     async def feed_round(self, address: str) -> FeedRound:
         block = await self.block_number()
         return await read_feed_round(self.evm, self.config.chain_id, address, block)

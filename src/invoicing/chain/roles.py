@@ -103,6 +103,12 @@ class ContractState(Protocol):
         current factory)."""
         ...
 
+    async def refund_delegate(self, owner: str, factory: str | None = None) -> str | None:
+        """The address whose Refund signatures ``factory`` (None: the current factory) accepts
+        for the owner's escrows besides the owner's (``refundDelegateOf``); None when there is
+        none, or the factory is a version without delegates."""
+        ...
+
     async def feed_round(self, address: str) -> FeedRound:
         """A Chainlink aggregator's latest round (``latestRoundData`` and ``decimals``, both
         at the head): ChainUnavailable when it cannot be read."""

@@ -66,6 +66,7 @@ class NewInvoice:
     redirect_url: str | None = None
     cancel_url: str | None = None
     currency: str | None = None  # given: ``amount`` is in this ISO 4217 currency
+    capture: str = "automatic"  # ``manual``: swept only once captured (``invoices.capture``)
 
     def request_hash(self) -> str:
         fields: dict[str, Any] = {
@@ -84,6 +85,8 @@ class NewInvoice:
             fields["cancelUrl"] = self.cancel_url
         if self.currency is not None:  # invoices without one keep their hashes
             fields["currency"] = self.currency
+        if self.capture != "automatic":  # so do automatic-capture ones
+            fields["capture"] = self.capture
         text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -201,6 +204,7 @@ async def create_invoice(
         has_extras=False,
         redirect_url=request.redirect_url,
         cancel_url=request.cancel_url,
+        capture=request.capture,
         **({} if price is None else price.row_values()),
     )
     job = CreateJob(

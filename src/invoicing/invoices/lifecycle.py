@@ -42,7 +42,14 @@ completed                                                                      w
 paid         a confirmed withdrawal moved the escrow's funds      completed    withdrawn,
              (one that moved nothing leaves it paid, parked)                   withdrawnAt
 others       a withdrawal sweeping late funds is confirmed        (same)       nothing
+paid         POST /integration/invoices/capture, or the end of    (same)       capturedAt
+(manual)     the owner's capture window (``invoices.capture``)
+paid         a confirmed void (the payment refunded to the payer) cancelled    voidedAt
+(manual)
 ===========  ==================================================  ===========  ================
+
+An invoice created with ``capture: "manual"`` is swept only once captured: until then its
+paid funds wait in the escrow, and its owner may void it instead (``invoices.capture``).
 
 Each move also names the events it writes (docs/architecture.md#events; :func:`apply_step` returns
 them, the caller records them in the same transaction with ``invoices.notify.record_events``):
@@ -60,6 +67,8 @@ pending/expired → cancelled (DELETE)                  ``invoice.cancelled``
 paid → completed (a confirmed sweep)                  ``invoice.completed``
 a confirmed refund (``refunds.service``)              ``invoice.refunded`` (no status move)
 transfers recorded (``monitor.records``)              ``invoice.payment_recorded`` (no move)
+paid (manual): captured                               ``invoice.captured``
+paid (manual) → cancelled: a confirmed void           ``invoice.refunded``, ``invoice.voided``
 ====================================================  ==========================================
 
 Nothing but the payer moves a pending invoice's reading: a refund is refused while the
@@ -95,7 +104,7 @@ import enum
 from dataclasses import dataclass
 
 from invoicing import metrics
-from invoicing.invoices.models import Invoice, InvoiceState
+from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 
 
 class InvoiceStatus(enum.StrEnum):
@@ -120,6 +129,15 @@ class InvoiceEvent(enum.StrEnum):
     COMPLETED = "invoice.completed"
     REFUNDED = "invoice.refunded"
     PAYMENT_RECORDED = "invoice.payment_recorded"
+    CAPTURED = "invoice.captured"
+    VOIDED = "invoice.voided"
+
+
+class Capture(enum.StrEnum):
+    """When a paid invoice's funds go to its owner (``capture`` at creation)."""
+
+    AUTOMATIC = "automatic"  # swept once paid
+    MANUAL = "manual"  # held in the escrow until captured, or voided
 
 
 class Effect(enum.Flag):
@@ -133,6 +151,8 @@ class Effect(enum.Flag):
     STOP_WATCHING = enum.auto()  # the monitor no longer reads the escrow
     MARK_DELETED = enum.auto()  # deletedAt = now
     MARK_WITHDRAWN = enum.auto()  # withdrawn = true, withdrawnAt = now
+    MARK_CAPTURED = enum.auto()  # capturedAt = now (manual capture)
+    MARK_VOIDED = enum.auto()  # voidedAt = now (manual capture)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +240,31 @@ def on_withdrawal_confirmed(invoice: InvoiceState) -> Step:
     return _STAYS[invoice.status]
 
 
+def awaits_capture(invoice: Invoice | InvoiceRow) -> bool:
+    """Whether a paid manual-capture invoice still holds its funds for a capture or a void."""
+    return (
+        invoice.status == _PAID
+        and invoice.capture == Capture.MANUAL
+        and invoice.captured_at is None
+        and invoice.voided_at is None
+    )
+
+
+def on_capture(invoice: Invoice) -> Step:
+    """A capture of a paid manual-capture invoice: its escrow is swept from now on. The caller
+    refuses every other invoice first (``invoices.capture``)."""
+    assert awaits_capture(invoice)
+    return Step(_PAID, Effect.MARK_CAPTURED | Effect.TOUCH)
+
+
+def on_void_confirmed(invoice: Invoice) -> Step:
+    """A confirmed void: the payment went back to the payer, the invoice is cancelled and its
+    escrow never swept."""
+    if awaits_capture(invoice):
+        return Step(_CANCELLED, Effect.MARK_VOIDED | Effect.TOUCH)
+    return _STAYS[invoice.status]
+
+
 def shown_status(invoice: InvoiceState, now_ms: int) -> InvoiceStatus:
     """The status the payer sees: a pending invoice past its expiry already reads expired
     (the monitor records that at its next pass; a late full payment still turns it paid)."""
@@ -246,6 +291,10 @@ def step_events(
         return tuple(events)
     if Effect.MARK_WITHDRAWN in effects:
         return (InvoiceEvent.COMPLETED,) if step.status == InvoiceStatus.COMPLETED else ()
+    if Effect.MARK_CAPTURED in effects:
+        return (InvoiceEvent.CAPTURED,)
+    if Effect.MARK_VOIDED in effects:
+        return (InvoiceEvent.VOIDED,)
     if Effect.MARK_DELETED in effects:
         return (InvoiceEvent.CANCELLED,) if step.status == _CANCELLED else ()
     events = []
@@ -287,4 +336,12 @@ def apply_step(
     if Effect.MARK_WITHDRAWN in effects:
         invoice.withdrawn = True
         invoice.withdrawn_at = now_ms
+        # A manual-capture invoice swept otherwise than by capture (the rest of a native
+        # refund, paid to the owner) was captured by that.
+        if invoice.capture == Capture.MANUAL and invoice.captured_at is None:
+            invoice.captured_at = now_ms
+    if Effect.MARK_CAPTURED in effects:
+        invoice.captured_at = now_ms
+    if Effect.MARK_VOIDED in effects:
+        invoice.voided_at = now_ms
     return events

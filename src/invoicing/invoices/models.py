@@ -213,6 +213,15 @@ class Invoice(Base):
     # a worker that paused between its read and its write, is not stored over it
     # (``monitor.check.store_balances``).
     balance_block: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # When the escrow's funds go to the owner (``invoices.capture``): ``automatic``, swept once
+    # paid; ``manual``, held in the escrow until captured (``captured_at``: by the owner, or at
+    # the end of the owner's capture window) or voided (``voided_at``: paid back to the payer,
+    # never swept).
+    capture: Mapped[str] = mapped_column(
+        String(16), default="automatic", server_default="automatic"
+    )
+    captured_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    voided_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -275,6 +284,9 @@ class InvoiceRow:
     redirect_url: str | None = None
     cancel_url: str | None = None
     balance_block: int = 0
+    capture: str = "automatic"
+    captured_at: int | None = None
+    voided_at: int | None = None
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

@@ -72,6 +72,7 @@ def invoice_to_dict(
     token = invoice.token_address
     if token is not None and (invoice.chain_id, token.lower()) in x402:
         body["x402Url"] = payment_url(payment_page_url, invoice.payment_address) + "/x402"
+    body.update(capture_fields(invoice))
     body.update(price_fields(invoice))
     if payments:
         body["payments"] = payments
@@ -100,7 +101,21 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         "balanceRaw": invoice.balance_raw,
         "balance": float(Decimal(meta_balance)),
         "updatedAt": invoice.updated_at,
+        # Beyond the interface's fields, like salt: whether the funds wait for a capture.
+        "capture": invoice.capture,
         **price_fields(invoice),
+    }
+
+
+def capture_fields(invoice: Invoice | InvoiceRow) -> dict[str, Any]:
+    """``capture`` (``automatic`` or ``manual``); for a manual-capture invoice also
+    ``capturedAt`` and ``voidedAt``, null until it is captured or voided."""
+    if invoice.capture == "automatic":
+        return {"capture": invoice.capture}
+    return {
+        "capture": invoice.capture,
+        "capturedAt": invoice.captured_at,
+        "voidedAt": invoice.voided_at,
     }
 
 

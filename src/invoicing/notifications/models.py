@@ -185,3 +185,7 @@ class OwnerSettings(Base):
     underpayment_tolerance_bps: Mapped[int] = mapped_column(Integer, server_default="0")
     # The ISO 4217 currency the dashboard reports amounts in (None: token amounts only).
     reporting_currency: Mapped[str | None] = mapped_column(String(3), nullable=True)
+    # How long a paid invoice created with manual capture waits for its capture, and what
+    # happens then: captured (true) or left for the owner to void (``invoices.capture``).
+    capture_window_s: Mapped[int] = mapped_column(BigInteger, server_default="604800")
+    capture_at_window_end: Mapped[bool] = mapped_column(Boolean, server_default=true())

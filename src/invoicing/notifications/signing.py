@@ -200,6 +200,11 @@ async def webhook_options_by_owner(
 
 # The highest underpayment tolerance an owner may set: 5% (docs/integration/pricing.md).
 MAX_TOLERANCE_BPS = 500
+# An owner's capture window: 7 days unless chosen, from an hour to 30 days
+# (docs/integration/invoices.md#manual-capture).
+DEFAULT_CAPTURE_WINDOW_S = 7 * 86_400
+MIN_CAPTURE_WINDOW_S = 3_600
+MAX_CAPTURE_WINDOW_S = 30 * 86_400
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,19 @@ class OwnerChoices:
 
     webhook_api_key_header: bool = True
     underpayment_tolerance_bps: int = 0
+    capture_window_s: int = DEFAULT_CAPTURE_WINDOW_S
+    capture_at_window_end: bool = True
     reporting_currency: str | None = None
+
+    @classmethod
+    def of(cls, row: OwnerSettings) -> OwnerChoices:
+        return cls(
+            row.webhook_api_key_header,
+            row.underpayment_tolerance_bps,
+            row.capture_window_s,
+            row.capture_at_window_end,
+            row.reporting_currency,
+        )
 
 
 async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
@@ -217,13 +234,7 @@ async def get_settings(session: AsyncSession, owner: str) -> OwnerChoices:
     row = await session.get(OwnerSettings, owner.lower())
     if row is None:
         return OwnerChoices()
-    return _choices(row)
-
-
-def _choices(row: OwnerSettings) -> OwnerChoices:
-    return OwnerChoices(
-        row.webhook_api_key_header, row.underpayment_tolerance_bps, row.reporting_currency
-    )
+    return OwnerChoices.of(row)
 
 
 async def update_settings(
@@ -233,12 +244,21 @@ async def update_settings(
     now_ms: int,
     *,
     underpayment_tolerance_bps: int | None = None,
+    capture_window_s: int | None = None,
+    capture_at_window_end: bool | None = None,
     reporting_currency: str | None = None,
 ) -> OwnerChoices:
     """Store the owner's choices (None: unchanged; a reporting currency of "" clears it);
     returns the choices as they now are."""
     if reporting_currency:
         parse_currency(reporting_currency)
+    if capture_window_s is not None and not (
+        MIN_CAPTURE_WINDOW_S <= capture_window_s <= MAX_CAPTURE_WINDOW_S
+    ):
+        raise InvalidRequest(
+            f"captureWindowS must be {MIN_CAPTURE_WINDOW_S}..{MAX_CAPTURE_WINDOW_S}",
+            {"field": "captureWindowS"},
+        )
     if underpayment_tolerance_bps is not None and not (
         0 <= underpayment_tolerance_bps <= MAX_TOLERANCE_BPS
     ):
@@ -254,10 +274,14 @@ async def update_settings(
         row.webhook_api_key_header = webhook_api_key_header
     if underpayment_tolerance_bps is not None:
         row.underpayment_tolerance_bps = underpayment_tolerance_bps
+    if capture_window_s is not None:
+        row.capture_window_s = capture_window_s
+    if capture_at_window_end is not None:
+        row.capture_at_window_end = capture_at_window_end
     if reporting_currency is not None:
         row.reporting_currency = reporting_currency or None
     row.updated_at = now_ms
-    return _choices(row)
+    return OwnerChoices.of(row)
 
 
 def tolerances_of(connection: Connection, owner_keys: Collection[str]) -> dict[str, int]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, select
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, false, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
@@ -39,8 +39,18 @@ class Refund(Base):
     token_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
     amount_raw: Mapped[str] = mapped_column(RAW)
     status: Mapped[str] = mapped_column(String(16))  # a RefundStatus value
+    # A void: the whole payment of an uncaptured manual-capture invoice back to the payer; once
+    # confirmed the invoice is voided (``invoices.capture``).
+    voids: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+def pending_void_ids() -> Any:
+    """Invoice ids whose void is in flight: neither captured nor voided again meanwhile."""
+    return select(Refund.invoice_id).where(
+        Refund.status == RefundStatus.SUBMITTED, Refund.voids.is_(True)
+    )
 
 
 def pending_refund_ids() -> Any:

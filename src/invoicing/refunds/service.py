@@ -12,6 +12,16 @@ under the relayer account lock that every withdrawal claim takes too, the refund
 written after a last look for a pending sweep: a refund and a sweep of one escrow are never
 both pending.
 
+A refund may be signed by the owner or by the owner's refund delegate (read from the
+factory that made the escrow; docs/integration/refunds.md#refund-delegate): the nonce, the
+budget and the answer stay the owner's.
+
+A void (``submit_void``) is a refund of the whole payment of a paid manual-capture invoice that
+is not captured (``invoices.capture``): the amount must be what the escrow holds of the
+invoice's token, and its row, marked ``voids``, is written under the invoice's row lock after
+the capture refusals are checked again, so a capture and a void never both pass. Once
+confirmed the invoice is voided.
+
 A confirmed refund leaves the invoice's status alone, with one exception that is a sweep in
 all but name: the factory pays the rest of a native refund to the owner (``Withdrawn``
 event), which completes a paid native invoice as a withdrawal would.
@@ -19,7 +29,7 @@ event), which completes a paid native invoice as a withdrawal would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import select, update
@@ -40,10 +50,12 @@ from invoicing.errors import (
     SweepInProgress,
     UnsupportedToken,
 )
+from invoicing.invoices.capture import capture_refusal, locked_invoice, refuse_unless_awaiting
 from invoicing.invoices.lifecycle import (
     InvoiceEvent,
     InvoiceStatus,
     apply_step,
+    on_void_confirmed,
     on_withdrawal_confirmed,
 )
 from invoicing.invoices.models import Invoice, InvoiceRow
@@ -89,11 +101,15 @@ class RefundRequest:
         return SignedRequest(self.chain_id, owner, self.nonce, self.deadline, self.signature)
 
 
-async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
-    """Check and relay a Refund; returns the transaction that carries it. Nothing is sent
-    when a check fails."""
+async def submit_refund(
+    services: Services, request: RefundRequest, *, voids: bool = False
+) -> Accepted:
+    """Check and relay a Refund (``voids``: a void, see above); returns the transaction that
+    carries it. Nothing is sent when a check fails."""
     chain = services.chains.get(request.chain_id)
     invoice = await _owners_invoice(services.db, request)
+    if voids and (refusal := capture_refusal(invoice, "void")) is not None:
+        raise refusal
     if invoice.status == InvoiceStatus.PENDING:
         # Pending never comes back once left: checked once, it holds until the refund is sent.
         raise InvoicePending(
@@ -113,7 +129,9 @@ async def submit_refund(services: Services, request: RefundRequest) -> Accepted:
         raise UnsupportedToken(
             "tokenAddress is not on this chain's allow-list", {"tokenAddress": token}
         )
-    purpose = EscrowRefund(request.signed, factory, request, invoice, token, services.clock)
+    delegate = await chain.refund_delegate(invoice.owner_address, factory)
+    signed = replace(request.signed, delegate=delegate)
+    purpose = EscrowRefund(signed, factory, request, invoice, token, services.clock, voids)
     return await relay_signed(services, chain, purpose)
 
 
@@ -134,6 +152,7 @@ class EscrowRefund(FactoryPurpose):
     invoice: InvoiceRow
     token: str | None  # None: the native coin
     clock: Clock
+    voids: bool = False  # a void: the whole payment, while the invoice awaits its capture
 
     def typed_data(self, deadline: int) -> dict[str, Any]:
         r = self.refund
@@ -161,6 +180,10 @@ class EscrowRefund(FactoryPurpose):
 
     async def before_relay(self, services: Services, chain: ChainGateway) -> None:
         async with services.db.sessions() as session:
+            if self.voids:
+                row = await session.get(Invoice, self.invoice.id, populate_existing=True)
+                assert row is not None
+                await refuse_unless_awaiting(session, row, "void")
             await _refuse_during_sweep(session, self.invoice.id)
         await self._check_balance(chain)
 
@@ -170,6 +193,11 @@ class EscrowRefund(FactoryPurpose):
         amount_raw = self.refund.amount_raw
         if balance is None:
             raise ChainUnavailable("the escrow's balance could not be read; try again")
+        if self.voids and balance != amount_raw:
+            raise InvalidRequest(
+                "a void returns the whole payment: amountRaw must be what the escrow holds",
+                {"field": "amountRaw", "balanceRaw": str(balance)},
+            )
         if balance < amount_raw:
             raise InsufficientBalance(
                 "the escrow holds less than amountRaw of this asset",
@@ -178,6 +206,12 @@ class EscrowRefund(FactoryPurpose):
 
     async def on_hold(self, session: AsyncSession, row: RelayerTransaction) -> None:
         await _refuse_during_sweep(session, self.invoice.id)  # final: under the relayer lock
+        if self.voids:  # final too: under the invoice's row lock, which a capture takes
+            r = self.refund
+            locked = await locked_invoice(
+                session, r.owner_address.lower(), r.chain_id, self.invoice.payment_address
+            )
+            await refuse_unless_awaiting(session, locked, "void")
         session.add(self._refund_row(row, self.clock.now_ms()))
         await session.execute(
             update(Invoice).where(Invoice.id == self.invoice.id).values(has_extras=True)
@@ -192,6 +226,7 @@ class EscrowRefund(FactoryPurpose):
             token_address=None if self.token is None else normalize_address(self.token),
             amount_raw=str(self.refund.amount_raw),
             status=RefundStatus.SUBMITTED,
+            voids=self.voids,
             created_at=now_ms,
             updated_at=now_ms,
         )
@@ -239,6 +274,8 @@ async def settle_refund(session: AsyncSession, services: Services, final: Final[
     )
     assert invoice is not None
     events: list[str] = [InvoiceEvent.REFUNDED]
+    if refund.voids:
+        events += apply_step(invoice, on_void_confirmed(invoice), now_ms)
     # The rest of a token stays in the escrow, swept as usual.
     native = invoice.token_address is None
     paid_out = swept_by_event(receipt, final.factory, None)[0] if native else 0

@@ -7,6 +7,10 @@ Per (chain, owner, token):
   after the sweep), cancelled, and expired once their late-payment window is over (until
   then a late full payment can still make the invoice paid, so its funds are left alone).
 
+A manual-capture invoice is not swept while it waits for its capture, and a voided one is
+never swept, nor anything that reaches its escrow later: its owner may refund that
+(``invoices.capture``).
+
 No invoice that a pending withdrawal claims (``withdrawal_items``) or a refund in flight
 holds is a candidate. Parked escrows wait for their retry time (``settlement.parking``).
 
@@ -25,7 +29,7 @@ from sqlalchemy import ColumnElement, and_, or_, select
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
-from invoicing.invoices.lifecycle import InvoiceStatus
+from invoicing.invoices.lifecycle import Capture, InvoiceStatus
 from invoicing.invoices.models import Invoice
 from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
@@ -93,7 +97,11 @@ def _waiting_ids(now_ms: int) -> Any:
 
 
 def _paid() -> ColumnElement[bool]:
-    return and_(Invoice.status == InvoiceStatus.PAID, Invoice.withdrawn.is_(False))
+    return and_(
+        Invoice.status == InvoiceStatus.PAID,
+        Invoice.withdrawn.is_(False),
+        or_(Invoice.capture == Capture.AUTOMATIC, Invoice.captured_at.is_not(None)),
+    )
 
 
 def _settled(now_ms: int, window_ms: int) -> ColumnElement[bool]:
@@ -114,10 +122,14 @@ def _settled(now_ms: int, window_ms: int) -> ColumnElement[bool]:
 
 def settled_for_good(now_ms: int, window_ms: int) -> ColumnElement[bool]:
     """Invoices no payment can change any more: completed, cancelled, or expired with their
-    late-payment window over. Any asset found in their escrows is swept to the owner."""
-    return or_(
-        Invoice.status.in_([InvoiceStatus.COMPLETED, InvoiceStatus.CANCELLED]),
-        and_(Invoice.status == InvoiceStatus.EXPIRED, Invoice.expires_at < now_ms - window_ms),
+    late-payment window over. Any asset found in their escrows is swept to the owner, but
+    for a voided invoice's."""
+    return and_(
+        or_(
+            Invoice.status.in_([InvoiceStatus.COMPLETED, InvoiceStatus.CANCELLED]),
+            and_(Invoice.status == InvoiceStatus.EXPIRED, Invoice.expires_at < now_ms - window_ms),
+        ),
+        Invoice.voided_at.is_(None),
     )
 
 
@@ -128,6 +140,7 @@ async def candidates(
     conditions = [
         Invoice.chain_id == chain_id,
         condition,
+        Invoice.voided_at.is_(None),
         Invoice.id.not_in(claimed_ids()),
         _not_refunding(),
     ]

@@ -33,6 +33,7 @@ class TxPurpose:
     WITHDRAW = "withdraw"
     SET_FEE = "set_fee"
     SET_PAYOUT = "set_payout"
+    SET_REFUND_DELEGATE = "set_refund_delegate"
     REFUND = "refund"
     # A payer's EIP-3009 transferWithAuthorization into an invoice's escrow (gasless).
     GASLESS = "gasless"

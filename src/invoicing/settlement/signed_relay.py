@@ -5,7 +5,8 @@ order, and nothing reaches the chain when one fails:
 
 1. the purpose's own checks, run by its domain before it hands the purpose over;
 2. the deadline is in the future (seconds; a value over 10^12 is taken as milliseconds);
-3. the EIP-712 signature recovers to the signer (v 27/28, low s). A signature no EOA gives
+3. the EIP-712 signature recovers to the signer, or to the one address the purpose names as
+   signing for it (an owner's refund delegate) (v 27/28, low s). A signature no EOA gives
    (not 65 bytes) from an address with code is left to EIP-1271: the simulation, under the
    relayer's gas cap, asks the wallet itself;
 4. the nonce is the one to use now, or the request is an identical earlier one whose
@@ -67,6 +68,9 @@ class SignedRequest:
     nonce: int
     deadline: int  # as sent; ``normalize_deadline`` gives the seconds that are signed
     signature: str
+    # Who else may sign it for the signer: an owner's refund delegate, read from the factory
+    # (``refunds.service``). The nonce, budget and answer stay the signer's.
+    delegate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,12 +214,15 @@ async def check_signature(
     chain: ChainGateway, purpose: SignedPurpose, deadline: int, signature: bytes
 ) -> None:
     """Step 3: the signer signed the purpose's typed data for ``deadline`` (seconds)."""
-    signer = purpose.request.signer_address
-    if recover_signer(purpose.typed_data(deadline), signature) == signer:
+    signer, delegate = purpose.request.signer_address, purpose.request.delegate
+    recovered = recover_signer(purpose.typed_data(deadline), signature)
+    if recovered is not None and recovered in (signer, delegate):
         return
     # A contract wallet signs by EIP-1271: the capped simulation asks the wallet itself.
-    if len(signature) != ECDSA_SIGNATURE_BYTES and await chain.has_code(signer):
-        return
+    if len(signature) != ECDSA_SIGNATURE_BYTES:
+        for wallet in (signer, delegate):
+            if wallet is not None and await chain.has_code(wallet):
+                return
     as_sent = purpose.request.deadline
     if as_sent != deadline and recover_signer(purpose.typed_data(as_sent), signature) == signer:
         raise InvalidOwnerSignature(

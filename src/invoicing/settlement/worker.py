@@ -23,6 +23,7 @@ from invoicing import logs
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import is_connection_loss
 from invoicing.errors import ChainUnavailable
+from invoicing.invoices.capture import capture_expired
 from invoicing.outage import wait_for_database
 from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
@@ -119,9 +120,12 @@ async def settlement_step(
     batches: Backoff | None = None,
     owner_key: str | None = None,
 ) -> list[RelayerTransaction]:
-    """Follow the pending transactions, then send what is due (on a full pass, the other
-    assets found in settled escrows too); returns what was sent."""
+    """Follow the pending transactions, then send what is due (on a full pass, the
+    manual-capture invoices whose capture window is over and the other assets found in
+    settled escrows too); returns what was sent."""
     await track_pending(services, chain, relayer)
+    if full:  # manual-capture invoices whose capture window is over are swept from now on
+        await capture_expired(services, relayer.chain_id, services.clock.now_ms())
     sent = await plan_withdrawals(
         services, chain, relayer, full=full, owner_key=owner_key, backoff=batches
     )

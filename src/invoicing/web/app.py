@@ -18,6 +18,7 @@ from invoicing.web import health, home
 from invoicing.web.api import (
     api_keys,
     brand,
+    capture,
     escrows,
     events,
     fees,
@@ -52,6 +53,7 @@ ROUTERS = (
     gasless.router,
     x402_facilitator_routes.router,
     refunds.router,
+    capture.router,
     escrows.router,
     webhook_signing.router,
     brand.router,

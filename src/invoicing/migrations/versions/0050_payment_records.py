@@ -1,7 +1,7 @@
 """payments of record, the scans that find them, and refunds paid from the owner's wallet
 
 Revision ID: 0050_payment_records
-Revises: 0025_invoice_balance_block
+Revises: 0040_manual_capture
 Create Date: 2026-12-01 10:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0050_payment_records"
-down_revision: str | Sequence[str] | None = "0025_invoice_balance_block"
+down_revision: str | Sequence[str] | None = "0040_manual_capture"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

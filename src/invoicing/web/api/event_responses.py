@@ -61,6 +61,13 @@ class OwnerSettings(WireModel):
         description="The ISO 4217 currency the dashboard shows values and totals in beside "
         "the token amounts (null: none chosen)."
     )
+    captureWindowS: int = Field(
+        description="How long a paid manual-capture invoice waits for its capture (seconds "
+        "from paidAt)."
+    )
+    captureAtWindowEnd: bool = Field(
+        description="At the end of the capture window: capture (true) or leave for a void."
+    )
 
     @classmethod
     def of(cls, choices: OwnerChoices) -> Self:
@@ -68,6 +75,8 @@ class OwnerSettings(WireModel):
             webhookApiKeyHeader=choices.webhook_api_key_header,
             underpaymentToleranceBps=choices.underpayment_tolerance_bps,
             reportingCurrency=choices.reporting_currency,
+            captureWindowS=choices.capture_window_s,
+            captureAtWindowEnd=choices.capture_at_window_end,
         )
 
 

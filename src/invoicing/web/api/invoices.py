@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
@@ -97,6 +97,10 @@ class CreateInvoiceBody(BaseModel):
         default=None,
         max_length=MAX_URL_CHARS,
         description="Same rules: the page's way back to the shop without paying.",
+    )
+
+    capture: Literal["automatic", "manual"] = Field(
+        "automatic", description="manual: paid funds wait for a capture (docs: Invoices)."
     )
 
     @field_validator("webhookUrl")
@@ -248,6 +252,7 @@ async def _create(
             redirect_url=body.redirectUrl,
             cancel_url=body.cancelUrl,
             currency=body.currency,
+            capture=body.capture,
         ),
         caller,
         services.clock.now_ms(),

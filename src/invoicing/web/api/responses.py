@@ -132,6 +132,18 @@ class Invoice(WireModel):
         description="The invoice's x402 v2 resource; present only for an invoice in a token "
         "with EIP-3009.",
     )
+    capture: Literal["automatic", "manual"] = Field(
+        description="automatic: swept once paid; manual: the paid funds wait in the escrow "
+        "for a capture or a void (docs: Invoices, manual capture)."
+    )
+    capturedAt: TimestampMs | None = Field(
+        default=None, description="Present only for manual capture; null until captured."
+    )
+    voidedAt: TimestampMs | None = Field(
+        default=None,
+        description="Present only for manual capture; null unless voided (the payment went "
+        "back to the payer and the invoice is cancelled).",
+    )
     fiat: FiatPrice | None = Field(
         default=None, description="Present only for an invoice created with a currency."
     )

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from invoicing.actions.keys import end_webhook_secret, issue_webhook_secret
 from invoicing.errors import NotFound, TooManyWebhookSecrets
 from invoicing.notifications.signing import (
+    MAX_CAPTURE_WINDOW_S,
     MAX_TOLERANCE_BPS,
+    MIN_CAPTURE_WINDOW_S,
     get_settings,
     list_secrets,
     update_settings,
@@ -64,6 +66,18 @@ class SettingsBody(BaseModel):
         max_length=3,
         description='The ISO 4217 currency (such as "USD") the dashboard shows values and '
         'totals in; "" clears it.',
+    )
+    captureWindowS: int | None = Field(
+        default=None,
+        ge=MIN_CAPTURE_WINDOW_S,
+        le=MAX_CAPTURE_WINDOW_S,
+        description="How long a paid manual-capture invoice waits for its capture, from "
+        "paidAt (seconds, an hour to 30 days); applies to invoices already paid too.",
+    )
+    captureAtWindowEnd: bool | None = Field(
+        default=None,
+        description="At the end of the capture window: capture (true) or leave the invoice "
+        "for a void (false).",
     )
 
     @model_validator(mode="after")
@@ -180,5 +194,7 @@ async def change_settings(request: Request) -> Answer[OwnerSettings]:
             services.clock.now_ms(),
             underpayment_tolerance_bps=body.underpaymentToleranceBps,
             reporting_currency=body.reportingCurrency,
+            capture_window_s=body.captureWindowS,
+            capture_at_window_end=body.captureAtWindowEnd,
         )
     return Answer(OwnerSettings.of(choices))
