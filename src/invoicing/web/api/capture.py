@@ -104,6 +104,7 @@ class VoidBody(BaseModel):
             InvoiceVoided,
         ),
         action="invoice.capture",
+        sdk="invoices.capture",
     ),
 )
 async def capture(request: Request) -> Answer[Captured]:

@@ -145,6 +145,7 @@ class RefundDelegateBody(BaseModel):
             ChainUnavailable,
         ),
         action="refund_delegate.set",
+        sdk="fees.set_refund_delegate",
     ),
 )
 async def set_refund_delegate(request: Request) -> Answer[FeeSubmission]:
