@@ -21,6 +21,7 @@ from invoicing.notifications.models import (
 )
 from invoicing.payments.eip3009.models import GaslessPayment
 from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
+from invoicing.payments.subscriptions.models import Subscription, SubscriptionCharge
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund
 from invoicing.settlement.models import (
@@ -55,6 +56,8 @@ __all__ = [
     "Refund",
     "RelayedAuthorization",
     "SignInTicket",
+    "Subscription",
+    "SubscriptionCharge",
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",
