@@ -23,6 +23,7 @@ from invoicing.notifications.models import (
 )
 from invoicing.payments.eip3009.models import GaslessPayment
 from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
+from invoicing.payments.subscriptions.models import Subscription, SubscriptionCharge
 from invoicing.ratelimit import RateLimitWindow
 from invoicing.refunds.models import Refund, WalletRefund
 from invoicing.settlement.models import (
@@ -60,6 +61,8 @@ __all__ = [
     "Refund",
     "RelayedAuthorization",
     "SignInTicket",
+    "Subscription",
+    "SubscriptionCharge",
     "RelayerAccount",
     "RelayerTransaction",
     "UsedRequestTimestamp",

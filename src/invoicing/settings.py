@@ -194,6 +194,16 @@ class Settings(BaseSettings):
     relayer_payer_failures_per_day: int = Field(default=3, ge=1)
     x402_settle_wait_s: float = Field(default=20.0, gt=0, le=120)
     x402_facilitator_per_minute: int = Field(default=120, ge=0)
+    # Subscriptions (payments/subscriptions): the shortest period accepted (60 s in
+    # development), how often the worker looks for due periods, how long after a failed
+    # charge it tries again, how long after a period is due it keeps trying (then the
+    # subscription is past due and the period failed), and after how many failed periods in
+    # a row the subscription is cancelled.
+    subscription_min_period_s: int = Field(default=3600, ge=60)
+    subscription_interval_s: float = Field(default=15.0, gt=0, le=3600)
+    subscription_retry_s: int = Field(default=600, ge=1)
+    subscription_grace_s: int = Field(default=3 * 86400, ge=0)
+    subscription_max_failed_periods: int = Field(default=3, ge=1)
     # The relayer's daily budget (settlement/budget.py): transactions and gas (limits) per
     # chain and UTC day, and the share of one owner (all owners without a paid invoice on
     # the chain share one); an owner whose relayed transactions revert on-chain waits this

@@ -15,7 +15,7 @@ from eth_account import Account
 
 from invoicing.chain import artifacts
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
-from invoicing.chain.artifacts import ESCROW_READER, PAYMENT_FACTORY, load_artifact
+from invoicing.chain.artifacts import ESCROW_READER, PAYMENT_FACTORY, SUBSCRIPTIONS, load_artifact
 from invoicing.chain.deploy import (
     DETERMINISTIC_DEPLOYMENT_PROXY,
     PROXY_DEPLOYMENT_COST_WEI,
@@ -25,6 +25,7 @@ from invoicing.chain.deploy import (
     deploy_dev_contracts,
     deterministic_address,
     factory_address,
+    subscriptions_address,
 )
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reader import reader_address
@@ -84,6 +85,11 @@ async def test_deploy_twice_same_address_verified_second_is_a_no_op(
     # The EscrowReader after it, the same way.
     assert printed["reader"] == reader_address() and printed["readerTxHash"] is not None
     assert same_runtime_code(await evm.get_code(reader_address()), load_artifact(ESCROW_READER))
+    # And Subscriptions, bound to that factory.
+    assert printed["subscriptions"] == subscriptions_address()
+    assert printed["subscriptionsTxHash"] is not None
+    subscriptions_code = await evm.get_code(subscriptions_address())
+    assert same_runtime_code(subscriptions_code, load_artifact(SUBSCRIPTIONS))
     nonce_after_first = await evm.get_transaction_count(DEPLOYER)
 
     key_file = tmp_path / "deployer.key"
@@ -97,6 +103,8 @@ async def test_deploy_twice_same_address_verified_second_is_a_no_op(
         "txHash": None,
         "reader": reader_address(),
         "readerTxHash": None,
+        "subscriptions": subscriptions_address(),
+        "subscriptionsTxHash": None,
     }
     # Nothing was sent the second time.
     assert await evm.get_transaction_count(DEPLOYER) == nonce_after_first

@@ -11,6 +11,8 @@ interface Vm {
         returns (uint8 v, bytes32 r, bytes32 s);
     function deal(address account, uint256 newBalance) external;
     function assume(bool condition) external pure;
+    function warp(uint256 newTimestamp) external;
+    function prank(address msgSender) external;
 }
 
 Vm constant VM = Vm(address(uint160(uint256(keccak256("hevm cheat code")))));

@@ -20,6 +20,8 @@ ESCROW = "Escrow"
 # Reads many escrows in every asset in one eth_call (``chain.reader``).
 ESCROW_READER = "EscrowReader"
 TEST_TOKEN = "TestToken"
+# Charges each period of a payer's signed subscription into that period's invoice escrow.
+SUBSCRIPTIONS = "Subscriptions"
 # A price feed of development chains with a Chainlink aggregator's read interface.
 MOCK_AGGREGATOR = "MockAggregator"
 # TestToken is an OpenZeppelin ERC20: its ABI serves for the standard calls to any token.

@@ -15,7 +15,9 @@ receives 1,000,000 TUSD so a developer can pay invoices from any of them. Last c
 MockAggregator (contracts/dev) pricing the native coin in USD, whose answer anyone may set:
 deployed after the others, it leaves their addresses as they were. ``invoicing dev`` keeps
 its answer recent (:func:`refresh_dev_feed`). The EscrowReader (``chain.reader``), deployed
-last the same way, holds nothing and only reads.
+last the same way, holds nothing and only reads. The Subscriptions contract
+(``payments.subscriptions``) takes the factory's address as its one constructor argument:
+that address is the same on every chain, so its own is too.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from invoicing.chain.artifacts import (
     ESCROW_READER,
     MOCK_AGGREGATOR,
     PAYMENT_FACTORY,
+    SUBSCRIPTIONS,
     TEST_TOKEN,
     factory_bytecode,
     load_artifact,
@@ -226,6 +229,25 @@ async def deploy_reader(client: EvmClient, deployer_key: str) -> Deployed:
     return await deploy_deterministic(client, deployer_key, init_code, ESCROW_READER)
 
 
+def subscriptions_init_code() -> bytes:
+    """Subscriptions' creation code with the factory's address, the same on every chain."""
+    arguments = encode(["address"], [factory_address()])
+    return load_artifact(SUBSCRIPTIONS).bytecode + arguments
+
+
+def subscriptions_address() -> str:
+    """The Subscriptions contract's address, the same on every chain."""
+    return deterministic_address(subscriptions_init_code())
+
+
+async def deploy_subscriptions(client: EvmClient, deployer_key: str) -> Deployed:
+    """Subscriptions at its deterministic address, verified; ``invoicing deploy`` and
+    ``invoicing dev`` deploy it after the factory."""
+    return await deploy_deterministic(
+        client, deployer_key, subscriptions_init_code(), SUBSCRIPTIONS
+    )
+
+
 async def install_proxy_on_dev_chain(client: EvmClient) -> None:
     """Give a development node (anvil) the proxy when it lacks it, with anvil_setCode (the
     pinned anvil has it unless started with ``--disable-default-create2-deployer``); a node
@@ -277,6 +299,7 @@ async def deploy_dev_contracts(client: EvmClient, deployer_key: str) -> DevDeplo
         client, deployer_key, dev_aggregator_init_code(), MOCK_AGGREGATOR
     )
     await deploy_reader(client, deployer_key)
+    await deploy_subscriptions(client, deployer_key)
     return DevDeployment(
         chain_id=factory.chain_id,
         factory=factory.address,

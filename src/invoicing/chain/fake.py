@@ -72,6 +72,11 @@ class FakeChain:
         self.wallet_signatures: set[tuple[str, bytes, bytes]] = set()
         # EIP-3009 nonces used or canceled: (token, authorizer) lower case, nonce.
         self.used_authorizations: set[tuple[str, str, bytes]] = set()
+        # ERC-20 allowances: (token, holder, spender) lower case → amount.
+        self.allowances: dict[tuple[str, str, str], int] = {}
+        # Subscriptions: (subscription id, period) charged, and subscription ids cancelled.
+        self.charged_periods: set[tuple[bytes, int]] = set()
+        self.cancelled_subscriptions: set[bytes] = set()
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -291,6 +296,17 @@ class FakeChain:
     async def authorization_state(self, token: str, authorizer: str, nonce: bytes) -> bool:
         self._check("authorization_state")
         return (token.lower(), authorizer.lower(), nonce) in self.used_authorizations
+
+    async def allowance(self, token: str, holder: str, spender: str) -> int:
+        self._check("allowance")
+        return self.allowances.get((token.lower(), holder.lower(), spender.lower()), 0)
+
+    async def subscription_state(
+        self, contract: str, subscription: bytes, period: int
+    ) -> tuple[bool, bool]:
+        self._check("subscription_state")
+        charged = (subscription, period) in self.charged_periods
+        return charged, subscription in self.cancelled_subscriptions
 
     async def eip1559(self) -> bool:
         self._check("eip1559")

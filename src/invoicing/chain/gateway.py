@@ -13,7 +13,7 @@ from eth_abi.abi import encode
 from invoicing.addresses import ZERO_ADDRESS, address_bytes, normalize_address
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.answers import ContractRevert, RpcError
-from invoicing.chain.artifacts import PAYMENT_FACTORY
+from invoicing.chain.artifacts import ERC20, PAYMENT_FACTORY, SUBSCRIPTIONS
 from invoicing.chain.calldata import decode_balances_of, encode_balances_of
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.eip3009 import encode_authorization_state
@@ -205,6 +205,29 @@ class EvmGateway:
         except RpcError as exc:
             raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
         return int.from_bytes(raw[:32] or b"\0", "big") != 0
+
+    async def allowance(self, token: str, holder: str, spender: str) -> int:
+        data = encode_call(ERC20, "allowance", holder, spender)
+        try:
+            raw = await self.evm.eth_call(token, data)
+        except RpcError as exc:
+            raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
+        return int.from_bytes(raw[:32] or b"\0", "big")
+
+    async def subscription_state(
+        self, contract: str, subscription: bytes, period: int
+    ) -> tuple[bool, bool]:
+        calls = [
+            encode_call(SUBSCRIPTIONS, "isCharged", subscription, period),
+            encode_call(SUBSCRIPTIONS, "cancelled", subscription),
+        ]
+        try:
+            charged, cancelled = [await self.evm.eth_call(contract, data) for data in calls]
+        except RpcError as exc:
+            raise ChainUnavailable(
+                f"subscription read failed on chain {self.config.chain_id}"
+            ) from exc
+        return any(charged[:32]), any(cancelled[:32])
 
     async def eip1559(self) -> bool:
         return await self.evm.eip1559()

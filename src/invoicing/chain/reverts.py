@@ -10,7 +10,7 @@ from eth_abi.abi import decode
 from eth_abi.exceptions import DecodingError
 
 from invoicing.chain.abi import abi_entries, input_types, selector, signature
-from invoicing.chain.artifacts import PAYMENT_FACTORY, TEST_TOKEN
+from invoicing.chain.artifacts import PAYMENT_FACTORY, SUBSCRIPTIONS, TEST_TOKEN
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def _known_errors() -> dict[bytes, tuple[str, list[str]]]:
         selector("Error(string)"): ("Error", ["string"]),
         selector("Panic(uint256)"): ("Panic", ["uint256"]),
     }
-    for contract in (PAYMENT_FACTORY, TEST_TOKEN):
+    for contract in (PAYMENT_FACTORY, TEST_TOKEN, SUBSCRIPTIONS):
         for entry in abi_entries(contract, "error"):
             errors[selector(signature(entry))] = (entry["name"], list(input_types(entry)))
     return errors

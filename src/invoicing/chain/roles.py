@@ -123,6 +123,17 @@ class ContractState(Protocol):
         nonce (at the latest block)."""
         ...
 
+    async def allowance(self, token: str, holder: str, spender: str) -> int:
+        """ERC-20 ``allowance(holder, spender)`` at the latest block."""
+        ...
+
+    async def subscription_state(
+        self, contract: str, subscription: bytes, period: int
+    ) -> tuple[bool, bool]:
+        """The Subscriptions contract's (period charged, subscription cancelled) for the
+        subscription id at the latest block (``payments.subscriptions``)."""
+        ...
+
     async def is_valid_signature(
         self, wallet: str, digest: bytes, signature: bytes, gas_cap: int
     ) -> bool:

@@ -12,7 +12,12 @@ from typing import Annotated, NoReturn
 import typer
 
 from invoicing.chain.answers import RpcError
-from invoicing.chain.deploy import DeploymentFailed, deploy_factory, deploy_reader
+from invoicing.chain.deploy import (
+    DeploymentFailed,
+    deploy_factory,
+    deploy_reader,
+    deploy_subscriptions,
+)
 from invoicing.chain.evm import EvmClient
 from invoicing.errors import ChainUnavailable
 from invoicing.recovery.inputs import BadArgument, RecoveryRefused, load_sender_key, parse_options
@@ -27,9 +32,10 @@ def deploy(
     rpc_url: RpcUrlOption = None,
     deployer_key: Annotated[str | None, typer.Option(help=SenderKeyHelp)] = None,
 ) -> None:
-    """Deploy PaymentFactory, then the EscrowReader, through the deterministic deployment
-    proxy (the same addresses on every chain); prints {"chainId", "factory", "txHash",
-    "reader", "readerTxHash"} (a tx hash is null if the contract was there)."""
+    """Deploy PaymentFactory, then the EscrowReader and Subscriptions, through the
+    deterministic deployment proxy (the same addresses on every chain); prints {"chainId",
+    "factory", "txHash", "reader", "readerTxHash", "subscriptions", "subscriptionsTxHash"}
+    (a tx hash is null if the contract was there)."""
     try:
         if not rpc_url or not rpc_url.startswith(("http://", "https://")):
             raise BadArgument("--rpc-url is required and must be an http(s) URL")
@@ -44,7 +50,14 @@ def deploy(
         try:
             factory = await deploy_factory(evm, key)
             reader = await deploy_reader(evm, key)
-            return {**factory.as_json(), "reader": reader.address, "readerTxHash": reader.tx_hash}
+            subscriptions = await deploy_subscriptions(evm, key)
+            return {
+                **factory.as_json(),
+                "reader": reader.address,
+                "readerTxHash": reader.tx_hash,
+                "subscriptions": subscriptions.address,
+                "subscriptionsTxHash": subscriptions.tx_hash,
+            }
         finally:
             await evm.aclose()
 

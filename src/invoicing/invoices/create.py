@@ -67,6 +67,8 @@ class NewInvoice:
     cancel_url: str | None = None
     currency: str | None = None  # given: ``amount`` is in this ISO 4217 currency
     capture: str = "automatic"  # ``manual``: swept only once captured (``invoices.capture``)
+    # The escrow's salt when the caller derives it (a subscription's period); else random.
+    salt: bytes | None = None
 
     def request_hash(self) -> str:
         fields: dict[str, Any] = {
@@ -166,7 +168,7 @@ async def create_invoice(
         amount = to_decimal_string(required_raw, decimals)
         if price.source == CHAINLINK:
             expires_at = min(expires_at, now_ms + rules.quote_window_s * 1000)
-    salt = os.urandom(32)
+    salt = request.salt or os.urandom(32)
     row = InvoiceRow(
         id=time_ordered_id(now_ms),
         owner_address=request.owner_address,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from invoicing.payments.eip3009.service import EIP3009
 from invoicing.payments.method import PaymentMethod, WorkerLoop
+from invoicing.payments.subscriptions.periods import SUBSCRIPTIONS
 from invoicing.payments.x402.facilitator import X402
 from invoicing.settlement.finality import on_final
 
-METHODS: tuple[PaymentMethod, ...] = (EIP3009, X402)
+METHODS: tuple[PaymentMethod, ...] = (EIP3009, X402, SUBSCRIPTIONS)
 
 
 def register() -> None:

@@ -37,6 +37,8 @@ class TxPurpose:
     REFUND = "refund"
     # A payer's EIP-3009 transferWithAuthorization into an invoice's escrow (gasless).
     GASLESS = "gasless"
+    # A subscription's charge of one period into that period's escrow (payments/subscriptions).
+    SUBSCRIPTION_CHARGE = "subscription_charge"
 
 
 class RelayerAccount(Base):

@@ -1,7 +1,7 @@
 """invoices: manual capture and void; owners: the capture window; refunds: voids
 
 Revision ID: 0040_manual_capture
-Revises: 0025_invoice_balance_block
+Revises: 0030_subscriptions
 Create Date: 2026-12-01 12:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0040_manual_capture"
-down_revision: str | Sequence[str] | None = "0025_invoice_balance_block"
+down_revision: str | Sequence[str] | None = "0030_subscriptions"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

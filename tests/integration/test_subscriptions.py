@@ -1,0 +1,213 @@
+"""Subscriptions on anvil over real HTTP: an owner creates one, a payer approves the
+contract and signs once, period 0 is charged at once and each later period when the
+chain's time reaches it, each into its own invoice escrow; a cancellation (the payer's on
+chain, the owner's through the API) stops every charge; a revoked allowance is retried,
+then past due."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
+from sqlalchemy import func, select
+
+from invoicing.chain.abi import encode_call
+from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
+from invoicing.chain.deploy import DevDeployment, subscriptions_address
+from invoicing.chain.evm import EvmClient
+from invoicing.notifications.models import Event
+from invoicing.payments.opt_in import set_gasless
+from invoicing.payments.subscriptions.periods import charge_due_once
+from invoicing.payments.subscriptions.service import find_subscription, terms_of
+from invoicing.settlement.models import RelayerTransaction, TxPurpose
+from tests.conftest import RunningApp
+from tests.support.api import issue_api_key, key_headers
+from tests.support.factory import sign_typed
+from tests.support.gasless import funded_payer
+from tests.support.withdrawals import settle_all
+
+pytestmark = pytest.mark.integration
+
+PERIOD_S = 60
+AMOUNT_RAW = 2_500_000  # 2.5 TUSD
+
+
+async def charges_sent(app: RunningApp, owner: str) -> int:
+    async with app.services.db.sessions() as session:
+        count = await session.scalar(
+            select(func.count())
+            .select_from(RelayerTransaction)
+            .where(
+                RelayerTransaction.owner_key == owner.lower(),
+                RelayerTransaction.purpose == TxPurpose.SUBSCRIPTION_CHARGE,
+            )
+        )
+    return int(count or 0)
+
+
+async def event_types(app: RunningApp, owner: str) -> list[str]:
+    async with app.services.db.sessions() as session:
+        rows = await session.scalars(
+            select(Event.type)
+            .where(Event.owner_key == owner.lower(), Event.type.like("subscription.%"))
+            .order_by(Event.created_at)
+        )
+        return list(rows)
+
+
+async def later(evm: EvmClient, seconds: int) -> None:
+    await evm.call_rpc("evm_increaseTime", [seconds])
+    await evm.call_rpc("evm_mine", [])
+
+
+async def subscribed(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, **extra: Any
+) -> tuple[LocalAccount, dict[str, str], LocalAccount, dict[str, Any]]:
+    """An opted-in owner's subscription of 2.5 TUSD a minute, a payer holding 10 TUSD who
+    approved the contract and signed it: (owner, headers, payer, created)."""
+    owner: LocalAccount = Account.create()
+    await set_gasless(app.services, owner.address, dev.chain_id, True)
+    headers = key_headers(await issue_api_key(app.services, owner))
+    body = {
+        "ownerAddress": owner.address,
+        "chainId": dev.chain_id,
+        "tokenAddress": dev.token,
+        "amount": "2.5",
+        "periodSeconds": PERIOD_S,
+        **extra,
+    }
+    created = await app.http.post("/integration/subscriptions", json=body, headers=headers)
+    assert created.status_code == 201, created.text
+    payer = await funded_payer(evm, dev, 10_000_000)
+    await evm.call_rpc("anvil_setBalance", [payer.address, hex(10**18)])
+    spender = created.json()["authorization"]["spender"]
+    approve = encode_call(TEST_TOKEN, "approve", spender, 2**256 - 1)
+    assert (await evm.transact(payer.key.hex(), dev.token, approve))["status"] == 1
+    return owner, headers, payer, created.json()
+
+
+async def token_balance(evm: EvmClient, dev: DevDeployment, holder: str) -> int:
+    raw = await evm.eth_call(dev.token, encode_call(TEST_TOKEN, "balanceOf", holder))
+    return int.from_bytes(raw[:32], "big")
+
+
+async def status_of(app: RunningApp, owner: LocalAccount, headers: dict[str, str], pk: str) -> Any:
+    answer = await app.http.get(
+        "/integration/subscriptions/status",
+        params={"ownerAddress": owner.address, "id": pk},
+        headers=headers,
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()["subscription"]
+
+
+async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner, headers, payer, created = await subscribed(app, evm, dev)
+    assert created["status"] == "awaiting_authorization"
+    assert created["amountRaw"] == str(AMOUNT_RAW) and created["periodSeconds"] == PERIOD_S
+    assert created["authorization"]["spender"] == subscriptions_address()
+    assert "payer" not in created["authorization"]["typedData"]["message"]
+    signature = "0x" + sign_typed(payer.key, created["authorization"]["typedData"]).hex()
+    path = f"/subscribe/{created['id']}/authorization"
+
+    first = await app.http.post(path, json={"signature": signature})
+    again = await app.http.post(path, json={"signature": signature})
+
+    assert first.status_code == 200, first.text
+    assert first.json()["subscription"]["status"] == "active"
+    assert first.json()["subscription"]["payer"] == payer.address
+    assert again.status_code == 200, again.text
+    assert await charges_sent(app, owner.address) == 1  # the repeat charged nothing
+    await settle_all(app.services)
+    for _ in range(2):
+        await charge_due_once(app.services)  # not due yet: nothing
+        assert await charges_sent(app, owner.address) == len(
+            (await status_of(app, owner, headers, created["id"]))["charges"]
+        )
+        await later(evm, PERIOD_S)
+        await charge_due_once(app.services)
+        await settle_all(app.services)
+    view = await status_of(app, owner, headers, created["id"])
+    escrows = [charge["paymentAddress"] for charge in view["charges"]]
+    assert [charge["period"] for charge in view["charges"]] == [0, 1, 2]
+    assert len(set(escrows)) == 3
+    for escrow in escrows:
+        assert await token_balance(evm, dev, escrow) == AMOUNT_RAW
+    assert await token_balance(evm, dev, payer.address) == 10_000_000 - 3 * AMOUNT_RAW
+    assert all(charge["txHash"] for charge in view["charges"])
+    assert await charges_sent(app, owner.address) == 3
+
+    # The payer cancels on chain: nothing is charged after, whoever asks.
+    sub = await find_subscription(app.services.db, created["id"])
+    cancel = encode_call(SUBSCRIPTIONS, "cancel", terms_of(sub).as_tuple(), payer.address)
+    assert (await evm.transact(payer.key.hex(), subscriptions_address(), cancel))["status"] == 1
+    await later(evm, PERIOD_S)
+    await charge_due_once(app.services)
+    await charge_due_once(app.services)
+
+    assert (await status_of(app, owner, headers, created["id"]))["status"] == "cancelled"
+    assert await charges_sent(app, owner.address) == 3
+    assert await token_balance(evm, dev, payer.address) == 10_000_000 - 3 * AMOUNT_RAW
+    assert await event_types(app, owner.address) == [
+        "subscription.activated",
+        "subscription.charged",
+        "subscription.charged",
+        "subscription.charged",
+        "subscription.cancelled",
+    ]
+
+
+async def test_revoked_allowance_is_retried_then_past_due_and_the_owner_cancels(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, make_services: Any
+) -> None:
+    owner, headers, payer, created = await subscribed(app, evm, dev)
+    signature = "0x" + sign_typed(payer.key, created["authorization"]["typedData"]).hex()
+    answer = await app.http.post(
+        f"/subscribe/{created['id']}/authorization", json={"signature": signature}
+    )
+    assert answer.status_code == 200, answer.text
+    await settle_all(app.services)
+    revoke = encode_call(TEST_TOKEN, "approve", subscriptions_address(), 0)
+    assert (await evm.transact(payer.key.hex(), dev.token, revoke))["status"] == 1
+    services = await make_services(subscription_grace_s=PERIOD_S, subscription_retry_s=1)
+
+    await later(evm, PERIOD_S)
+    await charge_due_once(services)  # refused: allowance; tried again later
+    assert (await status_of(app, owner, headers, created["id"]))["status"] == "active"
+    await asyncio.sleep(1.1)  # the retry delay (server clock)
+    await later(evm, PERIOD_S)
+    await charge_due_once(services)  # the grace window is over: past due
+
+    view = await status_of(app, owner, headers, created["id"])
+    assert view["status"] == "past_due"
+    assert view["charges"][1]["chargeStatus"] == "failed"
+    assert await charges_sent(app, owner.address) == 1
+
+    gone = await app.http.delete(
+        "/integration/subscriptions",
+        params={"ownerAddress": owner.address, "id": created["id"]},
+        headers=headers,
+    )
+    again = await app.http.delete(
+        "/integration/subscriptions",
+        params={"ownerAddress": owner.address, "id": created["id"]},
+        headers=headers,
+    )
+    assert gone.status_code == 200 and again.status_code == 200
+    assert gone.json()["subscription"]["status"] == "cancelled"
+    approve = encode_call(TEST_TOKEN, "approve", subscriptions_address(), 2**256 - 1)
+    assert (await evm.transact(payer.key.hex(), dev.token, approve))["status"] == 1
+    await later(evm, 3 * PERIOD_S)
+    await charge_due_once(services)
+
+    assert await charges_sent(app, owner.address) == 1
+    assert await token_balance(evm, dev, payer.address) == 10_000_000 - AMOUNT_RAW
+    assert (await event_types(app, owner.address))[-2:] == [
+        "subscription.past_due",
+        "subscription.cancelled",
+    ]
