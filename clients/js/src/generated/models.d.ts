@@ -46,6 +46,17 @@ export interface Brand {
   logoUrl: string | null;
 }
 
+/** A captured invoice; a repeated capture gets the same answer. */
+export interface Captured {
+  ownerAddress: string;
+  chainId: number;
+  invoiceId: string;
+  paymentAddress: string;
+  capture: "manual";
+  /** When it was captured (by a capture, or at the end of the capture window). */
+  capturedAt: number;
+}
+
 /** Body of POST /integration/invoices. */
 export interface CreateInvoice {
   chainId: number;
@@ -53,6 +64,8 @@ export interface CreateInvoice {
   amount: string;
   /** Same rules: the page's way back to the shop without paying. */
   cancelUrl?: string | null;
+  /** manual: paid funds wait for a capture (docs: Invoices). */
+  capture?: "automatic" | "manual";
   /**
    * ISO 4217 code (USD, EUR): `amount` is a price in it, locked into the token amount at
    * creation (docs: Pricing).
@@ -236,8 +249,15 @@ export interface Invoice {
   updatedAt: number;
   /** The hosted payment page. */
   url: string;
+  /**
+   * automatic: swept once paid; manual: the paid funds wait in the escrow for a capture or a
+   * void (docs: Invoices, manual capture).
+   */
+  capture: "automatic" | "manual";
   /** The way back to the shop without paying (when given). */
   cancelUrl?: string | null;
+  /** Present only for manual capture; null until captured. */
+  capturedAt?: number | null;
   /** Present only when given. */
   description?: string | null;
   /** Present only for an invoice created with a currency. */
@@ -246,12 +266,19 @@ export interface Invoice {
   metadata?: Record<string, unknown> | null;
   /** Present only when any. */
   otherBalances?: OtherBalance[] | null;
+  /** The transfers into the escrow (payments of record); present only when any. */
+  payments?: Payment[] | null;
   /** Where the payment page sends the payer after payment (when given). */
   redirectUrl?: string | null;
   /** Present only when any. */
   refunds?: Refund[] | null;
   /** Present only when the owner accepted an underpayment. */
   tolerance?: Tolerance | null;
+  /**
+   * Present only for manual capture; null unless voided (the payment went back to the payer and
+   * the invoice is cancelled).
+   */
+  voidedAt?: number | null;
   /** The invoice's x402 v2 resource; present only for an invoice in a token with EIP-3009. */
   x402Url?: string | null;
 }
@@ -307,6 +334,10 @@ export interface OwnerSettings {
    * (null: none chosen).
    */
   reportingCurrency?: string | null;
+  /** How long a paid manual-capture invoice waits for its capture (seconds from paidAt). */
+  captureWindowS: number;
+  /** At the end of the capture window: capture (true) or leave for a void. */
+  captureAtWindowEnd: boolean;
 }
 
 /** The fiat price an invoice was created with (docs/integration/pricing.md). */
@@ -316,6 +347,16 @@ export interface PagePrice {
   amount: string;
   /** Units of the currency one whole unit of the asset was worth. */
   rate: string;
+}
+
+/** A transfer into the invoice's escrow, as the chain shows it (docs: Invoices). */
+export interface Payment {
+  txHash: string;
+  from: string;
+  amountRaw: bigint;
+  /** null: the native coin. */
+  tokenAddress: string | null;
+  blockNumber: number;
 }
 
 /**
@@ -393,6 +434,55 @@ export interface SettleResponse {
   network: string;
   /** Present only on failure. */
   errorReason?: string | null;
+}
+
+export interface SubscriptionAuthorization {
+  /** The address to approve: the contract. */
+  spender: string;
+  /** For eth_signTypedData_v4. */
+  typedData: Record<string, unknown>;
+}
+
+export interface SubscriptionCharge {
+  period: number;
+  paymentAddress: string;
+  /** The period's invoice's status. */
+  status: string;
+  /** submitted, failed, or null before a try. */
+  chargeStatus: string | null;
+  txHash: string | null;
+}
+
+export interface SubscriptionList {
+  items: SubscriptionOut[];
+  total: number;
+  page: number;
+  limit: number;
+}
+
+export interface SubscriptionOut {
+  id: string;
+  subscriptionId: string | null;
+  ownerAddress: string;
+  chainId: number;
+  tokenAddress: string;
+  amount: string;
+  amountRaw: bigint;
+  periodSeconds: number;
+  maxPeriods: number;
+  status: "awaiting_authorization" | "active" | "past_due" | "cancelled" | "finished";
+  url: string;
+  payer: string | null;
+  /** ms; by the chain's block time. */
+  nextChargeAt: number | null;
+  description: string | null;
+  authorization: SubscriptionAuthorization;
+  charges: SubscriptionCharge[];
+  createdAt: number;
+}
+
+export interface SubscriptionResult {
+  subscription: SubscriptionOut;
 }
 
 export interface SupportedKind {

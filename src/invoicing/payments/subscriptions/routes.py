@@ -190,6 +190,7 @@ class SubscriptionList(WireModel):
         errors=(*BODY_ROUTE_ERRORS, UnsupportedChain, UnsupportedToken, Conflict),
         other_responses={200: {"model": SubscriptionOut, "description": "An identical retry"}},
         action="subscription.create",
+        sdk="subscriptions.create",
     ),
 )
 async def create(request: Request) -> Answer[SubscriptionOut]:
@@ -223,6 +224,7 @@ async def create(request: Request) -> Answer[SubscriptionOut]:
         query=SubscriptionQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="subscription.status",
+        sdk="subscriptions.status",
     ),
 )
 async def status(request: Request) -> Answer[SubscriptionResult]:
@@ -243,6 +245,7 @@ async def status(request: Request) -> Answer[SubscriptionResult]:
         query=SubscriptionListQuery,
         errors=OWNER_ROUTE_ERRORS,
         action="subscription.list",
+        sdk="subscriptions.list",
     ),
 )
 async def list_(request: Request) -> Answer[SubscriptionList]:
@@ -262,6 +265,7 @@ async def list_(request: Request) -> Answer[SubscriptionList]:
         query=SubscriptionQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),
         action="subscription.cancel",
+        sdk="subscriptions.cancel",
     ),
 )
 async def cancel(request: Request) -> Answer[SubscriptionResult]:
@@ -292,6 +296,7 @@ async def cancel(request: Request) -> Answer[SubscriptionResult]:
             RateLimited,
             ChainUnavailable,
         ),
+        sdk="public.authorize_subscription",
     ),
 )
 async def submit(request: Request, subscription_id: str) -> Answer[SubscriptionResult]:

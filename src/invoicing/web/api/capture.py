@@ -25,8 +25,7 @@ from invoicing.errors import (
 from invoicing.invoices.capture import capture_invoice
 from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.web.api.deps import authorized_body
-from invoicing.web.api.inputs import Address
-from invoicing.web.api.refunds import DecimalString
+from invoicing.web.api.inputs import DecimalString, Address
 from invoicing.web.api.responses import RefundSubmission, WireModel
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import (
@@ -146,6 +145,7 @@ async def capture(request: Request) -> Answer[Captured]:
             ChainUnavailable,
         ),
         action="invoice.void",
+        sdk="invoices.void",
     ),
 )
 async def void(request: Request) -> Answer[RefundSubmission]:

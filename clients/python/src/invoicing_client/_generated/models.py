@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
     "ApiKey",
     "ApiKeyList",
     "Brand",
+    "Captured",
     "DeletedInvoice",
     "DeletedWebhookEndpoint",
     "DeliveryAccepted",
@@ -35,6 +36,7 @@ __all__ = [
     "OtherBalance",
     "OwnerSettings",
     "PagePrice",
+    "Payment",
     "PaymentStatus",
     "Readiness",
     "Refund",
@@ -42,6 +44,11 @@ __all__ = [
     "RevokedApiKey",
     "RevokedWebhookSecret",
     "SettleResponse",
+    "SubscriptionAuthorization",
+    "SubscriptionCharge",
+    "SubscriptionList",
+    "SubscriptionOut",
+    "SubscriptionResult",
     "SupportedKind",
     "SupportedResponse",
     "Tolerance",
@@ -80,6 +87,17 @@ class Brand(_Model):
     accent_color: str | None
     text_color: str | None
     logo_url: str | None
+
+
+class Captured(_Model):
+    """A captured invoice; a repeated capture gets the same answer."""
+
+    owner_address: str
+    chain_id: int
+    invoice_id: str
+    payment_address: str
+    capture: str
+    captured_at: int
 
 
 class DeletedInvoice(_Model):
@@ -218,6 +236,16 @@ class OtherBalance(_Model):
     balance_raw: int
 
 
+class Payment(_Model):
+    """A transfer into the invoice's escrow, as the chain shows it (docs: Invoices)."""
+
+    tx_hash: str
+    from_: str = Field(alias="from")
+    amount_raw: int
+    token_address: str | None
+    block_number: int
+
+
 class Refund(_Model):
     """A relayed refund from the invoice's escrow."""
 
@@ -263,14 +291,18 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
+    capture: str
     cancel_url: str | None = None
+    captured_at: int | None = None
     description: str | None = None
     fiat: FiatPrice | None = None
     metadata: dict[str, Any] | None = None
     other_balances: list[OtherBalance] | None = None
+    payments: list[Payment] | None = None
     redirect_url: str | None = None
     refunds: list[Refund] | None = None
     tolerance: Tolerance | None = None
+    voided_at: int | None = None
     x402_url: str | None = None
 
 
@@ -301,6 +333,8 @@ class OwnerSettings(_Model):
     webhook_api_key_header: bool
     underpayment_tolerance_bps: int = 0
     reporting_currency: str | None = None
+    capture_window_s: int
+    capture_at_window_end: bool
 
 
 class PagePrice(_Model):
@@ -372,6 +406,50 @@ class SettleResponse(_Model):
     transaction: str
     network: str
     error_reason: str | None = None
+
+
+class SubscriptionAuthorization(_Model):
+    spender: str
+    typed_data: dict[str, Any]
+
+
+class SubscriptionCharge(_Model):
+    period: int
+    payment_address: str
+    status: str
+    charge_status: str | None
+    tx_hash: str | None
+
+
+class SubscriptionOut(_Model):
+    id: str
+    subscription_id: str | None
+    owner_address: str
+    chain_id: int
+    token_address: str
+    amount: str
+    amount_raw: int
+    period_seconds: int
+    max_periods: int
+    status: str
+    url: str
+    payer: str | None
+    next_charge_at: int | None
+    description: str | None
+    authorization: SubscriptionAuthorization
+    charges: list[SubscriptionCharge]
+    created_at: int
+
+
+class SubscriptionList(_Model):
+    items: list[SubscriptionOut]
+    total: int
+    page: int
+    limit: int
+
+
+class SubscriptionResult(_Model):
+    subscription: SubscriptionOut
 
 
 class SupportedKind(_Model):

@@ -67,8 +67,12 @@ ROUTES: dict[str, Route] = {
     ),
     "fees.set_fee": Route("POST", "/integration/fees/set-meta", "fee.set-meta"),
     "fees.set_payout": Route("POST", "/integration/fees/set-payout-meta", "fee.set-payout-meta"),
+    "fees.set_refund_delegate": Route(
+        "POST", "/integration/refund-delegate", "refund_delegate.set"
+    ),
     "gasless.get": Route("GET", "/integration/gasless", "gasless.get", ("chainId",)),
     "gasless.set": Route("POST", "/integration/gasless", "gasless.set"),
+    "invoices.capture": Route("POST", "/integration/invoices/capture", "invoice.capture"),
     "invoices.create": Route("POST", "/integration/invoices", "invoice.create"),
     "invoices.delete": Route(
         "DELETE",
@@ -115,8 +119,12 @@ ROUTES: dict[str, Route] = {
     "invoices.status": Route(
         "GET", "/integration/invoices/status", "invoice.status", ("paymentAddress",)
     ),
+    "invoices.void": Route("POST", "/integration/invoices/void", "invoice.void"),
     "invoices.webhooks": Route(
         "GET", "/integration/invoices/webhooks", "invoice.webhooks", ("paymentAddress",)
+    ),
+    "public.authorize_subscription": Route(
+        "POST", "/subscribe/{subscription_id}/authorization", None
     ),
     "public.health": Route("GET", "/healthz", None),
     "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
@@ -130,6 +138,22 @@ ROUTES: dict[str, Route] = {
     "settings.get": Route("GET", "/integration/settings", "settings.get"),
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
     "settings.update_brand": Route("PUT", "/integration/settings/brand", "brand.update"),
+    "subscriptions.cancel": Route(
+        "DELETE", "/integration/subscriptions", "subscription.cancel", ("id",)
+    ),
+    "subscriptions.create": Route("POST", "/integration/subscriptions", "subscription.create"),
+    "subscriptions.list": Route(
+        "GET",
+        "/integration/subscriptions",
+        "subscription.list",
+        (
+            "page",
+            "limit",
+        ),
+    ),
+    "subscriptions.status": Route(
+        "GET", "/integration/subscriptions/status", "subscription.status", ("id",)
+    ),
     "webhook_endpoints.create": Route(
         "POST", "/integration/webhook-endpoints", "webhook_endpoint.create"
     ),
