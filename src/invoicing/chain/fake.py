@@ -256,14 +256,11 @@ class FakeChain:
     ) -> None:
         """What the aggregator at ``address`` answers from now on (a complete round unless
         ``started_at`` or ``answered_in_round`` say otherwise)."""
+        started = updated_at if started_at is None else started_at
+        answered = round_id if answered_in_round is None else answered_in_round
         self.feed_rounds[address.lower()] = (
-            decimals,
-            round_id,
-            answer,
-            updated_at if started_at is None else started_at,
-            updated_at,
-            round_id if answered_in_round is None else answered_in_round,
-        )
+            decimals, round_id, answer, started, updated_at, answered
+        )  # fmt: skip
 
     async def feed_round(self, address: str) -> FeedRound:
         self._check("feed_round")
@@ -271,17 +268,7 @@ class FakeChain:
         found = self.feed_rounds.get(address.lower())
         if found is None:
             raise ChainUnavailable(f"price feed {address} could not be read")
-        decimals, round_id, answer, started_at, updated_at, answered_in_round = found
-        return FeedRound(
-            normalize_address(address),
-            self._block,
-            decimals,
-            round_id,
-            answer,
-            started_at,
-            updated_at,
-            answered_in_round,
-        )
+        return FeedRound(normalize_address(address), self._block, *found)
 
     async def has_code(self, address: str) -> bool:
         self._check("has_code")

@@ -25,7 +25,7 @@ from invoicing.errors import (
 from invoicing.invoices.capture import capture_invoice
 from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.web.api.deps import authorized_body
-from invoicing.web.api.inputs import DecimalString, Address
+from invoicing.web.api.inputs import Address, DecimalString
 from invoicing.web.api.responses import RefundSubmission, WireModel
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import (

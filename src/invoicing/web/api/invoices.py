@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -12,8 +10,6 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from invoicing.auth.guard import Caller
-from invoicing.coalescer import Coalescer
-from invoicing.db import Database, ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
     InvoiceExists,
@@ -24,25 +20,17 @@ from invoicing.errors import (
     UnsupportedChain,
     UnsupportedToken,
 )
-from invoicing.invoices.coverage import (
-    MonitorShard,
-    covered_by_passes,
-    last_checked_of,
-    shard_records,
-)
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.create_batch import WatchedCapReached
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.links import MAX_URL_CHARS
-from invoicing.invoices.models import Invoice, InvoiceRow
-from invoicing.invoices.owner_view import other_balances_in, refunds_in
+from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
     find_by_payment_address,
     list_invoices,
 )
-from invoicing.invoices.views import invoice_to_dict
 from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
@@ -54,6 +42,7 @@ from invoicing.web.api.deps import (
     uncount,
 )
 from invoicing.web.api.inputs import Address
+from invoicing.web.api.invoice_views import owner_views
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
 from invoicing.web.api.responses import Invoice as InvoiceOut
 from invoicing.web.context import services_of
@@ -341,64 +330,3 @@ async def delete(request: Request) -> Answer[DeleteResult]:
     return Answer(
         DeleteResult(deleted=True, invoiceId=invoice.invoice_id, chainId=invoice.chain_id)
     )
-
-
-Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
-
-
-async def owner_views(
-    services: Services,
-    invoices: Sequence[Invoice | InvoiceRow],
-    *,
-    fresh: bool = False,
-    checked_now: bool = False,
-) -> list[InvoiceOut]:
-    """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
-    (never shown on the public /pay routes). ``fresh``: just created, so there are none.
-    ``lastCheckedAt`` comes from the shards' pass records (``invoices.coverage``) unless the
-    invoices were just created or ``checked_now``.
-
-    One invoice (create, status: the hot paths) shares its reads with the other requests
-    in flight in this process, as the lookup before it does; a page reads its own."""
-    page_url = services.settings.payment_page_url
-    with_extras = [] if fresh else [invoice for invoice in invoices if invoice.has_extras]
-    if not with_extras:
-        extras: list[Extras] = [(None, None)] * len(invoices)
-    elif len(invoices) == 1:
-        extras = [await _EXTRAS.of(services.db).submit(invoices[0].id)]
-    else:
-        found = await _extras_batch(services.db, [invoice.id for invoice in with_extras])
-        by_id = {invoice.id: extra for invoice, extra in zip(with_extras, found, strict=True)}
-        extras = [by_id.get(invoice.id, (None, None)) for invoice in invoices]
-    records: dict[tuple[int, int], MonitorShard] = {}
-    if not (fresh or checked_now) and any(covered_by_passes(i) for i in invoices):
-        async with services.db.reads() as session:
-            records = await shard_records(session, invoices)
-    x402 = services.chains.x402_tokens
-    return [
-        InvoiceOut.model_validate(
-            invoice_to_dict(
-                invoice,
-                page_url,
-                refunds=refunds,
-                other_balances=others,
-                last_checked_at=last_checked_of(invoice, records),
-                x402=x402,
-            )
-        )
-        for invoice, (refunds, others) in zip(invoices, extras, strict=True)
-    ]
-
-
-# Concurrent reads of invoices' refunds and other balances of this process share one query.
-_EXTRAS: ProcessLocal[Coalescer[str, Extras]] = ProcessLocal(
-    lambda db: Coalescer(functools.partial(_extras_batch, db), max_batch=500)
-)
-
-
-async def _extras_batch(db: Database, invoice_ids: Sequence[str]) -> list[Extras]:
-    unique = list(dict.fromkeys(invoice_ids))
-    async with db.reads() as session:  # two independent reads: one snapshot is not needed
-        refunds = await refunds_in(session, unique)
-        others = await other_balances_in(session, unique)
-    return [(refunds.get(i), others.get(i)) for i in invoice_ids]
