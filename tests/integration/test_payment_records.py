@@ -54,7 +54,7 @@ async def wait_for_payments(services: Services, invoice: Invoice, count: int) ->
     async def enough() -> bool:
         return len(await payments_of(services, invoice)) == count
 
-    await eventually(enough, what=f"{count} payments of record")
+    await eventually(enough, timeout_s=60, what=f"{count} payments of record")
     return await payments_of(services, invoice)
 
 

@@ -129,7 +129,7 @@ async def test_a_forged_failed_receipt_does_not_fail_a_mined_refund(
         answer = await http.post(REFUND, json=body, headers=key_headers(api_key))
     assert answer.status_code == 202, answer.text
 
-    await settle_all(services, timeout_s=10)
+    await settle_all(services, timeout_s=60)
 
     assert [r.status for r in await refund_rows(services, invoice.id)] == [RefundStatus.CONFIRMED]
     assert await balance_of(evm, payer) == 4 * 10**15
@@ -147,7 +147,7 @@ async def test_a_forged_failed_receipt_does_not_park_a_mined_sweep(
     (sweep,) = await plan_withdrawals(
         services, gateway(services), relayer_of(services), full=True, owner_key=owner.lower()
     )
-    finished = await settle_all(services, timeout_s=10)
+    finished = await settle_all(services, timeout_s=60)
 
     assert [(r.id, r.status) for r in finished if r.id == sweep.id] == [
         (sweep.id, TxStatus.CONFIRMED)
