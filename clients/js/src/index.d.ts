@@ -218,6 +218,9 @@ export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
 export class InvoicePending extends Conflict {}
+export class InvoiceNotPaid extends Conflict {}
+export class InvoiceCaptured extends Conflict {}
+export class InvoiceVoided extends Conflict {}
 export class AuthorizationUsed extends Conflict {}
 export class InvoiceNotPayable extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
