@@ -337,6 +337,7 @@ class AsyncPublic:
             "public.pay_without_gas",
             path={"payment_address": payment_address},
             body=dict(authorization),
+            ownerless=True,
         )
         return await self._send(call, calls.model(GaslessSubmission))
 
@@ -351,6 +352,7 @@ class AsyncPublic:
             path={"subscription_id": subscription_id},
             body={"signature": signature, **calls.given(payer=payer)},
             idempotent=True,
+            ownerless=True,
         )
         return await self._send(call, calls.model(SubscriptionOut, "subscription"))
 

@@ -51,6 +51,7 @@ def call(
     signed_id: str | None = None,
     path: Mapping[str, str] | None = None,
     accept: frozenset[int] = frozenset(),
+    ownerless: bool = False,
 ) -> Call:
     """The call of the SDK method ``name`` (its route, its signed action)."""
     route = ROUTES[name]
@@ -67,6 +68,7 @@ def call(
         idempotent=idempotent or route.method in ("GET", "DELETE", "PUT"),
         signed_id=signed_id,
         accept=accept,
+        ownerless=ownerless,
     )
 
 
