@@ -29,6 +29,10 @@ ABSENT_FROM_OLDER_SERVERS: dict[tuple[str, str], Any] = {
     ("EscrowExportLine", "factory"): None,
     ("OwnerSettings", "underpaymentToleranceBps"): 0,
     ("OwnerSettings", "reportingCurrency"): None,
+    # Manual capture: an older server captured every invoice when paid, and had no window.
+    ("Invoice", "capture"): "automatic",
+    ("OwnerSettings", "captureWindowS"): None,
+    ("OwnerSettings", "captureAtWindowEnd"): None,
 }
 
 

@@ -12,6 +12,7 @@ import {
   Gasless,
   Public,
   Settings,
+  Subscriptions,
   WebhookEndpoints,
   WebhookSecrets,
 } from "./resources.js";
@@ -47,6 +48,7 @@ export class Client {
     this.events = new Events(this.transport);
     this.escrows = new Escrows(this.transport);
     this.settings = new Settings(this.transport);
+    this.subscriptions = new Subscriptions(this.transport);
     this.gasless = new Gasless(this.transport);
     this.facilitator = new Facilitator(this.transport);
     this.public = new Public(this.transport);
@@ -85,15 +87,17 @@ class Invoices {
    * it is idempotent (an identical retry returns the same invoice, `created: false`) and
    * retried after a lost connection or a 5xx. The answer is the Invoice plus `created` and,
    * in signature mode, `requestSignature` (the x-service-signature the paid webhook carries).
+   * `capture: "manual"`: once paid the funds wait in the escrow for invoices.capture or
+   * invoices.void (default "automatic").
    */
   async create({ chainId, amount, tokenAddress, invoiceId, webhookUrl, expiresAt, description,
-    metadata, currency, redirectUrl, cancelUrl }) {
+    metadata, currency, redirectUrl, cancelUrl, capture }) {
     // Omitted, never null: a null is a different signed payload.
     const body = {
       chainId,
       amount: decimalAmount(amount),
       ...given({ invoiceId, tokenAddress, webhookUrl, description, expiresAt, metadata, currency,
-        redirectUrl, cancelUrl }),
+        redirectUrl, cancelUrl, capture }),
     };
     const { data, status, headers } = await this.#transport.call({
       ...route("invoices.create"),
@@ -165,6 +169,32 @@ class Invoices {
       fields, bodyFields, paymentAddress);
   }
 
+  /** Capture a paid manual-capture invoice: its escrow is swept to the owner from now on.
+   * { ownerAddress, chainId, invoiceId, paymentAddress, capture, capturedAt }; a repeated
+   * capture gets the same answer. */
+  async capture(chainId, paymentAddress) {
+    return this.#transport.call({
+      ...route("invoices.capture"), body: { chainId, paymentAddress }, idempotent: true,
+    });
+  }
+
+  /**
+   * Void a paid manual-capture invoice: sign a Refund (EIP-712) of its whole payment (what the
+   * escrow holds of the invoice's token, its balanceRaw as status reads it) to `to`, the
+   * payer, and have the service relay it. Options: signer (the owner or the owner's refund
+   * delegate), deadline, factory (as for refund).
+   */
+  async void(paymentAddress, to, options = {}) {
+    const invoice = await this.status(paymentAddress);
+    const amount = rawString(invoice.balanceRaw, "balanceRaw");
+    const fields = {
+      salt: invoice.salt, token: invoice.tokenAddress ?? ZERO_ADDRESS, to, amount: BigInt(amount),
+    };
+    const bodyFields = { paymentAddress, to, amountRaw: amount };
+    return relaySigned(this.#transport, invoice.chainId, options, "invoices.void", REFUND_TYPES,
+      fields, bodyFields, paymentAddress);
+  }
+
   /** The paid webhook's events and delivery attempts of one invoice. */
   async webhooks(paymentAddress) {
     return this.#transport.call({
@@ -195,6 +225,13 @@ const SET_PAYOUT_TYPES = {
   SetPayout: [
     { name: "user", type: "address" },
     { name: "payout", type: "address" },
+    ...NONCE_AND_DEADLINE,
+  ],
+};
+const SET_REFUND_DELEGATE_TYPES = {
+  SetRefundDelegate: [
+    { name: "user", type: "address" },
+    { name: "delegate", type: "address" },
     ...NONCE_AND_DEADLINE,
   ],
 };
@@ -240,6 +277,13 @@ class Fees {
   async setPayout(chainId, payoutAddress, options = {}) {
     return relaySigned(this.#transport, chainId, options, "fees.setPayout", SET_PAYOUT_TYPES,
       { payout: payoutAddress }, { payoutAddress });
+  }
+
+  /** Sign SetRefundDelegate and have the service relay it: `delegate` may then sign the
+   * owner's refunds and voids (the zero address revokes); options as for setFee. */
+  async setRefundDelegate(chainId, delegate, options = {}) {
+    return relaySigned(this.#transport, chainId, options, "fees.setRefundDelegate",
+      SET_REFUND_DELEGATE_TYPES, { delegate }, { delegate });
   }
 }
 

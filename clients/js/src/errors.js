@@ -26,6 +26,9 @@
 //       │   ├── NonceMismatch          409 nonce_mismatch
 //       │   ├── SweepInProgress        409 sweep_in_progress
 //       │   ├── InvoicePending         409 invoice_pending
+//       │   ├── InvoiceNotPaid         409 invoice_not_paid
+//       │   ├── InvoiceCaptured        409 invoice_captured
+//       │   ├── InvoiceVoided          409 invoice_voided
 //       │   ├── AuthorizationUsed      409 authorization_used
 //       │   ├── InvoiceNotPayable      409 invoice_not_payable
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
@@ -102,6 +105,9 @@ export const InvoiceExists = errorClass(Conflict, "invoice_exists");
 export const NonceMismatch = errorClass(Conflict, "nonce_mismatch");
 export const SweepInProgress = errorClass(Conflict, "sweep_in_progress");
 export const InvoicePending = errorClass(Conflict, "invoice_pending");
+export const InvoiceNotPaid = errorClass(Conflict, "invoice_not_paid");
+export const InvoiceCaptured = errorClass(Conflict, "invoice_captured");
+export const InvoiceVoided = errorClass(Conflict, "invoice_voided");
 export const AuthorizationUsed = errorClass(Conflict, "authorization_used");
 export const InvoiceNotPayable = errorClass(Conflict, "invoice_not_payable");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
@@ -134,7 +140,7 @@ export const ERRORS_BY_CODE = new Map(
     PriceUnavailable,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
     DatabaseUnavailable, GaslessUnavailable, InvalidAuthorization, AuthorizationUsed,
-    InvoiceNotPayable,
+    InvoiceNotPayable, InvoiceNotPaid, InvoiceCaptured, InvoiceVoided,
   ].map((cls) => [cls.code, cls]),
 );
 

@@ -6,6 +6,7 @@ import type {
   ApiKey,
   AuthorizationBody,
   Brand,
+  Captured,
   CreateInvoice,
   DeletedInvoice,
   DeletedWebhookEndpoint,
@@ -30,6 +31,7 @@ import type {
   RevokedApiKey,
   RevokedWebhookSecret,
   SettleResponse,
+  SubscriptionOut,
   SupportedResponse,
   VerifyResponse,
   WebhookEndpoint,
@@ -117,6 +119,10 @@ export class Client {
     delete(chainId: number, invoiceId: string): Promise<DeletedInvoice>;
     /** Refund `amountRaw` (raw units) from the invoice's escrow to `to`, signed and relayed. */
     refund(paymentAddress: string, to: string, amountRaw: bigint, options?: RefundOptions): Promise<RefundSubmission>;
+    /** Capture a paid manual-capture invoice (a repeated capture gets the same answer). */
+    capture(chainId: number, paymentAddress: string): Promise<Captured>;
+    /** Refund the whole payment of a manual-capture invoice to `to`, signed and relayed. */
+    void(paymentAddress: string, to: string, options?: FeeOptions): Promise<RefundSubmission>;
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
@@ -125,6 +131,8 @@ export class Client {
     get(chainId: number, paymentAddress?: string): Promise<FeeSettings>;
     setFee(chainId: number, feeBps: number, options?: FeeOptions): Promise<FeeSubmission>;
     setPayout(chainId: number, payoutAddress: string, options?: FeeOptions): Promise<FeeSubmission>;
+    /** The address whose Refund signatures count as the owner's (the zero address revokes). */
+    setRefundDelegate(chainId: number, delegate: string, options?: FeeOptions): Promise<FeeSubmission>;
   };
   readonly apiKeys: {
     create(label?: string | { label?: string }): Promise<IssuedApiKey>;
@@ -164,6 +172,23 @@ export class Client {
       logo?: Uint8Array | null;
     }): Promise<Brand>;
   };
+  readonly subscriptions: {
+    create(request: {
+      chainId: number;
+      tokenAddress: string;
+      /** Per period, in the token's units. */
+      amount: string;
+      periodSeconds: number;
+      maxPeriods?: number;
+      subscriptionId?: string;
+      description?: string;
+      redirectUrl?: string;
+      cancelUrl?: string;
+    }): Promise<SubscriptionOut>;
+    status(id: string): Promise<SubscriptionOut>;
+    list(options?: { pageSize?: number }): AsyncGenerator<SubscriptionOut, void, void>;
+    cancel(id: string): Promise<SubscriptionOut>;
+  };
   readonly gasless: {
     get(chainId: number): Promise<GaslessSettings>;
     set(chainId: number, enabled: boolean): Promise<GaslessSettings>;
@@ -181,6 +206,8 @@ export class Client {
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
     x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
+    /** The payer's signature of the subscription's authorization.typedData. */
+    authorizeSubscription(id: string, authorization: { signature: string; payer?: string }): Promise<SubscriptionOut>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };
@@ -218,6 +245,9 @@ export class InvoiceExists extends Conflict {}
 export class NonceMismatch extends Conflict {}
 export class SweepInProgress extends Conflict {}
 export class InvoicePending extends Conflict {}
+export class InvoiceNotPaid extends Conflict {}
+export class InvoiceCaptured extends Conflict {}
+export class InvoiceVoided extends Conflict {}
 export class AuthorizationUsed extends Conflict {}
 export class InvoiceNotPayable extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}

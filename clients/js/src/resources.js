@@ -165,6 +165,56 @@ export class Settings extends Resource {
   }
 }
 
+/** The owner's subscriptions (docs/integration/subscriptions.md): a payer signs once, and each
+ * period is charged into that period's own invoice. */
+export class Subscriptions extends Resource {
+  /**
+   * Create one of `amount` in the token's units (a decimal string) every `periodSeconds`, for
+   * `maxPeriods` periods (default 0: no end). The payer approves authorization.spender and
+   * signs authorization.typedData at `url` (or through public.authorizeSubscription). With a
+   * subscriptionId (your reference, unique per owner) it is idempotent: the same body gets the
+   * first back.
+   */
+  async create({ chainId, tokenAddress, amount, periodSeconds, maxPeriods, subscriptionId,
+    description, redirectUrl, cancelUrl }) {
+    if (typeof amount !== "string") {
+      throw new TypeError("amount is in the token's units: give a decimal string such as \"0.01\"");
+    }
+    const body = {
+      chainId, tokenAddress, amount, periodSeconds,
+      ...given({ maxPeriods, subscriptionId, description, redirectUrl, cancelUrl }),
+    };
+    const idempotent = subscriptionId !== undefined && subscriptionId !== null;
+    return this.call("subscriptions.create", { body, idempotent });
+  }
+
+  /** One subscription by its id (the service's), with its payer, nextChargeAt (ms, by the
+   * chain's time) and charges. */
+  async status(id) {
+    return (await this.call("subscriptions.status", { query: { id } })).subscription;
+  }
+
+  /** Every subscription of the owner, newest first, page after page. */
+  async *list({ pageSize = MAX_PAGE_SIZE } = {}) {
+    const seen = new Set();
+    for (let page = 1; ; page += 1) {
+      const result = await this.call("subscriptions.list", { query: { page, limit: pageSize } });
+      for (const subscription of result.items) {
+        // One created while paging shifts the pages by one: never twice.
+        if (!seen.has(subscription.id)) yield subscription;
+        seen.add(subscription.id);
+      }
+      if (result.items.length === 0 || result.page * result.limit >= result.total) return;
+    }
+  }
+
+  /** Cancel (idempotent): the service charges nothing for it any more. To end it on chain as
+   * well, sign Cancel with the owner's wallet (docs: Subscriptions). */
+  async cancel(id) {
+    return (await this.call("subscriptions.cancel", { query: { id } })).subscription;
+  }
+}
+
 /** Whether payers may pay the owner's invoices on a chain without gas (off by default). */
 export class Gasless extends Resource {
   async get(chainId) {
@@ -227,8 +277,18 @@ export class Public extends Resource {
       body[name] = rawString(authorization[name], name);
     }
     return this.call("public.payWithoutGas", {
-      params: { payment_address: paymentAddress }, body, idempotent: true,
+      params: { payment_address: paymentAddress }, body, idempotent: true, ownerless: true,
     });
+  }
+
+  /** Submit the payer's signature of the subscription's authorization.typedData (`payer`: a
+   * contract wallet names itself); period 0 is charged at once. The same authorization again
+   * charges nothing more. */
+  async authorizeSubscription(id, { signature, payer }) {
+    return (await this.call("public.authorizeSubscription", {
+      params: { subscription_id: id }, body: { signature, ...given({ payer }) }, idempotent: true,
+      ownerless: true,
+    })).subscription;
   }
 
   /** The invoice's x402 resource asked without payment: the PaymentRequired object (402;

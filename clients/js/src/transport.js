@@ -87,15 +87,17 @@ export class Transport {
    * route (no credential, no ownerAddress in the query). `signedId`: an id in the path, or in
    * the query of a POST/PATCH, signed as the payload's first key. `text`: the answer as text
    * (NDJSON, HTML). `accept`: error statuses whose body is still the answer. `queryNames`:
-   * the query parameters the route takes (routes.js); any other is refused.
+   * the query parameters the route takes (routes.js); any other is refused. `ownerless`: a
+   * payer's body (a public route's), which names no owner: sent without ownerAddress.
    */
   async call({ method, path, action, query = {}, body, idempotent = false, full = false,
-    signedId, text = false, accept = [], queryNames = [] }) {
+    signedId, text = false, accept = [], queryNames = [], ownerless = false }) {
     const unknown = Object.keys(query).filter((key) => !queryNames.includes(key));
     if (unknown.length > 0) throw new TypeError(`${path} takes no query ${unknown.join(", ")}`);
     for (let attempt = 1; ; attempt += 1) {
       // A fresh timestamp and signature for each attempt (the service accepts each once).
-      const request = await this.#prepare({ method, path, action, query, body, signedId });
+      const request = await this.#prepare({ method, path, action, query, body, signedId,
+        ownerless });
       try {
         const { data, status } = await this.#send(request, { text, accept });
         if (!full) return data;
@@ -108,7 +110,7 @@ export class Transport {
     }
   }
 
-  async #prepare({ method, path, action, query, body, signedId }) {
+  async #prepare({ method, path, action, query, body, signedId, ownerless }) {
     const headers = { accept: "application/json" };
     const params = new URLSearchParams();
     let content;
@@ -119,7 +121,7 @@ export class Transport {
       if (body === undefined) payload[key] = queryValue(value);
     }
     if (body !== undefined) {
-      content = JSON.stringify({ ownerAddress: this.ownerAddress, ...body });
+      content = JSON.stringify(ownerless ? body : { ownerAddress: this.ownerAddress, ...body });
       headers["content-type"] = "application/json";
       payload = body;
     }

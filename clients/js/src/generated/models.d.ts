@@ -253,7 +253,7 @@ export interface Invoice {
    * automatic: swept once paid; manual: the paid funds wait in the escrow for a capture or a
    * void (docs: Invoices, manual capture).
    */
-  capture: "automatic" | "manual";
+  capture?: "automatic" | "manual";
   /** The way back to the shop without paying (when given). */
   cancelUrl?: string | null;
   /** Present only for manual capture; null until captured. */
@@ -335,9 +335,9 @@ export interface OwnerSettings {
    */
   reportingCurrency?: string | null;
   /** How long a paid manual-capture invoice waits for its capture (seconds from paidAt). */
-  captureWindowS: number;
+  captureWindowS?: number;
   /** At the end of the capture window: capture (true) or leave for a void. */
-  captureAtWindowEnd: boolean;
+  captureAtWindowEnd?: boolean;
 }
 
 /** The fiat price an invoice was created with (docs/integration/pricing.md). */

@@ -19,6 +19,7 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing_client import _calls as calls
 from invoicing_client._async_resources import (
+    AsyncApiKeys,
     AsyncEscrows,
     AsyncEvents,
     AsyncFacilitator,
@@ -28,18 +29,17 @@ from invoicing_client._async_resources import (
     AsyncWebhookEndpoints,
     AsyncWebhookSecrets,
 )
+from invoicing_client._async_subscriptions import AsyncSubscriptions
 from invoicing_client._transport import Call, Reply, Transport
 from invoicing_client.errors import ApiError, NonceMismatch, ServiceUnreachable
 from invoicing_client.models import (
-    ApiKey,
+    Captured,
     CreatedInvoice,
     DeletedInvoice,
     FeeSettings,
     FeeSubmission,
     Invoice,
-    IssuedApiKey,
     RefundSubmission,
-    RevokedApiKey,
     WebhookLog,
 )
 from invoicing_client.signing import sign_typed_data
@@ -92,12 +92,13 @@ class AsyncClient:
         self._http = http or httpx.AsyncClient(timeout=timeout_s)
         self.invoices = AsyncInvoices(self)
         self.fees = AsyncFees(self)
-        self.api_keys = AsyncApiKeys(self)
+        self.api_keys = AsyncApiKeys(self._send)
         self.webhook_secrets = AsyncWebhookSecrets(self._send)
         self.webhook_endpoints = AsyncWebhookEndpoints(self._send)
         self.events = AsyncEvents(self._send)
         self.escrows = AsyncEscrows(self._send)
         self.settings = AsyncSettings(self._send)
+        self.subscriptions = AsyncSubscriptions(self._send)
         self.gasless = AsyncGasless(self._send)
         self.facilitator = AsyncFacilitator(self._send)
         self.public = AsyncPublic(self._send)
@@ -184,13 +185,15 @@ class AsyncInvoices:
         *,
         redirect_url: str | None = None,
         cancel_url: str | None = None,
+        capture: str | None = None,
     ) -> CreatedInvoice:
         """Create an invoice of ``amount`` in the token's units (a decimal string), or with
         ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
         amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
         identical earlier invoice comes back with ``created=False``. The payment page sends
         the payer to ``redirect_url`` after payment, and offers ``cancel_url`` to leave
-        without paying."""
+        without paying. ``capture="manual"``: once paid the funds wait in the escrow for
+        ``invoices.capture`` or ``invoices.void`` (default ``"automatic"``)."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -203,6 +206,7 @@ class AsyncInvoices:
             currency,
             redirect_url,
             cancel_url,
+            capture,
         )
         return await self._client._send(call, calls.read_created)
 
@@ -266,6 +270,34 @@ class AsyncInvoices:
         # Signed for the factory that made the escrow (after an upgrade, maybe a previous one).
         return await self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
 
+    async def capture(self, chain_id: int, payment_address: str) -> Captured:
+        """Capture a paid manual-capture invoice: its escrow is swept to the owner from now
+        on. A repeated capture gets the same answer."""
+        body = {"chainId": chain_id, "paymentAddress": payment_address}
+        call = calls.call("invoices.capture", body=body, idempotent=True)
+        return await self._client._send(call, calls.model(Captured))
+
+    async def void(
+        self,
+        payment_address: str,
+        to: str,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> RefundSubmission:
+        """Void a paid manual-capture invoice: sign a Refund (EIP-712) of its whole payment
+        (what the escrow holds of the invoice's token, its ``balance_raw`` as ``status``
+        reads it) to ``to``, the payer, and have the service relay it. ``signer`` (the owner
+        or the owner's refund delegate), ``deadline`` and ``factory`` as for ``refund``."""
+        invoice = await self.status(payment_address)
+        order = calls.RefundOrder(invoice, to, invoice.balance_raw, invoice.token_address, True)
+        build = self._client._message(
+            calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
+        )
+        read = calls.model(RefundSubmission)
+        return await self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
+
     async def webhooks(self, payment_address: str) -> WebhookLog:
         """The paid webhook's events and delivery attempts of one invoice."""
         call = calls.call("invoices.webhooks", query={"paymentAddress": payment_address})
@@ -322,21 +354,24 @@ class AsyncFees:
         )
         return await self._client._relay(chain_id, build, calls.model(FeeSubmission))
 
-
-class AsyncApiKeys:
-    """API keys of the owner; managed in signature mode (the client needs private_key)."""
-
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def create(self, label: str | None = None) -> IssuedApiKey:
-        """A new key; its secret is in the answer this once."""
-        call = calls.call("api_keys.create", body=calls.given(label=label))
-        return await self._client._send(call, calls.model(IssuedApiKey))
-
-    async def list(self) -> list[ApiKey]:
-        return await self._client._send(calls.call("api_keys.list"), calls.models(ApiKey))
-
-    async def revoke(self, key_id: str) -> RevokedApiKey:
-        call = calls.call("api_keys.revoke", query={"id": key_id})
-        return await self._client._send(call, calls.model(RevokedApiKey))
+    async def set_refund_delegate(
+        self,
+        chain_id: int,
+        delegate: str,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> FeeSubmission:
+        """Sign SetRefundDelegate (EIP-712) with the owner's key and have the service relay
+        it: ``delegate`` may then sign the owner's refunds and voids (the zero address
+        revokes)."""
+        build = self._client._message(
+            calls.signed_refund_delegate,
+            chain_id,
+            delegate,
+            signer=signer,
+            deadline=deadline,
+            factory=factory,
+        )
+        return await self._client._relay(chain_id, build, calls.model(FeeSubmission))

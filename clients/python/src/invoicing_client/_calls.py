@@ -51,6 +51,7 @@ def call(
     signed_id: str | None = None,
     path: Mapping[str, str] | None = None,
     accept: frozenset[int] = frozenset(),
+    ownerless: bool = False,
 ) -> Call:
     """The call of the SDK method ``name`` (its route, its signed action)."""
     route = ROUTES[name]
@@ -67,6 +68,7 @@ def call(
         idempotent=idempotent or route.method in ("GET", "DELETE", "PUT"),
         signed_id=signed_id,
         accept=accept,
+        ownerless=ownerless,
     )
 
 
@@ -135,6 +137,7 @@ def create_invoice(
     currency: str | None = None,
     redirect_url: str | None = None,
     cancel_url: str | None = None,
+    capture: str | None = None,
 ) -> Call:
     body = {
         "chainId": chain_id,
@@ -149,6 +152,7 @@ def create_invoice(
             currency=currency,
             redirectUrl=redirect_url,
             cancelUrl=cancel_url,
+            capture=capture,
         ),
     }
     # Idempotent by invoiceId: an identical retry gets the same invoice back (200). Without
@@ -268,6 +272,27 @@ def signed_payout(
     return call("fees.set_payout", body={**body, "signature": sign(typed)}, idempotent=True)
 
 
+def signed_refund_delegate(
+    sign: Callable[[dict[str, Any]], str],
+    owner: str,
+    chain_id: int,
+    delegate: str,
+    settings: FeeSettings,
+    *,
+    deadline: int | None,
+    factory: str | None,
+) -> Call:
+    """SetRefundDelegate at the owner's current nonce (``settings``), signed, as a submission."""
+    deadline_ = deadline_s(deadline)
+    typed = _typed.set_refund_delegate_typed_data(
+        chain_id, factory_of(settings, factory), owner, delegate, settings.nonce, deadline_
+    )
+    body = fee_body(chain_id, {"delegate": delegate}, settings.nonce, deadline_)
+    return call(
+        "fees.set_refund_delegate", body={**body, "signature": sign(typed)}, idempotent=True
+    )
+
+
 class InvoiceToken(Enum):
     """``invoices.refund``'s default asset: the invoice's own token (or native coin)."""
 
@@ -280,12 +305,14 @@ INVOICE_TOKEN = InvoiceToken.INVOICE_TOKEN
 @dataclass(frozen=True)
 class RefundOrder:
     """What the owner asks to refund: ``amount_raw`` of ``token_address`` (None: the native
-    coin) from the escrow of ``invoice`` to ``to``."""
+    coin) from the escrow of ``invoice`` to ``to``; ``void``: the whole payment of a
+    manual-capture invoice (``invoices.void``, whose body names no token)."""
 
     invoice: Invoice
     to: str
     amount_raw: int
     token_address: str | None
+    void: bool = False
 
 
 def signed_refund(
@@ -319,10 +346,11 @@ def signed_refund(
         "paymentAddress": invoice.payment_address,
         "to": order.to,
         "amountRaw": str(order.amount_raw),
-        "tokenAddress": order.token_address,
+        **({} if order.void else {"tokenAddress": order.token_address}),
     }
     body = fee_body(invoice.chain_id, fields, settings.nonce, deadline_)
-    return call("invoices.refund", body={**body, "signature": sign(typed)}, idempotent=True)
+    name = "invoices.void" if order.void else "invoices.refund"
+    return call(name, body={**body, "signature": sign(typed)}, idempotent=True)
 
 
 def relay(

@@ -20,6 +20,7 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing_client import _calls as calls
 from invoicing_client._sync_resources import (
+    ApiKeys,
     Escrows,
     Events,
     Facilitator,
@@ -29,18 +30,17 @@ from invoicing_client._sync_resources import (
     WebhookEndpoints,
     WebhookSecrets,
 )
+from invoicing_client._sync_subscriptions import Subscriptions
 from invoicing_client._transport import Call, Reply, Transport
 from invoicing_client.errors import ApiError, NonceMismatch, ServiceUnreachable
 from invoicing_client.models import (
-    ApiKey,
+    Captured,
     CreatedInvoice,
     DeletedInvoice,
     FeeSettings,
     FeeSubmission,
     Invoice,
-    IssuedApiKey,
     RefundSubmission,
-    RevokedApiKey,
     WebhookLog,
 )
 from invoicing_client.signing import sign_typed_data
@@ -93,12 +93,13 @@ class Client:
         self._http = http or httpx.Client(timeout=timeout_s)
         self.invoices = Invoices(self)
         self.fees = Fees(self)
-        self.api_keys = ApiKeys(self)
+        self.api_keys = ApiKeys(self._send)
         self.webhook_secrets = WebhookSecrets(self._send)
         self.webhook_endpoints = WebhookEndpoints(self._send)
         self.events = Events(self._send)
         self.escrows = Escrows(self._send)
         self.settings = Settings(self._send)
+        self.subscriptions = Subscriptions(self._send)
         self.gasless = Gasless(self._send)
         self.facilitator = Facilitator(self._send)
         self.public = Public(self._send)
@@ -185,13 +186,15 @@ class Invoices:
         *,
         redirect_url: str | None = None,
         cancel_url: str | None = None,
+        capture: str | None = None,
     ) -> CreatedInvoice:
         """Create an invoice of ``amount`` in the token's units (a decimal string), or with
         ``currency`` (ISO 4217, ``"USD"``) a price in that currency, locked into the token
         amount by the service (``invoice.fiat``); with ``invoice_id`` a retry is safe and an
         identical earlier invoice comes back with ``created=False``. The payment page sends
         the payer to ``redirect_url`` after payment, and offers ``cancel_url`` to leave
-        without paying."""
+        without paying. ``capture="manual"``: once paid the funds wait in the escrow for
+        ``invoices.capture`` or ``invoices.void`` (default ``"automatic"``)."""
         call = calls.create_invoice(
             chain_id,
             amount,
@@ -204,6 +207,7 @@ class Invoices:
             currency,
             redirect_url,
             cancel_url,
+            capture,
         )
         return self._client._send(call, calls.read_created)
 
@@ -265,6 +269,34 @@ class Invoices:
         # Signed for the factory that made the escrow (after an upgrade, maybe a previous one).
         return self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
 
+    def capture(self, chain_id: int, payment_address: str) -> Captured:
+        """Capture a paid manual-capture invoice: its escrow is swept to the owner from now
+        on. A repeated capture gets the same answer."""
+        body = {"chainId": chain_id, "paymentAddress": payment_address}
+        call = calls.call("invoices.capture", body=body, idempotent=True)
+        return self._client._send(call, calls.model(Captured))
+
+    def void(
+        self,
+        payment_address: str,
+        to: str,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> RefundSubmission:
+        """Void a paid manual-capture invoice: sign a Refund (EIP-712) of its whole payment
+        (what the escrow holds of the invoice's token, its ``balance_raw`` as ``status``
+        reads it) to ``to``, the payer, and have the service relay it. ``signer`` (the owner
+        or the owner's refund delegate), ``deadline`` and ``factory`` as for ``refund``."""
+        invoice = self.status(payment_address)
+        order = calls.RefundOrder(invoice, to, invoice.balance_raw, invoice.token_address, True)
+        build = self._client._message(
+            calls.signed_refund, order, signer=signer, deadline=deadline, factory=factory
+        )
+        read = calls.model(RefundSubmission)
+        return self._client._relay(invoice.chain_id, build, read, invoice.payment_address)
+
     def webhooks(self, payment_address: str) -> WebhookLog:
         """The paid webhook's events and delivery attempts of one invoice."""
         call = calls.call("invoices.webhooks", query={"paymentAddress": payment_address})
@@ -321,21 +353,24 @@ class Fees:
         )
         return self._client._relay(chain_id, build, calls.model(FeeSubmission))
 
-
-class ApiKeys:
-    """API keys of the owner; managed in signature mode (the client needs private_key)."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-
-    def create(self, label: str | None = None) -> IssuedApiKey:
-        """A new key; its secret is in the answer this once."""
-        call = calls.call("api_keys.create", body=calls.given(label=label))
-        return self._client._send(call, calls.model(IssuedApiKey))
-
-    def list(self) -> list[ApiKey]:
-        return self._client._send(calls.call("api_keys.list"), calls.models(ApiKey))
-
-    def revoke(self, key_id: str) -> RevokedApiKey:
-        call = calls.call("api_keys.revoke", query={"id": key_id})
-        return self._client._send(call, calls.model(RevokedApiKey))
+    def set_refund_delegate(
+        self,
+        chain_id: int,
+        delegate: str,
+        *,
+        signer: Signer | None = None,
+        deadline: int | None = None,
+        factory: str | None = None,
+    ) -> FeeSubmission:
+        """Sign SetRefundDelegate (EIP-712) with the owner's key and have the service relay
+        it: ``delegate`` may then sign the owner's refunds and voids (the zero address
+        revokes)."""
+        build = self._client._message(
+            calls.signed_refund_delegate,
+            chain_id,
+            delegate,
+            signer=signer,
+            deadline=deadline,
+            factory=factory,
+        )
+        return self._client._relay(chain_id, build, calls.model(FeeSubmission))

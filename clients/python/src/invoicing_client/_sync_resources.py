@@ -1,7 +1,7 @@
 # Generated from _async_resources.py by clients/python/generate_sync.py: edit that file instead.
-"""The resources of the client that need only its ``_send``: webhook signing secrets,
-webhook endpoints, events, the escrow export, the owner's settings, gasless payments and the
-public routes
+"""The resources of the client that need only its ``_send``: API keys, webhook signing
+secrets, webhook endpoints, events, the escrow export, the owner's settings, gasless payments
+and the public routes
 (written for asyncio; the blocking ones are generated, see ``_async_client.py``)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 from invoicing_client import _calls as calls
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (
+    ApiKey,
     Brand,
     DeletedWebhookEndpoint,
     DeliveryAccepted,
@@ -23,12 +24,15 @@ from invoicing_client.models import (
     GaslessSettings,
     GaslessSubmission,
     Health,
+    IssuedApiKey,
     IssuedWebhookSecret,
     OwnerSettings,
     PaymentStatus,
     Readiness,
+    RevokedApiKey,
     RevokedWebhookSecret,
     SettleResponse,
+    SubscriptionOut,
     SupportedResponse,
     VerifyResponse,
     WebhookEndpoint,
@@ -42,6 +46,25 @@ class Send(Protocol):
     """``Client._send``: one call with its retries, its answer read by ``read``."""
 
     def __call__(self, call: Call, read: Callable[[Reply], T]) -> T: ...
+
+
+class ApiKeys:
+    """API keys of the owner; managed in signature mode (the client needs private_key)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+
+    def create(self, label: str | None = None) -> IssuedApiKey:
+        """A new key; its secret is in the answer this once."""
+        call = calls.call("api_keys.create", body=calls.given(label=label))
+        return self._send(call, calls.model(IssuedApiKey))
+
+    def list(self) -> list[ApiKey]:
+        return self._send(calls.call("api_keys.list"), calls.models(ApiKey))
+
+    def revoke(self, key_id: str) -> RevokedApiKey:
+        call = calls.call("api_keys.revoke", query={"id": key_id})
+        return self._send(call, calls.model(RevokedApiKey))
 
 
 class WebhookSecrets:
@@ -314,8 +337,24 @@ class Public:
             "public.pay_without_gas",
             path={"payment_address": payment_address},
             body=dict(authorization),
+            ownerless=True,
         )
         return self._send(call, calls.model(GaslessSubmission))
+
+    def authorize_subscription(
+        self, subscription_id: str, signature: str, payer: str | None = None
+    ) -> SubscriptionOut:
+        """Submit the payer's signature of the subscription's ``authorization.typed_data``
+        (``payer``: a contract wallet names itself); period 0 is charged at once. The same
+        authorization again charges nothing more."""
+        call = calls.call(
+            "public.authorize_subscription",
+            path={"subscription_id": subscription_id},
+            body={"signature": signature, **calls.given(payer=payer)},
+            idempotent=True,
+            ownerless=True,
+        )
+        return self._send(call, calls.model(SubscriptionOut, "subscription"))
 
     def x402_requirements(self, payment_address: str) -> dict[str, Any]:
         """The invoice's x402 resource asked without payment: the ``PaymentRequired`` object

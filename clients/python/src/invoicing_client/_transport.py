@@ -39,6 +39,8 @@ class Call:
     signed_id: str | None = None
     # Error statuses whose body is still the answer (503 from /readyz).
     accept: frozenset[int] = frozenset()
+    # A payer's body (a public route's), which names no owner: sent without ownerAddress.
+    ownerless: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,9 +104,8 @@ class Transport:
         headers = {"accept": "application/json", "user-agent": USER_AGENT}
         content = None
         if call.body is not None:
-            content = json.dumps(
-                {"ownerAddress": self.owner_address, **call.body}, separators=(",", ":")
-            ).encode()
+            owner = {} if call.ownerless else {"ownerAddress": self.owner_address}
+            content = json.dumps({**owner, **call.body}, separators=(",", ":")).encode()
             headers["content-type"] = "application/json"
             payload: dict[str, Any] = dict(call.body)
         else:

@@ -1,8 +1,10 @@
-"""The owner's EIP-712 messages the service relays: SetFee, SetPayout and Refund.
+"""The owner's EIP-712 messages the service relays: SetFee, SetPayout, SetRefundDelegate and
+Refund.
 
 Each is signed by the owner wallet and sent with the nonce it was signed at; the domain is
-the factory's (``PaymentFactory``, version 1). See docs/integration/fees.md and the API
-reference of ``POST /integration/invoices/refund-meta``."""
+the factory's (``PaymentFactory``, version 1). See docs/integration/fees.md,
+docs/integration/refunds.md and the API reference of ``POST
+/integration/invoices/refund-meta``."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ _DOMAIN_TYPE = [
 _TYPES: dict[str, list[tuple[str, str]]] = {
     "SetFee": [("user", "address"), ("feeBps", "uint256")],
     "SetPayout": [("user", "address"), ("payout", "address")],
+    "SetRefundDelegate": [("user", "address"), ("delegate", "address")],
     "Refund": [
         ("user", "address"),
         ("salt", "bytes32"),
@@ -77,6 +80,20 @@ def set_payout_typed_data(
         "deadline": deadline,
     }
     return typed_data("SetPayout", chain_id, factory, message)
+
+
+def set_refund_delegate_typed_data(
+    chain_id: int, factory: str, owner: str, delegate: str, nonce: int, deadline: int
+) -> dict[str, Any]:
+    """SetRefundDelegate(address user,address delegate,uint256 nonce,uint256 deadline):
+    ``delegate`` (the zero address revokes) may sign the owner's refunds."""
+    message = {
+        "user": to_checksum_address(owner),
+        "delegate": to_checksum_address(delegate),
+        "nonce": nonce,
+        "deadline": deadline,
+    }
+    return typed_data("SetRefundDelegate", chain_id, factory, message)
 
 
 def refund_typed_data(

@@ -27,6 +27,9 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── NonceMismatch         409 nonce_mismatch
         │   ├── SweepInProgress       409 sweep_in_progress
         │   ├── InvoicePending        409 invoice_pending
+        │   ├── InvoiceNotPaid        409 invoice_not_paid
+        │   ├── InvoiceCaptured       409 invoice_captured
+        │   ├── InvoiceVoided         409 invoice_voided
         │   ├── AuthorizationUsed     409 authorization_used
         │   ├── InvoiceNotPayable     409 invoice_not_payable
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
@@ -175,6 +178,24 @@ class SweepInProgress(Conflict):
 
 class InvoicePending(Conflict):
     code = "invoice_pending"
+
+
+class InvoiceNotPaid(Conflict):
+    """A capture or void of an invoice that is not paid (``details["status"]``)."""
+
+    code = "invoice_not_paid"
+
+
+class InvoiceCaptured(Conflict):
+    """A capture of an automatic-capture invoice, or a void of a captured one."""
+
+    code = "invoice_captured"
+
+
+class InvoiceVoided(Conflict):
+    """A capture or void of an invoice that is voided or being voided."""
+
+    code = "invoice_voided"
 
 
 class TooManyWebhookSecrets(Conflict):

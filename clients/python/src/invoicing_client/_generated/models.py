@@ -291,7 +291,7 @@ class Invoice(_Model):
     created_at: int
     updated_at: int
     url: str
-    capture: str
+    capture: str = "automatic"
     cancel_url: str | None = None
     captured_at: int | None = None
     description: str | None = None
@@ -333,8 +333,8 @@ class OwnerSettings(_Model):
     webhook_api_key_header: bool
     underpayment_tolerance_bps: int = 0
     reporting_currency: str | None = None
-    capture_window_s: int
-    capture_at_window_end: bool
+    capture_window_s: int | None = None
+    capture_at_window_end: bool | None = None
 
 
 class PagePrice(_Model):
