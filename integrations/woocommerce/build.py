@@ -30,6 +30,5 @@ def build(out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    print(
-        build(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "build" / "invoicing-gateway.zip")
-    )
+    default = HERE / "build" / "invoicing-gateway.zip"
+    sys.stdout.write(f"{build(Path(sys.argv[1]) if len(sys.argv) > 1 else default)}\n")
