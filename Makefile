@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 NPM_STAMP := node_modules/.installed
 PG_URL ?= postgresql://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint setup bytecode browser-deps bench compile clean openapi sdk docs fuzz messages
+.PHONY: run test lint setup bytecode browser-deps bench compile clean openapi sdk docs fuzz messages woo
 
 setup: $(STAMP) $(NPM_STAMP)
 
@@ -39,6 +39,11 @@ run: setup bytecode
 # password-less sudo); otherwise one line says why and those tests skip.
 browser-deps:
 	@bash scripts/install-browser-deps.sh --if-possible
+	@bash scripts/install-php.sh --if-possible
+
+# The WooCommerce plugin's zip, as WordPress installs it: integrations/woocommerce/build/.
+woo:
+	python3 integrations/woocommerce/build.py
 
 # The whole suite on SQLite; `make test DB=postgres` runs it on PostgreSQL ($(PG_URL)).
 # `TEST_WORKERS=4` runs it on 4 pytest-xdist workers (the tests mostly wait on anvil and on
