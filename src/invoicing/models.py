@@ -10,6 +10,7 @@ from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
+from invoicing.notifications.mail.models import MailMessage, OwnerMail
 from invoicing.notifications.models import (
     EndpointHealth,
     Event,
@@ -44,10 +45,12 @@ __all__ = [
     "GaslessOptIn",
     "GaslessPayment",
     "Invoice",
+    "MailMessage",
     "MonitorShard",
     "MonitorWorker",
     "MetaTransaction",
     "OwnerBrand",
+    "OwnerMail",
     "OwnerSequence",
     "OwnerSettings",
     "ParkedEscrow",

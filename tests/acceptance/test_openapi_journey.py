@@ -177,6 +177,7 @@ async def journey(
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
+    await back_office(http, address, key)
     await gasless_and_x402(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
@@ -337,6 +338,19 @@ async def brand(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> N
         "/integration/settings/brand", params={"ownerAddress": address}, headers=key
     )
     assert got.status_code == 200 and got.json()["displayName"] == "Journey shop"
+
+
+async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> None:
+    """Mail settings (docs/integration/email.md)."""
+    mail = {"email": "owner@shop.example", "events": ["invoice.paid"], "language": "en"}
+    put = await http.put(
+        "/integration/settings/notifications", json={"ownerAddress": address, **mail}, headers=key
+    )
+    assert put.status_code == 200 and put.json() == mail, put.text
+    got = await http.get(
+        "/integration/settings/notifications", params={"ownerAddress": address}, headers=key
+    )
+    assert got.json() == mail
 
 
 async def gasless_and_x402(

@@ -23,6 +23,7 @@ from invoicing.web.api import (
     fees,
     gasless,
     invoices,
+    mail,
     refunds,
     webhook_signing,
     webhooks,
@@ -55,6 +56,7 @@ ROUTERS = (
     escrows.router,
     webhook_signing.router,
     brand.router,
+    mail.router,
     events.router,
     *DASHBOARD_ROUTERS,
 )

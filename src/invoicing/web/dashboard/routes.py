@@ -11,6 +11,7 @@ from invoicing.web.dashboard import (
     invoices,
     keys,
     login,
+    mail_page,
     overview,
     settings_page,
     signed,
@@ -29,4 +30,5 @@ ROUTERS = (
     webhooks.router,
     settings_page.router,
     brand_page.router,
+    mail_page.router,
 )

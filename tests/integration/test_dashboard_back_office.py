@@ -1,0 +1,83 @@
+"""The dashboard's back-office pages over real HTTP: email settings (and, below, reports
+and the team)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from invoicing.chain.deploy import DevDeployment
+from invoicing.notifications.mail.choices import NOTHING, MailChoices, mail_choices
+from tests.conftest import MakeServices, RunningApp
+from tests.support.dashboard import csrf_of, dashboard_app, sign_in
+from tests.support.signing import new_owner
+
+
+@pytest.fixture
+async def dash(make_services: MakeServices) -> Any:
+    async with dashboard_app(make_services) as app:
+        yield app
+
+
+@contextlib.asynccontextmanager
+async def signed_in_client(
+    app: RunningApp, chain_id: int, account: Any = None
+) -> AsyncIterator[tuple[httpx.AsyncClient, Any, str]]:
+    owner = account or new_owner()
+    async with httpx.AsyncClient(base_url=app.base_url, timeout=30) as client:
+        assert (await sign_in(client, owner, chain_id)).status_code == 200
+        csrf = csrf_of((await client.get("/dashboard")).text)
+        yield client, owner, csrf
+
+
+async def stored_mail(app: RunningApp, owner_address: str) -> MailChoices:
+    async with app.services.db.sessions() as session:
+        return await mail_choices(session, owner_address.lower())
+
+
+async def test_the_email_form_sets_what_the_api_reads(dash: RunningApp, dev: DevDeployment) -> None:
+    async with signed_in_client(dash, dev.chain_id) as (client, owner, csrf):
+        page = await client.get("/dashboard/email")
+        saved = await client.post(
+            "/dashboard/email",
+            data={
+                "csrf": csrf,
+                "email": "owner@shop.example",
+                "events": ["invoice.paid", "invoice.refunded"],
+                "language": "fr",
+            },
+        )
+        after = await client.get("/dashboard/email")
+
+    assert page.status_code == 200 and 'id="mail-form"' in page.text
+    assert saved.status_code == 303
+    assert await stored_mail(dash, owner.address) == MailChoices(
+        "owner@shop.example", ("invoice.paid", "invoice.refunded"), "fr"
+    )
+    assert 'value="owner@shop.example"' in after.text
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"email": "not an address", "events": ["invoice.paid"]},
+        {"email": "owner@shop.example", "events": ["invoice.nope"]},
+        {"email": "owner@shop.example", "language": "xx"},
+    ],
+)
+async def test_a_bad_email_form_is_400_and_changes_nothing(
+    dash: RunningApp, dev: DevDeployment, fields: dict[str, Any]
+) -> None:
+    async with signed_in_client(dash, dev.chain_id) as (client, owner, csrf):
+        answer = await client.post("/dashboard/email", data={"csrf": csrf, **fields})
+        no_csrf = await client.post(
+            "/dashboard/email", data={"email": "owner@shop.example", "events": ["invoice.paid"]}
+        )
+
+    assert answer.status_code == 400 and 'role="alert"' in answer.text
+    assert no_csrf.status_code == 403
+    assert await stored_mail(dash, owner.address) == NOTHING
