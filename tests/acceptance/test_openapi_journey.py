@@ -341,7 +341,8 @@ async def brand(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> N
 
 
 async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> None:
-    """Mail settings (docs/integration/email.md)."""
+    """Mail settings and the payments report (docs/integration/email.md, reports.md); the
+    journey has paid invoices by now."""
     mail = {"email": "owner@shop.example", "events": ["invoice.paid"], "language": "en"}
     put = await http.put(
         "/integration/settings/notifications", json={"ownerAddress": address, **mail}, headers=key
@@ -351,6 +352,12 @@ async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]
         "/integration/settings/notifications", params={"ownerAddress": address}, headers=key
     )
     assert got.json() == mail
+    window = {"ownerAddress": address, "dateFrom": "0", "dateTo": str(2**53)}
+    report = "/integration/reports/payments"
+    as_csv = await http.get(report, params=window, headers=key)
+    assert as_csv.status_code == 200 and as_csv.text.startswith("invoiceId,"), as_csv.text
+    as_json = await http.get(report, params={**window, "format": "json"}, headers=key)
+    assert as_json.status_code == 200 and as_json.json()["items"], as_json.text
 
 
 async def gasless_and_x402(

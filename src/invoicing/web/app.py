@@ -25,6 +25,7 @@ from invoicing.web.api import (
     invoices,
     mail,
     refunds,
+    reports,
     webhook_signing,
     webhooks,
 )
@@ -57,6 +58,7 @@ ROUTERS = (
     webhook_signing.router,
     brand.router,
     mail.router,
+    reports.router,
     events.router,
     *DASHBOARD_ROUTERS,
 )

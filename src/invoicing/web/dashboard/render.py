@@ -45,6 +45,7 @@ NAV = (
     ("webhooks", "/dashboard/webhooks", "Webhooks"),
     ("keys", "/dashboard/api-keys", "API keys"),
     ("brand", "/dashboard/brand", "Brand"),
+    ("reports", "/dashboard/reports", "Reports"),
     ("email", "/dashboard/email", "Email"),
     ("settings", "/dashboard/settings", "Settings"),
 )

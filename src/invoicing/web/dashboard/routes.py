@@ -13,6 +13,7 @@ from invoicing.web.dashboard import (
     login,
     mail_page,
     overview,
+    reports_page,
     settings_page,
     signed,
     webhooks,
@@ -31,4 +32,5 @@ ROUTERS = (
     settings_page.router,
     brand_page.router,
     mail_page.router,
+    reports_page.router,
 )
