@@ -4,6 +4,7 @@ from invoicing.auth.models import (
     ApiKey,
     DashboardSession,
     SignInTicket,
+    TeamMember,
     UsedRequestTimestamp,
 )
 from invoicing.brand.models import OwnerBrand
@@ -60,6 +61,7 @@ __all__ = [
     "SignInTicket",
     "RelayerAccount",
     "RelayerTransaction",
+    "TeamMember",
     "UsedRequestTimestamp",
     "WebhookAttempt",
     "WebhookEvent",

@@ -178,6 +178,7 @@ async def journey(
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
     await back_office(http, address, key)
+    await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
@@ -358,6 +359,27 @@ async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]
     assert as_csv.status_code == 200 and as_csv.text.startswith("invoiceId,"), as_csv.text
     as_json = await http.get(report, params={**window, "format": "json"}, headers=key)
     assert as_json.status_code == 200 and as_json.json()["items"], as_json.text
+
+
+async def team(http: httpx.AsyncClient, owner: Any) -> None:
+    """Team members (docs/integration/members.md): the owner's signature only."""
+    address, member = owner.address, new_owner().address
+    body = {"ownerAddress": address, "address": member, "role": "viewer"}
+    added = await signed_post(http, "/integration/members", owner, "member.add", body)
+    assert added.status_code == 201, added.text
+    listed = await signed_get(
+        http, "/integration/members", owner, "member.list", {"ownerAddress": address}
+    )
+    assert [m["address"] for m in listed.json()["items"]] == [member]
+    removed = await signed_get(
+        http,
+        "/integration/members",
+        owner,
+        "member.remove",
+        {"ownerAddress": address, "address": member},
+        method="DELETE",
+    )
+    assert removed.json() == {"removed": True, "address": member}
 
 
 async def gasless_and_x402(

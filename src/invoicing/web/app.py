@@ -24,6 +24,7 @@ from invoicing.web.api import (
     gasless,
     invoices,
     mail,
+    members,
     refunds,
     reports,
     webhook_signing,
@@ -59,6 +60,7 @@ ROUTERS = (
     brand.router,
     mail.router,
     reports.router,
+    members.router,
     events.router,
     *DASHBOARD_ROUTERS,
 )

@@ -47,6 +47,7 @@ NAV = (
     ("brand", "/dashboard/brand", "Brand"),
     ("reports", "/dashboard/reports", "Reports"),
     ("email", "/dashboard/email", "Email"),
+    ("team", "/dashboard/team", "Team"),
     ("settings", "/dashboard/settings", "Settings"),
 )
 

@@ -16,6 +16,7 @@ from invoicing.web.dashboard import (
     reports_page,
     settings_page,
     signed,
+    team_page,
     webhooks,
 )
 
@@ -33,4 +34,5 @@ ROUTERS = (
     brand_page.router,
     mail_page.router,
     reports_page.router,
+    team_page.router,
 )
