@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from sqlalchemy import select
 
+from invoicing import housekeeping
 from invoicing.chain.fake import FakeChain
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_block_pass
@@ -136,3 +137,21 @@ async def test_an_smtp_server_that_is_down_loses_nothing(
     assert invoice.invoice_id in str(received.message["Subject"])
     (row,) = await messages(services)
     assert (row.status, row.attempts, row.last_error) == ("sent", 2, None)
+
+
+async def test_housekeeping_prunes_sent_mail_past_the_retention_and_keeps_pending_mail(
+    services: Services, fake: FakeChain, smtp: SmtpServer
+) -> None:
+    mailer = mail_worker.mailer_for(services.settings)
+    assert mailer is not None
+    owner = await owner_mailing(services, "owner@shop.example", ("invoice.paid",))
+    await paid_invoice(services, fake, owner)
+    await mail_worker.send_due(services, mailer)  # sent
+    smtp.stop()
+    await paid_invoice(services, fake, owner)
+    await mail_worker.send_due(services, mailer)  # pending, attempt 1 failed
+
+    clock_of(services).advance(int(services.settings.webhook_event_retention_s * 1000) + 1)
+    await housekeeping.run_once(services)
+
+    assert [(m.status, m.attempts) for m in await messages(services)] == [("pending", 1)]

@@ -57,7 +57,8 @@ async def sweeps_of(session: AsyncSession, invoices: Sequence[Invoice]) -> dict[
     for invoice_pk, moved, token, swept, fee, tx_hash in rows:
         if token != token_of[invoice_pk]:
             continue
-        share = int(fee or 0) * int(moved) // int(swept) if int(swept or 0) else 0
+        whole = int(swept or 0)
+        share = int(fee or 0) * int(moved) // whole if whole else 0
         before = found.get(invoice_pk)
         found[invoice_pk] = Swept((before.fee_raw if before else 0) + share, str(tx_hash))
     return found

@@ -70,11 +70,16 @@ async def set_mail_choices(
         raise InvalidRequest("email is required")
     if choices.language not in LANGUAGE_CODES:
         raise InvalidRequest("unsupported language", {"supported": list(LANGUAGE_CODES)})
+    stored = MailChoices(
+        checked_email(choices.email),
+        checked_events(choices.events, known_events),
+        choices.language,
+    )
     row = {
         "owner_key": owner_key,
-        "email": checked_email(choices.email),
-        "events": list(checked_events(choices.events, known_events)),
-        "language": choices.language,
+        "email": stored.email,
+        "events": list(stored.events),
+        "language": stored.language,
         "updated_at": now_ms,
     }
     dialect = (await session.connection()).dialect.name
@@ -84,7 +89,7 @@ async def set_mail_choices(
             index_elements=["owner_key"], set_={k: v for k, v in row.items() if k != "owner_key"}
         )
     )
-    return MailChoices(row["email"], tuple(row["events"]), choices.language)
+    return stored
 
 
 async def mailed_owners(session: AsyncSession, owner_keys: Sequence[str]) -> dict[str, OwnerMail]:
