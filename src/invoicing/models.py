@@ -11,7 +11,7 @@ from invoicing.brand.models import OwnerBrand
 from invoicing.db import Base
 from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.models import Invoice, OwnerSequence
-from invoicing.notifications.mail.models import MailMessage, OwnerMail
+from invoicing.notifications.mail.models import MailMessage, OwnerMail, ReceiptRequest
 from invoicing.notifications.models import (
     EndpointHealth,
     Event,
@@ -56,6 +56,7 @@ __all__ = [
     "OwnerSettings",
     "ParkedEscrow",
     "RateLimitWindow",
+    "ReceiptRequest",
     "Refund",
     "RelayedAuthorization",
     "SignInTicket",

@@ -177,7 +177,7 @@ async def journey(
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
-    await back_office(http, address, key)
+    await back_office(http, address, key, chain_id)
     await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)
 
@@ -341,10 +341,17 @@ async def brand(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> N
     assert got.status_code == 200 and got.json()["displayName"] == "Journey shop"
 
 
-async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> None:
+async def back_office(
+    http: httpx.AsyncClient, address: str, key: dict[str, str], chain_id: int
+) -> None:
     """Mail settings and the payments report (docs/integration/email.md, reports.md); the
     journey has paid invoices by now."""
-    mail = {"email": "owner@shop.example", "events": ["invoice.paid"], "language": "en"}
+    mail = {
+        "email": "owner@shop.example",
+        "events": ["invoice.paid"],
+        "language": "en",
+        "receipts": True,
+    }
     put = await http.put(
         "/integration/settings/notifications", json={"ownerAddress": address, **mail}, headers=key
     )
@@ -353,6 +360,16 @@ async def back_office(http: httpx.AsyncClient, address: str, key: dict[str, str]
         "/integration/settings/notifications", params={"ownerAddress": address}, headers=key
     )
     assert got.json() == mail
+    pending = await http.post(
+        "/integration/invoices",
+        json={"ownerAddress": address, "chainId": chain_id, "amount": "0.002"},
+        headers=key,
+    )
+    assert pending.status_code == 201, pending.text
+    receipt = await http.post(
+        f"/pay/{pending.json()['paymentAddress']}/receipt", json={"email": "payer@mail.example"}
+    )
+    assert receipt.status_code == 200, receipt.text
     window = {"ownerAddress": address, "dateFrom": "0", "dateTo": str(2**53)}
     report = "/integration/reports/payments"
     as_csv = await http.get(report, params=window, headers=key)

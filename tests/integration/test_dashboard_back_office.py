@@ -52,6 +52,7 @@ async def test_the_email_form_sets_what_the_api_reads(dash: RunningApp, dev: Dev
                 "email": "owner@shop.example",
                 "events": ["invoice.paid", "invoice.refunded"],
                 "language": "fr",
+                "receipts": "true",
             },
         )
         after = await client.get("/dashboard/email")
@@ -59,7 +60,7 @@ async def test_the_email_form_sets_what_the_api_reads(dash: RunningApp, dev: Dev
     assert page.status_code == 200 and 'id="mail-form"' in page.text
     assert saved.status_code == 303
     assert await stored_mail(dash, owner.address) == MailChoices(
-        "owner@shop.example", ("invoice.paid", "invoice.refunded"), "fr"
+        "owner@shop.example", ("invoice.paid", "invoice.refunded"), "fr", receipts=True
     )
     assert 'value="owner@shop.example"' in after.text
 

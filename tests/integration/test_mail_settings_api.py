@@ -12,7 +12,7 @@ from tests.support.api import issue_api_key, key_headers, signed_get
 from tests.support.signing import new_owner, signed_headers
 
 MAIL = "/integration/settings/notifications"
-NONE_SET = {"email": None, "events": [], "language": "en"}
+NONE_SET = {"email": None, "events": [], "language": "en", "receipts": False}
 
 
 def refused(response: httpx.Response, status: int, code: str) -> None:
@@ -40,15 +40,21 @@ async def test_mail_settings_in_both_modes(app: RunningApp) -> None:
             "email": "x@shop.example",
             "events": [],
             "language": "ja",
+            "receipts": True,
         },
         headers=headers,
     )
 
     assert default.status_code == 200 and default.json() == NONE_SET
     assert put.status_code == 200, put.text
-    assert put.json() == {**body, "language": "en"}
-    assert read.json() == {**body, "language": "en"}
-    assert by_key.json() == {"email": "x@shop.example", "events": [], "language": "ja"}
+    assert put.json() == {**body, "language": "en", "receipts": False}
+    assert read.json() == {**body, "language": "en", "receipts": False}
+    assert by_key.json() == {
+        "email": "x@shop.example",
+        "events": [],
+        "language": "ja",
+        "receipts": True,
+    }
 
 
 @pytest.mark.parametrize(
@@ -63,6 +69,7 @@ async def test_mail_settings_in_both_modes(app: RunningApp) -> None:
         {"email": "owner@shop.example", "events": "invoice.paid"},
         {"email": "owner@shop.example", "events": [], "language": "xx"},
         {"email": "owner@shop.example", "events": [], "other": 1},
+        {"email": "owner@shop.example", "events": [], "receipts": "yes"},
     ],
 )
 async def test_bad_mail_settings_are_400_and_change_nothing(

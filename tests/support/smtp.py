@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 from dataclasses import dataclass, field
-from email import message_from_bytes
+from email import message_from_bytes, policy
 from email.message import Message
 from typing import Any
 
@@ -32,7 +32,9 @@ class Inbox:
             Received(
                 envelope.mail_from,
                 list(envelope.rcpt_tos),
-                message_from_bytes(envelope.original_content or envelope.content),
+                message_from_bytes(
+                    envelope.original_content or envelope.content, policy=policy.default
+                ),
             )
         )
         self.arrived.set()

@@ -1,4 +1,4 @@
-"""mail: owners' mail settings and the mail outbox
+"""mail: owners' mail settings, payers' receipt requests and the mail outbox
 
 Revision ID: 0070_mail
 Revises: 0025_invoice_balance_block
@@ -23,7 +23,16 @@ def upgrade() -> None:
         sa.Column("email", sa.String(254), nullable=False),
         sa.Column("events", sa.JSON(), nullable=False),
         sa.Column("language", sa.String(16), server_default="en", nullable=False),
+        sa.Column("receipts", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("updated_at", sa.BigInteger(), nullable=False),
+    )
+    op.create_table(
+        "mail_receipts",
+        sa.Column("invoice_pk", sa.String(36), primary_key=True),
+        sa.Column("owner_key", sa.String(42), nullable=False),
+        sa.Column("email", sa.String(254), nullable=False),
+        sa.Column("language", sa.String(16), nullable=False),
+        sa.Column("created_at", sa.BigInteger(), nullable=False),
     )
     op.create_table(
         "mail_outbox",
@@ -49,4 +58,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("mail_outbox")
+    op.drop_table("mail_receipts")
     op.drop_table("owner_mail_settings")

@@ -31,6 +31,7 @@ class MailChoices:
     email: str | None
     events: tuple[str, ...]
     language: str
+    receipts: bool = False  # payers may ask for a receipt on the payment page
 
 
 NOTHING = MailChoices(None, (), "en")
@@ -55,7 +56,7 @@ async def mail_choices(session: AsyncSession, owner_key: str) -> MailChoices:
     row = await session.get(OwnerMail, owner_key)
     if row is None:
         return NOTHING
-    return MailChoices(row.email, tuple(row.events), row.language)
+    return MailChoices(row.email, tuple(row.events), row.language, row.receipts)
 
 
 async def set_mail_choices(
@@ -74,12 +75,14 @@ async def set_mail_choices(
         checked_email(choices.email),
         checked_events(choices.events, known_events),
         choices.language,
+        choices.receipts,
     )
     row = {
         "owner_key": owner_key,
         "email": stored.email,
         "events": list(stored.events),
         "language": stored.language,
+        "receipts": stored.receipts,
         "updated_at": now_ms,
     }
     dialect = (await session.connection()).dialect.name
@@ -93,8 +96,8 @@ async def set_mail_choices(
 
 
 async def mailed_owners(session: AsyncSession, owner_keys: Sequence[str]) -> dict[str, OwnerMail]:
-    """The mail settings of those of ``owner_keys`` that have mail (one query)."""
+    """The mail settings of those of ``owner_keys`` that have any (one query)."""
     if not owner_keys:
         return {}
     rows = await session.scalars(select(OwnerMail).where(OwnerMail.owner_key.in_(owner_keys)))
-    return {row.owner_key: row for row in rows if row.events}
+    return {row.owner_key: row for row in rows if row.events or row.receipts}

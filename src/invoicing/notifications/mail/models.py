@@ -1,11 +1,11 @@
-"""The mail tables: what an owner has mailed (``owner_mail_settings``) and the mail outbox
-(``mail_outbox``, one row per message to send)."""
+"""The mail tables: what an owner has mailed (``owner_mail_settings``), payers' receipt
+requests (``mail_receipts``) and the mail outbox (``mail_outbox``, one row per message)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Index, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
@@ -28,7 +28,22 @@ class OwnerMail(Base):
     events: Mapped[list[str]] = mapped_column(JSON)
     # The language of the mail (a payment page language code: ``en``, ``de``, ``zh-Hans``…).
     language: Mapped[str] = mapped_column(String(16), server_default="en")
+    # Whether payers may ask for a receipt on the payment page (``receipts``).
+    receipts: Mapped[bool] = mapped_column(Boolean, server_default=false())
     updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class ReceiptRequest(Base):
+    """A payer's address for the receipt of one invoice, given on its payment page; the
+    receipt is mailed when the invoice is paid (``queue``), if the owner still sends them."""
+
+    __tablename__ = "mail_receipts"
+
+    invoice_pk: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_key: Mapped[str] = mapped_column(String(42))
+    email: Mapped[str] = mapped_column(String(254))
+    language: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[int] = mapped_column(BigInteger)
 
 
 class MailMessage(Base):

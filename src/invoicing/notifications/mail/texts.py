@@ -39,6 +39,9 @@ SUBJECTS: dict[str, str] = {
     "invoice.completed": "Invoice %(invoice_id)s was completed",
     "invoice.refunded": "Invoice %(invoice_id)s was refunded",
 }
+# A payer's receipt (``RECEIPT``), mailed when the invoice is paid.
+RECEIPT = "receipt"
+RECEIPT_SUBJECT = "Receipt: your payment for invoice %(invoice_id)s has arrived"
 OTHER_SUBJECT = "Invoice %(invoice_id)s: %(event)s"
 BODY_LINES = (
     "Invoice: %(invoice_id)s",
@@ -52,7 +55,15 @@ FOOTER = (
     "You receive this message because these events are mailed to you in the settings of "
     "your invoicing account."
 )
-MESSAGE_IDS = (*SUBJECTS.values(), OTHER_SUBJECT, *BODY_LINES, FOOTER)
+RECEIPT_FOOTER = "You receive this receipt because you asked for it on the payment page."
+MESSAGE_IDS = (
+    *SUBJECTS.values(),
+    OTHER_SUBJECT,
+    *BODY_LINES,
+    FOOTER,
+    RECEIPT_SUBJECT,
+    RECEIPT_FOOTER,
+)
 
 
 @cache
@@ -74,7 +85,8 @@ def translate(language: str, message_id: str) -> str:
 
 
 def subject_and_body(event_type: str, language: str, invoice: dict[str, Any]) -> tuple[str, str]:
-    """The message telling of ``event_type`` for the owner's view ``invoice``."""
+    """The message telling of ``event_type`` (or a payer's ``RECEIPT``) for the owner's
+    view ``invoice`` (only its fields named here are written)."""
     values = {
         "invoice_id": str(invoice.get("invoiceId", "")),
         "event": event_type,
@@ -84,9 +96,12 @@ def subject_and_body(event_type: str, language: str, invoice: dict[str, Any]) ->
         "payment_address": str(invoice.get("paymentAddress", "")),
         "url": str(invoice.get("url", "")),
     }
-    subject = translate(language, SUBJECTS.get(event_type, OTHER_SUBJECT)) % values
+    receipt = event_type == RECEIPT
+    subject_id = RECEIPT_SUBJECT if receipt else SUBJECTS.get(event_type, OTHER_SUBJECT)
+    subject = translate(language, subject_id) % values
     lines = [translate(language, line) % values for line in BODY_LINES]
-    body = "\n".join([*lines, "", translate(language, FOOTER), ""])
+    footer = translate(language, RECEIPT_FOOTER if receipt else FOOTER)
+    body = "\n".join([*lines, "", footer, ""])
     return subject, body
 
 

@@ -3,7 +3,8 @@
 - ``GET /integration/settings/notifications`` (``notifications.get``): the address, the
   events and the language (no address and no events when never set).
 - ``PUT /integration/settings/notifications`` (``notifications.update``): ``email`` and
-  ``events`` (invoice event types; ``[]`` mails nothing), ``language`` optional (``en``).
+  ``events`` (invoice event types; ``[]`` mails nothing), ``language`` optional (``en``),
+  ``receipts`` optional (``false``): whether payers may ask for a receipt.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ class MailBody(BaseModel):
     language: str = Field(
         default="en", max_length=16, description=f"One of {', '.join(LANGUAGE_CODES)}."
     )
+    receipts: bool = Field(
+        default=False,
+        description="Whether payers may ask for a receipt on the payment page (mailed when "
+        "the invoice is paid).",
+    )
 
 
 class MailSettings(WireModel):
@@ -52,10 +58,16 @@ class MailSettings(WireModel):
     email: str | None = Field(description="The address mail goes to; null: none set.")
     events: list[str] = Field(description="The event types mailed.")
     language: str = Field(description="The language of the mail.")
+    receipts: bool = Field(description="Whether payers may ask for a receipt.")
 
     @classmethod
     def of(cls, choices: MailChoices) -> Self:
-        return cls(email=choices.email, events=list(choices.events), language=choices.language)
+        return cls(
+            email=choices.email,
+            events=list(choices.events),
+            language=choices.language,
+            receipts=choices.receipts,
+        )
 
 
 @router.get(
@@ -89,7 +101,7 @@ async def read_mail(request: Request) -> Answer[MailSettings]:
 async def change_mail(request: Request) -> Answer[MailSettings]:
     services = services_of(request)
     body, caller = await authorized_body(request, "notifications.update", MailBody)
-    wanted = MailChoices(body.email, tuple(body.events), body.language)
+    wanted = MailChoices(body.email, tuple(body.events), body.language, body.receipts)
     async with services.db.transaction() as session:
         choices = await set_mail_choices(
             session, caller.owner_key, wanted, MAILED_EVENTS, services.clock.now_ms()

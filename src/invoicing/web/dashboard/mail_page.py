@@ -37,6 +37,10 @@ def mail_form_html(owner: Owner, choices: MailChoices) -> str:
         f'<input id="mail-email" name="email" type="email" required size="40" '
         f'value="{e(choices.email or "")}"></div>'
         f"<fieldset><legend>Events mailed</legend>{checks}</fieldset>"
+        '<div class="check"><input type="checkbox" id="mail-receipts" name="receipts" '
+        f'value="true"{" checked" if choices.receipts else ""}><label for="mail-receipts">'
+        "Payers may ask for a receipt on the payment page (mailed to them once paid)"
+        "</label></div>"
         '<div class="field"><label for="mail-language">Language</label>'
         f'<select id="mail-language" name="language">{languages}</select></div>'
         '<button type="submit">Save</button></form>'
@@ -68,6 +72,7 @@ async def save_mail(request: Request, owner: SignedIn) -> Response:
         fields.get("email", ""),
         tuple(value for name, value in pairs if name == "events"),
         fields.get("language", "en"),
+        fields.get("receipts") == "true",
     )
     try:
         async with services.db.transaction() as session:
