@@ -15,6 +15,7 @@ import ipaddress
 import re
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -289,10 +290,13 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_smtp(self) -> Settings:
+        # Read in full by notifications/mail/smtp.py; refused here so a bad one stops the start.
         if self.smtp_url is not None:
-            scheme = self.smtp_url.get_secret_value().partition("://")[0]
-            if scheme not in ("smtp", "smtps"):  # the rest is read by notifications/mail/smtp.py
-                raise ValueError("INVOICING_SMTP_URL must start with smtp:// or smtps://")
+            parts = urlsplit(self.smtp_url.get_secret_value())
+            if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+                raise ValueError("INVOICING_SMTP_URL must be smtp://host[:port] or smtps://…")
+            if parts.scheme == "smtps" and "starttls=1" in parts.query:
+                raise ValueError("INVOICING_SMTP_URL: smtps:// is TLS already; drop starttls")
         return self
 
     @model_validator(mode="after")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from invoicing.errors import InvalidRequest
 from invoicing.notifications.mail.choices import checked_email
-from invoicing.notifications.mail.smtp import OutgoingMail, SmtpServer, compose
+from invoicing.notifications.mail.smtp import OutgoingMail, SmtpMailer, SmtpServer, compose
 from invoicing.notifications.mail.texts import (
     LANGUAGE_CODES,
     MESSAGE_IDS,
@@ -18,6 +18,7 @@ from invoicing.notifications.mail.texts import (
     catalogue,
     subject_and_body,
 )
+from invoicing.settings import Settings
 from invoicing.web.page.i18n import LANGUAGES
 
 
@@ -93,3 +94,27 @@ def test_no_invoice_id_adds_a_header(invoice_id: str) -> None:
         "To",
     ]
     assert "\n" not in str(message["Subject"]) and "\r" not in str(message["Subject"])
+
+
+@pytest.mark.parametrize(
+    "url", ["http://mail.example", "smtp://", "smtps://mail.example?starttls=1", "mail.example"]
+)
+def test_settings_refuse_a_bad_smtp_url(url: str) -> None:
+    with pytest.raises(ValueError, match="INVOICING_SMTP_URL"):
+        Settings(environment="development", smtp_url=url)
+
+
+def test_the_smtp_password_is_never_shown() -> None:
+    server = SmtpServer.of_url("smtp://user:hunter2@mail.example:587?starttls=1")
+    settings = Settings(environment="development", smtp_url="smtp://u:hunter2@mail.example")
+
+    assert server.password == "hunter2"
+    assert "hunter2" not in repr(server) and "hunter2" not in repr(settings)
+
+
+def test_a_from_with_a_display_name_sends_from_its_address() -> None:
+    mailer = SmtpMailer(SmtpServer.of_url("smtp://mail.example"), "Shop <shop@b.example>", 5.0)
+    message = compose(OutgoingMail("a@b.example", "s", "b", "id-1"), mailer.sender, mailer.domain)
+
+    assert (mailer.envelope_from, mailer.domain) == ("shop@b.example", "b.example")
+    assert message["From"] == "Shop <shop@b.example>"

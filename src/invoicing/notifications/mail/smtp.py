@@ -19,7 +19,7 @@ import smtplib
 import ssl
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from email.utils import formatdate, make_msgid
+from email.utils import formatdate, make_msgid, parseaddr
 from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -54,7 +54,7 @@ class SmtpServer:
     implicit_tls: bool
     starttls: bool
     username: str | None
-    password: str | None
+    password: str | None = field(repr=False)  # never in a log line or a repr
 
     @classmethod
     def of_url(cls, url: str) -> SmtpServer:
@@ -92,9 +92,10 @@ class SmtpMailer:
 
     def __init__(self, server: SmtpServer, sender: str, timeout_s: float) -> None:
         self.server = server
-        self.sender = sender
+        self.sender = sender  # the From header: an address, or "Shop <address>"
+        self.envelope_from = parseaddr(sender)[1] or sender
         self.timeout_s = timeout_s
-        self.domain = sender.rpartition("@")[2] or "localhost"
+        self.domain = self.envelope_from.rpartition("@")[2] or "localhost"
 
     async def send(self, mail: OutgoingMail) -> None:
         message = compose(mail, self.sender, self.domain)
@@ -109,7 +110,7 @@ class SmtpMailer:
                     client.starttls(context=ssl.create_default_context())
                 if server.username is not None:
                     client.login(server.username, server.password or "")
-                client.send_message(message, from_addr=self.sender, to_addrs=[recipient])
+                client.send_message(message, from_addr=self.envelope_from, to_addrs=[recipient])
         except smtplib.SMTPResponseException as exc:
             reason = f"{exc.smtp_code} {exc.smtp_error!r}"[:300]
             if 500 <= exc.smtp_code < 600:
