@@ -311,3 +311,33 @@ async def test_the_owner_signs_in_as_before(dash: RunningApp, dev: DevDeployment
 
     assert signed.status_code == 200
     assert team.status_code == 200 and 'id="member-form"' in team.text
+
+
+async def test_the_owner_sees_and_ends_a_members_session(
+    dash: RunningApp, dev: DevDeployment
+) -> None:
+    owner, member = new_owner(), new_owner()
+    await add(dash, owner, member.address, "admin")
+
+    async with (
+        member_client(dash, member, owner, dev.chain_id) as (member_http, _member_csrf),
+        httpx.AsyncClient(base_url=dash.base_url, timeout=30) as owner_http,
+    ):
+        assert (await sign_in(owner_http, owner, dev.chain_id)).status_code == 200
+        owner_csrf = csrf_of((await owner_http.get("/dashboard")).text)
+        listed = await owner_http.get("/dashboard/settings")
+        async with dash.services.db.sessions() as session:
+            theirs = await session.scalar(
+                select(DashboardSession).where(
+                    DashboardSession.member_key == member.address.lower()
+                )
+            )
+        assert theirs is not None
+        ended = await owner_http.post(
+            f"/dashboard/settings/sessions/{theirs.id}/revoke", data={"csrf": owner_csrf}
+        )
+        after = await member_http.get("/dashboard/invoices")
+
+    assert f"siwe, member {member.address.lower()}" in listed.text
+    assert ended.status_code == 303
+    assert after.status_code == 303 and after.headers["location"] == "/dashboard/login"
