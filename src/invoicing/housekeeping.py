@@ -5,7 +5,8 @@
 - rate-limit counters of windows that are over (``ratelimit.purge_windows``);
 - finished webhook events and their attempts past ``webhook_event_retention_s``
   (``notifications.retention.prune_finished_events``);
-- events past the same retention (``notifications.retention.prune_events``);
+- events past the same retention (``notifications.retention.prune_events``), and sent or
+  failed mail (``notifications.retention.prune_finished_mail``);
 - the relayer's spend counts of days before yesterday (``settlement.budget.purge_spend``);
 - expired dashboard sign-in tickets, and sessions a day past their end
   (``auth.sign_in.purge_sign_in``).
@@ -25,7 +26,11 @@ from collections.abc import Awaitable, Callable
 from invoicing.auth.guard import purge_used_timestamps
 from invoicing.auth.sign_in import purge_sign_in
 from invoicing.db import Database
-from invoicing.notifications.retention import prune_events, prune_finished_events
+from invoicing.notifications.retention import (
+    prune_events,
+    prune_finished_events,
+    prune_finished_mail,
+)
 from invoicing.ratelimit import purge_windows
 from invoicing.services import Services
 from invoicing.settings import Settings
@@ -44,10 +49,12 @@ def steps(settings: Settings) -> tuple[Step, ...]:
     retention_ms = int(settings.webhook_event_retention_s * 1000)
     prune = functools.partial(prune_finished_events, retention_ms=retention_ms)
     prune_old_events = functools.partial(prune_events, retention_ms=retention_ms)
+    prune_mail = functools.partial(prune_finished_mail, retention_ms=retention_ms)
     return (
         *STEPS,
         functools.update_wrapper(prune, prune_finished_events),
         functools.update_wrapper(prune_old_events, prune_events),
+        functools.update_wrapper(prune_mail, prune_finished_mail),
     )
 
 

@@ -4,6 +4,7 @@ from invoicing.auth.models import (
     ApiKey,
     DashboardSession,
     SignInTicket,
+    TeamMember,
     UsedRequestTimestamp,
 )
 from invoicing.brand.models import OwnerBrand
@@ -12,6 +13,7 @@ from invoicing.invoices.coverage import MonitorShard, MonitorWorker
 from invoicing.invoices.fiat import PaidRate
 from invoicing.invoices.models import Invoice, OwnerSequence
 from invoicing.invoices.payments import PaymentRecord, PaymentScan
+from invoicing.notifications.mail.models import MailMessage, OwnerMail, ReceiptRequest
 from invoicing.notifications.models import (
     EndpointHealth,
     Event,
@@ -47,10 +49,12 @@ __all__ = [
     "GaslessOptIn",
     "GaslessPayment",
     "Invoice",
+    "MailMessage",
     "MonitorShard",
     "MonitorWorker",
     "MetaTransaction",
     "OwnerBrand",
+    "OwnerMail",
     "OwnerSequence",
     "OwnerSettings",
     "PaidRate",
@@ -58,6 +62,7 @@ __all__ = [
     "PaymentRecord",
     "PaymentScan",
     "RateLimitWindow",
+    "ReceiptRequest",
     "Refund",
     "RelayedAuthorization",
     "SignInTicket",
@@ -65,6 +70,7 @@ __all__ = [
     "SubscriptionCharge",
     "RelayerAccount",
     "RelayerTransaction",
+    "TeamMember",
     "UsedRequestTimestamp",
     "WalletRefund",
     "WebhookAttempt",

@@ -15,6 +15,7 @@ import ipaddress
 import re
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import Field, PrivateAttr, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -126,6 +127,19 @@ class Settings(BaseSettings):
     event_retry_max_delay_s: float = Field(default=12 * 3600.0, gt=0)
     event_retry_window_s: float = Field(default=3 * 86400.0, gt=0)
     max_event_endpoints_per_owner: int = Field(default=16, ge=1)
+    # Mail (docs/integration/email.md): the SMTP server (smtp:// or smtps://, with
+    # ?starttls=1 and user:password@ as the server asks; notifications/mail/smtp.py) and the
+    # From address. Without both nothing is sent; messages wait in the outbox.
+    smtp_url: SecretStr | None = None
+    smtp_from: str | None = None
+    # Each step of a send (connect, TLS, login, data) waits at most this long.
+    smtp_timeout_s: float = Field(default=10.0, gt=0)
+    # A message the server did not take is tried again after mail_retry_delay_s, doubling up
+    # to mail_retry_max_delay_s, mail_max_attempts times in all.
+    mail_retry_delay_s: float = Field(default=60.0, gt=0)
+    mail_retry_max_delay_s: float = Field(default=3600.0, gt=0)
+    mail_max_attempts: int = Field(default=20, ge=1)
+    mail_poll_interval_s: float = Field(default=1.0, gt=0)
     withdrawal_interval_s: float = 600.0
     withdrawal_batch_size: int = 100
     relayer_resend_after_s: float = 60.0
@@ -286,6 +300,17 @@ class Settings(BaseSettings):
     def _check_cors_origins(self) -> Settings:
         parse_origins(self.cors_allow_origins)  # raises ValueError naming a bad origin
         parse_origins(self.cors_integration_allow_origins)
+        return self
+
+    @model_validator(mode="after")
+    def _check_smtp(self) -> Settings:
+        # Read in full by notifications/mail/smtp.py; refused here so a bad one stops the start.
+        if self.smtp_url is not None:
+            parts = urlsplit(self.smtp_url.get_secret_value())
+            if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+                raise ValueError("INVOICING_SMTP_URL must be smtp://host[:port] or smtps://…")
+            if parts.scheme == "smtps" and "starttls=1" in parts.query:
+                raise ValueError("INVOICING_SMTP_URL: smtps:// is TLS already; drop starttls")
         return self
 
     @model_validator(mode="after")

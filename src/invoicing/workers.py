@@ -17,6 +17,7 @@ import invoicing.refunds.service  # noqa: F401
 from invoicing import housekeeping
 from invoicing.monitor import worker as monitor
 from invoicing.notifications import worker as webhooks
+from invoicing.notifications.mail import worker as mail
 from invoicing.payments import registry as payment_methods
 from invoicing.services import Services
 from invoicing.settlement import worker as settlement
@@ -31,7 +32,7 @@ payment_methods.register()
 
 def all_workers() -> list[Worker]:
     """Every worker the service runs. Each domain contributes its loop here."""
-    loops = [monitor.run, webhooks.run, settlement.run, housekeeping.run]
+    loops = [monitor.run, webhooks.run, mail.run, settlement.run, housekeeping.run]
     return [*loops, *payment_methods.worker_loops()]
 
 

@@ -177,6 +177,8 @@ async def journey(
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
+    await back_office(http, address, key, chain_id)
+    await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
@@ -337,6 +339,64 @@ async def brand(http: httpx.AsyncClient, address: str, key: dict[str, str]) -> N
         "/integration/settings/brand", params={"ownerAddress": address}, headers=key
     )
     assert got.status_code == 200 and got.json()["displayName"] == "Journey shop"
+
+
+async def back_office(
+    http: httpx.AsyncClient, address: str, key: dict[str, str], chain_id: int
+) -> None:
+    """Mail settings and the payments report (docs/integration/email.md, reports.md); the
+    journey has paid invoices by now."""
+    mail = {
+        "email": "owner@shop.example",
+        "events": ["invoice.paid"],
+        "language": "en",
+        "receipts": True,
+    }
+    put = await http.put(
+        "/integration/settings/notifications", json={"ownerAddress": address, **mail}, headers=key
+    )
+    assert put.status_code == 200 and put.json() == mail, put.text
+    got = await http.get(
+        "/integration/settings/notifications", params={"ownerAddress": address}, headers=key
+    )
+    assert got.json() == mail
+    pending = await http.post(
+        "/integration/invoices",
+        json={"ownerAddress": address, "chainId": chain_id, "amount": "0.002"},
+        headers=key,
+    )
+    assert pending.status_code == 201, pending.text
+    receipt = await http.post(
+        f"/pay/{pending.json()['paymentAddress']}/receipt", json={"email": "payer@mail.example"}
+    )
+    assert receipt.status_code == 200, receipt.text
+    window = {"ownerAddress": address, "dateFrom": "0", "dateTo": str(2**53)}
+    report = "/integration/reports/payments"
+    as_csv = await http.get(report, params=window, headers=key)
+    assert as_csv.status_code == 200 and as_csv.text.startswith("invoiceId,"), as_csv.text
+    as_json = await http.get(report, params={**window, "format": "json"}, headers=key)
+    assert as_json.status_code == 200 and as_json.json()["items"], as_json.text
+
+
+async def team(http: httpx.AsyncClient, owner: Any) -> None:
+    """Team members (docs/integration/members.md): the owner's signature only."""
+    address, member = owner.address, new_owner().address
+    body = {"ownerAddress": address, "address": member, "role": "viewer"}
+    added = await signed_post(http, "/integration/members", owner, "member.add", body)
+    assert added.status_code == 201, added.text
+    listed = await signed_get(
+        http, "/integration/members", owner, "member.list", {"ownerAddress": address}
+    )
+    assert [m["address"] for m in listed.json()["items"]] == [member]
+    removed = await signed_get(
+        http,
+        "/integration/members",
+        owner,
+        "member.remove",
+        {"ownerAddress": address, "address": member},
+        method="DELETE",
+    )
+    assert removed.json() == {"removed": True, "address": member}
 
 
 async def gasless_and_x402(

@@ -39,7 +39,7 @@ FLOORS: list[set[str]] = [
     {"notifications"},
     {"invoices"},
     {"settlement"},
-    {"fees", "gauges", "housekeeping", "monitor", "payments", "recovery", "refunds"},
+    {"fees", "gauges", "housekeeping", "monitor", "payments", "recovery", "refunds", "reports"},
     {"actions", "models", "workers"},
     {"web"},
     {"cli"},

@@ -1,4 +1,4 @@
-"""API keys and the replay guard of signature mode."""
+"""API keys, the replay guard of signature mode, dashboard sessions and team members."""
 
 from __future__ import annotations
 
@@ -56,6 +56,9 @@ class DashboardSession(Base):
     last_seen_at: Mapped[int] = mapped_column(BigInteger)
     expires_at: Mapped[int] = mapped_column(BigInteger, index=True)
     revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # A member's session (``auth.team``): the wallet that signed in, acting on owner_key's
+    # account within its current role; null: the owner's own session.
+    member_key: Mapped[str | None] = mapped_column(String(42), nullable=True)
 
 
 class SignInTicket(Base):
@@ -68,3 +71,18 @@ class SignInTicket(Base):
     kind: Mapped[str] = mapped_column(String(8))  # "nonce" or "link"
     owner_address: Mapped[str | None] = mapped_column(String(42), nullable=True)
     expires_at: Mapped[int] = mapped_column(BigInteger, index=True)
+
+
+class TeamMember(Base):
+    """A wallet that acts on an owner's account in the dashboard, within its role
+    (``auth.team``)."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (Index("ix_team_members_member", "member_key"),)
+
+    owner_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    member_key: Mapped[str] = mapped_column(String(42), primary_key=True)
+    member_address: Mapped[str] = mapped_column(String(42))
+    role: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[int] = mapped_column(BigInteger)

@@ -182,10 +182,12 @@ async def spend_nonce(session: AsyncSession, sign_in: SignIn, now_ms: int) -> No
 
 @dataclass(frozen=True)
 class NewSession:
-    owner_address: str
+    owner_address: str  # the account the session acts on
     method: str
     chain_id: int | None
     user_agent: str | None
+    # A member signing in to the owner's account (``auth.team``); None: the owner.
+    member_address: str | None = None
 
 
 async def open_session(
@@ -205,6 +207,7 @@ async def open_session(
         created_at=now_ms,
         last_seen_at=now_ms,
         expires_at=now_ms + ttl_ms,
+        member_key=None if new.member_address is None else new.member_address.lower(),
     )
     session.add(row)
     await session.flush()

@@ -15,6 +15,7 @@ from typing import Any, cast
 from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.notifications.mail.queue import queue_mail
 from invoicing.notifications.models import Event, EventEndpoint, WebhookEvent
 from invoicing.notifications.outbox import endpoint_delivery_row, ring_after_commit
 from invoicing.settings import Settings
@@ -31,8 +32,9 @@ async def write_events(
     other_deliveries: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Insert ``events``, a delivery of each to every enabled endpoint of its owner that
-    takes its type, then ``other_deliveries`` (outbox rows, e.g. paid webhooks); the
-    process's delivery workers are woken when the transaction commits."""
+    takes its type, then ``other_deliveries`` (outbox rows, e.g. paid webhooks), and a
+    message of each event its owner has mailed (``mail.queue``); the process's delivery
+    workers are woken when the transaction commits."""
     deliveries = await _endpoint_deliveries(session, settings, events, now_ms)
     deliveries.extend(other_deliveries)
     # Core inserts on the session's connection: a pass that pays a thousand invoices writes
@@ -40,6 +42,7 @@ async def write_events(
     connection = await session.connection()
     if events:
         await connection.execute(insert(EVENTS), [_event_row(event) for event in events])
+        await queue_mail(session, events, now_ms)
     if deliveries:
         await connection.execute(insert(OUTBOX), deliveries)
         ring_after_commit(session)

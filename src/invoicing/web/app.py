@@ -25,7 +25,10 @@ from invoicing.web.api import (
     fees,
     gasless,
     invoices,
+    mail,
+    members,
     refunds,
+    reports,
     webhook_signing,
     webhooks,
 )
@@ -60,6 +63,9 @@ ROUTERS = (
     escrows.router,
     webhook_signing.router,
     brand.router,
+    mail.router,
+    reports.router,
+    members.router,
     events.router,
     *DASHBOARD_ROUTERS,
 )

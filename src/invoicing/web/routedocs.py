@@ -74,7 +74,8 @@ class Answer(JSONResponse, Generic[M]):
     def __init__(
         self, body: M, status_code: int = 200, headers: dict[str, str] | None = None
     ) -> None:
-        content = body.model_dump(mode="json", exclude_unset=True)
+        # by_alias: a field named for a Python keyword is written as its alias ("from").
+        content = body.model_dump(mode="json", exclude_unset=True, by_alias=True)
         super().__init__(content, status_code=status_code, headers=headers)
 
 

@@ -1,6 +1,11 @@
 """Signing in and out of the dashboard (docs/dashboard.md#sign-in): the sign-in page, the
 EIP-4361 message to sign, the signed message, a login link, and logout.
 
+A team member signs in with their own wallet to the account of the owner who added them
+(``account``): the account is named in the message's statement, so a signature opens only
+the account the wallet was asked about, and the membership is checked before the session
+opens (``auth.team``).
+
 Sign-in attempts count against the client network's limit
 (``INVOICING_DASHBOARD_SIGN_IN_PER_MINUTE``) before anything else is done.
 """
@@ -25,7 +30,14 @@ from invoicing.auth.sign_in import (
     verify_sign_in,
 )
 from invoicing.auth.siwe import SiweExpectations, SiweMessage
-from invoicing.errors import Forbidden, InvalidRequest, ServiceError, UnsupportedMediaType
+from invoicing.auth.team import member_role
+from invoicing.errors import (
+    Forbidden,
+    InvalidRequest,
+    ServiceError,
+    Unauthorized,
+    UnsupportedMediaType,
+)
 from invoicing.ratelimit import hit
 from invoicing.settings import Settings
 from invoicing.web.api.inputs import json_body
@@ -44,6 +56,27 @@ NONCE_TTL_MS = 5 * 60_000
 # A signed message is accepted only this long after it was issued.
 MESSAGE_MAX_AGE_MS = 10 * 60_000
 STATEMENT = "Sign in to the invoicing dashboard."
+
+
+def statement_for(account: str | None) -> str:
+    """The message's statement: a member's names the owner's account it opens."""
+    if account is None:
+        return STATEMENT
+    return f"Sign in to the invoicing dashboard as a team member of {account}."
+
+
+def account_of(data: dict[str, object], signer: str | None = None) -> str | None:
+    """The ``account`` a request asks to open (EIP-55), None for the signer's own."""
+    account = data.get("account")
+    if account is None or account == "":
+        return None
+    if not isinstance(account, str):
+        raise InvalidRequest("account: an EVM address")
+    try:
+        checksummed = normalize_address(account)
+    except ValueError as exc:
+        raise InvalidRequest(f"account: {exc}") from None
+    return None if signer is not None and checksummed == signer else checksummed
 
 
 def expectations(settings: Settings) -> SiweExpectations:
@@ -92,6 +125,9 @@ def login_page_html() -> str:
         '<div class="card login" id="login">'
         "<p>Sign in with the wallet that owns your invoices. Your wallet is asked to sign a "
         "message (Sign-In with Ethereum); no transaction is sent and nothing is paid.</p>"
+        '<div class="field"><label for="account">Team member of (the owner\'s address; '
+        "leave empty for your own account)</label>"
+        '<input id="account" name="account" size="44" autocomplete="off"></div>'
         '<p class="actions"><button type="button" id="sign-in">Sign in with wallet</button></p>'
         '<p id="sign-in-status" role="status" aria-live="polite"></p>'
         "<noscript><p>Signing in with a wallet needs JavaScript.</p></noscript>"
@@ -123,12 +159,13 @@ async def sign_in_message(request: Request) -> JSONResponse:
     expected = expectations(settings)
     if not isinstance(chain_id, int) or chain_id not in expected.chain_ids:
         chain_id = min(expected.chain_ids)
+    account = account_of(data, checksummed)
     now_ms = services.clock.now_ms()
     nonce = await issue_nonce(services.db, now_ms, NONCE_TTL_MS)
     message = SiweMessage(
         domain=expected.domain,
         address=checksummed,
-        statement=STATEMENT,
+        statement=statement_for(account),
         uri=f"{expected.origin}/dashboard/login",
         chain_id=chain_id,
         nonce=nonce,
@@ -158,14 +195,26 @@ async def sign_in(request: Request) -> JSONResponse:
         now_ms,
         settings.relayer_meta_gas_limit,
     )
-    check_admitted(services.db, settings.owners, checked.owner_address)
+    account = account_of(data, checked.owner_address)
+    if account is not None and checked.message.statement != statement_for(account):
+        raise Unauthorized("the signed message does not name the account asked for")
+    if (
+        account is not None
+        and await member_role(services.db, account.lower(), checked.owner_address.lower()) is None
+    ):
+        raise Forbidden("this wallet is not a member of that account's team")
+    check_admitted(services.db, settings.owners, account or checked.owner_address)
+    new = NewSession(
+        account or checked.owner_address,
+        "siwe",
+        checked.message.chain_id,
+        _agent(request),
+        member_address=None if account is None else checked.owner_address,
+    )
     async with services.db.transaction() as session:
         await spend_nonce(session, checked, now_ms)
         _row, token = await open_session(
-            session,
-            NewSession(checked.owner_address, "siwe", checked.message.chain_id, _agent(request)),
-            now_ms,
-            settings.dashboard_session_ttl_s * 1000,
+            session, new, now_ms, settings.dashboard_session_ttl_s * 1000
         )
     response = JSONResponse({"redirect": "/dashboard"}, headers=HEADERS)
     set_session_cookie(response, settings, token)

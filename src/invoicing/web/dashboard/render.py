@@ -47,6 +47,9 @@ NAV = (
     ("webhooks", "/dashboard/webhooks", "Webhooks"),
     ("keys", "/dashboard/api-keys", "API keys"),
     ("brand", "/dashboard/brand", "Brand"),
+    ("reports", "/dashboard/reports", "Reports"),
+    ("email", "/dashboard/email", "Email"),
+    ("team", "/dashboard/team", "Team"),
     ("settings", "/dashboard/settings", "Settings"),
 )
 

@@ -11,9 +11,12 @@ from invoicing.web.dashboard import (
     invoices,
     keys,
     login,
+    mail_page,
     overview,
+    reports_page,
     settings_page,
     signed,
+    team_page,
     wallet_refund,
     webhooks,
 )
@@ -31,4 +34,7 @@ ROUTERS = (
     webhooks.router,
     settings_page.router,
     brand_page.router,
+    mail_page.router,
+    reports_page.router,
+    team_page.router,
 )

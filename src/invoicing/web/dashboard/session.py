@@ -5,7 +5,8 @@ A request's session comes from its cookie (HttpOnly, SameSite=Strict, and ``Secu
 admits (``INVOICING_OWNERS``) is refused, and the request counts against the owner's rate
 limit. A state-changing request (any method but GET and HEAD) also needs the session's CSRF
 token, in the ``csrf`` form field or the ``x-csrf-token`` header, and an ``Origin`` header,
-when sent, of this service.
+when sent, of this service. A member's session (``auth.team``) is then held to its role,
+read again at every request (``roles.ability_of`` says what the request does).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from invoicing.auth.admission import check_admitted
 from invoicing.auth.sign_in import csrf_matches, live_session
+from invoicing.auth.team import Role, may, member_role
 from invoicing.errors import Forbidden, InvalidRequest, PayloadTooLarge, UnsupportedMediaType
 from invoicing.ratelimit import hit_deferred
 from invoicing.settings import Settings
 from invoicing.web.context import services_of
+from invoicing.web.dashboard.roles import ability_of
 
 DEV_COOKIE = "invoicing_session"
 SECURE_COOKIE = "__Host-invoicing_session"
@@ -63,12 +66,15 @@ class SignInRequired(Exception):
 
 @dataclass(frozen=True)
 class Owner:
-    """The signed-in owner of a request."""
+    """The account a request acts on, and who signed in: the owner, or a member of their
+    team (``member`` their wallet, ``role`` their role)."""
 
     address: str
     key: str
     csrf: str
     session_id: str
+    member: str | None = None
+    role: Role | None = None
 
 
 def origin_of(url: str) -> str:
@@ -119,7 +125,14 @@ async def _signed_in(request: Request, form_max_bytes: int) -> Owner:
             presented = (await form_fields(request, form_max_bytes)).get("csrf")
         if not csrf_matches(row, presented):
             raise Forbidden("the request lacks this session's CSRF token: reload the page")
-    return Owner(row.owner_address, row.owner_key, row.csrf_token, row.id)
+    role = None
+    if row.member_key is not None:
+        role = await member_role(services.db, row.owner_key, row.member_key)
+        if role is None:  # removed from the team since
+            raise SignInRequired()
+        if not may(role, ability_of(request.method, request.url.path)):
+            raise Forbidden(f"a team member with the {role.value} role may not do this")
+    return Owner(row.owner_address, row.owner_key, row.csrf_token, row.id, row.member_key, role)
 
 
 SignedIn = Annotated[Owner, Depends(signed_in)]

@@ -92,7 +92,8 @@ async def settings_body_html(request: Request, owner: Owner, top_html: str = "")
     session_rows = [
         [
             e(utc_text(row.created_at)) + (" (this one)" if row.id == owner.session_id else ""),
-            e(row.method),
+            # A team member's session says whose wallet it is (auth.team).
+            e(row.method if row.member_key is None else f"{row.method}, member {row.member_key}"),
             e(utc_text(row.last_seen_at)),
             e((row.user_agent or "")[:60]),
             (

@@ -97,10 +97,15 @@ def _page_values(locale: PageLocale, page_path: str) -> dict[str, object]:
 
 
 def payment_page(
-    view: PaymentView, locale: PageLocale | None = None, gasless: Eip712Domain | None = None
+    view: PaymentView,
+    locale: PageLocale | None = None,
+    gasless: Eip712Domain | None = None,
+    *,
+    receipts: bool = False,
 ) -> str:
     """The full payment page; it reads well with JavaScript off, pay.js makes it live.
-    ``gasless``: the token's EIP-712 domain when the page offers "Pay without gas"."""
+    ``gasless``: the token's EIP-712 domain when the page offers "Pay without gas";
+    ``receipts``: whether it offers a receipt by email (pay.js sends the address)."""
     locale = locale or PageLocale(LANGUAGES[0])
     base = f"/pay/{view.payment_address}"
     return template(locale.language, "pay.html").render(
@@ -134,6 +139,8 @@ def payment_page(
         return_countdown_s=RETURN_COUNTDOWN_S,
         auto_return_window_ms=AUTO_RETURN_WINDOW_MS,
         gasless=gasless,
+        receipts=receipts,
+        receipt_url=f"{base}/receipt?lang={locale.language.code}",
     )
 
 

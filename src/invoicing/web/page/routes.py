@@ -1,5 +1,5 @@
 """Routes of the hosted payment page (docs/integration/invoices.md): the page, its status
-JSON, QR and assets.
+JSON, QR and assets, and a payer's request for a receipt (docs/integration/email.md).
 
 Public and unauthenticated: the paymentAddress in the URL is the only key, and the answers
 carry only what the page shows. Every route counts against the client's rate limit
@@ -14,22 +14,30 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
 
 from invoicing.brand.service import brand_of
 from invoicing.db import ProcessLocal
 from invoicing.errors import (
     ChainUnavailable,
+    Forbidden,
     InvalidRequest,
+    InvoiceNotPayable,
     NotFound,
+    PayloadTooLarge,
     RateLimited,
     UnsupportedChain,
 )
 from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
+from invoicing.notifications.mail.choices import MAX_EMAIL_CHARS
+from invoicing.notifications.mail.receipts import receipts_offered, request_receipt
 from invoicing.payments.eip3009.service import page_offer
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import Services
+from invoicing.web.api.inputs import json_body, validate
+from invoicing.web.api.responses import WireModel
 from invoicing.web.context import client_network, services_of
 from invoicing.web.page.i18n import PageLocale, negotiate
 from invoicing.web.page.qr import QrCache
@@ -187,8 +195,69 @@ async def page(request: Request, payment_address: str, lang: LangParam = None) -
         return _error(
             locale, 400, _("Not a payment link"), _("This link does not hold a valid address.")
         )
-    offer = await page_offer(services_of(request), view.payment_address)
-    return HTMLResponse(payment_page(view, locale, offer), headers=_headers(locale))
+    services = services_of(request)
+    offer = await page_offer(services, view.payment_address)
+    receipts = view.status == "pending" and await _receipts_offered(services, view)
+    return HTMLResponse(
+        payment_page(view, locale, offer, receipts=receipts), headers=_headers(locale)
+    )
+
+
+async def _receipts_offered(services: Services, view: PaymentView) -> bool:
+    """Whether the page offers a receipt: the invoice's owner sends them."""
+    invoice = await invoice_at(services.db, view.payment_address)
+    async with services.db.sessions() as session:
+        return await receipts_offered(session, invoice.owner_key)
+
+
+class ReceiptBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    email: str = Field(min_length=3, max_length=MAX_EMAIL_CHARS, description="A plain address.")
+
+
+class ReceiptRequested(WireModel):
+    """The receipt will be mailed to ``email`` once the invoice is paid."""
+
+    email: str
+
+
+@router.post(
+    "/{payment_address}/receipt",
+    **documented(
+        "Ask for a receipt by email once the invoice is paid (when the owner sends them)",
+        ok=ReceiptRequested,
+        body=ReceiptBody,
+        auth=PUBLIC,
+        errors=(
+            InvalidRequest,
+            Forbidden,
+            NotFound,
+            InvoiceNotPayable,
+            PayloadTooLarge,
+            RateLimited,
+        ),
+    ),
+)
+async def receipt(
+    request: Request, payment_address: str, lang: LangParam = None
+) -> Answer[ReceiptRequested]:
+    services = services_of(request)
+    body = validate(ReceiptBody, await json_body(request, services.settings.max_body_bytes))
+    invoice = await invoice_at(services.db, parse_payment_address(payment_address))
+    if invoice.status != "pending" or invoice.deleted_at is not None:
+        raise InvoiceNotPayable("this invoice is no longer waiting for a payment")
+    language = page_locale(request, lang).language.code
+    async with services.db.transaction() as session:
+        await request_receipt(
+            session,
+            invoice.id,
+            invoice.owner_key,
+            body.email,
+            language,
+            services.clock.now_ms(),
+        )
+    return Answer(ReceiptRequested(email=body.email))
 
 
 def page_locale(request: Request, lang: str | None) -> PageLocale:

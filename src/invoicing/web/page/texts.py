@@ -82,6 +82,8 @@ def script_texts(locale: PageLocale, shop: str | None = None) -> dict[str, objec
             "network to confirm it…"
         ),
         "notSubmitted": _("The payment could not be submitted: %(error)s"),
+        "receiptSaved": _("Your receipt will be emailed to %(email)s once the payment arrives."),
+        "receiptFailed": _("The receipt could not be requested: %(error)s"),
         "number": locale.number_symbols(),
         "return": None if shop is None else return_texts(locale, shop),
     }

@@ -67,13 +67,19 @@
       say(status, "Waiting for the wallet…");
       const address = await wallet();
       const chainId = await walletChain();
-      const prepared = await postJson("/dashboard/login/message", { address, chainId });
+      const field = document.getElementById("account");
+      const account = field ? field.value.trim() : "";
+      const prepared = await postJson("/dashboard/login/message", { address, chainId, account });
       say(status, "Sign the message in your wallet…");
       const signature = await window.ethereum.request({
         method: "personal_sign",
         params: [utf8Hex(prepared.message), address],
       });
-      const done = await postJson("/dashboard/login", { message: prepared.message, signature });
+      const done = await postJson("/dashboard/login", {
+        message: prepared.message,
+        signature,
+        account,
+      });
       say(status, "Signed in.");
       window.location.assign(done.redirect);
     } catch (error) {

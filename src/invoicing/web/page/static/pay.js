@@ -330,7 +330,37 @@
     }
   }
 
+  // A receipt by email (offered when the shop sends them): the address goes to the
+  // receipt route; the page's policy allows no form submission, so only this sends it.
+  async function askReceipt(event) {
+    event.preventDefault();
+    var form = $("receipt-form");
+    var email = $("receipt-email").value.trim();
+    var message = $("receipt-message");
+    $("receipt-send").disabled = true;
+    try {
+      var response = await fetch(form.getAttribute("data-url"), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ email: email }),
+      });
+      var answer = await response.json();
+      if (!response.ok) throw new Error((answer.error && answer.error.message) || String(response.status));
+      message.textContent = fill(TEXT.receiptSaved, { email: answer.email });
+      message.classList.remove("error");
+    } catch (error) {
+      message.textContent = fill(TEXT.receiptFailed, { error: (error && error.message) || String(error) });
+      message.classList.add("error");
+    } finally {
+      $("receipt-send").disabled = false;
+    }
+  }
+
   // Start ---------------------------------------------------------------------------
+  if ($("receipt-form")) {
+    $("receipt-form").hidden = false;
+    $("receipt-form").addEventListener("submit", askReceipt);
+  }
   $("copy").hidden = state.status !== "pending";
   $("copy").addEventListener("click", copyAddress);
   if (window.ethereum && typeof window.ethereum.request === "function") {
