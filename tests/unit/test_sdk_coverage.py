@@ -223,7 +223,7 @@ TS_SCHEMA_OF = {
 TS_CLIENT_FIELDS = {"CreatedInvoice": {"created", "requestSignature"}}
 TS_LEFT_OUT = {"CreateInvoice": {"ownerAddress"}}  # the client adds it
 # Declarations of no schema: options of the client's own calls, and the paid webhook's body.
-TS_NOT_SCHEMAS = {"ClientOptions", "FeeOptions", "RefundOptions", "ListFilters"}
+TS_NOT_SCHEMAS = {"ClientOptions", "FeeOptions", "RefundOptions", "ListFilters", "PaymentsQuery"}
 TS_NOT_SCHEMAS |= {"SignedMessage", "VerifyOptions", "PaidWebhook"}
 
 

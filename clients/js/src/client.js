@@ -3,6 +3,7 @@
 // routes.js.
 import { Wallet, getAddress } from "ethers";
 
+import { Members, Reports } from "./account.js";
 import { NonceMismatch } from "./errors.js";
 import {
   ApiKeys,
@@ -48,6 +49,8 @@ export class Client {
     this.events = new Events(this.transport);
     this.escrows = new Escrows(this.transport);
     this.settings = new Settings(this.transport);
+    this.members = new Members(this.transport);
+    this.reports = new Reports(this.transport);
     this.subscriptions = new Subscriptions(this.transport);
     this.gasless = new Gasless(this.transport);
     this.facilitator = new Facilitator(this.transport);

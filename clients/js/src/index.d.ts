@@ -24,10 +24,15 @@ import type {
   InvoiceStatus,
   IssuedApiKey,
   IssuedWebhookSecret,
+  MailSettings,
+  Member,
   OwnerSettings,
+  PaymentReport,
   PaymentStatus,
   Readiness,
+  ReceiptRequested,
   RefundSubmission,
+  RemovedMember,
   RevokedApiKey,
   RevokedWebhookSecret,
   SettleResponse,
@@ -108,6 +113,15 @@ export interface ClientOptions {
   fetch?: typeof globalThis.fetch;
 }
 
+export interface PaymentsQuery {
+  /** Paid at or after (unix ms). */
+  dateFrom: number;
+  /** Paid before (unix ms). */
+  dateTo: number;
+  /** Only invoices priced in this currency (ISO 4217). */
+  currency?: string;
+}
+
 export class Client {
   constructor(options: ClientOptions);
   readonly ownerAddress: string;
@@ -171,6 +185,25 @@ export class Client {
       accentColor?: string | null;
       logo?: Uint8Array | null;
     }): Promise<Brand>;
+    notifications(): Promise<MailSettings>;
+    /** `events`: invoice event types ("invoice.paid", …); [] mails nothing. */
+    updateNotifications(settings: {
+      email: string;
+      events: string[];
+      language?: string;
+      receipts?: boolean;
+    }): Promise<MailSettings>;
+  };
+  /** The owner's team: managed with the owner's request signature only (a signer). */
+  readonly members: {
+    list(): Promise<Member[]>;
+    add(address: string, role: "viewer" | "operator" | "admin"): Promise<Member>;
+    remove(address: string): Promise<RemovedMember>;
+  };
+  readonly reports: {
+    /** The payments paid in [dateFrom, dateTo) (unix ms): the CSV text, or a JSON page. */
+    payments(query: PaymentsQuery & { format?: "csv" }): Promise<string>;
+    payments(query: PaymentsQuery & { format: "json"; limit?: number; cursor?: string }): Promise<PaymentReport>;
   };
   readonly subscriptions: {
     create(request: {
@@ -205,6 +238,8 @@ export class Client {
     paymentPage(paymentAddress: string, options?: { lang?: string }): Promise<string>;
     paymentStatus(paymentAddress: string): Promise<PaymentStatus>;
     payWithoutGas(paymentAddress: string, authorization: AuthorizationBody): Promise<GaslessSubmission>;
+    /** A receipt of the pending invoice mailed to `email` once paid (when the owner sends them). */
+    askReceipt(paymentAddress: string, email: string, options?: { lang?: string }): Promise<ReceiptRequested>;
     x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     /** The payer's signature of the subscription's authorization.typedData. */
     authorizeSubscription(id: string, authorization: { signature: string; payer?: string }): Promise<SubscriptionOut>;

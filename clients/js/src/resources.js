@@ -1,11 +1,12 @@
 // The resources that need only the transport: API keys, webhook signing secrets, webhook
-// endpoints, events, the escrow export, the owner's settings and the public routes.
+// endpoints, events, the escrow export, the owner's settings and the public routes (the team
+// and the payments report: account.js).
 import { route } from "./routes.js";
 import { given, rawString } from "./transport.js";
 
 const MAX_PAGE_SIZE = 100;  // the service caps limit at 100
 
-class Resource {
+export class Resource {
   constructor(transport) {
     Object.defineProperty(this, "transport", { value: transport, enumerable: false });
   }
@@ -163,6 +164,22 @@ export class Settings extends Resource {
     if (logo !== undefined) body.logo = logo === null ? null : Buffer.from(logo).toString("base64");
     return this.call("settings.updateBrand", { body });
   }
+
+  /** Which events are mailed to the owner: { email, events, language, receipts } (no address
+   * and no events when never set). */
+  async notifications() {
+    return this.call("settings.notifications");
+  }
+
+  /**
+   * Mail `events` (invoice event types such as "invoice.paid"; [] mails nothing) to `email`,
+   * in `language` (the service's default: "en"); `receipts` (default false): whether payers
+   * may ask for a receipt on the payment page.
+   */
+  async updateNotifications({ email, events, language, receipts }) {
+    const body = { email, events, ...given({ language, receipts }) };
+    return this.call("settings.updateNotifications", { body });
+  }
 }
 
 /** The owner's subscriptions (docs/integration/subscriptions.md): a payer signs once, and each
@@ -289,6 +306,16 @@ export class Public extends Resource {
       params: { subscription_id: id }, body: { signature, ...given({ payer }) }, idempotent: true,
       ownerless: true,
     })).subscription;
+  }
+
+  /** Ask for a receipt of the pending invoice at `paymentAddress`, mailed to `email` once it
+   * is paid, in `lang` (the payment page's language) when given; 403 when the owner sends
+   * none. Asking again replaces the address. */
+  async askReceipt(paymentAddress, email, { lang } = {}) {
+    return this.call("public.askReceipt", {
+      params: { payment_address: paymentAddress }, query: given({ lang }), body: { email },
+      idempotent: true, ownerless: true,
+    });
   }
 
   /** The invoice's x402 resource asked without payment: the PaymentRequired object (402;

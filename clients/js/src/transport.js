@@ -17,6 +17,9 @@ const NOT_SENT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 const MAX_BACKOFF_S = 8;
+// Actions the service takes only with the owner's request signature: API keys and the team
+// (an admin member may issue API keys, and could otherwise reach the team through one).
+const SIGNATURE_ONLY = ["apikey.", "member."];
 
 /** A query value as sent (and signed): booleans as true/false, integers in decimal. */
 export function queryValue(value) {
@@ -132,8 +135,10 @@ export class Transport {
   }
 
   async #credentials(action, payload) {
-    // API keys are managed in signature mode only: a client given both signs those calls.
-    if (this.#apiKey && !(action.startsWith("apikey.") && this.signer)) {
+    // API keys and the team are managed in signature mode only: a client given both signs
+    // those calls.
+    const signatureOnly = SIGNATURE_ONLY.some((prefix) => action.startsWith(prefix));
+    if (this.#apiKey && !(signatureOnly && this.signer)) {
       return { [API_KEY_HEADER]: this.#apiKey };
     }
     if (!this.signer) throw new TypeError(`${action} needs an apiKey or a signer`);

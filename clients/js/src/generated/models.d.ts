@@ -313,6 +313,31 @@ export interface IssuedWebhookSecret {
   createdAt: number;
 }
 
+/** The events mailed to an owner, and where. */
+export interface MailSettings {
+  /** The address mail goes to; null: none set. */
+  email: string | null;
+  /** The event types mailed. */
+  events: string[];
+  /** The language of the mail. */
+  language: string;
+  /** Whether payers may ask for a receipt. */
+  receipts: boolean;
+}
+
+/** A wallet that acts on the owner's account in the dashboard, within its role. */
+export interface Member {
+  address: string;
+  /** viewer, operator or admin. */
+  role: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface MemberList {
+  items: Member[];
+}
+
 /** An asset in the escrow other than the invoice's own, not swept yet. */
 export interface OtherBalance {
   /** null: the native coin. */
@@ -359,6 +384,33 @@ export interface Payment {
   blockNumber: number;
 }
 
+/** One payment (amounts as decimal strings in the token's units; unknown: empty). */
+export interface PaymentLine {
+  invoiceId: string;
+  paymentAddress: string;
+  chainId: number;
+  /** The token's address, or "native". */
+  token: string;
+  amount: string;
+  paidAt: number;
+  /** The payment's transaction (empty: not known yet). */
+  txHash: string;
+  /** The payer (empty: not known yet). */
+  from: string;
+  fiatCurrency: string;
+  fiatAmount: string;
+  rate: string;
+  /** The service fee taken when the payment was swept. */
+  fee: string;
+  sweepTxHash: string;
+}
+
+export interface PaymentReport {
+  items: PaymentLine[];
+  /** The next page's cursor; null: the last page. */
+  nextCursor: string | null;
+}
+
 /**
  * `GET /pay/<paymentAddress>/status`: what the hosted payment page shows (public, no owner
  * data): the fields the page renders, built by `PaymentView.public_status`.
@@ -393,6 +445,11 @@ export interface Readiness {
   degraded?: Record<string, string> | null;
 }
 
+/** The receipt will be mailed to `email` once the invoice is paid. */
+export interface ReceiptRequested {
+  email: string;
+}
+
 /** A relayed refund from the invoice's escrow. */
 export interface Refund {
   txHash: string | null;
@@ -412,6 +469,11 @@ export interface RefundSubmission {
   ownerAddress: string;
   nonce: bigint;
   status: "submitted";
+}
+
+export interface RemovedMember {
+  removed: boolean;
+  address: string;
 }
 
 export interface RevokedApiKey {

@@ -18,6 +18,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from invoicing_client import _calls as calls
+from invoicing_client._async_account import AsyncMembers, AsyncReports, AsyncSettings
 from invoicing_client._async_resources import (
     AsyncApiKeys,
     AsyncEscrows,
@@ -25,7 +26,6 @@ from invoicing_client._async_resources import (
     AsyncFacilitator,
     AsyncGasless,
     AsyncPublic,
-    AsyncSettings,
     AsyncWebhookEndpoints,
     AsyncWebhookSecrets,
 )
@@ -98,6 +98,8 @@ class AsyncClient:
         self.events = AsyncEvents(self._send)
         self.escrows = AsyncEscrows(self._send)
         self.settings = AsyncSettings(self._send)
+        self.members = AsyncMembers(self._send)
+        self.reports = AsyncReports(self._send)
         self.subscriptions = AsyncSubscriptions(self._send)
         self.gasless = AsyncGasless(self._send)
         self.facilitator = AsyncFacilitator(self._send)

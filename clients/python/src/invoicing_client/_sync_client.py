@@ -19,6 +19,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 
 from invoicing_client import _calls as calls
+from invoicing_client._sync_account import Members, Reports, Settings
 from invoicing_client._sync_resources import (
     ApiKeys,
     Escrows,
@@ -26,7 +27,6 @@ from invoicing_client._sync_resources import (
     Facilitator,
     Gasless,
     Public,
-    Settings,
     WebhookEndpoints,
     WebhookSecrets,
 )
@@ -99,6 +99,8 @@ class Client:
         self.events = Events(self._send)
         self.escrows = Escrows(self._send)
         self.settings = Settings(self._send)
+        self.members = Members(self._send)
+        self.reports = Reports(self._send)
         self.subscriptions = Subscriptions(self._send)
         self.gasless = Gasless(self._send)
         self.facilitator = Facilitator(self._send)

@@ -1,7 +1,6 @@
 # Generated from _async_resources.py by clients/python/generate_sync.py: edit that file instead.
 """The resources of the client that need only its ``_send``: API keys, webhook signing
-secrets, webhook endpoints, events, the escrow export, the owner's settings, gasless payments
-and the public routes
+secrets, webhook endpoints, events, the escrow export, gasless payments and the public routes
 (written for asyncio; the blocking ones are generated, see ``_async_client.py``)."""
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from invoicing_client import _calls as calls
 from invoicing_client._transport import Call, Reply
 from invoicing_client.models import (
     ApiKey,
-    Brand,
     DeletedWebhookEndpoint,
     DeliveryAccepted,
     EscrowExportLine,
@@ -26,9 +24,9 @@ from invoicing_client.models import (
     Health,
     IssuedApiKey,
     IssuedWebhookSecret,
-    OwnerSettings,
     PaymentStatus,
     Readiness,
+    ReceiptRequested,
     RevokedApiKey,
     RevokedWebhookSecret,
     SettleResponse,
@@ -217,48 +215,6 @@ class Escrows:
         return self._send(call, calls.read_export)
 
 
-class Settings:
-    def __init__(self, send: Send) -> None:
-        self._send = send
-
-    def get(self) -> OwnerSettings:
-        return self._send(calls.call("settings.get"), calls.model(OwnerSettings))
-
-    def update(
-        self,
-        *,
-        webhook_api_key_header: bool | None = None,
-        underpayment_tolerance_bps: int | None = None,
-    ) -> OwnerSettings:
-        """Change what is given: ``webhook_api_key_header``, whether paid webhooks carry the
-        owner's API key; ``underpayment_tolerance_bps`` (0 to 500), how far short of the
-        amount due a payment may fall and still pay invoices created from now on."""
-        body = calls.given(
-            webhookApiKeyHeader=webhook_api_key_header,
-            underpaymentToleranceBps=underpayment_tolerance_bps,
-        )
-        call = calls.call("settings.update", body=body)
-        return self._send(call, calls.model(OwnerSettings))
-
-    def brand(self) -> Brand:
-        """What the payment page shows of the owner: display name, accent colour, logo."""
-        return self._send(calls.call("settings.brand"), calls.model(Brand))
-
-    def update_brand(
-        self,
-        *,
-        display_name: str | None = None,
-        accent_color: str | None = None,
-        logo: bytes | None = None,
-        remove: Sequence[str] = (),
-    ) -> Brand:
-        """Change what is given: ``display_name`` (1 to 64 characters), ``accent_color``
-        (``"#rrggbb"``), ``logo`` (the bytes of a PNG, JPEG or WebP file of at most 128 KiB);
-        ``remove`` names parts to clear (``"display_name"``, ``"accent_color"``, ``"logo"``)."""
-        body = calls.brand_body(display_name, accent_color, logo, remove)
-        return self._send(calls.call("settings.update_brand", body=body), calls.model(Brand))
-
-
 class Gasless:
     """Whether payers may pay the owner's invoices without gas, per chain (off by default)."""
 
@@ -355,6 +311,22 @@ class Public:
             ownerless=True,
         )
         return self._send(call, calls.model(SubscriptionOut, "subscription"))
+
+    def ask_receipt(
+        self, payment_address: str, email: str, lang: str | None = None
+    ) -> ReceiptRequested:
+        """Ask for a receipt of the pending invoice at ``payment_address``, mailed to ``email``
+        once it is paid, in ``lang`` (the payment page's language) when given; 403 when the
+        owner sends none. Asking again replaces the address."""
+        call = calls.call(
+            "public.ask_receipt",
+            path={"payment_address": payment_address},
+            query=calls.given(lang=lang),
+            body={"email": email},
+            idempotent=True,
+            ownerless=True,
+        )
+        return self._send(call, calls.model(ReceiptRequested))
 
     def x402_requirements(self, payment_address: str) -> dict[str, Any]:
         """The invoice's x402 resource asked without payment: the ``PaymentRequired`` object

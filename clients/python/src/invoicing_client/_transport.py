@@ -19,6 +19,9 @@ USER_AGENT = "invoicing-client-python/0.1.0"
 # Answers worth another try of an idempotent call: the service or a proxy in front of it
 # failed before answering, or the chain's RPC was unreachable for a live read.
 RETRYABLE_STATUSES = frozenset({500, 502, 503, 504})
+# Actions the service takes only with the owner's request signature: API keys and the team
+# (an admin member may issue API keys, and could otherwise reach the team through one).
+SIGNATURE_ONLY = ("apikey.", "member.")
 
 
 @dataclass(frozen=True)
@@ -119,9 +122,9 @@ class Transport:
         return Prepared(call.method, self.base_url + call.path, params, content, headers)
 
     def _credentials(self, action: str, payload: dict[str, Any]) -> dict[str, str]:
-        # API key first: API keys are managed in signature mode only, so a client given
-        # both signs where it must (the service answers 401 otherwise).
-        if self._api_key is not None and not action.startswith("apikey."):
+        # API key first: API keys and the team are managed in signature mode only, so a
+        # client given both signs where it must (the service answers 401 otherwise).
+        if self._api_key is not None and not action.startswith(SIGNATURE_ONLY):
             return {API_KEY_HEADER: self._api_key}
         if self.signer is not None:
             return self.signer.headers(action, payload)

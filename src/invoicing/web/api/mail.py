@@ -74,6 +74,7 @@ class MailSettings(WireModel):
     "/notifications",
     **documented(
         "Read which events are mailed to an owner",
+        sdk="settings.notifications",
         ok=MailSettings,
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
@@ -92,6 +93,7 @@ async def read_mail(request: Request) -> Answer[MailSettings]:
     "/notifications",
     **documented(
         "Choose which events are mailed to an owner, and where",
+        sdk="settings.update_notifications",
         ok=MailSettings,
         body=MailBody,
         errors=BODY_ROUTE_ERRORS,

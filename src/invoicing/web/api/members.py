@@ -84,6 +84,7 @@ class RemovedMember(WireModel):
     "",
     **documented(
         "List the owner's team (request signature only)",
+        sdk="members.list",
         ok=MemberList,
         query=OwnerQuery,
         errors=OWNER_ROUTE_ERRORS,
@@ -103,6 +104,7 @@ async def list_(request: Request) -> Answer[MemberList]:
     "",
     **documented(
         "Add a member, or change a member's role (request signature only)",
+        sdk="members.add",
         ok=Member,
         status=201,
         body=MemberBody,
@@ -126,6 +128,7 @@ async def add(request: Request) -> Answer[Member]:
     "",
     **documented(
         "Remove a member (request signature only)",
+        sdk="members.remove",
         ok=RemovedMember,
         query=MemberQuery,
         errors=(*OWNER_ROUTE_ERRORS, NotFound),

@@ -95,6 +95,7 @@ class PaymentReport(WireModel):
     "/payments",
     **documented(
         "An owner's payments in a period (CSV, or JSON pages)",
+        sdk="reports.payments",
         query=PaymentsQuery,
         errors=OWNER_ROUTE_ERRORS,
         ok_response={

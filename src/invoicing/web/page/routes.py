@@ -226,6 +226,7 @@ class ReceiptRequested(WireModel):
     "/{payment_address}/receipt",
     **documented(
         "Ask for a receipt by email once the invoice is paid (when the owner sends them)",
+        sdk="public.ask_receipt",
         ok=ReceiptRequested,
         body=ReceiptBody,
         auth=PUBLIC,

@@ -33,14 +33,21 @@ __all__ = [
     "InvoiceStatusResult",
     "IssuedApiKey",
     "IssuedWebhookSecret",
+    "MailSettings",
+    "Member",
+    "MemberList",
     "OtherBalance",
     "OwnerSettings",
     "PagePrice",
     "Payment",
+    "PaymentLine",
+    "PaymentReport",
     "PaymentStatus",
     "Readiness",
+    "ReceiptRequested",
     "Refund",
     "RefundSubmission",
+    "RemovedMember",
     "RevokedApiKey",
     "RevokedWebhookSecret",
     "SettleResponse",
@@ -327,6 +334,28 @@ class IssuedWebhookSecret(_Model):
     created_at: int
 
 
+class MailSettings(_Model):
+    """The events mailed to an owner, and where."""
+
+    email: str | None
+    events: list[str]
+    language: str
+    receipts: bool
+
+
+class Member(_Model):
+    """A wallet that acts on the owner's account in the dashboard, within its role."""
+
+    address: str
+    role: str
+    created_at: int
+    updated_at: int
+
+
+class MemberList(_Model):
+    items: list[Member]
+
+
 class OwnerSettings(_Model):
     """An owner's settings (defaults when never set)."""
 
@@ -335,6 +364,29 @@ class OwnerSettings(_Model):
     reporting_currency: str | None = None
     capture_window_s: int | None = None
     capture_at_window_end: bool | None = None
+
+
+class PaymentLine(_Model):
+    """One payment (amounts as decimal strings in the token's units; unknown: empty)."""
+
+    invoice_id: str
+    payment_address: str
+    chain_id: int
+    token: str
+    amount: str
+    paid_at: int
+    tx_hash: str
+    from_: str = Field(alias="from")
+    fiat_currency: str
+    fiat_amount: str
+    rate: str
+    fee: str
+    sweep_tx_hash: str
+
+
+class PaymentReport(_Model):
+    items: list[PaymentLine]
+    next_cursor: str | None
 
 
 class PagePrice(_Model):
@@ -376,6 +428,12 @@ class Readiness(_Model):
     degraded: dict[str, str] | None = None
 
 
+class ReceiptRequested(_Model):
+    """The receipt will be mailed to ``email`` once the invoice is paid."""
+
+    email: str
+
+
 class RefundSubmission(_Model):
     """A relayed Refund: the transaction that carries it."""
 
@@ -384,6 +442,11 @@ class RefundSubmission(_Model):
     owner_address: str
     nonce: int
     status: str
+
+
+class RemovedMember(_Model):
+    removed: bool
+    address: str
 
 
 class RevokedApiKey(_Model):

@@ -123,6 +123,10 @@ ROUTES: dict[str, Route] = {
     "invoices.webhooks": Route(
         "GET", "/integration/invoices/webhooks", "invoice.webhooks", ("paymentAddress",)
     ),
+    "members.add": Route("POST", "/integration/members", "member.add"),
+    "members.list": Route("GET", "/integration/members", "member.list"),
+    "members.remove": Route("DELETE", "/integration/members", "member.remove", ("address",)),
+    "public.ask_receipt": Route("POST", "/pay/{payment_address}/receipt", None, ("lang",)),
     "public.authorize_subscription": Route(
         "POST", "/subscribe/{subscription_id}/authorization", None
     ),
@@ -134,10 +138,29 @@ ROUTES: dict[str, Route] = {
     "public.relay_fee": Route("POST", "/fees/set-meta", None),
     "public.relay_payout": Route("POST", "/fees/set-payout-meta", None),
     "public.x402_requirements": Route("GET", "/pay/{payment_address}/x402", None),
+    "reports.payments": Route(
+        "GET",
+        "/integration/reports/payments",
+        "reports.payments",
+        (
+            "dateFrom",
+            "dateTo",
+            "currency",
+            "format",
+            "limit",
+            "cursor",
+        ),
+    ),
     "settings.brand": Route("GET", "/integration/settings/brand", "brand.get"),
     "settings.get": Route("GET", "/integration/settings", "settings.get"),
+    "settings.notifications": Route(
+        "GET", "/integration/settings/notifications", "notifications.get"
+    ),
     "settings.update": Route("PUT", "/integration/settings", "settings.update"),
     "settings.update_brand": Route("PUT", "/integration/settings/brand", "brand.update"),
+    "settings.update_notifications": Route(
+        "PUT", "/integration/settings/notifications", "notifications.update"
+    ),
     "subscriptions.cancel": Route(
         "DELETE", "/integration/subscriptions", "subscription.cancel", ("id",)
     ),
