@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
+import hypothesis
 import pytest
 from pydantic import SecretStr
 from sqlalchemy import create_engine, text
@@ -35,6 +36,11 @@ from invoicing.settings import Settings
 from invoicing.web.app import create_app
 from tests.support.receiver import Receiver, receiver
 from tests.support.server import serve
+
+# Property tests judge what they find, not how fast: a machine loaded by both suites at once
+# must not turn a slow example into a failure (hypothesis's default deadline is 200 ms).
+hypothesis.settings.register_profile("suite", deadline=None)
+hypothesis.settings.load_profile("suite")
 
 pytest_plugins = ("tests.support.workers",)
 
