@@ -11,9 +11,16 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
-from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
+from invoicing.chain.eip712 import (
+    refund_typed_data,
+    set_fee_typed_data,
+    set_payout_typed_data,
+    set_refund_delegate_typed_data,
+)
 from invoicing.chain.evm import EvmClient
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
@@ -21,6 +28,7 @@ from tests.support.api import key_headers, signed_get, signed_post
 from tests.support.factory import sign_typed
 from tests.support.gasless import body_for, funded_payer
 from tests.support.openapi_check import ResponseChecker, document
+from tests.support.refunds import refund_body
 from tests.support.server import serve
 from tests.support.signing import new_owner
 from tests.support.x402 import payment_header, verify_body
@@ -180,6 +188,8 @@ async def journey(
     await back_office(http, address, key, chain_id)
     await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)
+    await capture_and_delegate(http, owner, key, dev, evm)
+    await subscriptions(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
     deleted = await http.delete("/integration/invoices", params=params, headers=key)
@@ -276,9 +286,21 @@ async def webhook_signing(http: httpx.AsyncClient, owner: Any, key: dict[str, st
         json={"ownerAddress": address, "webhookApiKeyHeader": False},
         headers=key,
     )
-    assert changed.json() == {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0}
+    assert changed.json() == {
+        "webhookApiKeyHeader": False,
+        "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
     read = await http.get("/integration/settings", params={"ownerAddress": address}, headers=key)
-    assert read.json() == {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0}
+    assert read.json() == {
+        "webhookApiKeyHeader": False,
+        "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
 
 
 async def events_and_endpoints(http: httpx.AsyncClient, owner: Any, key: dict[str, str]) -> None:
@@ -439,3 +461,79 @@ async def gasless_and_x402(
     stranger = await verify_body(evm, dev, payer, new_owner().address)
     settled = await http.post("/x402/facilitator/settle", json=stranger, headers=key)
     assert settled.status_code == 200 and settled.json()["success"] is False
+
+
+async def capture_and_delegate(
+    http: httpx.AsyncClient, owner: Any, key: dict[str, str], dev: DevDeployment, evm: EvmClient
+) -> None:
+    """Manual capture (docs/integration/invoices.md): one paid invoice captured, another
+    voided back to its payer; then the refund delegate named."""
+    address = owner.address
+    chain = {"ownerAddress": address, "chainId": dev.chain_id}
+    held = []
+    for n in (1, 2):
+        body = {**chain, "amount": "0.01", "capture": "manual", "invoiceId": f"manual-{n}"}
+        created = await http.post("/integration/invoices", json=body, headers=key)
+        assert created.status_code == 201, created.text
+        invoice = created.json()
+        await evm.transact(PAYER_KEY, invoice["paymentAddress"], b"", value=10**16)
+        params = {"ownerAddress": address, "paymentAddress": invoice["paymentAddress"]}
+        shown = await http.get("/integration/invoices/status", params=params, headers=key)
+        assert shown.json()["invoice"]["status"] == "paid", shown.text
+        held.append(invoice)
+    captured = await http.post(
+        "/integration/invoices/capture",
+        json={**chain, "paymentAddress": held[0]["paymentAddress"]},
+        headers=key,
+    )
+    assert captured.status_code == 200, captured.text
+    fees = await http.get("/integration/fees", params=chain, headers=key)
+    nonce = int(fees.json()["nonce"])
+    second = SimpleNamespace(
+        payment_address=held[1]["paymentAddress"], token_address=None, salt=held[1]["salt"]
+    )
+    body = await refund_body(evm, dev, owner, second, new_owner().address, 10**16, nonce=nonce)  # type: ignore[arg-type]
+    voided = await http.post("/integration/invoices/void", json=body, headers=key)
+    assert voided.status_code == 202, voided.text
+    delegate, deadline_s = new_owner().address, int(time.time()) + 3600
+    typed = set_refund_delegate_typed_data(
+        dev.chain_id, dev.factory, address, delegate, nonce + 1, deadline_s
+    )
+    named = await http.post(
+        "/integration/refund-delegate",
+        json={**chain, "delegate": delegate, "nonce": str(nonce + 1),
+              "deadline": str(deadline_s), "signature": "0x" + sign_typed(owner.key, typed).hex()},
+        headers=key,
+    )  # fmt: skip
+    assert named.status_code == 202, named.text
+
+
+async def subscriptions(
+    http: httpx.AsyncClient, address: str, key: dict[str, str], dev: DevDeployment, evm: EvmClient
+) -> None:
+    """A subscription (docs/integration/subscriptions.md) created, authorized by a payer who
+    approved the contract (period 0 charged at once), read, listed and cancelled."""
+    body = {"ownerAddress": address, "chainId": dev.chain_id, "tokenAddress": dev.token,
+            "amount": "2.5", "periodSeconds": 3600}  # fmt: skip
+    body["subscriptionId"] = "journey-sub"
+    created = await http.post("/integration/subscriptions", json=body, headers=key)
+    assert created.status_code == 201, created.text
+    found = created.json()
+    again = await http.post("/integration/subscriptions", json=body, headers=key)
+    assert (again.status_code, again.json()["id"]) == (200, found["id"]), again.text
+    payer = await funded_payer(evm, dev, 10_000_000)
+    await evm.call_rpc("anvil_setBalance", [payer.address, hex(10**18)])
+    approve = encode_call(TEST_TOKEN, "approve", found["authorization"]["spender"], 2**256 - 1)
+    assert (await evm.transact(payer.key.hex(), dev.token, approve))["status"] == 1
+    signature = "0x" + sign_typed(payer.key, found["authorization"]["typedData"]).hex()
+    path = f"/subscribe/{found['id']}/authorization"
+    authorized = await http.post(path, json={"signature": signature})
+    assert authorized.status_code == 200, authorized.text
+    query = {"ownerAddress": address, "id": found["id"]}
+    status = await http.get("/integration/subscriptions/status", params=query, headers=key)
+    assert status.json()["subscription"]["status"] == "active", status.text
+    listed = await http.get("/integration/subscriptions", params={"ownerAddress": address},
+                            headers=key)  # fmt: skip
+    assert listed.status_code == 200, listed.text
+    cancelled = await http.delete("/integration/subscriptions", params=query, headers=key)
+    assert cancelled.status_code == 200, cancelled.text
