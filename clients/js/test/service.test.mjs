@@ -369,10 +369,11 @@ describe("notifications, settings, escrows and the public routes", () => {
   test("settings, the escrow export, an invoice's webhook log and the public routes",
     async () => {
       const { signed } = await newOwner();
-      assert.deepEqual(await signed.settings.get(),
-        { webhookApiKeyHeader: true, underpaymentToleranceBps: 0 });
+      const defaults = { underpaymentToleranceBps: 0, captureWindowS: 604800,
+        captureAtWindowEnd: true, reportingCurrency: null };
+      assert.deepEqual(await signed.settings.get(), { webhookApiKeyHeader: true, ...defaults });
       assert.deepEqual(await signed.settings.update({ webhookApiKeyHeader: false }),
-        { webhookApiKeyHeader: false, underpaymentToleranceBps: 0 });
+        { webhookApiKeyHeader: false, ...defaults });
       const invoice = await signed.invoices.create({ chainId: ready.chain_id, amount: "0.01" });
       const lines = await signed.escrows.export(ready.chain_id);
       assert.deepEqual(lines.map((line) => [line.paymentAddress, line.salt]),
