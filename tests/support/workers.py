@@ -30,6 +30,7 @@ ONE_WORKER_GROUPS = {
     "tests/acceptance/test_docs_quickstart.py": "invoicing dev",
     "tests/acceptance/test_js_client.py": "invoicing dev",
     "tests/acceptance/test_x402_dev.py": "invoicing dev",
+    "tests/integration/test_medusa_provider.py": "invoicing dev",
 }
 
 

@@ -1,0 +1,48 @@
+"""The Medusa v2 payment provider (`integrations/medusa`): its Node test-runner suite, the
+TypeScript compiled by that folder's own tsc, against a real `invoicing dev` (sessions paid in
+TUSD on anvil, captured, refunded and voided; the service's signed event deliveries
+verified). Its npm packages are installed from its lock file (`npm ci`) as CI would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.dev_service import shared_dev
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FOLDER = Path(__file__).resolve().parents[2] / "integrations" / "medusa"
+TEST_COUNT = 4
+
+
+def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
+    result = subprocess.run(
+        command, cwd=FOLDER, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
+    return result.stdout
+
+
+# `npm ci` of about 300 MB (a minute and a half on a loaded 2-core machine, less from npm's
+# cache), the compile, then the suite itself (about 10 s).
+@pytest.mark.timeout(600)
+def test_the_medusa_provider_suite_passes_against_invoicing_dev(
+    request: pytest.FixtureRequest,
+) -> None:
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed (Node 20.19 or later)"
+    dev = shared_dev(request.config)
+    env = {**os.environ, "INVOICING_DEV_READY": dev.ready_line}
+    _run([npm, "ci", "--no-audit", "--no-fund"], env, 420)
+    _run([npm, "run", "build"], env, 120)
+    tests = sorted(str(path) for path in (FOLDER / "dist" / "test").glob("*.test.js"))
+    assert tests, "the build wrote no test files"
+    output = _run(["node", "--test", "--test-reporter=tap", *tests], env, 240)
+    summary = [line for line in output.splitlines() if line.startswith("# ")]
+    assert "# fail 0" in summary, summary
+    assert f"# pass {TEST_COUNT}" in summary, summary
