@@ -4,12 +4,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { Client, ROUTES } from "@invoicing/client";
+import type { Client } from "@invoicing/client";
 import { PaymentActions } from "@medusajs/framework/utils";
-import { type HDNodeWallet, JsonRpcProvider, Wallet } from "ethers";
+import { JsonRpcProvider } from "ethers";
 
 import { InvoicingPaymentProvider, type SessionData } from "../src/service.js";
-import { anvilAccount, devService, type Ready, tusd, waitFor, webhookReceiver } from "./support.js";
+import {
+  anvilAccount, devService, type Ready, shopOwner, tusd, waitFor, webhookReceiver,
+} from "./support.js";
 
 let service: Awaited<ReturnType<typeof devService>>;
 let ready: Ready;
@@ -18,50 +20,17 @@ let provider: InvoicingPaymentProvider;
 let owner: Client;
 let secret: string;
 
-const SET_REFUND_DELEGATE = {
-  SetRefundDelegate: [
-    { name: "user", type: "address" },
-    { name: "delegate", type: "address" },
-    { name: "nonce", type: "uint256" },
-    { name: "deadline", type: "uint256" },
-  ],
-};
-
-/** The owner names `delegate` its refund delegate (docs: Refunds) and waits for it to be mined. */
-async function setRefundDelegate(wallet: Wallet | HDNodeWallet, client: Client, delegate: string) {
-  const { nonce, factory } = await client.fees.get(ready.chain_id);
-  const deadline = BigInt(Math.floor(Date.now() / 1000) + 600);
-  const signature = await wallet.signTypedData(
-    { name: "PaymentFactory", version: "1", chainId: BigInt(ready.chain_id), verifyingContract: factory },
-    SET_REFUND_DELEGATE, { user: wallet.address, delegate, nonce, deadline });
-  const [method, path, action, queryNames] = ROUTES["fees.setRefundDelegate"];
-  const transport = (client as unknown as { transport: { call: (r: object) => Promise<any> } }).transport;
-  const submitted = await transport.call({ method, path, action, queryNames, body: {
-    chainId: ready.chain_id, delegate, nonce: String(nonce), deadline: String(deadline), signature,
-  } });
-  const receipt = await new JsonRpcProvider(ready.rpc_url).waitForTransaction(submitted.txHash, 1, 60_000);
-  assert.equal(receipt?.status, 1);
-}
-
 before(async () => {
   service = await devService();
   ready = service.ready;
   receiver = await webhookReceiver();
-  const wallet = Wallet.createRandom();
-  const signed = new Client({ baseUrl: ready.base_url, privateKey: wallet.privateKey });
-  const { apiKey } = await signed.apiKeys.create("medusa");
-  owner = new Client({ baseUrl: ready.base_url, ownerAddress: wallet.address, apiKey });
-  secret = (await owner.webhookSecrets.create()).secret;
+  const shop = await shopOwner(ready);
+  owner = shop.client;
+  secret = shop.options.webhookSecret as string;
   await owner.webhookEndpoints.create({
     url: receiver.url, events: ["invoice.paid", "invoice.captured", "invoice.refunded", "invoice.voided"],
   });
-  const delegate = Wallet.createRandom();
-  await setRefundDelegate(wallet, signed, delegate.address);
-  provider = new InvoicingPaymentProvider({}, {
-    baseUrl: ready.base_url, ownerAddress: wallet.address, apiKey, chainId: ready.chain_id,
-    tokenAddress: ready.tokens.TUSD, refundDelegateKey: delegate.privateKey,
-    webhookSecret: secret, redirectUrl: "http://127.0.0.1:8000/order/confirmed",
-  });
+  provider = new InvoicingPaymentProvider({}, shop.options);
 });
 
 after(async () => {

@@ -9,7 +9,10 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
-import { Contract, HDNodeWallet, JsonRpcProvider, NonceManager } from "ethers";
+import { Client, ROUTES } from "@invoicing/client";
+import { Contract, HDNodeWallet, JsonRpcProvider, NonceManager, Wallet } from "ethers";
+
+import type { InvoicingOptions } from "../src/options.js";
 
 const REPO = path.resolve(__dirname, "../../../..");
 // anvil's default accounts come from this mnemonic (m/44'/60'/0'/0/i); public test keys.
@@ -102,5 +105,51 @@ export async function webhookReceiver() {
       return body.type === type && body.data?.invoice?.invoiceId === invoiceId;
     }), 60_000, `${type} of ${invoiceId}`),
     close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+const SET_REFUND_DELEGATE = {
+  SetRefundDelegate: [
+    { name: "user", type: "address" },
+    { name: "delegate", type: "address" },
+    { name: "nonce", type: "uint256" },
+    { name: "deadline", type: "uint256" },
+  ],
+};
+
+/** The owner names `delegate` its refund delegate (docs: Refunds), mined before it returns.
+ * The SDK has no method for this route yet: its transport and route table carry it. */
+async function setRefundDelegate(ready: Ready, wallet: HDNodeWallet, client: Client, delegate: string) {
+  const { nonce, factory } = await client.fees.get(ready.chain_id);
+  const deadline = BigInt(Math.floor(Date.now() / 1000) + 600);
+  const signature = await wallet.signTypedData(
+    { name: "PaymentFactory", version: "1", chainId: BigInt(ready.chain_id), verifyingContract: factory },
+    SET_REFUND_DELEGATE, { user: wallet.address, delegate, nonce, deadline });
+  const [method, path, action, queryNames] = ROUTES["fees.setRefundDelegate"];
+  const transport = (client as unknown as { transport: { call: (r: object) => Promise<any> } }).transport;
+  const submitted = await transport.call({ method, path, action, queryNames, body: {
+    chainId: ready.chain_id, delegate, nonce: String(nonce), deadline: String(deadline), signature,
+  } });
+  const receipt = await new JsonRpcProvider(ready.rpc_url).waitForTransaction(submitted.txHash, 1, 60_000);
+  if (receipt?.status !== 1) throw new Error(`SetRefundDelegate failed: ${submitted.txHash}`);
+}
+
+/** A new shop owner on the service: an API key, a webhook signing secret and a refund
+ * delegate, and the provider options that use them. */
+export async function shopOwner(ready: Ready): Promise<{ client: Client; options: InvoicingOptions }> {
+  const wallet = Wallet.createRandom();
+  const signed = new Client({ baseUrl: ready.base_url, privateKey: wallet.privateKey });
+  const { apiKey } = await signed.apiKeys.create("medusa");
+  const client = new Client({ baseUrl: ready.base_url, ownerAddress: wallet.address, apiKey });
+  const { secret } = await client.webhookSecrets.create();
+  const delegate = Wallet.createRandom();
+  await setRefundDelegate(ready, wallet, signed, delegate.address);
+  return {
+    client,
+    options: {
+      baseUrl: ready.base_url, ownerAddress: wallet.address, apiKey, chainId: ready.chain_id,
+      tokenAddress: ready.tokens.TUSD, refundDelegateKey: delegate.privateKey,
+      webhookSecret: secret, redirectUrl: "http://127.0.0.1:8000/order/confirmed",
+    },
   };
 }
