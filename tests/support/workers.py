@@ -31,6 +31,7 @@ ONE_WORKER_GROUPS = {
     "tests/acceptance/test_js_client.py": "invoicing dev",
     "tests/acceptance/test_x402_dev.py": "invoicing dev",
     "tests/integration/test_woocommerce_plugin.py": "invoicing dev",
+    "tests/integration/test_medusa_provider.py": "invoicing dev",
 }
 
 

@@ -1,0 +1,204 @@
+// The Medusa v2 payment provider: one manual-capture invoice of the invoicing service per
+// payment session. Paid is authorized (the funds wait in the invoice's escrow), a capture on
+// fulfilment releases them to the owner, a cancel voids the payment back to the payer, and a
+// refund is relayed from the escrow, signed by the owner's refund delegate.
+import { Client, NotFound, webhooks } from "@invoicing/client";
+import type { Invoice } from "@invoicing/client";
+import { AbstractPaymentProvider, PaymentActions, PaymentSessionStatus } from "@medusajs/framework/utils";
+import type {
+  AuthorizePaymentInput, AuthorizePaymentOutput, CancelPaymentInput, CancelPaymentOutput,
+  CapturePaymentInput, CapturePaymentOutput, DeletePaymentInput, DeletePaymentOutput,
+  GetPaymentStatusInput, GetPaymentStatusOutput, InitiatePaymentInput, InitiatePaymentOutput,
+  ProviderWebhookPayload, RefundPaymentInput, RefundPaymentOutput, RetrievePaymentInput,
+  RetrievePaymentOutput, UpdatePaymentInput, UpdatePaymentOutput, WebhookActionResult,
+} from "@medusajs/framework/types";
+import { Wallet } from "ethers";
+import { randomUUID } from "node:crypto";
+
+import { decimalString, rawShare } from "./amounts.js";
+import { Invoicing } from "./invoicing.js";
+import { type InvoicingOptions, validateOptions } from "./options.js";
+
+/** What a session keeps of its invoice (Medusa stores it as the session's data). */
+export type SessionData = {
+  session_id: string;
+  invoiceId: string;
+  chainId: number;
+  paymentAddress: string;
+  url: string;
+  amount: string;
+  currency: string;
+};
+
+/** The session status of an invoice as the service shows it. */
+export function sessionStatus(invoice: Invoice): PaymentSessionStatus {
+  if (invoice.voidedAt) return PaymentSessionStatus.CANCELED;
+  if (invoice.capturedAt || invoice.status === "completed") return PaymentSessionStatus.CAPTURED;
+  if (invoice.status === "paid") {
+    return invoice.capture === "manual" ? PaymentSessionStatus.AUTHORIZED
+      : PaymentSessionStatus.CAPTURED;
+  }
+  if (invoice.status === "cancelled" || invoice.status === "expired") {
+    return PaymentSessionStatus.CANCELED;
+  }
+  return invoice.balanceRaw > 0n ? PaymentSessionStatus.REQUIRES_MORE
+    : PaymentSessionStatus.PENDING;
+}
+
+// What each event the service signs means to Medusa (docs: Webhooks and events). A refund
+// Medusa did not start has no webhook action in Medusa: it is acknowledged, not recorded.
+const WEBHOOK_ACTIONS: Record<string, PaymentActions> = {
+  "invoice.paid": PaymentActions.AUTHORIZED,
+  "invoice.captured": PaymentActions.SUCCESSFUL,
+  "invoice.voided": PaymentActions.CANCELED,
+  "invoice.refunded": PaymentActions.NOT_SUPPORTED,
+};
+
+export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingOptions> {
+  static identifier = "invoicing";
+
+  protected readonly options: InvoicingOptions;
+  protected readonly invoicing: Invoicing;
+
+  static validateOptions(options: Record<string, unknown>): void {
+    validateOptions(options);
+  }
+
+  constructor(cradle: Record<string, unknown>, options: InvoicingOptions) {
+    super(cradle, options);
+    this.options = options;
+    const client = new Client({
+      baseUrl: options.baseUrl, ownerAddress: options.ownerAddress, apiKey: options.apiKey,
+    });
+    this.invoicing = new Invoicing(client, new Wallet(options.refundDelegateKey));
+  }
+
+  async initiatePayment(input: InitiatePaymentInput): Promise<InitiatePaymentOutput> {
+    const sessionId = String(input.data?.session_id ?? input.context?.idempotency_key ?? randomUUID());
+    const data = await this.#createInvoice(sessionId, sessionId, input);
+    return { id: data.paymentAddress, data, status: PaymentSessionStatus.PENDING };
+  }
+
+  async updatePayment(input: UpdatePaymentInput): Promise<UpdatePaymentOutput> {
+    const current = input.data as SessionData;
+    const amount = decimalString(input.amount);
+    const currency = input.currency_code.toUpperCase();
+    if (current.amount === amount && current.currency === currency) return { data: current };
+    // An invoice's price is locked at creation: a new total is a new invoice.
+    await this.#deleteIfPending(current);
+    const data = await this.#createInvoice(current.session_id,
+      `${current.session_id}.${randomUUID()}`, input);
+    return { data, status: PaymentSessionStatus.PENDING };
+  }
+
+  async authorizePayment(input: AuthorizePaymentInput): Promise<AuthorizePaymentOutput> {
+    return this.getPaymentStatus(input);
+  }
+
+  async getPaymentStatus(input: GetPaymentStatusInput): Promise<GetPaymentStatusOutput> {
+    const data = input.data as SessionData;
+    const invoice = await this.invoicing.status(data.paymentAddress);
+    return { status: sessionStatus(invoice), data: { ...data, status: invoice.status } };
+  }
+
+  async retrievePayment(input: RetrievePaymentInput): Promise<RetrievePaymentOutput> {
+    const data = input.data as SessionData;
+    const invoice = await this.invoicing.status(data.paymentAddress);
+    return { data: { ...data, status: invoice.status, capturedAt: invoice.capturedAt ?? null } };
+  }
+
+  async capturePayment(input: CapturePaymentInput): Promise<CapturePaymentOutput> {
+    const data = input.data as SessionData;
+    const captured = await this.invoicing.capture(data.chainId, data.paymentAddress);
+    return { data: { ...data, capturedAt: captured.capturedAt } };
+  }
+
+  /** An unpaid invoice is cancelled; a paid, uncaptured one is voided back to its payer. */
+  async cancelPayment(input: CancelPaymentInput): Promise<CancelPaymentOutput> {
+    const data = input.data as SessionData;
+    const invoice = await this.invoicing.status(data.paymentAddress);
+    if (invoice.status === "pending" || invoice.status === "expired") {
+      await this.invoicing.client.invoices.delete(data.chainId, data.invoiceId);
+      return { data: { ...data, status: "cancelled" } };
+    }
+    if (invoice.voidedAt || invoice.status === "cancelled") return { data };
+    const voided = await this.invoicing.void(invoice, await this.invoicing.payer(invoice),
+      invoice.balanceRaw);
+    return { data: { ...data, void: jsonSafe(voided) } };
+  }
+
+  /** A refund of `amount` (in the session's currency) to the payer, from the escrow. */
+  async refundPayment(input: RefundPaymentInput): Promise<RefundPaymentOutput> {
+    const data = input.data as SessionData;
+    const invoice = await this.invoicing.status(data.paymentAddress);
+    const amountRaw = rawShare(invoice.requiredRaw, decimalString(input.amount), data.amount);
+    const refund = await this.invoicing.refund(data.paymentAddress,
+      await this.invoicing.payer(invoice), amountRaw);
+    const refunds = [...((data as { refunds?: unknown[] }).refunds ?? []), jsonSafe(refund)];
+    return { data: { ...data, refunds } };
+  }
+
+  async deletePayment(input: DeletePaymentInput): Promise<DeletePaymentOutput> {
+    const data = input.data as SessionData;
+    await this.#deleteIfPending(data);
+    return { data };
+  }
+
+  /** Verify the signed delivery, then say what it means for the session it names. */
+  async getWebhookActionAndData(
+    payload: ProviderWebhookPayload["payload"],
+  ): Promise<WebhookActionResult> {
+    const body = webhooks.verify(
+      payload.headers as Record<string, string>, payload.rawData as string | Uint8Array, {
+        signingSecret: this.options.webhookSecret,
+        ownerAddress: this.options.ownerAddress,
+        toleranceS: this.options.webhookToleranceS,
+      } as Parameters<typeof webhooks.verify>[2],
+    ) as Record<string, any>;
+    // An event envelope {id, type, data: {invoice}}, or the paid webhook (the invoice itself).
+    const type: string = body.type ?? "invoice.paid";
+    const invoice = body.type ? body.data?.invoice : body;
+    const action = WEBHOOK_ACTIONS[type] ?? PaymentActions.NOT_SUPPORTED;
+    if (!invoice?.invoiceId) return { action: PaymentActions.NOT_SUPPORTED };
+    return {
+      action,
+      data: {
+        session_id: String(invoice.metadata?.medusa_session_id ?? invoice.invoiceId),
+        amount: invoice.fiat?.amount ?? invoice.amount,
+      },
+    };
+  }
+
+  async #createInvoice(sessionId: string, invoiceId: string,
+    input: InitiatePaymentInput): Promise<SessionData> {
+    const amount = decimalString(input.amount);
+    const currency = input.currency_code.toUpperCase();
+    const invoice = await this.invoicing.create({
+      chainId: this.options.chainId, amount, currency, invoiceId,
+      tokenAddress: this.options.tokenAddress,
+      redirectUrl: (input.data?.redirect_url as string | undefined) ?? this.options.redirectUrl,
+      cancelUrl: this.options.cancelUrl,
+      metadata: { medusa_session_id: sessionId },
+    });
+    return {
+      session_id: sessionId, invoiceId: invoice.invoiceId, chainId: invoice.chainId,
+      paymentAddress: invoice.paymentAddress, url: invoice.url, amount, currency,
+    };
+  }
+
+  async #deleteIfPending(data: SessionData): Promise<void> {
+    try {
+      const invoice = await this.invoicing.status(data.paymentAddress);
+      if (invoice.status !== "pending" && invoice.status !== "expired") return;
+      await this.invoicing.client.invoices.delete(data.chainId, data.invoiceId);
+    } catch (error) {
+      if (!(error instanceof NotFound)) throw error;
+    }
+  }
+}
+
+/** Medusa stores session data as JSON: bigints as decimal strings. */
+function jsonSafe(value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value, (_, item) =>
+    typeof item === "bigint" ? String(item) : item));
+}

@@ -1,0 +1,133 @@
+// The provider against a real `invoicing dev`: sessions become manual-capture invoices paid
+// in TUSD on anvil, then authorized, captured, refunded and voided through the service, and
+// the service's own signed event deliveries are verified and mapped.
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import type { Client } from "@invoicing/client";
+import { PaymentActions } from "@medusajs/framework/utils";
+import { JsonRpcProvider } from "ethers";
+
+import { InvoicingPaymentProvider, type SessionData } from "../src/service.js";
+import {
+  anvilAccount, devService, type Ready, shopOwner, tusd, waitFor, webhookReceiver,
+} from "./support.js";
+
+let service: Awaited<ReturnType<typeof devService>>;
+let ready: Ready;
+let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
+let provider: InvoicingPaymentProvider;
+let owner: Client;
+let secret: string;
+
+before(async () => {
+  service = await devService();
+  ready = service.ready;
+  receiver = await webhookReceiver();
+  const shop = await shopOwner(ready);
+  owner = shop.client;
+  secret = shop.options.webhookSecret as string;
+  await owner.webhookEndpoints.create({
+    url: receiver.url, events: ["invoice.paid", "invoice.captured", "invoice.refunded", "invoice.voided"],
+  });
+  provider = new InvoicingPaymentProvider({}, shop.options);
+});
+
+after(async () => {
+  await receiver?.close();
+  await service?.stop();
+});
+
+/** A session of `amount` USD, paid in full in TUSD by anvil account `payerIndex`. */
+async function paidSession(sessionId: string, amount: number, payerIndex: number) {
+  const started = await provider.initiatePayment({
+    amount, currency_code: "usd", data: { session_id: sessionId },
+  });
+  const data = started.data as SessionData;
+  const payer = anvilAccount(ready, payerIndex);
+  const invoice = await owner.invoices.status(data.paymentAddress);
+  await (await tusd(ready, payer).transfer(data.paymentAddress, invoice.requiredRaw)).wait();
+  // Authorized once the service saw the payment and recorded its payer.
+  await waitFor(async () => {
+    for await (const event of owner.events.list({ type: "invoice.payment_recorded" })) {
+      if ((event.data as { invoice?: { paymentAddress?: string } }).invoice?.paymentAddress
+        === data.paymentAddress) return true;
+    }
+    return false;
+  }, 60_000, "the payment of record");
+  return { data, payer: await payer.getAddress(), requiredRaw: invoice.requiredRaw };
+}
+
+function webhookPayload(delivery: { headers: Record<string, unknown>; body: Buffer }) {
+  return { data: JSON.parse(delivery.body.toString("utf8")), rawData: delivery.body, headers: delivery.headers };
+}
+
+describe("a session is a manual-capture invoice", () => {
+  test("initiate creates it at the cart's fiat price with the storefront's redirect", async () => {
+    const started = await provider.initiatePayment({
+      amount: "12.5", currency_code: "usd", data: { session_id: "payses_initiate" },
+    });
+    const data = started.data as SessionData;
+    assert.equal(started.id, data.paymentAddress);
+    assert.equal(started.status, "pending");
+    const invoice = await owner.invoices.status(data.paymentAddress);
+    assert.equal(invoice.invoiceId, "payses_initiate");
+    assert.equal(invoice.capture, "manual");
+    assert.equal(invoice.status, "pending");
+    assert.equal(invoice.fiat?.currency, "USD");
+    assert.equal(invoice.fiat?.amount, "12.5");
+    assert.equal(invoice.requiredRaw, 12_500_000n);  // TUSD: 6 decimals, pegged to USD
+    assert.equal(invoice.redirectUrl, "http://127.0.0.1:8000/order/confirmed");
+    assert.equal((await provider.authorizePayment({ data })).status, "pending");
+    // A retried initiate of the same session gets the same invoice.
+    const again = await provider.initiatePayment({
+      amount: "12.5", currency_code: "usd", data: { session_id: "payses_initiate" },
+    });
+    assert.equal((again.data as SessionData).paymentAddress, data.paymentAddress);
+  });
+
+  test("paid on anvil it is authorized; a capture captures it; signed events map", async () => {
+    const { data } = await paidSession("payses_capture", 25, 1);
+    assert.deepEqual(await provider.authorizePayment({ data }),
+      { status: "authorized", data: { ...data, status: "paid" } });
+    const paid = await receiver.event("invoice.paid", "payses_capture");
+    assert.deepEqual(await provider.getWebhookActionAndData(webhookPayload(paid)),
+      { action: PaymentActions.AUTHORIZED, data: { session_id: "payses_capture", amount: "25" } });
+
+    const captured = await provider.capturePayment({ data });
+    assert.equal(typeof (captured.data as { capturedAt: unknown }).capturedAt, "number");
+    assert.equal((await provider.getPaymentStatus({ data })).status, "captured");
+    const event = await receiver.event("invoice.captured", "payses_capture");
+    assert.deepEqual(await provider.getWebhookActionAndData(webhookPayload(event)),
+      { action: PaymentActions.SUCCESSFUL, data: { session_id: "payses_capture", amount: "25" } });
+    // A capture again is safe: the same capture.
+    assert.deepEqual(await provider.capturePayment({ data }), captured);
+  });
+
+  test("a delivery that is not the service's is refused", async () => {
+    const paid = await receiver.event("invoice.paid", "payses_capture");
+    const forged = Buffer.from(paid.body.toString("utf8").replace("payses_capture", "payses_other"));
+    await assert.rejects(provider.getWebhookActionAndData(webhookPayload({ ...paid, body: forged })),
+      { name: "WebhookVerificationError" });
+    const unsigned = { ...paid.headers, "x-service-webhook-signature": undefined };
+    await assert.rejects(provider.getWebhookActionAndData(webhookPayload({ headers: unsigned, body: paid.body })),
+      { name: "WebhookVerificationError" });
+  });
+
+  test("a refund pays the payer back from the escrow; a cancel voids the rest", async () => {
+    const { data, payer, requiredRaw } = await paidSession("payses_refund", 20, 2);
+    const token = tusd(ready, new JsonRpcProvider(ready.rpc_url));
+    const before = await token.balanceOf(payer);
+
+    await provider.refundPayment({ data, amount: 5 });
+    const refunded = await receiver.event("invoice.refunded", "payses_refund");
+    assert.equal(await token.balanceOf(payer), before + 5_000_000n);
+    assert.deepEqual(await provider.getWebhookActionAndData(webhookPayload(refunded)),
+      { action: PaymentActions.NOT_SUPPORTED, data: { session_id: "payses_refund", amount: "20" } });
+
+    await provider.cancelPayment({ data });
+    await receiver.event("invoice.voided", "payses_refund");
+    assert.equal(await token.balanceOf(payer), before + requiredRaw);
+    assert.equal((await provider.getPaymentStatus({ data })).status, "canceled");
+  });
+});

@@ -1,0 +1,62 @@
+"""The Medusa v2 payment provider (`integrations/medusa`): its Node test-runner suite, the
+TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: the provider
+called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the
+service's signed event deliveries verified), and inside a real Medusa server (its
+PostgreSQL migrations and core workflows: a paid cart completed into an order and captured,
+a cancelled order voided). Its npm packages are installed from its lock file (`npm ci`) as
+CI would. The Medusa server's database is made on MEDUSA_TEST_POSTGRES (default the local
+PostgreSQL server) and dropped, whichever database kind this run uses."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.dev_service import shared_dev
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.slow,
+    # Medusa itself runs on PostgreSQL whichever database this suite uses, and CI runs both
+    # suites at once: the PostgreSQL suite runs it, so one `npm ci` of the folder runs at a time.
+    pytest.mark.skipif(
+        os.environ.get("INVOICING_TEST_DATABASE", "sqlite") == "sqlite",
+        reason="runs in the PostgreSQL suite (make test DB=postgres)",
+    ),
+]
+
+FOLDER = Path(__file__).resolve().parents[2] / "integrations" / "medusa"
+TEST_COUNT = 5
+
+
+def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
+    result = subprocess.run(
+        command, cwd=FOLDER, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
+    return result.stdout
+
+
+# `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine, less from npm's cache),
+# the compile, then the suites: about 10 s direct, 75 s for the Medusa server (its
+# migrations take a minute).
+@pytest.mark.timeout(900)
+def test_the_medusa_provider_suite_passes_against_invoicing_dev(
+    request: pytest.FixtureRequest,
+) -> None:
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is needed (Node 20.19 or later)"
+    dev = shared_dev(request.config)
+    env = {**os.environ, "INVOICING_DEV_READY": dev.ready_line}
+    _run([npm, "ci", "--no-audit", "--no-fund"], env, 420)
+    _run([npm, "run", "build"], env, 120)
+    tests = sorted(str(path) for path in (FOLDER / "dist" / "test").glob("*.test.js"))
+    assert tests, "the build wrote no test files"
+    output = _run(["node", "--test", "--test-reporter=tap", *tests], env, 420)
+    summary = [line for line in output.splitlines() if line.startswith("# ")]
+    assert "# fail 0" in summary, summary
+    assert f"# pass {TEST_COUNT}" in summary, summary
