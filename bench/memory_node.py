@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 import time
 from typing import Any
 
@@ -35,6 +36,30 @@ READER = reader_address().lower()
 READER_CODE = "0x" + load_artifact(ESCROW_READER).deployed_bytecode.hex()
 ZERO_WORD = bytes(32)
 BALANCE_OF = "0x70a08231"  # ERC-20 balanceOf(address)
+
+
+def balances(accounts: bytes, book: dict[str, int]) -> bytes:
+    """One balance word per account word of ``accounts``: each address of ``book`` (a few
+    funded escrows) is looked for in the words, so the node's time stays out of the
+    service's measure (a step per escrow in Python cost as much as the service's pass)."""
+    answer = bytearray(len(accounts))
+    # The last 8 bytes of every address, read in C: an address of the book whose tail is not
+    # among them is not asked for.
+    tails = set(memoryview(accounts).cast("Q")[3::4]) if len(accounts) % 32 == 0 else None
+    for address, balance in book.items():
+        needle = bytes.fromhex(address.removeprefix("0x"))
+        if not balance or (tails is not None and _tail(needle) not in tails):
+            continue
+        at = accounts.find(needle)
+        while at >= 0:
+            if at % 32 == 12:
+                answer[at - 12 : at + 20] = balance.to_bytes(32, "big")
+            at = accounts.find(needle, at + 1)
+    return bytes(answer)
+
+
+def _tail(address: bytes) -> int:
+    return int.from_bytes(address[12:20], sys.byteorder)
 
 
 class MemoryNode:
@@ -123,11 +148,10 @@ class MemoryNode:
         for k in range(groups):
             token = "0x" + body[tokens_at + 32 * (k + 1) + 12 : tokens_at + 32 * (k + 2)].hex()
             book = self.native if int(token, 16) == 0 else self.tokens.get(token, {})
-            for _ in range(word(counts_at + 32 * (k + 1))):
-                start = accounts_at + 32 * (index + 1) + 12
-                balance = book.get("0x" + body[start : start + 20].hex()) if book else None
-                words.append(ZERO_WORD if not balance else balance.to_bytes(32, "big"))
-                index += 1
+            count = word(counts_at + 32 * (k + 1))
+            start = accounts_at + 32 * (index + 1)
+            words.append(balances(body[start : start + 32 * count], book))
+            index += count
         return b"".join(words)
 
     def _balances_of(self, data: bytes) -> bytes:

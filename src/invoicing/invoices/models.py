@@ -124,6 +124,8 @@ class Invoice(Base):
             "withdrawn",
             postgresql_where=text("status <> 'pending'"),
         ),
+        # A monitor worker reads the invoices changed since its last pass (``monitor.changes``).
+        Index("ix_invoices_changes", "chain_id", "change_seq"),
         # The per-owner cap on watched invoices counts here: only watched rows are indexed.
         Index(
             "ix_invoices_owner_watched",
@@ -210,6 +212,8 @@ class Invoice(Base):
     # a worker that paused between its read and its write, is not stored over it
     # (``monitor.check.store_balances``).
     balance_block: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Set by a trigger on every write a monitor pass must see (``monitor.changes``).
+    change_seq: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -272,6 +276,7 @@ class InvoiceRow:
     redirect_url: str | None = None
     cancel_url: str | None = None
     balance_block: int = 0
+    change_seq: int = 0  # the trigger's, at insert
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

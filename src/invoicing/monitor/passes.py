@@ -52,12 +52,13 @@ from invoicing.invoices.coverage import (
 from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.batches import Batches, PassRow
+from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import (
     confirmed_block,
     observe_detection,
     store_balances,
 )
-from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, pending_groups, rows_at
+from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, rows_at
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
 
@@ -104,7 +105,9 @@ async def run_block_pass(
     payment found now is in it or after it; default ``block``)."""
     paid_from = block if first_unread is None else min(first_unread, block)
     records = await load_records(services, chain.config.chain_id, shards)
-    return await _run(services, chain, block, shards, InvoiceStatus.PENDING, paid_from, records)
+    return await _run(
+        services, chain, block, shards, InvoiceStatus.PENDING, paid_from, records, held=shards
+    )
 
 
 async def run_due_pass(
@@ -147,32 +150,41 @@ async def _run(
     status: InvoiceStatus,
     paid_from_block: int,
     records: Mapping[int, MonitorShard],
+    held: Sequence[int] | None = None,
 ) -> PassResult:
-    """One pass over ``shards``: select each shard's watched invoices of ``status``, read
-    them in batches across shards and assets (one EscrowReader call per ``monitor_read_gas``
-    of estimated gas), store each batch's changes as its read lands, then record the pass."""
+    """One pass over ``shards``: select each shard's watched invoices of ``status`` (the
+    pending ones from this worker's watched set, ``monitor.changes``; ``held``: every shard
+    the worker leases), read them in batches across shards and assets (one EscrowReader
+    call per ``monitor_read_gas`` of estimated gas), store each batch's changes as its read
+    lands, then record the pass."""
     chain_id = chain.config.chain_id
     started_ms = services.clock.now_ms()
     counts = _Counts()
     stores = asyncio.Lock()
 
-    async def store(addresses: list[str], tags: list[Any], readings: Sequence[int | None]) -> None:
+    async def store(
+        addresses: Sequence[str], tags: list[Any], readings: Sequence[int | None]
+    ) -> None:
         if status == InvoiceStatus.PENDING:
             picked = _picked(addresses, tags, readings, services.clock.now_ms(), counts)
             if not picked:
                 return
             rows = await rows_at(services.db, chain_id, status, list(picked))
-            tags, readings = rows, [picked[row.payment_address] for row in rows]
+            tags, readings = rows, [picked[row.payment_address.lower()] for row in rows]
         async with stores:
             await _store(services, block, tags, readings, status, records, counts)
 
     batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
         if status == InvoiceStatus.PENDING:
-            async for groups in pending_groups(services.db, chain_id, status, shards):
-                for group in groups:
-                    batches.add(group.token, group.addresses, group.expires)
-                await batches.wait()
+            watched = watched_of(services.db, chain_id)
+            async with watched.lock:
+                await refresh(services.db, watched, shards, held)
+                for shard in shards:
+                    for token, accounts, expires in watched.shards[shard].pieces():
+                        batches.add(token, accounts, expires)
+                        await batches.wait()
+                await batches.finish()
         else:
             query = select(*PASS_COLUMNS).where(
                 INVOICES.c.chain_id == chain_id,
@@ -185,7 +197,7 @@ async def _run(
                 result = await session.stream(query.execution_options(yield_per=PAGE))
                 async for page in result.partitions():
                     await batches.add_rows(page)
-        await batches.finish()
+            await batches.finish()
     finally:
         await batches.close()
     if counts.newly_paid:  # one header read for the pass's payments
@@ -202,8 +214,8 @@ async def _run(
 
 
 def _picked(
-    addresses: list[str],
-    expires: list[int],
+    addresses: Sequence[str],
+    expires: Sequence[int],
     readings: Sequence[int | None],
     now_ms: int,
     counts: _Counts,
