@@ -16,7 +16,8 @@ eth_call instead). Prints one line per pass, size and node::
 
 ``node=anvil`` includes the node's EVM work;
 ``node=memory`` is the service's own time. ``cpu_s`` is this process's CPU time in the pass
-(the in-process node's included), ``rss_mb`` its peak resident memory. The block pass runs
+(the in-process node's included; ``node_cpu_s`` is the node's handler's share of it, its
+HTTP server's not counted), ``rss_mb`` its peak resident memory. The block pass runs
 first and finds the funded invoices paid; the due pass then checks the rest (``checked``
 says how many). Before them a ``kind=load`` line times what a worker does once, at its
 first pass: load its shards' watched set (``monitor.changes``; ``checked`` is how many
@@ -67,6 +68,7 @@ from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.clock import SystemClock
+from invoicing.invoices.coverage import MonitorShard
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.changes import refresh, watched_of
@@ -298,6 +300,8 @@ async def reuse(services: Services, n: int, dev: DevDeployment) -> list[FundedRo
         if count != n:
             await session.execute(delete(Invoice))
             return None
+        # The last run's passes are not this one's: every shard is due.
+        await session.execute(update(MonitorShard).values(pending_at=0, expired_at=0))
         wanted = [str(i) for i in range(1, FUNDED + 1)]
         await session.execute(
             update(Invoice)
@@ -336,6 +340,7 @@ class Timed:
     kind: str
     seconds: float
     cpu_s: float
+    node_cpu_s: float
     calls: int
     rss_mb: float
     result: PassResult
@@ -347,9 +352,16 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def timed(kind: str, gateway: EvmGateway, run: Callable[[], Awaitable[PassResult]]) -> Timed:
-    """Run a pass: its wall time, RPC calls and the process's peak resident memory."""
+async def timed(
+    kind: str,
+    gateway: EvmGateway,
+    run: Callable[[], Awaitable[PassResult]],
+    memory: MemoryNode | None = None,
+) -> Timed:
+    """Run a pass: its wall time, RPC calls and the process's peak resident memory (and
+    the in-process node's CPU time, part of the process's)."""
     calls_before = gateway.evm.rpc.calls
+    node_before = memory.cpu_s if memory else 0.0
     peak = rss_mb()
     done = asyncio.Event()
 
@@ -366,7 +378,9 @@ async def timed(kind: str, gateway: EvmGateway, run: Callable[[], Awaitable[Pass
     done.set()
     await sampler
     peak = max(peak, rss_mb())
-    return Timed(kind, seconds, cpu_s, gateway.evm.rpc.calls - calls_before, peak, result)
+    node_cpu_s = (memory.cpu_s if memory else 0.0) - node_before
+    calls = gateway.evm.rpc.calls - calls_before
+    return Timed(kind, seconds, cpu_s, node_cpu_s, calls, peak, result)
 
 
 async def _measure(n: int, node: Node, dev: DevDeployment, baseline_max: int, url: str) -> bool:
@@ -403,16 +417,21 @@ async def _measure(n: int, node: Node, dev: DevDeployment, baseline_max: int, ur
         line = Line(db, node.name, n, base_s, base_calls, len(sample), seed_s)
 
         # The worker loads its shards once, at its first pass: timed apart.
-        load = await timed("load", gateway, lambda: load_shards(services, dev.chain_id))
+        memory = node.memory
+        load = await timed("load", gateway, lambda: load_shards(services, dev.chain_id), memory)
         line.print(load)
-        block_pass = await timed("block", gateway, lambda: run_block_pass(services, gateway, block))
+        block_pass = await timed(
+            "block", gateway, lambda: run_block_pass(services, gateway, block), memory
+        )
         ok = line.print(block_pass)
         if (block_pass.result.checked, block_pass.result.paid) != (n, FUNDED):
             print(f"monitor n={n} FAILED: block pass {block_pass.result}")
             return False
         # The due pass reads what no pass read within the interval: the head stood still.
         clock.shift_ms += int(services.settings.monitor_interval_s * 1000)
-        due_pass = await timed("due", gateway, lambda: run_due_pass(services, gateway, block))
+        due_pass = await timed(
+            "due", gateway, lambda: run_due_pass(services, gateway, block), memory
+        )
         ok = line.print(due_pass) and ok
         if due_pass.result.checked != n - FUNDED:
             print(f"monitor n={n} FAILED: due pass checked {due_pass.result.checked}")
@@ -447,7 +466,8 @@ class Line:
         measured = f" baseline_measured={self.measured}" if self.measured < self.n else ""
         print(
             f"monitor db={self.db} node={self.node} kind={run.kind} n={self.n} "
-            f"pass_s={run.seconds:.2f} cpu_s={run.cpu_s:.2f} rpc_calls={run.calls} "
+            f"pass_s={run.seconds:.2f} cpu_s={run.cpu_s:.2f} node_cpu_s={run.node_cpu_s:.2f} "
+            f"rpc_calls={run.calls} "
             f"rss_mb={run.rss_mb:.0f} "
             f"checked={run.result.checked} paid={run.result.paid} "
             f"baseline_s={self.base_s:.2f} baseline_calls={self.base_calls} "

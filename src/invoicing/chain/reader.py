@@ -223,7 +223,7 @@ async def read_groups(
         parts = [await call(chunks[0])]
     else:
         parts = await asyncio.gather(*(call(chunk) for chunk in chunks))
-    return by_group(groups, [value for part in parts for value in part])
+    return by_group(groups, parts[0] if len(parts) == 1 else list(itertools.chain(*parts)))
 
 
 async def read_groups_at_head(

@@ -220,17 +220,22 @@ def _picked(
     now_ms: int,
     counts: _Counts,
 ) -> dict[str, int | None]:
-    """The readings of a scanned batch (``scan.Group``) to decide on the full row, by
-    address: every one but a zero reading of a quiet invoice before its expiry (the common
-    case, decided for the whole batch at once)."""
-    if min(expires, default=LOUD) > now_ms and readings.count(0) == len(readings):
+    """The readings of a batch of the watched set (``monitor.watched``) to decide on the
+    full row, by address: every one but a zero reading of a quiet invoice before its
+    expiry (the common case, decided for the whole batch at once)."""
+    quiet = min(expires, default=LOUD) > now_ms
+    if quiet and readings.count(0) == len(readings):
         counts.checked += len(readings)
         return {}
-    picked = {
-        address: reading
-        for address, expiry, reading in zip(addresses, expires, readings, strict=True)
-        if reading != 0 or expiry <= now_ms
-    }
+    if quiet:
+        indexes = [i for i, reading in enumerate(readings) if reading != 0]
+    else:
+        indexes = [
+            i
+            for i, (expiry, reading) in enumerate(zip(expires, readings, strict=True))
+            if reading != 0 or expiry <= now_ms
+        ]
+    picked = {addresses[i]: readings[i] for i in indexes}
     counts.checked += len(readings) - len(picked)
     return picked
 
