@@ -69,18 +69,21 @@ class _Words:
 class AssetSet:
     """One shard's pending escrows of one asset (``token``: None for the native coin)."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, chunk: int = CHUNK) -> None:
         self.token = token
+        self.chunk = chunk
         self.chunks: list[Chunk] = []
         self._firsts: list[bytes] = []  # each chunk's first word, to find the chunk
 
     @classmethod
-    def of(cls, token: str | None, addresses: list[str], expires: list[int]) -> AssetSet:
+    def of(
+        cls, token: str | None, addresses: list[str], expires: list[int], chunk: int = CHUNK
+    ) -> AssetSet:
         """A set made from a load: ``addresses`` and their ``expires`` in any order."""
         keyed = sorted(zip([a.removeprefix("0x").lower() for a in addresses], expires, strict=True))
-        made = cls(token)
-        for start in range(0, len(keyed), CHUNK):
-            part = keyed[start : start + CHUNK]
+        made = cls(token, chunk)
+        for start in range(0, len(keyed), chunk):
+            part = keyed[start : start + chunk]
             words = bytearray.fromhex("".join(["00" * 12 + key for key, _ in part]))
             made.chunks.append(Chunk(words, array("q", [expiry for _, expiry in part])))
             made._firsts.append(bytes(words[:32]))
@@ -116,7 +119,7 @@ class AssetSet:
         chunk.expires.insert(index, expiry)
         if index == 0:
             self._firsts[at] = word
-        if len(chunk) >= 2 * CHUNK:
+        if len(chunk) >= 2 * self.chunk:
             half = len(chunk) // 2
             upper = Chunk(chunk.words[32 * half :], chunk.expires[half:])
             del chunk.words[32 * half :], chunk.expires[half:]
