@@ -126,3 +126,13 @@ def test_a_string_that_looks_like_the_splice_mark_is_written_as_it_is() -> None:
     body = {"params": [{"data": data}, "\x00calldata\x00"]}
 
     assert encode_request(body) == json.dumps(body, separators=(",", ":")).encode()
+
+
+@given(st.lists(st.binary(min_size=SPLICE_MIN // 2, max_size=SPLICE_MIN), min_size=1, max_size=3))
+def test_long_calldata_is_spliced_into_the_json_dumps_would_write(calldata: list[bytes]) -> None:
+    body = {
+        "id": 1,
+        "params": [{"to": "0x" + "11" * 20, "data": HexData("0x" + d.hex())} for d in calldata],
+    }
+
+    assert encode_request(body) == json.dumps(body, separators=(",", ":")).encode()
