@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from eth_abi.abi import encode
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from invoicing.chain.calldata import UNREADABLE, AccountWords
 from invoicing.chain.reader import decode_read, encode_read
-from invoicing.chain.rpc_body import SPLICE_MIN, HexData, encode_request
+from invoicing.chain.rpc_body import SPLICE_MIN, HexData, decode_answer, encode_request
 from invoicing.monitor.watched import AssetSet, ShardSet, address_word
 
 raw_addresses = st.binary(min_size=20, max_size=20)
@@ -36,6 +37,7 @@ def test_account_words_read_and_slice_like_the_list_of_addresses(
     assert encode_read([(None, held)]) == encode_read([(None, listed)])
 
 
+@settings(deadline=None)  # large examples; a loaded machine is slow
 @given(
     st.integers(0, 2**64),
     st.lists(
@@ -52,6 +54,7 @@ def test_long_answers_of_mostly_zeros_read_as_the_abi_encoding(
     assert answer.values == [None if value == UNREADABLE else value for value in values]
 
 
+@settings(deadline=None)  # large examples; a loaded machine is slow
 @given(
     st.dictionaries(raw_addresses, st.integers(-1, 2**40), max_size=60),
     st.lists(
@@ -128,6 +131,7 @@ def test_a_string_that_looks_like_the_splice_mark_is_written_as_it_is() -> None:
     assert encode_request(body) == json.dumps(body, separators=(",", ":")).encode()
 
 
+@settings(deadline=None)  # large examples; a loaded machine is slow
 @given(st.lists(st.binary(min_size=SPLICE_MIN // 2, max_size=SPLICE_MIN), min_size=1, max_size=3))
 def test_long_calldata_is_spliced_into_the_json_dumps_would_write(calldata: list[bytes]) -> None:
     body = {
@@ -136,3 +140,28 @@ def test_long_calldata_is_spliced_into_the_json_dumps_would_write(calldata: list
     }
 
     assert encode_request(body) == json.dumps(body, separators=(",", ":")).encode()
+
+
+answer_pieces = st.text(alphabet=st.sampled_from('0x1aF"\\\n\x7f\u00e9 }{:,'), max_size=12)
+
+
+@given(st.integers(0, 10**20), answer_pieces, answer_pieces)
+def test_an_answer_reads_as_json_loads_reads_it(id_: int, result: str, tail: str) -> None:
+    """Written as a node would (compact), or cut by hand anywhere: the same value as
+    ``json.loads``, or the same refusal."""
+    written = json.dumps({"jsonrpc": "2.0", "id": id_, "result": result}, separators=(",", ":"))
+    raw = f'{{"jsonrpc":"2.0","id":{id_},"result":"{result}"}}{tail}'
+    for content in (written.encode(), raw.encode(), written.encode()[:-1] + tail.encode()):
+        try:
+            expected = json.loads(content)
+        except ValueError:
+            with pytest.raises(ValueError):
+                decode_answer(content)
+            continue
+        assert decode_answer(content) == expected
+
+
+def test_a_long_hex_answer_reads_as_json_loads_reads_it() -> None:
+    content = b'{"jsonrpc":"2.0","id":12,"result":"0x' + b"00ab" * 100_000 + b'"}'
+
+    assert decode_answer(content) == json.loads(content)
