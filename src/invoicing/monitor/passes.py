@@ -13,8 +13,11 @@ leases, ``monitor.shards``) and one kind of watched invoice:
 
 Neither writes a row whose reading changes nothing. Each pass ends by writing one record per
 shard (when it read, and which invoices it covered): that is the invoices' ``lastCheckedAt``.
-So an invoice costs a pass one read, a row of a page, and no write; the database work is one
-query per shard and one update of the shard records.
+So an invoice costs a pass one read and no write. A pending pass reads its invoices from
+the worker's watched set (``monitor.watched``), which reads from the database only what
+changed since the last pass (``monitor.changes``); the expired pass streams their rows.
+The database work of a pass is those changes, the rows of the readings that can change
+something, and one update of the shard records.
 
 An escrow whose token balance is unreadable (a hostile or broken token) is unknown for that
 invoice alone: it is flagged ``unreadable`` (its ``lastCheckedAt`` stays what it was) and the

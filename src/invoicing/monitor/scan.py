@@ -1,5 +1,7 @@
-"""What a monitor pass reads from the database: a chain's pending watched invoices, grouped
-per shard and asset, as few Python objects as the database can hand over.
+"""What a monitor worker reads from the database when it takes a shard on (``monitor.changes``
+loads its watched set with it): a chain's pending watched invoices, grouped per shard and
+asset, as few Python objects as the database can hand over; and the full rows a pass
+decides on.
 
 A pending invoice that nothing has reached (balance 0, a non-zero amount due, readable) is
 *quiet*: a zero reading changes nothing before its expiry, which is the answer for almost
@@ -12,7 +14,7 @@ or that is loud (``rows_at``).
 Both databases answer from one covering index (``ix_invoices_watched``: chain, status, shard,
 asset, then the columns the scan reads), without touching the table: on PostgreSQL one
 index-only scan per shard aggregated into arrays (``LATERAL`` over the shards), on SQLite a
-``GROUP BY`` over the index with ``group_concat``. A pass asks for ``SHARDS_PER_QUERY``
+``GROUP BY`` over the index with ``group_concat``. A load asks for ``SHARDS_PER_QUERY``
 shards at a time and the next query runs while the groups of the previous one are read.
 """
 

@@ -11,7 +11,7 @@ that can change something is decided on the invoice's row, under its lock
 
 An asset's escrows are held sorted by address in chunks of a few thousand (``AssetSet``):
 the addresses as the 32-byte words a read's calldata carries (``AccountWords``, copied into
-the call whole), the expiries in an array beside them. Ten million escrows take about 400 MB,
+the call whole), the expiries in an array beside them. Ten million escrows take about 500 MB,
 and an insert, an update or a removal moves at most one chunk's bytes.
 """
 
