@@ -12,6 +12,7 @@ from eth_account import Account
 
 from invoicing.chain.answers import RpcError
 from invoicing.chain.rpc import JsonRpc, RpcPolicy
+from invoicing.chain.rpc_body import HexData
 from invoicing.errors import ChainUnavailable
 
 BlockRef = int | str
@@ -110,7 +111,7 @@ class EvmClient:
     ) -> bytes:
         """Run a call (with at most ``gas`` when given); raises ContractRevert with the revert
         data when it reverts."""
-        tx: dict[str, Any] = {"to": to, "data": "0x" + data.hex()}
+        tx: dict[str, Any] = {"to": to, "data": HexData("0x" + data.hex())}
         if from_ is not None:
             tx["from"] = from_
         if value:

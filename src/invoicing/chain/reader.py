@@ -37,7 +37,7 @@ from invoicing.addresses import ZERO_ADDRESS, address_bytes
 from invoicing.chain.abi import abi_function
 from invoicing.chain.answers import RpcError
 from invoicing.chain.artifacts import ESCROW_READER, load_artifact
-from invoicing.chain.calldata import decode_balance_array
+from invoicing.chain.calldata import AccountWords, decode_balance_array
 from invoicing.chain.deploy import deterministic_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.versions import same_runtime_code
@@ -134,10 +134,7 @@ def encode_read(groups: Sequence[Group]) -> bytes:
     pass encodes every watched escrow): three dynamic arrays after their offsets."""
     tokens = [bytes(12) + address_bytes(token or ZERO_ADDRESS) for token, _ in groups]
     counts = [len(accounts).to_bytes(32, "big") for _, accounts in groups]
-    digits = "".join(
-        [_WORD_PAD + account.removeprefix("0x") for _, accounts in groups for account in accounts]
-    )
-    words = bytes.fromhex(digits)
+    words = b"".join(_words(accounts) for _, accounts in groups)
     total = sum(len(accounts) for _, accounts in groups)
     if len(words) != 32 * total:
         raise ValueError("read accounts must be 20-byte hex addresses")
@@ -158,6 +155,13 @@ def encode_read(groups: Sequence[Group]) -> bytes:
             words,
         ]
     )
+
+
+def _words(accounts: Sequence[str]) -> bytes | bytearray:
+    """The accounts' ABI words; those of ``AccountWords`` as they are held."""
+    if isinstance(accounts, AccountWords):
+        return accounts.words
+    return bytes.fromhex("".join([_WORD_PAD + account.removeprefix("0x") for account in accounts]))
 
 
 def decode_read(data: bytes) -> ReaderAnswer:
@@ -219,7 +223,7 @@ async def read_groups(
         parts = [await call(chunks[0])]
     else:
         parts = await asyncio.gather(*(call(chunk) for chunk in chunks))
-    return by_group(groups, [value for part in parts for value in part])
+    return by_group(groups, parts[0] if len(parts) == 1 else list(itertools.chain(*parts)))
 
 
 async def read_groups_at_head(

@@ -35,13 +35,9 @@ from typing import Any
 import httpx
 
 from invoicing import metrics
-from invoicing.chain.answers import (
-    batch_results,
-    provider_refused,
-    quantity,
-    raise_for_error,
-)
+from invoicing.chain.answers import batch_results, provider_refused, quantity, raise_for_error
 from invoicing.chain.heads import HeadBelief, lead_for
+from invoicing.chain.rpc_body import JSON_HEADERS, decode_answer, encode_request
 from invoicing.chain.urls import redact_url
 from invoicing.errors import ChainUnavailable
 
@@ -223,7 +219,9 @@ class JsonRpc:
 
     async def _exchange(self, url: str, body: Any) -> Any:
         try:
-            response = await self._http.post(url, json=body)
+            response = await self._http.post(
+                url, content=encode_request(body), headers=JSON_HEADERS
+            )
         except httpx.TimeoutException as exc:
             raise _Retry(f"timed out ({type(exc).__name__})", kind="timeout") from exc
         except httpx.HTTPError as exc:
@@ -233,7 +231,7 @@ class JsonRpc:
             asked = _retry_after_s(response.headers.get("retry-after"))
             raise _Retry("HTTP 429", None if asked is None else min(asked, cap))
         try:
-            answer = response.json()
+            answer = decode_answer(response.content)
         except ValueError:
             raise _Retry(f"HTTP {response.status_code}, not JSON") from None
         items = answer if isinstance(answer, list) else [answer]

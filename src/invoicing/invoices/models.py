@@ -127,6 +127,8 @@ class Invoice(Base):
         # Paid invoices by chain and time: the rate at payment is recorded from here
         # (``invoices.fiat``).
         Index("ix_invoices_paid", "chain_id", "paid_at"),
+        # A monitor worker reads the invoices changed since its last pass (``monitor.changes``).
+        Index("ix_invoices_changes", "chain_id", "change_seq"),
         # The per-owner cap on watched invoices counts here: only watched rows are indexed.
         Index(
             "ix_invoices_owner_watched",
@@ -222,6 +224,8 @@ class Invoice(Base):
     )
     captured_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     voided_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # Set by a trigger on every write a monitor pass must see (``monitor.changes``).
+    change_seq: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 # The columns in table order, as (attribute, column): the attribute ``metadata_`` is the
@@ -287,6 +291,7 @@ class InvoiceRow:
     capture: str = "automatic"
     captured_at: int | None = None
     voided_at: int | None = None
+    change_seq: int = 0  # the trigger's, at insert
 
     def __post_init__(self) -> None:
         # An ORM row not yet inserted has no shard yet (its column default comes at insert).

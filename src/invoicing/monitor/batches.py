@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
+from invoicing.chain.calldata import AccountWords
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reader import CALL_GAS, READ_GAS, account_gas
 from invoicing.monitor.check import PARALLEL_READS
@@ -13,9 +14,16 @@ from invoicing.monitor.check import PARALLEL_READS
 # A row of a pass (``scan.PASS_COLUMNS``), and what stores a batch's readings: the
 # escrows read, what was added with each (``Batches.add``) and their readings, in one order.
 PassRow = Any
-Store = Callable[[list[str], list[Any], Sequence[int | None]], Awaitable[None]]
+Store = Callable[[Sequence[str], list[Any], Sequence[int | None]], Awaitable[None]]
 # Escrows of one asset in a batch, with their tags.
-Segment = tuple[str | None, list[str], list[Any]]
+Segment = tuple[str | None, Sequence[str], Sequence[Any]]
+
+
+def joined(parts: Sequence[Sequence[str]]) -> Sequence[str]:
+    """Addresses one after the other; ``AccountWords`` stay words (no step per address)."""
+    if all(isinstance(part, AccountWords) for part in parts):
+        return AccountWords(b"".join(cast(AccountWords, part).words for part in parts))
+    return [address for part in parts for address in part]
 
 
 class Batches:
@@ -51,7 +59,7 @@ class Batches:
             self.add(token, [row.payment_address for row in group], group)
         await self.wait()
 
-    def add(self, token: str | None, addresses: list[str], tags: list[Any]) -> None:
+    def add(self, token: str | None, addresses: Sequence[str], tags: Sequence[Any]) -> None:
         """Escrows of ``token``, one tag each; starts the reads of the batches they fill."""
         gas = account_gas(token)
         start = 0
@@ -96,19 +104,19 @@ class Batches:
 
     async def _read(self, segments: list[Segment]) -> None:
         """One read of every asset of ``segments``; stored in the order of the assets."""
-        by_token: dict[str | None, tuple[list[str], list[Any]]] = {}
+        by_token: dict[str | None, tuple[list[Sequence[str]], list[Any]]] = {}
         for token, addresses, tags in segments:
             waiting, tagged = by_token.setdefault(token, ([], []))
-            waiting += addresses
+            waiting.append(addresses)
             tagged += tags
-        groups = [(token, addresses) for token, (addresses, _tags) in by_token.items()]
+        groups = [(token, joined(parts)) for token, (parts, _tags) in by_token.items()]
         async with self._gate:
             values = await self.chain.read_escrows(groups, self.block)
-        addresses, tags, readings = [], [], []
-        for (waiting, tagged), group_values in zip(by_token.values(), values, strict=True):
-            addresses += waiting
+        tags, readings = [], []
+        for (_parts, tagged), group_values in zip(by_token.values(), values, strict=True):
             tags += tagged
             readings += group_values
+        addresses = joined([accounts for _token, accounts in groups])
         if len(readings) != len(addresses):
             raise ValueError("the read answered another number of escrows than asked")
         await self.store(addresses, tags, readings)

@@ -13,8 +13,11 @@ leases, ``monitor.shards``) and one kind of watched invoice:
 
 Neither writes a row whose reading changes nothing. Each pass ends by writing one record per
 shard (when it read, and which invoices it covered): that is the invoices' ``lastCheckedAt``.
-So an invoice costs a pass one read, a row of a page, and no write; the database work is one
-query per shard and one update of the shard records.
+So an invoice costs a pass one read and no write. A pending pass reads its invoices from
+the worker's watched set (``monitor.watched``), which reads from the database only what
+changed since the last pass (``monitor.changes``); the expired pass streams their rows.
+The database work of a pass is those changes, the rows of the readings that can change
+something, and one update of the shard records.
 
 An escrow whose token balance is unreadable (a hostile or broken token) is unknown for that
 invoice alone: it is flagged ``unreadable`` (its ``lastCheckedAt`` stays what it was) and the
@@ -52,12 +55,13 @@ from invoicing.invoices.coverage import (
 from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.batches import Batches, PassRow
+from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import (
     confirmed_block,
     observe_detection,
     store_balances,
 )
-from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, pending_groups, rows_at
+from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, rows_at
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
 
@@ -105,7 +109,15 @@ async def run_block_pass(
     paid_from = block if first_unread is None else min(first_unread, block)
     records = await load_records(services, chain.config.chain_id, shards)
     return await _run(
-        services, chain, block, shards, InvoiceStatus.PENDING, paid_from, records, first_unread
+        services,
+        chain,
+        block,
+        shards,
+        InvoiceStatus.PENDING,
+        paid_from,
+        records,
+        first_unread,
+        held=shards,
     )
 
 
@@ -150,32 +162,41 @@ async def _run(
     paid_from_block: int,
     records: Mapping[int, MonitorShard],
     first_unread: int | None = None,
+    held: Sequence[int] | None = None,
 ) -> PassResult:
-    """One pass over ``shards``: select each shard's watched invoices of ``status``, read
-    them in batches across shards and assets (one EscrowReader call per ``monitor_read_gas``
-    of estimated gas), store each batch's changes as its read lands, then record the pass."""
+    """One pass over ``shards``: select each shard's watched invoices of ``status`` (the
+    pending ones from this worker's watched set, ``monitor.changes``; ``held``: every shard
+    the worker leases), read them in batches across shards and assets (one EscrowReader
+    call per ``monitor_read_gas`` of estimated gas), store each batch's changes as its read
+    lands, then record the pass."""
     chain_id = chain.config.chain_id
     started_ms = services.clock.now_ms()
     counts = _Counts()
     stores = asyncio.Lock()
 
-    async def store(addresses: list[str], tags: list[Any], readings: Sequence[int | None]) -> None:
+    async def store(
+        addresses: Sequence[str], tags: list[Any], readings: Sequence[int | None]
+    ) -> None:
         if status == InvoiceStatus.PENDING:
             picked = _picked(addresses, tags, readings, services.clock.now_ms(), counts)
             if not picked:
                 return
             rows = await rows_at(services.db, chain_id, status, list(picked))
-            tags, readings = rows, [picked[row.payment_address] for row in rows]
+            tags, readings = rows, [picked[row.payment_address.lower()] for row in rows]
         async with stores:
             await _store(services, block, tags, readings, status, records, counts, first_unread)
 
     batches = Batches(chain, block, store, services.settings.monitor_read_gas)
     try:
         if status == InvoiceStatus.PENDING:
-            async for groups in pending_groups(services.db, chain_id, status, shards):
-                for group in groups:
-                    batches.add(group.token, group.addresses, group.expires)
-                await batches.wait()
+            watched = watched_of(services.db, chain_id)
+            async with watched.lock:
+                await refresh(services.db, watched, shards, held)
+                for shard in shards:
+                    for token, accounts, expires in watched.shards[shard].pieces():
+                        batches.add(token, accounts, expires)
+                        await batches.wait()
+                await batches.finish()
         else:
             query = select(*PASS_COLUMNS).where(
                 INVOICES.c.chain_id == chain_id,
@@ -188,7 +209,7 @@ async def _run(
                 result = await session.stream(query.execution_options(yield_per=PAGE))
                 async for page in result.partitions():
                     await batches.add_rows(page)
-        await batches.finish()
+            await batches.finish()
     finally:
         await batches.close()
     if counts.newly_paid:  # one header read for the pass's payments
@@ -205,23 +226,28 @@ async def _run(
 
 
 def _picked(
-    addresses: list[str],
-    expires: list[int],
+    addresses: Sequence[str],
+    expires: Sequence[int],
     readings: Sequence[int | None],
     now_ms: int,
     counts: _Counts,
 ) -> dict[str, int | None]:
-    """The readings of a scanned batch (``scan.Group``) to decide on the full row, by
-    address: every one but a zero reading of a quiet invoice before its expiry (the common
-    case, decided for the whole batch at once)."""
-    if min(expires, default=LOUD) > now_ms and readings.count(0) == len(readings):
+    """The readings of a batch of the watched set (``monitor.watched``) to decide on the
+    full row, by address: every one but a zero reading of a quiet invoice before its
+    expiry (the common case, decided for the whole batch at once)."""
+    quiet = min(expires, default=LOUD) > now_ms
+    if quiet and readings.count(0) == len(readings):
         counts.checked += len(readings)
         return {}
-    picked = {
-        address: reading
-        for address, expiry, reading in zip(addresses, expires, readings, strict=True)
-        if reading != 0 or expiry <= now_ms
-    }
+    if quiet:
+        indexes = [i for i, reading in enumerate(readings) if reading != 0]
+    else:
+        indexes = [
+            i
+            for i, (expiry, reading) in enumerate(zip(expires, readings, strict=True))
+            if reading != 0 or expiry <= now_ms
+        ]
+    picked = {addresses[i]: readings[i] for i in indexes}
     counts.checked += len(readings) - len(picked)
     return picked
 

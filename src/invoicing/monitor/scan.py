@@ -1,5 +1,7 @@
-"""What a monitor pass reads from the database: a chain's pending watched invoices, grouped
-per shard and asset, as few Python objects as the database can hand over.
+"""What a monitor worker reads from the database when it takes a shard on (``monitor.changes``
+loads its watched set with it): a chain's pending watched invoices, grouped per shard and
+asset, as few Python objects as the database can hand over; and the full rows a pass
+decides on.
 
 A pending invoice that nothing has reached (balance 0, a non-zero amount due, readable) is
 *quiet*: a zero reading changes nothing before its expiry, which is the answer for almost
@@ -12,7 +14,7 @@ or that is loud (``rows_at``).
 Both databases answer from one covering index (``ix_invoices_watched``: chain, status, shard,
 asset, then the columns the scan reads), without touching the table: on PostgreSQL one
 index-only scan per shard aggregated into arrays (``LATERAL`` over the shards), on SQLite a
-``GROUP BY`` over the index with ``group_concat``. A pass asks for ``SHARDS_PER_QUERY``
+``GROUP BY`` over the index with ``group_concat``. A load asks for ``SHARDS_PER_QUERY``
 shards at a time and the next query runs while the groups of the previous one are read.
 """
 
@@ -26,6 +28,7 @@ from typing import Any, cast
 from sqlalchemy import Integer, Table, bindparam, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from invoicing.addresses import address_bytes, checksum_encode
 from invoicing.db import Database
 from invoicing.invoices.models import Invoice
 
@@ -52,17 +55,17 @@ SHARDS_PER_QUERY = 4
 # Addresses per query of ``rows_at``.
 ROWS_CHUNK = 5000
 
-_QUIET = "balance_raw = '0' AND required_raw <> '0' AND NOT unreadable"
+QUIET = "balance_raw = '0' AND required_raw <> '0' AND NOT unreadable"
 _PG_GROUPS = text(
     f"""
-    SELECT g.token_address, g.quiet, g.expires, g.loud
+    SELECT s.shard, g.token_address, g.quiet, g.expires, g.loud
     FROM unnest(:shards) AS s(shard) CROSS JOIN LATERAL (
         SELECT token_address,
             array_agg(payment_address) FILTER (WHERE quiet) AS quiet,
             array_agg(expires_at) FILTER (WHERE quiet) AS expires,
             array_agg(payment_address) FILTER (WHERE NOT quiet) AS loud
         FROM (
-            SELECT token_address, payment_address, expires_at, {_QUIET} AS quiet
+            SELECT token_address, payment_address, expires_at, {QUIET} AS quiet
             FROM invoices
             WHERE chain_id = :chain_id AND status = :status AND shard = s.shard AND watch
         ) AS watched
@@ -74,12 +77,12 @@ _PG_GROUPS = text(
 # addresses and expiries come in the same order.
 _SQLITE_GROUPS = text(
     f"""
-    SELECT token_address,
+    SELECT shard, token_address,
         group_concat(CASE WHEN quiet THEN payment_address END, ','),
         group_concat(CASE WHEN quiet THEN expires_at END, ','),
         group_concat(CASE WHEN quiet THEN NULL ELSE payment_address END, ',')
     FROM (
-        SELECT shard, token_address, payment_address, expires_at, {_QUIET} AS quiet
+        SELECT shard, token_address, payment_address, expires_at, {QUIET} AS quiet
         FROM invoices
         WHERE chain_id = :chain_id AND status = :status AND shard IN :shards AND watch
     ) AS watched
@@ -93,6 +96,7 @@ class Group:
     """Escrows of one asset (``token``: None for the native coin) to read, and per escrow the
     expiry before which a zero reading changes nothing (``LOUD``: none)."""
 
+    shard: int
     token: str | None
     addresses: list[str]
     expires: list[int]
@@ -126,20 +130,22 @@ async def _groups(db: Database, chain_id: int, status: str, shards: list[int]) -
     async with db.sessions() as session:
         if db.dialect == "postgresql":
             result = await session.execute(_PG_GROUPS, values)
-            return [_group(token, quiet, expires, loud) for token, quiet, expires, loud in result]
+            return [_group(*row) for row in result]
         result = await session.execute(_SQLITE_GROUPS, values)
         return [
             _group(
+                shard,
                 token,
                 quiet.split(",") if quiet else None,
                 [int(e) for e in expires.split(",")] if expires else None,
                 loud.split(",") if loud else None,
             )
-            for token, quiet, expires, loud in result
+            for shard, token, quiet, expires, loud in result
         ]
 
 
 def _group(
+    shard: int,
     token: str | None,
     quiet: list[str] | None,
     expires: list[int] | None,
@@ -150,19 +156,22 @@ def _group(
     if loud:
         addresses = addresses + loud
         expiries += [LOUD] * len(loud)
-    return Group(token, addresses, expiries)
+    return Group(shard, token, addresses, expiries)
 
 
 async def rows_at(db: Database, chain_id: int, status: str, addresses: Sequence[str]) -> list[Any]:
     """The full rows (``PASS_COLUMNS``) of the watched invoices of ``status`` at
     ``addresses`` (an invoice that moved on or stopped being watched meanwhile is left
-    out)."""
+    out). An address may be given in lower case (``monitor.watched``): it is looked up as
+    given and checksummed."""
     rows: list[Any] = []
     async with db.sessions() as session:
         for start in range(0, len(addresses), ROWS_CHUNK):
+            chunk = addresses[start : start + ROWS_CHUNK]
+            forms = {*chunk, *(checksum_encode(address_bytes(a)) for a in chunk)}
             result = await session.execute(
                 select(*PASS_COLUMNS).where(
-                    INVOICES.c.payment_address.in_(list(addresses[start : start + ROWS_CHUNK])),
+                    INVOICES.c.payment_address.in_(sorted(forms)),
                     INVOICES.c.chain_id == chain_id,
                     INVOICES.c.status == status,
                     text("watch"),

@@ -1,7 +1,7 @@
 """mail: owners' mail settings, payers' receipt requests and the mail outbox
 
 Revision ID: 0070_mail
-Revises: 0055_reporting_currency
+Revises: 0060_invoice_change_seq
 Create Date: 2026-11-28 10:00:00.000000
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0070_mail"
-down_revision: str | Sequence[str] | None = "0055_reporting_currency"
+down_revision: str | Sequence[str] | None = "0060_invoice_change_seq"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
