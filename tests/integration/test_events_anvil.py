@@ -196,6 +196,7 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
         "salt": invoice.salt,
+        "capture": "automatic",
         "amount": "1",
         "tokenAddress": None,
         "status": "paid",

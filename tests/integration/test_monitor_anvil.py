@@ -49,6 +49,7 @@ async def test_native_payment_is_detected_and_the_webhook_delivered(
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
         "salt": invoice.salt,
+        "capture": "automatic",
         "amount": "0.25",
         "tokenAddress": None,
         "status": "paid",

@@ -97,6 +97,7 @@ async def test_signature_mode_headers_and_body(services: Services, fake: FakeCha
         "invoiceId": invoice.invoice_id,
         "paymentAddress": invoice.payment_address,
         "salt": invoice.salt,
+        "capture": "automatic",
         "amount": "1",
         "tokenAddress": None,
         "status": "paid",
