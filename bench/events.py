@@ -69,7 +69,7 @@ async def timed_store(services: Services, rows: list[dict[str, Any]]) -> float:
     ids = list(balances)
     started = time.perf_counter()
     for start in range(0, len(ids), CHUNK):
-        await store_balances(services, ids[start : start + CHUNK], balances)
+        await store_balances(services, ids[start : start + CHUNK], balances, 1)
     return time.perf_counter() - started
 
 

@@ -69,9 +69,10 @@ async def paid_invoices(services: Services, evm: EvmClient, count: int, token: s
         sent.append(tx["transactionHash"])
     for tx_hash in sent:
         assert (await evm.wait_for_receipt(tx_hash))["status"] == 1
-    balances = await read_balances(chain, invoices, await evm.block_number())
-    stored = await store_balances(services, [i.id for i in invoices], balances)
-    assert all(i.status == "paid" for i in stored)
+    block = await evm.block_number()
+    balances = await read_balances(chain, invoices, block)
+    stored = await store_balances(services, [i.id for i in invoices], balances, block)
+    assert all(i.status == "paid" for i in stored.rows)
 
 
 async def sweep(services: Services, chain: ChainGateway, relayer: Relayer) -> tuple[int, float]:

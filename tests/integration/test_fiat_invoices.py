@@ -288,7 +288,13 @@ async def test_a_payment_within_the_tolerance_pays_and_records_its_shortfall(
         json={"ownerAddress": shop.owner.address, "underpaymentToleranceBps": 100},
         headers=shop.headers,
     )
-    assert settings.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 100}
+    assert settings.json() == {
+        "webhookApiKeyHeader": True,
+        "underpaymentToleranceBps": 100,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
     created = await shop.create(
         amount="100", currency="USD", tokenAddress=dev.token, webhookUrl=hook
     )

@@ -48,6 +48,7 @@ async def test_create_native_invoice_returns_the_spec_shape(
         "invoiceId",
         "paymentAddress",
         "salt",
+        "capture",
         "amount",
         "tokenAddress",
         "description",
@@ -69,6 +70,7 @@ async def test_create_native_invoice_returns_the_spec_shape(
     assert invoice["ownerAddress"] == owner.address
     assert invoice["chainId"] == dev.chain_id
     assert invoice["invoiceId"] == "order-1"
+    assert invoice["capture"] == "automatic"
     assert invoice["amount"] == "1.5"
     assert invoice["tokenAddress"] is None
     assert invoice["description"] == "Two coffees"

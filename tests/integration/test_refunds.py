@@ -19,6 +19,7 @@ from invoicing.chain.evm import EvmClient
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.settlement.budget import Spender
 from invoicing.settlement.candidates import Batch
 from invoicing.settlement.withdrawals import plan_withdrawals, read_planning, sweep_batch
 from tests.conftest import RunningApp
@@ -448,7 +449,8 @@ async def test_a_withdrawal_claim_skips_an_escrow_whose_refund_is_pending(
     assert answer.status_code == 202, answer.text
     before = await relayer_tx_count(services)
 
-    assert await sweep_batch(planning, Batch(owner.address, None, [invoice], dev.factory)) == []
+    batch = Batch(owner.address, None, [invoice], dev.factory)
+    assert await sweep_batch(planning, batch, Spender.owner(owner.address)) == []
 
     assert await relayer_tx_count(services) == before
     await settle_all(services)

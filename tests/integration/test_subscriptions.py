@@ -7,6 +7,7 @@ then past due."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.chain.abi import encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
-from invoicing.chain.deploy import DevDeployment, subscriptions_address
+from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.notifications.models import Event
 from invoicing.payments.opt_in import set_gasless
@@ -30,6 +32,28 @@ from tests.support.gasless import funded_payer
 from tests.support.withdrawals import settle_all
 
 pytestmark = pytest.mark.integration
+
+
+# A chain of its own: these tests move the chain's clock forward (``evm_increaseTime``), which
+# would leave every later test of this worker on the shared chain minutes in the future. Its
+# own chain id too, so the relayer's nonces recorded for it are not the shared chain's.
+@pytest.fixture(scope="module")
+def anvil() -> Iterator[AnvilProcess]:
+    with AnvilProcess(chain_id=31_338) as node:
+        yield node
+
+
+@pytest.fixture(scope="module")
+async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
+    client = EvmClient.connect(anvil.url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture(scope="module")
+async def dev(evm: EvmClient) -> DevDeployment:
+    return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+
 
 PERIOD_S = 60
 AMOUNT_RAW = 2_500_000  # 2.5 TUSD

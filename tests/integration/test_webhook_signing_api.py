@@ -203,16 +203,31 @@ async def test_settings_in_both_modes(app: RunningApp) -> None:
     assert default.status_code == 200 and default.json() == {
         "webhookApiKeyHeader": True,
         "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
     }
     assert put.status_code == 200 and put.json() == {
         "webhookApiKeyHeader": False,
         "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
     }
     assert read.status_code == 200 and read.json() == {
         "webhookApiKeyHeader": False,
         "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
     }
-    assert back_on.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}
+    assert back_on.json() == {
+        "webhookApiKeyHeader": True,
+        "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
 
 
 @pytest.mark.parametrize(
@@ -237,7 +252,13 @@ async def test_bad_settings_are_400_and_change_nothing(
     read = await app.http.get(SETTINGS, params={"ownerAddress": owner.address}, headers=headers)
 
     refused(response, 400, "invalid_request")
-    assert read.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}
+    assert read.json() == {
+        "webhookApiKeyHeader": True,
+        "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
 
 
 async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> None:
@@ -255,7 +276,13 @@ async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> N
         headers=signed_headers(
             mallory,
             "settings.update",
-            {"webhookApiKeyHeader": False, "underpaymentToleranceBps": 0},
+            {
+                "webhookApiKeyHeader": False,
+                "underpaymentToleranceBps": 0,
+                "captureWindowS": 604800,
+                "captureAtWindowEnd": True,
+                "reportingCurrency": None,
+            },
             owner_address=alice.address,
         ),
     )
@@ -265,4 +292,10 @@ async def test_settings_of_another_owner_cannot_be_changed(app: RunningApp) -> N
 
     refused(response, 403, "forbidden")
     refused(forged, 401, "unauthorized")
-    assert read.json() == {"webhookApiKeyHeader": True, "underpaymentToleranceBps": 0}
+    assert read.json() == {
+        "webhookApiKeyHeader": True,
+        "underpaymentToleranceBps": 0,
+        "captureWindowS": 604800,
+        "captureAtWindowEnd": True,
+        "reportingCurrency": None,
+    }
