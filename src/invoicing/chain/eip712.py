@@ -14,7 +14,8 @@ from invoicing.addresses import ZERO_ADDRESS, normalize_address
 EIP712_NAME = "PaymentFactory"
 EIP712_VERSION = "1"
 
-_DOMAIN_FIELDS = [
+# The EIP712Domain of a contract with a name and version (the factory's, Subscriptions').
+DOMAIN_FIELDS = [
     {"name": "name", "type": "string"},
     {"name": "version", "type": "string"},
     {"name": "chainId", "type": "uint256"},
@@ -58,7 +59,7 @@ def _typed_data(
     message: dict[str, Any],
 ) -> dict[str, Any]:
     return {
-        "types": {"EIP712Domain": list(_DOMAIN_FIELDS), primary_type: list(fields)},
+        "types": {"EIP712Domain": list(DOMAIN_FIELDS), primary_type: list(fields)},
         "primaryType": primary_type,
         "domain": {
             "name": EIP712_NAME,

@@ -12,16 +12,11 @@ from eth_abi.abi import encode
 from invoicing.addresses import normalize_address
 from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import SUBSCRIPTIONS
+from invoicing.chain.eip712 import DOMAIN_FIELDS
 from invoicing.hashing import keccak256
 
 EIP712_NAME = "Subscriptions"
 EIP712_VERSION = "1"
-_DOMAIN_FIELDS = [
-    {"name": "name", "type": "string"},
-    {"name": "version", "type": "string"},
-    {"name": "chainId", "type": "uint256"},
-    {"name": "verifyingContract", "type": "address"},
-]
 SUBSCRIPTION_FIELDS = [
     {"name": "owner", "type": "address"},
     {"name": "token", "type": "address"},
@@ -153,7 +148,7 @@ def _document(
     primary: str, fields: list[dict[str, str]], terms: Terms, message: dict[str, Any]
 ) -> dict[str, Any]:
     return {
-        "types": {"EIP712Domain": list(_DOMAIN_FIELDS), primary: list(fields)},
+        "types": {"EIP712Domain": list(DOMAIN_FIELDS), primary: list(fields)},
         "primaryType": primary,
         "domain": {
             "name": EIP712_NAME,
