@@ -37,10 +37,10 @@ from invoicing.auth.api_keys import create_api_key
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.auth.sign_in import NewSession, open_session
 from invoicing.invoices.browse import encode_cursor
-from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.services import build_services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -35,12 +35,12 @@ from sqlalchemy.engine import make_url
 from invoicing.addresses import checksum_encode
 from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import store_balances
-from invoicing.notifications.models import EventEndpoint
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventEndpoint
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import invoice_row  # noqa: E402

@@ -68,14 +68,14 @@ from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.clock import SystemClock
-from invoicing.invoices.coverage import MonitorShard
-from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import ALL_SHARDS, PassResult, run_block_pass, run_due_pass
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.monitor import MonitorShard
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_node import MemoryNode  # noqa: E402

@@ -75,14 +75,14 @@ from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.anvil import free_port
 from invoicing.chain.chains import ChainRegistry
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key
-from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.notifications.signing import create_secret
 from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventStatus, WebhookAttempt, WebhookEvent
 
 sys.path.insert(0, str(Path(__file__).parent))
 from monitor import invoice_row  # noqa: E402

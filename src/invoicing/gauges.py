@@ -14,10 +14,10 @@ from sqlalchemy import func, select
 
 from invoicing import metrics
 from invoicing.db import ProcessLocal
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import EventStatus, WebhookEvent
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxStatus
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventStatus, WebhookEvent
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 
 
 class _GaugeReads:

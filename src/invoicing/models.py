@@ -1,20 +1,20 @@
 """Imports every table so ``Base.metadata`` is complete (Alembic and tests use it)."""
 
-from invoicing.auth.models import (
+from invoicing.db import Base
+from invoicing.payments.eip3009.models import GaslessPayment
+from invoicing.payments.subscriptions.models import Subscription, SubscriptionCharge
+from invoicing.tables.auth import (
     ApiKey,
     DashboardSession,
     SignInTicket,
     TeamMember,
     UsedRequestTimestamp,
 )
-from invoicing.brand.models import OwnerBrand
-from invoicing.db import Base
-from invoicing.invoices.coverage import MonitorShard, MonitorWorker
-from invoicing.invoices.fiat import PaidRate
-from invoicing.invoices.models import Invoice, OwnerSequence
-from invoicing.invoices.payments import PaymentRecord, PaymentScan
-from invoicing.notifications.mail.models import MailMessage, OwnerMail, ReceiptRequest
-from invoicing.notifications.models import (
+from invoicing.tables.brand import OwnerBrand
+from invoicing.tables.invoices import Invoice, OwnerSequence
+from invoicing.tables.mail import MailMessage, OwnerMail, ReceiptRequest
+from invoicing.tables.monitor import MonitorShard, MonitorWorker
+from invoicing.tables.notifications import (
     EndpointHealth,
     Event,
     EventEndpoint,
@@ -23,12 +23,12 @@ from invoicing.notifications.models import (
     WebhookEvent,
     WebhookSecret,
 )
-from invoicing.payments.eip3009.models import GaslessPayment
-from invoicing.payments.models import GaslessOptIn, RelayedAuthorization
-from invoicing.payments.subscriptions.models import Subscription, SubscriptionCharge
-from invoicing.ratelimit import RateLimitWindow
-from invoicing.refunds.models import Refund, WalletRefund
-from invoicing.settlement.models import (
+from invoicing.tables.ratelimit import RateLimitWindow
+from invoicing.tables.rates import PaidRate
+from invoicing.tables.records import PaymentRecord, PaymentScan
+from invoicing.tables.refunds import Refund, WalletRefund
+from invoicing.tables.relay import GaslessOptIn, RelayedAuthorization
+from invoicing.tables.settlement import (
     EscrowAsset,
     MetaTransaction,
     ParkedEscrow,

@@ -38,31 +38,18 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, Connection, Integer, String, Table, delete
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import Connection, Table, delete
 
 from invoicing.coalescer import Coalescer
-from invoicing.db import Base, Database, ProcessLocal, upsert
+from invoicing.db import Database, ProcessLocal, upsert
 from invoicing.errors import RateLimited
+from invoicing.tables.ratelimit import MAX_KEY_LENGTH, RateLimitWindow
 
 log = logging.getLogger(__name__)
 
 WINDOW_MS = 60_000
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
-MAX_KEY_LENGTH = 120
-
-
-class RateLimitWindow(Base):
-    """Requests counted for one key in one fixed window."""
-
-    __tablename__ = "rate_limit_windows"
-
-    key: Mapped[str] = mapped_column(String(MAX_KEY_LENGTH), primary_key=True)
-    window_start_ms: Mapped[int] = mapped_column(BigInteger, primary_key=True)
-    count: Mapped[int] = mapped_column(Integer)
-    # The window's end: housekeeping deletes the rows of windows that are over.
-    expires_at_ms: Mapped[int] = mapped_column(BigInteger, index=True)
 
 
 async def hit(

@@ -8,7 +8,7 @@ from playwright.async_api import Browser, expect
 from sqlalchemy import select
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.notifications.mail.models import ReceiptRequest
+from invoicing.tables.mail import ReceiptRequest
 from tests.browser.conftest import axe_violations
 from tests.conftest import RunningApp
 from tests.support.api import key_headers

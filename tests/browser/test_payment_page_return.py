@@ -17,7 +17,7 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from tests.browser.conftest import axe_violations
 from tests.conftest import RunningApp
 from tests.support.payment_page import (

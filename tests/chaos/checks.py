@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import WebhookEvent
-from invoicing.settlement.models import (
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import WebhookEvent
+from invoicing.tables.settlement import (
     RelayerTransaction,
     Withdrawal,
     WithdrawalItem,

@@ -17,14 +17,14 @@ from eth_account.signers.local import LocalAccount
 from pydantic import ValidationError
 from sqlalchemy import func, select
 
-from invoicing.auth.models import ApiKey, UsedRequestTimestamp
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
-from invoicing.invoices.models import Invoice
-from invoicing.ratelimit import RateLimitWindow
 from invoicing.services import Services
 from invoicing.settings import Settings
-from invoicing.settlement.models import RelayerTransaction
+from invoicing.tables.auth import ApiKey, UsedRequestTimestamp
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.ratelimit import RateLimitWindow
+from invoicing.tables.settlement import RelayerTransaction
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post

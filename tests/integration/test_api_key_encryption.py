@@ -18,9 +18,9 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from invoicing.auth.api_keys import API_KEY, create_api_key
-from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import ServerSecrets, hkdf_sha256
 from invoicing.db import Database
+from invoicing.tables.auth import ApiKey
 from tests.support.signing import new_owner
 
 INVOICING = str(Path(sys.executable).parent / "invoicing")

@@ -15,11 +15,11 @@ from invoicing.auth.api_keys import (
     lookup_active_key,
     revoke_api_key,
 )
-from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.secrets import secret_hash
 from invoicing.chain.deploy import DevDeployment
 from invoicing.db import AUTOCOMMIT
-from invoicing.invoices.models import Invoice
+from invoicing.tables.auth import UsedRequestTimestamp
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from invoicing.workers import all_workers
 from tests.conftest import MakeServices, RunningApp

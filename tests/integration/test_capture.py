@@ -14,10 +14,10 @@ from sqlalchemy import select, update
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_refund_delegate_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import Event
 from invoicing.services import Services
 from invoicing.settlement.worker import settlement_step
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.refunds import REFUND, deadline, refund_body

@@ -12,9 +12,9 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.auth.models import DashboardSession, SignInTicket
 from invoicing.auth.sign_in import issue_link, purge_sign_in
 from invoicing.chain.deploy import DevDeployment
+from invoicing.tables.auth import DashboardSession, SignInTicket
 from tests.conftest import MakeServices, RunningApp
 from tests.support.dashboard import (
     csrf_of,

@@ -14,14 +14,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from invoicing.auth.models import ApiKey
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import EventEndpoint, OwnerSettings, WebhookEvent
+from invoicing.tables.auth import ApiKey
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventEndpoint, OwnerSettings, WebhookEvent
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.dashboard import csrf_of, dashboard_app, sign_in

@@ -11,10 +11,10 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.auth.models import DashboardSession
 from invoicing.chain.artifacts import load_artifact
 from invoicing.chain.deploy import DevDeployment, deploy_contract
 from invoicing.chain.evm import EvmClient
+from invoicing.tables.auth import DashboardSession
 from tests.conftest import MakeServices, RunningApp
 from tests.support.dashboard import dashboard_app, personal_sign
 

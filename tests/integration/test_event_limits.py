@@ -12,8 +12,8 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.notifications.models import Event, WebhookEvent
 from invoicing.services import Services
+from invoicing.tables.notifications import Event, WebhookEvent
 from invoicing.web.app import create_app
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitoring import clock_of, fake_services, new_fake_chain

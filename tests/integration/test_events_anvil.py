@@ -18,11 +18,11 @@ from sqlalchemy import select, update
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import EventStatus, WebhookEvent
 from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventStatus, WebhookEvent
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers

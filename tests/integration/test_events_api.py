@@ -20,9 +20,9 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
 from invoicing.chain.fake import FakeChain
-from invoicing.notifications.models import Event, EventEndpoint, EventStatus, WebhookEvent
 from invoicing.notifications.retention import prune_events
 from invoicing.services import Services
+from invoicing.tables.notifications import Event, EventEndpoint, EventStatus, WebhookEvent
 from invoicing.web.app import create_app
 from tests.support.api import issue_api_key, key_headers
 from tests.support.events import deliver_due

@@ -28,9 +28,9 @@ from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.versions import V1_FACTORY_ADDRESS, V2_FACTORY_ADDRESS
 from invoicing.invoices.export import export_escrows
-from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from invoicing_client import AsyncClient
 from tests.conftest import MakeServices, chain_config

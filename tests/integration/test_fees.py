@@ -16,7 +16,7 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.clock import FakeClock
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxStatus
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.node import run_node_script

@@ -21,10 +21,10 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import Event, WebhookEvent
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event, WebhookEvent
 from invoicing.web.app import create_app
 from tests.conftest import chain_config
 from tests.support.api import issue_api_key, key_headers

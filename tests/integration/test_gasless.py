@@ -26,10 +26,10 @@ from invoicing.chain.eip3009 import (
     transfer_typed_data,
 )
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
 from invoicing.payments.eip3009.models import GaslessStatus
-from invoicing.payments.models import RelayedAuthorization
-from invoicing.settlement.models import RelayerTransaction
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.relay import RelayedAuthorization
+from invoicing.tables.settlement import RelayerTransaction
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from invoicing.chain.artifacts import PAYMENT_FACTORY
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_post
 from tests.support.chain import read_view

@@ -13,7 +13,7 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get
 from tests.support.signing import new_owner

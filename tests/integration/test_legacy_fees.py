@@ -21,9 +21,9 @@ from invoicing.chain.evm import EvmClient
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
-from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 from tests.conftest import MakeServices
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (

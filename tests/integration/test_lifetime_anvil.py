@@ -18,12 +18,12 @@ from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
-from invoicing.invoices.models import Invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.lifetime import run_lifetime_pass
 from invoicing.services import Services
 from invoicing.settlement.worker import settlement_step
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers

@@ -15,14 +15,14 @@ from sqlalchemy import select, update
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
 from invoicing.chain.answers import ContractRevert
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import other_balances_in
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.lifetime import NEVER_MS, PAGES_PER_PASS, run_lifetime_pass
-from invoicing.settlement.models import EscrowAsset, ParkedEscrow, RelayerTransaction
 from invoicing.settlement.worker import settlement_step
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import EscrowAsset, ParkedEscrow, RelayerTransaction
 from tests.support.monitoring import TOKEN, new_invoice, reload
 from tests.support.settlement import SettlementWorld, sent_withdraws, worlds
 from tests.support.signing import new_owner

@@ -11,12 +11,12 @@ from sqlalchemy import select
 
 from invoicing import housekeeping
 from invoicing.chain.fake import FakeChain
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.mail import worker as mail_worker
 from invoicing.notifications.mail.choices import MailChoices, set_mail_choices
-from invoicing.notifications.mail.models import MailMessage
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.mail import MailMessage
 from invoicing.web.api.mail import MAILED_EVENTS
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.signing import new_owner

@@ -29,9 +29,9 @@ from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.budget import Limits
-from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
+from invoicing.tables.settlement import MetaTransaction, RelayerTransaction, TxStatus
 
 pytestmark = pytest.mark.integration
 

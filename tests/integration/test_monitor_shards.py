@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from invoicing.chain.fake import FakeChain
-from invoicing.invoices.coverage import SHARDS, shard_of
 from invoicing.monitor.passes import run_block_pass, run_due_pass
 from invoicing.monitor.shards import ShardLeases
 from invoicing.monitor.worker import watch_chain
 from invoicing.services import Services
+from invoicing.tables.monitor import SHARDS, shard_of
 from invoicing.web.api.invoices import owner_views
 from tests.support.monitoring import (
     clock_of,

@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import update
 
 from invoicing.chain.fake import FakeChain
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.service import delete_invoice
 from invoicing.monitor.changes import watched_of
 from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.passes import ALL_SHARDS, run_block_pass
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
 from tests.support.monitoring import (
     TOKEN,
     clock_of,

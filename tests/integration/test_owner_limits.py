@@ -14,10 +14,10 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.guard import webhook_url_problem
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
 from invoicing.web.api.invoices import create_rules
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp

@@ -20,7 +20,7 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from invoicing.web.page.qr import QrCache, QrStats, qr_svg
 from invoicing.web.page.routes import QR_CACHE, qr_cache

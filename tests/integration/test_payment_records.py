@@ -16,10 +16,10 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
-from invoicing.notifications.models import Event
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event
 from tests.conftest import MakeServices
 from tests.support.monitor_anvil import (
     FAST,

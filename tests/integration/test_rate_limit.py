@@ -17,13 +17,14 @@ from eth_account import Account
 from sqlalchemy import event, func, select
 
 from invoicing import housekeeping
-from invoicing.auth.models import ApiKey
 from invoicing.chain.deploy import DevDeployment
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.errors import RateLimited
-from invoicing.invoices.models import Invoice
-from invoicing.ratelimit import RateLimitWindow, _write_counts, flush_deferred, hit, hit_deferred
+from invoicing.ratelimit import _write_counts, flush_deferred, hit, hit_deferred
+from invoicing.tables.auth import ApiKey
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.ratelimit import RateLimitWindow
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers

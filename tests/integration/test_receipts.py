@@ -13,7 +13,7 @@ from sqlalchemy import select
 from invoicing.chain.evm import EvmClient
 from invoicing.monitor.check import recheck_invoice
 from invoicing.notifications.mail import worker as mail_worker
-from invoicing.notifications.mail.models import MailMessage, ReceiptRequest
+from invoicing.tables.mail import MailMessage, ReceiptRequest
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers

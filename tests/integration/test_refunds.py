@@ -16,12 +16,12 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement.budget import Spender
 from invoicing.settlement.candidates import Batch
 from invoicing.settlement.withdrawals import plan_withdrawals, read_planning, sweep_batch
+from invoicing.tables.invoices import Invoice
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.odd_values import ODD_VALUES

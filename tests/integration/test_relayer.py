@@ -14,10 +14,10 @@ from sqlalchemy import select
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
-from invoicing.settlement.models import RelayerTransaction, TxStatus, WithdrawalStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import RelayerTransaction, TxStatus, WithdrawalStatus
 from tests.conftest import MakeServices
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (

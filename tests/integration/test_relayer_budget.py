@@ -17,7 +17,11 @@ from invoicing import housekeeping
 from invoicing.settlement.backoff import Backoff
 from invoicing.settlement.budget import DAY_MS, BudgetExhausted, SetAside, Spender
 from invoicing.settlement.meta import MetaCall, relay_meta
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import parked_escrows
+from invoicing.settlement.relayer import Call
+from invoicing.settlement.tracking import track_pending
+from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import (
     OwnerSetAside,
     ParkedEscrow,
     RelayerSpend,
@@ -25,10 +29,6 @@ from invoicing.settlement.models import (
     TxPurpose,
     TxStatus,
 )
-from invoicing.settlement.parking import parked_escrows
-from invoicing.settlement.relayer import Call
-from invoicing.settlement.tracking import track_pending
-from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.support.monitoring import reload
 from tests.support.settlement import SettlementWorld, sent_withdraws, worlds
 from tests.support.signing import new_owner

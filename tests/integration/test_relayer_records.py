@@ -29,9 +29,9 @@ from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.budget import Limits
 from invoicing.settlement.gas import bump
-from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Call, Relayer
 from invoicing.settlement.tracking import track_pending
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose, TxStatus
 
 pytestmark = pytest.mark.integration
 

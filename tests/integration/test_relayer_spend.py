@@ -26,15 +26,15 @@ from invoicing.chain.eip712 import set_fee_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
 from invoicing.services import Services
-from invoicing.settlement.models import (
+from invoicing.settlement.tracking import track_pending
+from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import (
     MetaTransaction,
     OwnerSetAside,
     RelayerSpend,
     RelayerTransaction,
     TxStatus,
 )
-from invoicing.settlement.tracking import track_pending
-from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.server import serve

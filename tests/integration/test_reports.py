@@ -14,9 +14,9 @@ from invoicing.auth.guard import Caller
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get

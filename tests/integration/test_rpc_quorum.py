@@ -15,9 +15,9 @@ from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.errors import ChainUnavailable
-from invoicing.refunds.models import RefundStatus
-from invoicing.settlement.models import TxStatus, WithdrawalStatus
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.refunds import RefundStatus
+from invoicing.tables.settlement import TxStatus, WithdrawalStatus
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers

@@ -10,11 +10,11 @@ from sqlalchemy import column, insert, inspect, table, text
 from sqlalchemy.engine import Connection
 
 from invoicing.db import create_engine
-from invoicing.invoices.coverage import shard_of
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.migrate import alembic_config, upgrade
 from invoicing.models import Base
 from invoicing.notifications.endpoints import endpoint_key
+from invoicing.tables.invoices import Invoice, InvoiceRow
+from invoicing.tables.monitor import shard_of
 from tests.conftest import new_database_url
 
 pytestmark = pytest.mark.integration

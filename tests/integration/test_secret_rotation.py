@@ -20,11 +20,11 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from invoicing.auth.api_keys import API_KEY, create_api_key
-from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.db import Database
-from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.signing import WEBHOOK_SECRET, create_secret
+from invoicing.tables.auth import ApiKey
+from invoicing.tables.notifications import WebhookSecret
 from tests.support.processes import INVOICING, running
 from tests.support.signing import new_owner
 

@@ -23,10 +23,10 @@ from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Outcome
 from invoicing.notifications.delivery import AttemptResult, record_results
-from invoicing.notifications.models import WebhookAttempt, WebhookEvent
 from invoicing.notifications.signing import create_secret, revoke_secret, update_settings
 from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
+from invoicing.tables.notifications import WebhookAttempt, WebhookEvent
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.receiver import Received, receiver
 from tests.support.signing import new_owner

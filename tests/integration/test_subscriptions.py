@@ -20,11 +20,11 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
 from invoicing.chain.evm import EvmClient
-from invoicing.notifications.models import Event
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
-from invoicing.settlement.models import RelayerTransaction, TxPurpose
+from invoicing.tables.notifications import Event
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.factory import sign_typed

@@ -12,11 +12,11 @@ import pytest
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
-from invoicing.auth.models import ApiKey, DashboardSession, TeamMember
 from invoicing.chain.deploy import DevDeployment
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.mail.choices import NOTHING, mail_choices
-from invoicing.notifications.models import EventEndpoint
+from invoicing.tables.auth import ApiKey, DashboardSession, TeamMember
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventEndpoint
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers, signed_get, signed_post
 from tests.support.dashboard import csrf_of, dashboard_app, personal_sign, sign_in

@@ -14,11 +14,11 @@ from sqlalchemy import func, select
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import Event
-from invoicing.refunds.models import WalletRefund
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event
+from invoicing.tables.refunds import WalletRefund
 from tests.conftest import MakeServices
 from tests.support.dashboard import csrf_of, dashboard_app, sign_in
 from tests.support.signing import new_owner

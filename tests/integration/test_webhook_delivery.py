@@ -17,15 +17,15 @@ from invoicing.auth.guard import Caller
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
 from invoicing.notifications.delivery import AttemptResult, record_results
-from invoicing.notifications.models import WebhookAttempt
 from invoicing.notifications.outbox import OUTBOX_BELL, ring_after_commit
 from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import WebhookAttempt
 from tests.support.monitoring import (
     clock_of,
     events_of,

@@ -13,13 +13,13 @@ import pytest
 from sqlalchemy import select
 
 from invoicing.chain.fake import FakeChain
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
-from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EndpointHealth, WebhookAttempt, WebhookEvent
 from tests.support import webhook_rounds
 from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver

@@ -17,8 +17,8 @@ from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications import worker
 from invoicing.notifications.client import WebhookClient
-from invoicing.notifications.models import EndpointHealth, WebhookAttempt, WebhookEvent
 from invoicing.services import Services
+from invoicing.tables.notifications import EndpointHealth, WebhookAttempt, WebhookEvent
 from tests.support import webhook_rounds
 from tests.support.monitoring import clock_of, fake_services, new_invoice
 from tests.support.receiver import Receiver, receiver

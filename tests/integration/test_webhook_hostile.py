@@ -15,9 +15,9 @@ from sqlalchemy import delete, select
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.client import FakeWebhookClient, HttpWebhookClient, Outcome
-from invoicing.notifications.models import WebhookAttempt, WebhookEvent
 from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
+from invoicing.tables.notifications import WebhookAttempt, WebhookEvent
 from tests.support.monitoring import clock_of, events_of, fake_services, new_invoice
 
 pytestmark = pytest.mark.integration

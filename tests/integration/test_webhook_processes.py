@@ -18,7 +18,7 @@ from sqlalchemy import select
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.notifications.models import WebhookAttempt
+from invoicing.tables.notifications import WebhookAttempt
 from tests.conftest import MakeServices
 from tests.support.monitor_anvil import eventually, open_invoice, pay_native
 from tests.support.monitoring import events_of

@@ -10,9 +10,9 @@ from sqlalchemy import select
 
 from invoicing import housekeeping
 from invoicing.chain.fake import FakeChain
-from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.notifications.retention import prune_finished_events
 from invoicing.services import Services
+from invoicing.tables.notifications import EventStatus, WebhookAttempt, WebhookEvent
 from tests.support.monitoring import fake_services, new_invoice
 
 DAY_MS = 86_400_000

@@ -12,7 +12,6 @@ from sqlalchemy import select
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.db import Database
 from invoicing.errors import NotFound, TooManyWebhookSecrets
-from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.signing import (
     MAX_ACTIVE_SECRETS,
     OwnerChoices,
@@ -24,6 +23,7 @@ from invoicing.notifications.signing import (
     update_settings,
     webhook_options_by_owner,
 )
+from invoicing.tables.notifications import WebhookSecret
 from tests.support.signing import new_owner
 
 SERVER_SECRET = ServerSecrets(SecretStr("store-test-secret-" + "s" * 20))

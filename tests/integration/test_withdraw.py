@@ -14,8 +14,8 @@ from invoicing.invoices.service import delete_invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.settlement import worker as settlement_worker
 from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX
-from invoicing.settlement.models import TxPurpose, TxStatus, WithdrawalStatus
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import TxPurpose, TxStatus, WithdrawalStatus
 from tests.conftest import MakeServices
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (

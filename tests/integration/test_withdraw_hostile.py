@@ -19,13 +19,13 @@ from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.clock import FakeClock
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement import worker as settlement_worker
-from invoicing.settlement.models import TxStatus, WithdrawalItem
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import TxStatus, WithdrawalItem
 from tests.conftest import MakeServices, chain_config
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (

@@ -25,21 +25,21 @@ from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
 from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement import worker as settlement_worker
 from invoicing.settlement.backoff import Backoff
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import parked_escrows
+from invoicing.settlement.relayer import Relayer
+from invoicing.settlement.tracking import track_pending
+from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     ParkedEscrow,
     TxStatus,
     Withdrawal,
     WithdrawalItem,
 )
-from invoicing.settlement.parking import parked_escrows
-from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.tracking import track_pending
-from invoicing.settlement.withdrawals import plan_withdrawals
 from tests.support.monitoring import TOKEN, fake_services, new_invoice, reload
 from tests.support.settlement import (
     SettlementWorld,

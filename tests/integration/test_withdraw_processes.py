@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
+from invoicing.tables.settlement import RelayerTransaction, Withdrawal, WithdrawalItem
 from tests.conftest import MakeServices
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (

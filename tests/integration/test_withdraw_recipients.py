@@ -20,8 +20,8 @@ from invoicing.chain.calldata import encode_set_fee_meta, encode_set_payout_meta
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.withdrawals import NATIVE_SEND_GAS, plan_withdrawals, sweep_gas_cap
+from invoicing.tables.settlement import RelayerTransaction
 from tests.conftest import MakeServices
 from tests.support.chain import read_view
 from tests.support.factory import (

@@ -26,10 +26,10 @@ from x402.mechanisms.evm.exact import register_exact_evm_server
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
-from invoicing.payments.models import RelayedAuthorization
 from invoicing.payments.opt_in import set_gasless
 from invoicing.settlement.budget import DAY_MS, NEWCOMERS
-from invoicing.settlement.models import RelayerSpend
+from invoicing.tables.relay import RelayedAuthorization
+from invoicing.tables.settlement import RelayerSpend
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key

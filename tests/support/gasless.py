@@ -17,11 +17,11 @@ from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
 from invoicing.chain.eip3009 import Authorization, transfer_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
 from invoicing.payments.eip3009.models import GaslessPayment
 from invoicing.payments.opt_in import set_gasless
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxPurpose
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 from tests.support.factory import sign_typed
 from tests.support.withdrawals import new_invoice
 

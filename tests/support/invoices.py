@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from tests.conftest import RunningApp
 
 PATH = "/integration/invoices"

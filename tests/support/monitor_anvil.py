@@ -15,10 +15,10 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import Invoice
 from invoicing.monitor import worker as monitor_worker
 from invoicing.notifications import worker as webhook_worker
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
 from invoicing.workers import run_workers
 
 PAYER_KEY = DEV_PRIVATE_KEYS[6]

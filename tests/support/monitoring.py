@@ -13,11 +13,11 @@ from invoicing.chain.fake import FakeChain
 from invoicing.clock import FakeClock
 from invoicing.db import Database
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
-from invoicing.notifications.models import WebhookEvent
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import WebhookEvent
 from tests.support.signing import new_owner
 
 TOKEN = "0x" + "7e" * 20

@@ -12,10 +12,10 @@ from sqlalchemy import select, update
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.eip712 import refund_typed_data
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
-from invoicing.refunds.models import Refund
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.refunds import Refund
 from tests.support.withdrawals import reload, sign_typed
 
 REFUND = "/integration/invoices/refund-meta"

@@ -8,8 +8,8 @@ import os
 from invoicing.chain.gateway import ChainGateway
 from invoicing.invoices.insert import time_ordered_id
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
 
 
 async def insert_invoice(

@@ -20,13 +20,13 @@ from invoicing.chain.events import WITHDRAWN_TOPIC
 from invoicing.chain.fake import FakeChain
 from invoicing.clock import FakeClock
 from invoicing.hashing import keccak256
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement.budget import Limits
-from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import RelayerTransaction
 from tests.support.monitoring import TOKEN, fake_services, new_invoice, reload
 
 _WITHDRAW = abi_function(PAYMENT_FACTORY, "withdraw")

@@ -22,20 +22,20 @@ from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
 from invoicing.invoices.create import NewInvoice, create_invoice
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement.budget import Limits
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import parked_escrows
+from invoicing.settlement.relayer import Relayer
+from invoicing.settlement.tracking import track_pending
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     ParkedEscrow,
     RelayerTransaction,
     TxStatus,
     Withdrawal,
     WithdrawalItem,
 )
-from invoicing.settlement.parking import parked_escrows
-from invoicing.settlement.relayer import Relayer
-from invoicing.settlement.tracking import track_pending
 from tests.conftest import dev_tokens
 from tests.support.chain import read_view
 

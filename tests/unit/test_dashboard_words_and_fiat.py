@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from invoicing.cli.common import load_settings
 from invoicing.invoices.amounts import round_up_shown, to_decimal_string
-from invoicing.invoices.fiat import PaidRate, round_fiat, shown_value, value_in
+from invoicing.invoices.fiat import round_fiat, shown_value, value_in
+from invoicing.tables.rates import PaidRate
 from invoicing.web.dashboard.chart import nice_top
 from invoicing.web.dashboard.words import count_words, event_words, status_words
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from invoicing.settlement.models import TxPurpose
+from invoicing.tables.settlement import TxPurpose
 
 PURPOSES = (TxPurpose.WITHDRAW, TxPurpose.SET_FEE, TxPurpose.SET_PAYOUT, TxPurpose.REFUND)
 # As ``invoicing worker`` starts them: the workers module, then the loops it runs.

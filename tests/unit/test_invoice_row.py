@@ -7,7 +7,7 @@ from typing import cast
 
 from sqlalchemy import Table, inspect
 
-from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow
+from invoicing.tables.invoices import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow
 
 TABLE = cast(Table, Invoice.__table__)
 

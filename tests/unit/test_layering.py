@@ -97,3 +97,75 @@ def test_the_layer_holds_every_http_surface() -> None:
         if "APIRouter(" in path.read_text()
     }
     assert routers and all(in_the_web_layer(router) for router in routers), routers
+
+
+# The tables layer: every table is declared in ``invoicing.tables`` (or, for a payment
+# method's own tables, in ``payments/<method>/models.py``), just above ``invoicing.db``, so a
+# read model may join any tables without importing from a package above its own.
+TABLES = "invoicing.tables"
+
+
+def package_of(relative: Path) -> str:
+    """The top-level package (or module) a file belongs to; a method's routes count as web."""
+    return "web" if in_the_web_layer(relative) else relative.parts[0].removesuffix(".py")
+
+
+def test_the_tables_layer_imports_only_the_database() -> None:
+    offenders = {}
+    for path in sorted((PACKAGE / "tables").rglob("*.py")):
+        ours = {m for m in imported_modules(path) if m.startswith("invoicing")}
+        bad = {m for m in ours if m != "invoicing.db" and not m.startswith(f"{TABLES}.")}
+        if bad:
+            offenders[str(path.relative_to(PACKAGE))] = sorted(bad)
+    assert offenders == {}
+
+
+def test_every_table_is_declared_in_the_tables_layer() -> None:
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        method_tables = relative.parts[0] == "payments" and relative.name == "models.py"
+        if relative.parts[0] == "tables" or method_tables:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, ast.Name) and base.id == "Base" for base in node.bases
+            ):
+                outside.append(f"{relative}:{node.name}")
+    assert outside == []
+
+
+def test_no_import_climbs_back_up() -> None:
+    """The packages form layers: no package imports one that (through others) imports it."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        source = package_of(relative)
+        for module in imported_modules(path):
+            parts = module.split(".")
+            if parts[0] != "invoicing" or len(parts) < 2:
+                continue
+            target = parts[1]
+            if target == "web" or (target == "payments" and parts[-1].endswith("routes")):
+                target = "web"
+            if target != source:
+                graph.setdefault(source, set()).add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            here = todo.pop()
+            if here == goal:
+                return True
+            if here not in seen:
+                seen.add(here)
+                todo.extend(graph.get(here, ()))
+        return False
+
+    climbing = sorted(
+        f"{source} -> {target}"
+        for source, targets in graph.items()
+        for target in targets
+        if reaches(target, source)
+    )
+    assert climbing == []

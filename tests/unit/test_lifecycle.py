@@ -22,7 +22,7 @@ from invoicing.invoices.lifecycle import (
     reading_changes,
     step_events,
 )
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 
 PENDING, PAID, COMPLETED = InvoiceStatus.PENDING, InvoiceStatus.PAID, InvoiceStatus.COMPLETED
 CANCELLED, EXPIRED = InvoiceStatus.CANCELLED, InvoiceStatus.EXPIRED

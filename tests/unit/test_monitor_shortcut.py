@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invoicing.invoices.coverage import SHARDS, shard_of
 from invoicing.invoices.lifecycle import InvoiceStatus, reading_changes
 from invoicing.monitor.passes import nothing_arrived
+from invoicing.tables.monitor import SHARDS, shard_of
 
 NOW_MS = 1_760_000_000_000
 

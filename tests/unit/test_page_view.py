@@ -13,7 +13,7 @@ from invoicing.chain.chains import ChainRegistry
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import InvalidRequest
 from invoicing.invoices.lifecycle import shown_status
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 from invoicing.web.page.i18n import LANGUAGES, PageLocale
 from invoicing.web.page.qr import qr_svg
 from invoicing.web.page.render import asset, asset_url, payment_page

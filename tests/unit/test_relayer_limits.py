@@ -18,8 +18,8 @@ from invoicing.db import Database
 from invoicing.errors import ChainUnavailable
 from invoicing.settings import Settings
 from invoicing.settlement.budget import Limits
-from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call, GasCapExceeded, Relayer
+from invoicing.tables.settlement import TxPurpose
 
 KEY = "0x" + "11" * 32
 CALL = Call(TxPurpose.SET_FEE, "0x" + "fa" * 20, b"\x01\x02")

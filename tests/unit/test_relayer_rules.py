@@ -4,7 +4,6 @@ the meta-transaction cap, batch sizes."""
 from __future__ import annotations
 
 from invoicing.chain.fake import FakeChain
-from invoicing.invoices.models import Invoice
 from invoicing.settlement.candidates import MAX_ESCROWS_PER_TX, group_batches, max_batch
 from invoicing.settlement.gas import (
     TX_GAS_CAP,
@@ -14,6 +13,7 @@ from invoicing.settlement.gas import (
     min_replacement,
     replacement_fees,
 )
+from invoicing.tables.invoices import Invoice
 
 
 def test_replacement_fees_rise_by_at_least_ten_percent() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from invoicing.chain.abi import selector
 from invoicing.chain.answers import ContractRevert, RpcError
 from invoicing.settlement.backoff import Backoff, retry_delay_s
-from invoicing.settlement.models import ParkedEscrow
 from invoicing.settlement.parking import is_due
 from invoicing.settlement.swept import moved_by_escrow
 from invoicing.settlement.withdrawals import fails_in_execution, failure_reason
+from invoicing.tables.settlement import ParkedEscrow
 
 
 def test_retry_delays_double_from_the_base_up_to_the_cap() -> None:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from invoicing.auth.api_keys import active_key_cache, create_api_key, revoke_api_key
-from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import ServerSecrets
-from invoicing.notifications.models import WebhookSecret
 from invoicing.notifications.service import Queued, ping, redeliver
 from invoicing.notifications.signing import create_secret, revoke_secret
 from invoicing.ratelimit import HOUR_MS, hit
 from invoicing.services import Services
+from invoicing.tables.auth import ApiKey
+from invoicing.tables.notifications import WebhookSecret
 
 
 async def issue_api_key(

@@ -13,8 +13,8 @@ from invoicing.chain.calldata import MAX_FEE_BPS
 from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
 from invoicing.errors import FeeTooHigh, InvalidRequest
 from invoicing.fees.service import fee_settings
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow
 
 DEADLINE_S = 3600
 

@@ -18,7 +18,6 @@ from pydantic import SecretStr
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import (
     SealedColumn,
     SecretKind,
@@ -28,6 +27,7 @@ from invoicing.auth.secrets import (
     secret_hash,
 )
 from invoicing.db import Database, ProcessLocal
+from invoicing.tables.auth import ApiKey
 
 API_KEY = SecretKind(
     noun="API key",

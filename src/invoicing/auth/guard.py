@@ -10,7 +10,6 @@ from typing import Any, cast
 from sqlalchemy import Connection, Table, delete
 
 from invoicing.auth.api_keys import lookup_active_key
-from invoicing.auth.models import UsedRequestTimestamp
 from invoicing.auth.signatures import QueryTypes, signed_by
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal, upsert
@@ -20,6 +19,7 @@ from invoicing.errors import (
     TimestampOutOfWindow,
     Unauthorized,
 )
+from invoicing.tables.auth import UsedRequestTimestamp
 
 API_KEY_HEADER = "x-service-api-key"
 SIGNATURE_HEADER = "x-service-signature"

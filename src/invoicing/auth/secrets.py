@@ -40,11 +40,12 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import SecretStr
-from sqlalchemy import BigInteger, String, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import InstrumentedAttribute, Mapped, mapped_column
+from sqlalchemy.orm import InstrumentedAttribute
 
 from invoicing.errors import NotFound
+from invoicing.tables.auth import OwnedSecret
 
 # Random bytes in a secret (43 URL-safe characters after the prefix).
 SECRET_BYTES = 32
@@ -150,15 +151,6 @@ def _keys(kind: SecretKind, server_secret: str) -> list[Fernet]:
 def secret_hash(secret: str) -> str:
     """SHA-256 of a secret as presented, hex: how a stored API key is looked up."""
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-class OwnedSecret:
-    """The columns every owner secret's row has (a declarative mixin)."""
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    owner_key: Mapped[str] = mapped_column(String(42))
-    created_at: Mapped[int] = mapped_column(BigInteger)
-    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 Row = TypeVar("Row", bound=OwnedSecret)

@@ -30,7 +30,6 @@ from typing import Protocol
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.auth.models import DashboardSession, SignInTicket
 from invoicing.auth.signatures import personal_message_hash, recover_signer
 from invoicing.auth.siwe import (
     SiweExpectations,
@@ -41,6 +40,7 @@ from invoicing.auth.siwe import (
 )
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, NotFound, Unauthorized
+from invoicing.tables.auth import DashboardSession, SignInTicket
 
 NONCE = "nonce"
 LINK = "link"

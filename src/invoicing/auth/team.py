@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.auth.models import DashboardSession, TeamMember
 from invoicing.db import Database, upsert
 from invoicing.errors import Conflict, InvalidRequest, NotFound
+from invoicing.tables.auth import DashboardSession, TeamMember
 
 MAX_MEMBERS = 50
 

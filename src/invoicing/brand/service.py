@@ -22,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.brand.colors import ColorProblem, parse_color, text_color_on
 from invoicing.brand.logo import LogoProblem, screen_logo
 from invoicing.brand.logo_process import DecodersBusy, reencoded_in_child
-from invoicing.brand.models import OwnerBrand
 from invoicing.db import Database, upsert
 from invoicing.errors import InvalidRequest, RateLimited
+from invoicing.tables.brand import OwnerBrand
 
 MAX_DISPLAY_NAME_CHARS = 64
 UNSET = object()  # a field the update leaves as it is

@@ -17,9 +17,9 @@ from invoicing.chain.calldata import encode_set_refund_delegate_meta
 from invoicing.chain.eip712 import set_refund_delegate_typed_data
 from invoicing.errors import InvalidRequest
 from invoicing.services import Services
-from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
+from invoicing.tables.settlement import TxPurpose
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from invoicing.chain.eip712 import set_fee_typed_data, set_payout_typed_data
 from invoicing.errors import FeeTooHigh, InvalidRequest, NotFound
 from invoicing.invoices.service import find_by_payment_address
 from invoicing.services import Services
-from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
+from invoicing.tables.settlement import TxPurpose
 
 
 @dataclass(frozen=True)

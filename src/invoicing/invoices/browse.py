@@ -21,11 +21,12 @@ from sqlalchemy import and_, exists, func, or_, select, tuple_
 
 from invoicing.addresses import checksum_encode
 from invoicing.db import Database
-from invoicing.invoices.fiat import PaidRate, value_in
+from invoicing.invoices.fiat import value_in
 from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
-from invoicing.invoices.models import Invoice
-from invoicing.invoices.payments import PaymentRecord
-from invoicing.notifications.models import Event, EventStatus, WebhookEvent
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event, EventStatus, WebhookEvent
+from invoicing.tables.rates import PaidRate
+from invoicing.tables.records import PaymentRecord
 
 DAY_MS = 86_400_000
 NATIVE = "native"

@@ -19,8 +19,7 @@ a capture of an automatic-capture invoice (captured when paid), or a void of a c
 ``invoice_voided``. Each capture takes the invoice's row lock, and a void's refund row is
 written under the same lock (``refunds.void``): a capture and a void never both pass.
 
-One import runs up a floor: ``refunds.models``, the refunds table (it imports nothing of ours
-above the invoices), for the voids in flight.
+The voids in flight are read from the refunds table (``tables.refunds``).
 """
 
 from __future__ import annotations
@@ -44,12 +43,12 @@ from invoicing.invoices.lifecycle import (
     awaits_capture,
     on_capture,
 )
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.notify import Occurrence, record_events
-from invoicing.notifications.models import OwnerSettings
 from invoicing.notifications.signing import DEFAULT_CAPTURE_WINDOW_S
-from invoicing.refunds.models import Refund, pending_refund_ids, pending_void_ids
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow
+from invoicing.tables.notifications import OwnerSettings
+from invoicing.tables.refunds import Refund, pending_refund_ids, pending_void_ids
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from invoicing.invoices.insert import (
     skip_taken,
 )
 from invoicing.invoices.insert_one import insert_one
-from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.watched import WatchedCounts
 from invoicing.notifications.signing import tolerances_of
+from invoicing.tables.invoices import InvoiceRow
 
 # A refused create waits for some of the owner's watched invoices to be paid, expire or be
 # deleted; this is how soon it is worth asking again.

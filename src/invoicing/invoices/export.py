@@ -23,7 +23,7 @@ from sqlalchemy import select, tuple_
 
 from invoicing.chain.versions import escrow_factory
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 
 EXPORT_CHUNK_ROWS = 1000
 

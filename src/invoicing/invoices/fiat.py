@@ -24,34 +24,21 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Protocol
 
-from sqlalchemy import BigInteger, String, exists, or_, select
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import exists, or_, select
 
 from invoicing.chain.gateway import ChainGateway
-from invoicing.db import Base, Database, upsert
+from invoicing.db import Database, upsert
 from invoicing.errors import ChainUnavailable, PriceUnavailable, UnpricedCurrency
-from invoicing.invoices.models import Invoice
-from invoicing.notifications.models import OwnerSettings
 from invoicing.pricing.currencies import minor_units
 from invoicing.pricing.quotes import asset_rate
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import OwnerSettings
+from invoicing.tables.rates import PaidRate
 
 # Paid invoices are given their rate for this long after payment (a feed out for longer
 # leaves them without a value rather than with a stale one).
 RATE_WINDOW_MS = 86_400_000
 RATE_BATCH = 500
-
-
-class PaidRate(Base):
-    """The rate of an invoice's asset in its owner's reporting currency when it was paid."""
-
-    __tablename__ = "invoice_paid_rates"
-
-    invoice_pk: Mapped[str] = mapped_column(String(36), primary_key=True)
-    currency: Mapped[str] = mapped_column(String(3))
-    # Units of the currency per whole unit of the asset; None: the asset has no price in it.
-    rate: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    source: Mapped[str | None] = mapped_column(String(16), nullable=True)
-    recorded_at: Mapped[int] = mapped_column(BigInteger)
 
 
 class Priced(Protocol):

@@ -2,8 +2,8 @@
 sweeps and refunds of its escrow with their transactions, other assets found in it, and the
 webhook deliveries about it with every attempt.
 
-Imports that run up: ``settlement.models`` (the withdrawals and relayer transactions tables
-only, as ``invoices.owner_view`` reads them).
+It reads the withdrawals and relayer transactions tables from the tables layer
+(``tables.settlement``), as ``invoices.owner_view`` does.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from sqlalchemy import select
 
 from invoicing.db import Database
 from invoicing.errors import NotFound
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.payments import payments_in
-from invoicing.notifications.models import Event, WebhookAttempt, WebhookEvent
-from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalItem
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event, WebhookAttempt, WebhookEvent
+from invoicing.tables.settlement import RelayerTransaction, Withdrawal, WithdrawalItem
 
 MAX_ROWS = 200
 

@@ -18,8 +18,8 @@ from typing import Any, cast
 from sqlalchemy import BigInteger, Connection, Dialect, Table, bindparam, select, update
 
 from invoicing.db import upsert
-from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
-from invoicing.notifications.models import OwnerSettings
+from invoicing.tables.invoices import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.tables.notifications import OwnerSettings
 
 _INVOICES = cast(Table, Invoice.__table__)
 

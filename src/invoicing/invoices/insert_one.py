@@ -29,9 +29,9 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert
 
 from invoicing.auth.guard import Use
-from invoicing.auth.models import UsedRequestTimestamp
-from invoicing.invoices.models import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
-from invoicing.notifications.models import OwnerSettings
+from invoicing.tables.auth import UsedRequestTimestamp
+from invoicing.tables.invoices import INVOICE_COLUMN_NAMES, Invoice, InvoiceRow, OwnerSequence
+from invoicing.tables.notifications import OwnerSettings
 
 _INVOICES = cast(Table, Invoice.__table__)
 _USED = cast(Table, UsedRequestTimestamp.__table__)

@@ -104,7 +104,7 @@ import enum
 from dataclasses import dataclass
 
 from invoicing import metrics
-from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
+from invoicing.tables.invoices import Invoice, InvoiceRow, InvoiceState
 
 
 class InvoiceStatus(enum.StrEnum):

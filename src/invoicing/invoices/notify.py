@@ -18,13 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.config import x402_tokens
 from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.owner_view import owner_views
 from invoicing.invoices.views import webhook_payload
-from invoicing.notifications.models import Event
 from invoicing.notifications.outbox import webhook_url_row
 from invoicing.notifications.record import new_event, write_events
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import Event
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ would bring the services back into the recording of events.
 
 Only invoices flagged ``has_extras`` can have either; the others cost no query.
 
-Imports that run up: ``refunds.models`` and ``settlement.models``, their tables only (both
-packages sit above invoices because their services move invoices).
+Those tables come from the tables layer (``tables.refunds``, ``tables.settlement``), below
+every package: the refund and settlement packages themselves sit above invoices because
+their services move invoices.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
 from invoicing.invoices.coverage import last_checked_of, shard_records
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.payments import payments_in
 from invoicing.invoices.views import invoice_to_dict
-from invoicing.refunds.models import Refund, WalletRefund
-from invoicing.settlement.models import EscrowAsset
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.refunds import Refund, WalletRefund
+from invoicing.tables.settlement import EscrowAsset
 
 # Invoices per statement (bound parameters stay far under both databases' limits).
 _CHUNK = 1000

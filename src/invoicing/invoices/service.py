@@ -15,9 +15,9 @@ from invoicing.db import Database, ProcessLocal
 from invoicing.errors import NotFound
 from invoicing.invoices.coverage import last_checked_of, shard_records
 from invoicing.invoices.lifecycle import InvoiceStatus, apply_step, on_delete
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice, InvoiceRow
 
 
 async def invoice_at(db: Database, payment_address: str) -> Invoice:

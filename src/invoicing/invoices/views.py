@@ -7,7 +7,7 @@ from typing import Any
 
 from invoicing.invoices.amounts import to_decimal_string
 from invoicing.invoices.lifecycle import least_paid_raw
-from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.tables.invoices import Invoice, InvoiceRow
 
 
 def payment_url(payment_page_url: str, payment_address: str) -> str:

@@ -29,10 +29,10 @@ from invoicing.invoices.lifecycle import (
     on_reading,
     reading_changes,
 )
-from invoicing.invoices.models import Invoice, InvoiceRow, InvoiceState
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.payments import queue_scans, scan_of
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow, InvoiceState
 
 log = logging.getLogger(__name__)
 

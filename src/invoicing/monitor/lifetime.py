@@ -33,11 +33,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import id_in
 from invoicing.services import Services
 from invoicing.settlement.assets import Escrow, read_assets, record_readings
+from invoicing.tables.invoices import Invoice
 
 INVOICES = cast(Table, Invoice.__table__)
 _COLUMNS = (

@@ -47,13 +47,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from invoicing.chain.gateway import ChainGateway
-from invoicing.invoices.coverage import (
-    SHARDS,
-    MonitorShard,
-    passed_at,
-)
+from invoicing.invoices.coverage import passed_at
 from invoicing.invoices.lifecycle import InvoiceStatus, late_window_over, reading_changes
-from invoicing.invoices.models import Invoice
 from invoicing.monitor.batches import Batches, PassRow
 from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import (
@@ -64,6 +59,8 @@ from invoicing.monitor.check import (
 from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, rows_at
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.monitor import SHARDS, MonitorShard
 
 ALL_SHARDS = tuple(range(SHARDS))
 # Rows per page of the expired pass's one query, streamed (a server-side cursor on

@@ -31,16 +31,11 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.transfers import Transfer
 from invoicing.db import upsert
 from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.notify import Occurrence, record_events
-from invoicing.invoices.payments import (
-    PaymentRecord,
-    PaymentScan,
-    payment_view,
-    queue_scans,
-    scan_of,
-)
+from invoicing.invoices.payments import payment_view, queue_scans, scan_of
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.records import PaymentRecord, PaymentScan
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from invoicing.addresses import address_bytes, checksum_encode
 from invoicing.db import Database
-from invoicing.invoices.models import Invoice
+from invoicing.tables.invoices import Invoice
 
 INVOICES = cast(Table, Invoice.__table__)
 # The full row of a watched invoice (``Batches``' rows, ``passes._store``): the first

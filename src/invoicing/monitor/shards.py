@@ -24,9 +24,9 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import ProcessLocal, upsert
-from invoicing.invoices.coverage import SHARDS, MonitorShard, MonitorWorker
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.services import Services
+from invoicing.tables.monitor import SHARDS, MonitorShard, MonitorWorker
 
 # A worker not heard from for this long is forgotten (its row deleted).
 FORGET_AFTER_MS = 3600_000

@@ -21,10 +21,9 @@ Two kinds of row share the outbox: the paid webhook (``endpoint_id`` null: the c
 credential's headers) and an event to an owner's endpoint (the event's envelope,
 ``x-service-event-id`` = the event's id, signed).
 
-The import that runs up: ``invoices.models``. The paid webhook carries the credential that
-created its invoice (the API key while it is not revoked, or the creation request's signature
-and timestamp), read at claim time from the invoice's row and its API key's, in the claim's
-one query.
+The paid webhook carries the credential that created its invoice (the API key while it is
+not revoked, or the creation request's signature and timestamp), read at claim time from the
+invoice's row (``tables.invoices``) and its API key's, in the claim's one query.
 """
 
 from __future__ import annotations
@@ -40,12 +39,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.auth.api_keys import API_KEY
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from invoicing.auth.models import ApiKey
 from invoicing.auth.secrets import ServerSecrets
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.client import Delivery
 from invoicing.notifications.endpoints import endpoint_is_failing
-from invoicing.notifications.models import EventStatus, WebhookEvent
 from invoicing.notifications.signing import (
     WEBHOOK_SIGNATURE_HEADER,
     WebhookOptions,
@@ -54,6 +50,9 @@ from invoicing.notifications.signing import (
 )
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.auth import ApiKey
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.notifications import EventStatus, WebhookEvent
 
 EVENT_ID_HEADER = "x-service-event-id"
 ATTEMPT_HEADER = "x-service-delivery-attempt"

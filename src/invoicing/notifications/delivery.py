@@ -20,10 +20,10 @@ from invoicing import metrics
 from invoicing.notifications.claims import ClaimedEvent
 from invoicing.notifications.client import Outcome
 from invoicing.notifications.endpoints import record_health
-from invoicing.notifications.models import EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.notifications.retries import EndpointResult, next_attempt, record_endpoint_results
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.notifications import EventStatus, WebhookAttempt, WebhookEvent
 
 
 @dataclass(frozen=True)

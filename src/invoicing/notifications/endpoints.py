@@ -45,14 +45,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
 from invoicing.notifications.guard import webhook_url_problem
-from invoicing.notifications.models import (
+from invoicing.notifications.retries import drop_pending
+from invoicing.notifications.signing import lock_owner
+from invoicing.tables.notifications import (
     EndpointHealth,
     EventEndpoint,
     EventStatus,
     WebhookEvent,
 )
-from invoicing.notifications.retries import drop_pending
-from invoicing.notifications.signing import lock_owner
 
 ALL_EVENTS = "*"
 

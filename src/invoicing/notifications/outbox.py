@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from invoicing.db import Database, ProcessLocal
 from invoicing.notifications.endpoints import endpoint_host, endpoint_key
-from invoicing.notifications.models import Event, EventEndpoint, EventStatus
+from invoicing.tables.notifications import Event, EventEndpoint, EventStatus
 
 
 class OutboxBell:

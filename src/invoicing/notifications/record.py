@@ -16,9 +16,9 @@ from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.notifications.mail.queue import queue_mail
-from invoicing.notifications.models import Event, EventEndpoint, WebhookEvent
 from invoicing.notifications.outbox import endpoint_delivery_row, ring_after_commit
 from invoicing.settings import Settings
+from invoicing.tables.notifications import Event, EventEndpoint, WebhookEvent
 
 EVENTS = cast(Table, Event.__table__)
 OUTBOX = cast(Table, WebhookEvent.__table__)

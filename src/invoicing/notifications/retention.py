@@ -13,8 +13,8 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 
 from invoicing.db import Database
-from invoicing.notifications.mail.models import MailMessage, MailStatus
-from invoicing.notifications.models import Event, EventStatus, WebhookAttempt, WebhookEvent
+from invoicing.tables.mail import MailMessage, MailStatus
+from invoicing.tables.notifications import Event, EventStatus, WebhookAttempt, WebhookEvent
 
 FINISHED = (EventStatus.DELIVERED, EventStatus.FAILED)
 MAIL_FINISHED = (MailStatus.SENT, MailStatus.FAILED)

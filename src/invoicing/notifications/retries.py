@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.notifications.models import EventEndpoint, EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.settings import Settings
+from invoicing.tables.notifications import EventEndpoint, EventStatus, WebhookAttempt, WebhookEvent
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.db import Database
 from invoicing.errors import InvalidRequest, NotFound
 from invoicing.notifications.endpoints import owned_endpoint
-from invoicing.notifications.models import PING, Event, EventStatus, WebhookAttempt, WebhookEvent
 from invoicing.notifications.outbox import endpoint_delivery_row, webhook_url_row
 from invoicing.notifications.record import new_event
 from invoicing.settings import Settings
+from invoicing.tables.notifications import PING, Event, EventStatus, WebhookAttempt, WebhookEvent
 
 # Events a page holds at most (a larger limit is capped, as for invoices).
 MAX_PAGE = 100

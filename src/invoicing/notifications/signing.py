@@ -46,8 +46,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.auth.secrets import SealedColumn, SecretKind, ServerSecrets, list_owned, revoke_owned
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, TooManyWebhookSecrets
-from invoicing.notifications.models import OwnerSettings, WebhookSecret
 from invoicing.pricing.currencies import parse_currency
+from invoicing.tables.notifications import OwnerSettings, WebhookSecret
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 
 from invoicing.db import Database, upsert
-from invoicing.payments.models import GaslessOptIn
 from invoicing.services import Services
+from invoicing.tables.relay import GaslessOptIn
 
 
 @dataclass(frozen=True)

@@ -44,12 +44,10 @@ from invoicing.errors import (
     RateLimited,
 )
 from invoicing.hashing import keccak256
-from invoicing.payments.models import AuthorizationStatus, RelayedAuthorization
 from invoicing.payments.opt_in import is_enabled
 from invoicing.services import Services
 from invoicing.settlement.budget import DAY_MS, Spender, spender_of
 from invoicing.settlement.finality import Final
-from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import (
     Accepted,
@@ -59,6 +57,8 @@ from invoicing.settlement.signed_relay import (
     dry_run_signed,
     relay_signed,
 )
+from invoicing.tables.relay import AuthorizationStatus, RelayedAuthorization
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 
 
 @dataclass(frozen=True)

@@ -58,14 +58,18 @@ from invoicing.invoices.lifecycle import (
     on_void_confirmed,
     on_withdrawal_confirmed,
 )
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import refund_view
 from invoicing.invoices.service import find_by_payment_address
-from invoicing.refunds.models import Refund, RefundStatus
 from invoicing.services import Services
 from invoicing.settlement.finality import Final, OnFinal, on_final
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import unpark
+from invoicing.settlement.relayer import Call
+from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
+from invoicing.settlement.swept import log_credits, swept_by_event
+from invoicing.tables.invoices import Invoice, InvoiceRow
+from invoicing.tables.refunds import Refund, RefundStatus
+from invoicing.tables.settlement import (
     RelayerTransaction,
     TxPurpose,
     TxStatus,
@@ -73,10 +77,6 @@ from invoicing.settlement.models import (
     WithdrawalItem,
     WithdrawalStatus,
 )
-from invoicing.settlement.parking import unpark
-from invoicing.settlement.relayer import Call
-from invoicing.settlement.signed_relay import Accepted, FactoryPurpose, SignedRequest, relay_signed
-from invoicing.settlement.swept import log_credits, swept_by_event
 
 
 @dataclass(frozen=True)

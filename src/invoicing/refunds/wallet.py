@@ -26,11 +26,11 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.transfers import Transfer, parse_transfer_log
 from invoicing.errors import Conflict, InvalidRequest, NotFound
 from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import wallet_refund_view
-from invoicing.refunds.models import WalletRefund
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.refunds import WalletRefund
 
 TX_HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 

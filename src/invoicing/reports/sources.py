@@ -15,9 +15,9 @@ from sqlalchemy import and_, or_, select
 
 from invoicing.db import Database
 from invoicing.invoices.amounts import to_decimal_string
-from invoicing.invoices.models import Invoice
 from invoicing.reports.payments import Cursor, PaymentRow, ReportQuery
 from invoicing.reports.sweeps import Swept, sweeps_of
+from invoicing.tables.invoices import Invoice
 
 NATIVE = "native"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from invoicing.invoices.models import Invoice
-from invoicing.settlement.models import (
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     RelayerTransaction,
     Withdrawal,
     WithdrawalItem,

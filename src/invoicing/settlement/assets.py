@@ -30,8 +30,8 @@ from invoicing.chain.config import ChainConfig
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database, upsert
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
-from invoicing.settlement.models import EscrowAsset, Withdrawal, WithdrawalItem
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import EscrowAsset, Withdrawal, WithdrawalItem
 
 # Rows touched per statement (bound parameters stay far under both databases' limits).
 _CHUNK = 1000

@@ -41,10 +41,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database, upsert
 from invoicing.errors import RateLimited
-from invoicing.invoices.models import Invoice
 from invoicing.settings import Settings
 from invoicing.settlement.backoff import retry_delay_s
-from invoicing.settlement.models import (
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     OwnerSetAside,
     RelayerSpend,
     RelayerTransaction,

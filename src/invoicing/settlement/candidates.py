@@ -14,8 +14,7 @@ never swept, nor anything that reaches its escrow later: its owner may refund th
 No invoice that a pending withdrawal claims (``withdrawal_items``) or a refund in flight
 holds is a candidate. Parked escrows wait for their retry time (``settlement.parking``).
 
-One import runs up a floor: ``refunds.models``, the refunds table (it imports nothing of
-ours above the invoices), for the refunds in flight that hold their escrows.
+The refunds table (``tables.refunds``) gives the refunds in flight that hold their escrows.
 """
 
 from __future__ import annotations
@@ -30,12 +29,12 @@ from sqlalchemy import ColumnElement, and_, or_, select
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import Capture, InvoiceStatus
-from invoicing.invoices.models import Invoice
-from invoicing.refunds.models import pending_refund_ids
 from invoicing.services import Services
 from invoicing.settlement.assets import own_funds_ids
 from invoicing.settlement.gas import TX_GAS_CAP
-from invoicing.settlement.models import (
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.refunds import pending_refund_ids
+from invoicing.tables.settlement import (
     ParkedEscrow,
     Withdrawal,
     WithdrawalItem,

@@ -5,8 +5,8 @@ withdrawal releases them for the next pass (``settlement.candidates``).
 The claim is written as the relayer records the withdraw's transaction, under its account lock,
 which every batch of the chain passes through: two processes cannot both claim an invoice.
 
-One import runs up a floor: ``refunds.models``, the refunds table, for the last look under
-the relayer lock that no refund of a claimed escrow is in flight.
+The refunds table (``tables.refunds``) gives the last look under the relayer lock that no
+refund of a claimed escrow is in flight.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
-from invoicing.refunds.models import pending_refund_ids
 from invoicing.settlement.candidates import Batch, claimed_ids
-from invoicing.settlement.models import (
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.refunds import pending_refund_ids
+from invoicing.tables.settlement import (
     RelayerTransaction,
     Withdrawal,
     WithdrawalItem,

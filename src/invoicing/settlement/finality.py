@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction
+from invoicing.tables.settlement import RelayerTransaction
 
 R = TypeVar("R")
 

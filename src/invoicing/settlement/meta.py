@@ -33,8 +33,8 @@ from invoicing.hashing import keccak256
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.settlement.budget import TX_GAS_MIN, check, spender_of
-from invoicing.settlement.models import MetaTransaction, RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Call, GasCapExceeded, OnRecord, relayer_for
+from invoicing.tables.settlement import MetaTransaction, RelayerTransaction, TxStatus
 
 DAY_MS = 86_400_000
 

@@ -19,10 +19,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import Database, upsert
-from invoicing.invoices.models import Invoice
 from invoicing.settings import Settings
 from invoicing.settlement.backoff import retry_delay_s
-from invoicing.settlement.models import ParkedEscrow
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import ParkedEscrow
 
 log = logging.getLogger(__name__)
 

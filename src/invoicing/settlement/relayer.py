@@ -40,7 +40,7 @@ from invoicing.errors import ChainUnavailable
 from invoicing.services import Services
 from invoicing.settlement.budget import Limits, Spender, charge
 from invoicing.settlement.gas import capped_fees, gas_limit, replacement_fees
-from invoicing.settlement.models import RelayerAccount, RelayerTransaction, TxStatus
+from invoicing.tables.settlement import RelayerAccount, RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
 

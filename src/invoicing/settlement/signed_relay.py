@@ -48,8 +48,8 @@ from invoicing.errors import (
 )
 from invoicing.services import Services
 from invoicing.settlement.meta import MetaCall, dry_run_meta, pending_duplicate, relay_meta
-from invoicing.settlement.models import RelayerTransaction
 from invoicing.settlement.relayer import Call
+from invoicing.tables.settlement import RelayerTransaction
 
 # A deadline above this is taken as milliseconds (10^12 s is ~31,700 years away).
 MS_DEADLINE_THRESHOLD = 10**12

@@ -18,7 +18,6 @@ from collections import defaultdict
 from sqlalchemy import select
 
 from invoicing.chain.gateway import ChainGateway
-from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.assets import (
     Escrow,
@@ -36,9 +35,10 @@ from invoicing.settlement.candidates import (
     settled_for_good,
 )
 from invoicing.settlement.claims import sweep_counts
-from invoicing.settlement.models import EscrowAsset, RelayerTransaction
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.withdrawals import Planning, sweep_with_backoff
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import EscrowAsset, RelayerTransaction
 
 
 async def waiting_assets(

@@ -25,7 +25,6 @@ from invoicing.chain.events import decode_withdrawn, native_credits
 from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import apply_step, on_withdrawal_confirmed
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.services import Services
 from invoicing.settlement.assets import (
@@ -36,14 +35,15 @@ from invoicing.settlement.assets import (
     record_readings,
 )
 from invoicing.settlement.finality import Final, OnFinal
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import park, unpark
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     ParkKind,
     RelayerTransaction,
     Withdrawal,
     WithdrawalItem,
     WithdrawalStatus,
 )
-from invoicing.settlement.parking import park, unpark
 
 log = logging.getLogger(__name__)
 

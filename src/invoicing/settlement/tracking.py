@@ -22,8 +22,8 @@ from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS
 from invoicing.settlement.budget import Limits, after_final
 from invoicing.settlement.finality import Final, handler_of
-from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.relayer import Relayer
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
 

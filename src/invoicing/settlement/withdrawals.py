@@ -25,7 +25,6 @@ from invoicing.chain.calldata import encode_withdraw
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reverts import revert_name
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
 from invoicing.services import Services
 from invoicing.settlement.assets import mark_attempted
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff
@@ -51,16 +50,17 @@ from invoicing.settlement.candidates import (
 from invoicing.settlement.claims import AlreadyClaimed, claim_invoices, sweep_counts
 from invoicing.settlement.finality import on_final
 from invoicing.settlement.gas import TX_GAS_CAP
-from invoicing.settlement.models import (
+from invoicing.settlement.parking import is_due, park, parked_of
+from invoicing.settlement.relayer import Call, Relayer
+from invoicing.settlement.swept import SWEEP_FINAL
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import (
     ParkedEscrow,
     ParkKind,
     RelayerTransaction,
     TxPurpose,
     WithdrawalItem,
 )
-from invoicing.settlement.parking import is_due, park, parked_of
-from invoicing.settlement.relayer import Call, Relayer
-from invoicing.settlement.swept import SWEEP_FINAL
 
 log = logging.getLogger(__name__)
 

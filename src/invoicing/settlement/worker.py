@@ -29,12 +29,12 @@ from invoicing.services import Services
 from invoicing.settlement.backoff import REQUEST_ERRORS, Backoff, retry_delay_s
 from invoicing.settlement.budget import Limits
 from invoicing.settlement.claims import withdrawal_summary
-from invoicing.settlement.models import RelayerTransaction, TxStatus
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer, RelayerUnavailable
 from invoicing.settlement.stranded import sweep_other_assets
 from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.tables.settlement import RelayerTransaction, TxStatus
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest
-from invoicing.notifications.mail.models import OwnerMail
 from invoicing.notifications.mail.texts import LANGUAGE_CODES
+from invoicing.tables.mail import OwnerMail
 
 MAX_EMAIL_CHARS = 254
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"

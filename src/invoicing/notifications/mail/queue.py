@@ -13,10 +13,10 @@ from sqlalchemy import Table, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.notifications.mail.choices import mailed_owners
-from invoicing.notifications.mail.models import MailMessage, MailStatus, OwnerMail
 from invoicing.notifications.mail.receipts import RECEIPT_FIELDS, receipt_requests
 from invoicing.notifications.mail.texts import RECEIPT
-from invoicing.notifications.models import Event
+from invoicing.tables.mail import MailMessage, MailStatus, OwnerMail
+from invoicing.tables.notifications import Event
 
 OUTBOX = cast(Table, MailMessage.__table__)
 PAID = "invoice.paid"

@@ -16,8 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.db import upsert
 from invoicing.errors import Forbidden
 from invoicing.notifications.mail.choices import checked_email
-from invoicing.notifications.mail.models import OwnerMail, ReceiptRequest
 from invoicing.notifications.mail.texts import LANGUAGE_CODES
+from invoicing.tables.mail import OwnerMail, ReceiptRequest
 
 RECEIPT_FIELDS = (
     "invoiceId",

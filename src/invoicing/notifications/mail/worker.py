@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from sqlalchemy import select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from invoicing.notifications.mail.models import MailMessage, MailStatus
 from invoicing.notifications.mail.smtp import (
     Mailer,
     MailNotSent,
@@ -31,6 +30,7 @@ from invoicing.notifications.mail.smtp import (
 from invoicing.notifications.mail.texts import subject_and_body
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.mail import MailMessage, MailStatus
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
-from invoicing.invoices.models import RAW
-from invoicing.payments.models import AuthorizationStatus
+from invoicing.tables.invoices import RAW
+from invoicing.tables.relay import AuthorizationStatus
 
 GaslessStatus = AuthorizationStatus
 

@@ -59,7 +59,6 @@ from invoicing.errors import (
 )
 from invoicing.hashing import keccak256
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.payments.eip3009.models import GaslessPayment, GaslessStatus
@@ -74,9 +73,10 @@ from invoicing.payments.seam import (
 )
 from invoicing.services import Services
 from invoicing.settlement.finality import Final, OnFinal
-from invoicing.settlement.models import RelayerTransaction, TxPurpose, TxStatus
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import NonceTaken, SignedRequest
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose, TxStatus
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from invoicing.payments.seam import AuthorizationKey
 from invoicing.payments.subscriptions.models import ChargeStatus, SubscriptionCharge
 from invoicing.payments.subscriptions.terms import Terms, encode_charge, period_salt
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxPurpose
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import NonceTaken, SignedRequest
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, Uni
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
-from invoicing.invoices.models import RAW
+from invoicing.tables.invoices import RAW
 
 
 class SubscriptionStatus(enum.StrEnum):

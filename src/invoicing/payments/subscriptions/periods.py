@@ -51,8 +51,8 @@ from invoicing.payments.subscriptions.service import (
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
 from invoicing.settlement.finality import Final, OnFinal
-from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.signed_relay import SignedRequest, parse_signature, recover_signer
+from invoicing.tables.settlement import TxPurpose
 
 log = logging.getLogger(__name__)
 # What a relayed charge may take to be mined: the deadline the pipeline checks (the payer's

@@ -26,7 +26,6 @@ from invoicing.errors import Conflict, InvalidRequest, NotFound
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.create import allowed_token_decimals
 from invoicing.invoices.insert import time_ordered_id
-from invoicing.invoices.models import Invoice
 from invoicing.notifications.record import new_event, write_events
 from invoicing.payments.subscriptions.models import (
     Subscription,
@@ -36,6 +35,7 @@ from invoicing.payments.subscriptions.models import (
 )
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
 
 DEV_MIN_PERIOD_S = 60
 

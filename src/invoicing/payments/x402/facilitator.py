@@ -29,7 +29,6 @@ from invoicing.errors import (
     ServiceError,
     UnsupportedChain,
 )
-from invoicing.invoices.models import Invoice
 from invoicing.payments.eip3009.service import EscrowAuthorization
 from invoicing.payments.method import PaymentMethod
 from invoicing.payments.seam import dry_run, relay_payment
@@ -48,6 +47,7 @@ from invoicing.payments.x402.resource import receipt_status, settle_response
 from invoicing.services import Services
 from invoicing.settlement.relayer import relayer_for
 from invoicing.settlement.signed_relay import SignedRequest
+from invoicing.tables.invoices import Invoice
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from typing import Any
 from invoicing.chain.gateway import ChainGateway
 from invoicing.errors import ChainUnavailable, ServiceError
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.payments.eip3009.service import (
@@ -38,6 +37,7 @@ from invoicing.payments.x402.protocol import (
     requirements_for,
 )
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow
 
 _POLL_S = 0.25
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from invoicing.invoices.lifecycle import InvoiceEvent
-from invoicing.notifications.models import PING
 from invoicing.notifications.service import DELIVERY_STATUSES
+from invoicing.tables.notifications import PING
 from invoicing.web.api.inputs import Address
 
 ID = Field(min_length=1, max_length=36)

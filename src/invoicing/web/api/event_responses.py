@@ -8,7 +8,6 @@ from typing import Any, Literal, Self
 
 from pydantic import Field
 
-from invoicing.notifications.models import EventEndpoint
 from invoicing.notifications.service import (
     Attempt,
     DeliveryRecord,
@@ -17,6 +16,7 @@ from invoicing.notifications.service import (
     Queued,
 )
 from invoicing.notifications.signing import OwnerChoices
+from invoicing.tables.notifications import EventEndpoint
 from invoicing.web.api.responses import WireModel
 from invoicing.web.routedocs import AddressOut, TimestampMs
 

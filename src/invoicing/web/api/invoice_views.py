@@ -10,16 +10,12 @@ from typing import Any
 
 from invoicing.coalescer import Coalescer
 from invoicing.db import Database, ProcessLocal
-from invoicing.invoices.coverage import (
-    MonitorShard,
-    covered_by_passes,
-    last_checked_of,
-    shard_records,
-)
-from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.invoices.coverage import covered_by_passes, last_checked_of, shard_records
 from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow
+from invoicing.tables.monitor import MonitorShard
 from invoicing.web.api.responses import Invoice as InvoiceOut
 
 Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]

@@ -24,7 +24,6 @@ from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.create_batch import WatchedCapReached
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.links import MAX_URL_CHARS
-from invoicing.invoices.models import InvoiceRow
 from invoicing.invoices.service import (
     InvoiceFilter,
     delete_invoice,
@@ -35,6 +34,7 @@ from invoicing.monitor.check import recheck_invoice
 from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import InvoiceRow
 from invoicing.web.api.deps import (
     authorized_body,
     authorized_query,

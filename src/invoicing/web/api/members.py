@@ -17,9 +17,9 @@ from typing import Self
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from invoicing.auth.models import TeamMember
 from invoicing.auth.team import add_member, checked_role, list_members, remove_member
 from invoicing.errors import Conflict, NotFound
+from invoicing.tables.auth import TeamMember
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address, OwnerQuery
 from invoicing.web.api.responses import WireModel

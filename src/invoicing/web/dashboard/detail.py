@@ -13,13 +13,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from invoicing.actions.keys import send_again
 from invoicing.errors import ChainUnavailable, ServiceError, UnsupportedChain
-from invoicing.invoices.fiat import PaidRate, at_rate, paid_rates_of
+from invoicing.invoices.fiat import at_rate, paid_rates_of
 from invoicing.invoices.history import History, invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
-from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import payment_url
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice
+from invoicing.tables.rates import PaidRate
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import (
     amount_text,

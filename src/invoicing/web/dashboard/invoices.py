@@ -26,9 +26,10 @@ from invoicing.invoices.browse import (
     count_invoices,
     export_invoices,
 )
-from invoicing.invoices.fiat import PaidRate, paid_rates_of, shown_value
+from invoicing.invoices.fiat import paid_rates_of, shown_value
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.services import Services
+from invoicing.tables.rates import PaidRate
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import (
     amount_text,

@@ -18,9 +18,9 @@ from invoicing.notifications.endpoints import (
     list_endpoints,
     update_endpoint,
 )
-from invoicing.notifications.models import EventEndpoint
 from invoicing.notifications.service import get_event, list_events
 from invoicing.notifications.signing import list_secrets
+from invoicing.tables.notifications import EventEndpoint
 from invoicing.web.api.event_inputs import EVENT_TYPES
 from invoicing.web.api.events import endpoint_rules
 from invoicing.web.context import services_of

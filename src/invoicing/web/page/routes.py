@@ -28,7 +28,6 @@ from invoicing.errors import (
     RateLimited,
     UnsupportedChain,
 )
-from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.service import invoice_at
 from invoicing.monitor.check import recheck_invoice
 from invoicing.notifications.mail.choices import MAX_EMAIL_CHARS
@@ -36,6 +35,7 @@ from invoicing.notifications.mail.receipts import receipts_offered, request_rece
 from invoicing.payments.eip3009.service import page_offer
 from invoicing.ratelimit import hit_deferred
 from invoicing.services import Services
+from invoicing.tables.invoices import Invoice, InvoiceRow
 from invoicing.web.api.inputs import json_body, validate
 from invoicing.web.api.responses import WireModel
 from invoicing.web.context import client_network, services_of

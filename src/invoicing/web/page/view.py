@@ -18,7 +18,7 @@ from invoicing.errors import ChainUnavailable, InvalidRequest, UnsupportedChain
 from invoicing.invoices.amounts import round_up_shown, to_decimal_string
 from invoicing.invoices.lifecycle import InvoiceStatus, shown_status
 from invoicing.invoices.links import shop_name_of
-from invoicing.invoices.models import Invoice, InvoiceRow
+from invoicing.tables.invoices import Invoice, InvoiceRow
 from invoicing.web.routedocs import AddressOut, DecimalAmount, RawAmount, TimestampMs
 
 

@@ -5,8 +5,16 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from invoicing.auth.secrets import OwnedSecret
 from invoicing.db import Base
+
+
+class OwnedSecret:
+    """The columns every owner secret's row has (a declarative mixin)."""
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner_key: Mapped[str] = mapped_column(String(42))
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    revoked_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
 
 class ApiKey(OwnedSecret, Base):

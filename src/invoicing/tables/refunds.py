@@ -11,7 +11,7 @@ from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, String, false, se
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
-from invoicing.invoices.models import RAW
+from invoicing.tables.invoices import RAW
 
 
 class RefundStatus:

@@ -41,7 +41,7 @@ from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
-from invoicing.invoices.coverage import shard_of
+from invoicing.tables.monitor import shard_of
 
 # Raw token amounts can exceed 64 bits, so they are stored as decimal strings.
 RAW = String(80)

@@ -32,8 +32,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from invoicing.auth.secrets import OwnedSecret
 from invoicing.db import Base
+from invoicing.tables.auth import OwnedSecret
 
 # SQLite numbers rows itself only for an INTEGER PRIMARY KEY (64-bit there anyway).
 SEQUENCE = BigInteger().with_variant(Integer(), "sqlite")

@@ -19,7 +19,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from invoicing.db import Base
-from invoicing.invoices.models import RAW
+from invoicing.tables.invoices import RAW
 
 
 class TxStatus:
