@@ -3,7 +3,7 @@
 Three wires behind the same ``HttpWebhookClient`` (SSRF guard, 10 s timeout per attempt,
 no redirects, answers read up to 64 KiB, the same headers and body), measured in one run:
 
-- ``http11``: the hand-written HTTP/1.1 client on asyncio streams (``notifications/http11.py``);
+- ``http11``: the hand-written HTTP/1.1 client on asyncio streams (``outbound/http11.py``);
 - ``httpx``: an ``httpx.AsyncClient`` whose connection pool dials through a network backend
   that connects only to the addresses the guard checked for the request;
 - ``aiohttp``: an ``aiohttp.ClientSession`` whose connector asks an ``AbstractResolver`` that
@@ -64,9 +64,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from invoicing.chain.anvil import free_port
 from invoicing.notifications.client import Delivery, HttpWebhookClient, Wire
-from invoicing.notifications.guard import Resolver, Target, TargetRefused
-from invoicing.notifications.http11 import MAX_ANSWER_BYTES
-from invoicing.notifications.resolver import SystemResolver
+from invoicing.outbound.guard import Resolver, Target, TargetRefused
+from invoicing.outbound.http11 import MAX_ANSWER_BYTES
+from invoicing.outbound.resolver import SystemResolver
 
 sys.path.insert(0, str(Path(__file__).parent))
 from webhooks import address_of, receiver_process  # noqa: E402

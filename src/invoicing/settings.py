@@ -111,7 +111,7 @@ class Settings(BaseSettings):
     webhook_dns_timeout_s: float = Field(default=5.0, gt=0)
     webhook_dns_failure_cache_s: float = Field(default=30.0, ge=0)
     # Keep-alive connections receivers leave open: closed after this long idle, and the
-    # least recently used first past the pool's and one owner's bound (notifications/http11.py).
+    # least recently used first past the pool's and one owner's bound (outbound/http11.py).
     webhook_idle_connection_s: float = Field(default=30.0, gt=0)
     webhook_max_idle_connections: int = Field(default=256, ge=0)
     webhook_max_idle_connections_per_owner: int = Field(default=64, ge=0)

@@ -14,7 +14,7 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.notifications.guard import webhook_url_problem
+from invoicing.outbound.guard import webhook_url_problem
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.tables.invoices import Invoice

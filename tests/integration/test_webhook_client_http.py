@@ -13,7 +13,7 @@ import pytest
 
 from invoicing import __version__
 from invoicing.notifications.client import Delivery, HttpWebhookClient
-from invoicing.notifications.guard import Resolver
+from invoicing.outbound.guard import Resolver
 from tests.support.receiver import receiver
 
 pytestmark = pytest.mark.integration

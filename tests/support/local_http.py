@@ -9,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from invoicing.notifications.client import HttpWebhookClient
-from invoicing.notifications.http11 import ConnectionPool, Streams
+from invoicing.outbound.http11 import ConnectionPool, Streams
 
 Connects = list[tuple[str, int, str | None]]
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from invoicing.notifications.client import Delivery, Outcome
 from invoicing.notifications.delivery import MAX_ERROR_CHARS
-from invoicing.notifications.http11 import (
+from invoicing.outbound.http11 import (
     MAX_HEAD_BYTES,
     MAX_HEADERS,
     AnswerHead,

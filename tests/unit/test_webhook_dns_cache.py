@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from invoicing.notifications.client import Delivery, HttpWebhookClient
-from invoicing.notifications.http11 import ConnectionPool, Streams
-from invoicing.notifications.resolver import CachedResolver, SystemResolver
+from invoicing.outbound.http11 import ConnectionPool, Streams
+from invoicing.outbound.resolver import CachedResolver, SystemResolver
 from tests.support.local_http import Connects, LocalServer
 
 BODY = b'{"status":"paid"}'

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from invoicing.notifications.client import Delivery, HttpWebhookClient
-from invoicing.notifications.http11 import ConnectionPool, PoolBounds, Streams
+from invoicing.outbound.http11 import ConnectionPool, PoolBounds, Streams
 from tests.support.local_http import Connects, LocalServer
 
 BODY = b'{"type":"invoice.created"}'

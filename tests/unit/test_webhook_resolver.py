@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from invoicing.notifications.client import Delivery, HttpWebhookClient, Outcome
-from invoicing.notifications.resolver import SystemResolver
+from invoicing.outbound.resolver import SystemResolver
 
 BODY = b'{"type":"invoice.created"}'
 

@@ -44,7 +44,7 @@ from invoicing.invoices.insert import (
 )
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.links import link_problem
-from invoicing.notifications.guard import webhook_url_problem
+from invoicing.outbound.guard import webhook_url_problem
 from invoicing.pricing.currencies import parse_currency, parse_fiat_amount
 from invoicing.pricing.quotes import CHAINLINK, Quote, quote
 from invoicing.tables.invoices import InvoiceRow

@@ -39,21 +39,21 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from invoicing import __version__
-from invoicing.notifications.guard import (
+from invoicing.outbound.guard import (
     Resolver,
     Target,
     TargetRefused,
     checked_target,
     refused_reason,
 )
-from invoicing.notifications.http11 import (
+from invoicing.outbound.http11 import (
     DEFAULT_BOUNDS,
     Connect,
     ConnectionPool,
     PoolBounds,
     open_streams,
 )
-from invoicing.notifications.resolver import CachedResolver, SystemResolver
+from invoicing.outbound.resolver import CachedResolver, SystemResolver
 
 __all__ = ["TargetRefused", "refused_reason"]
 

@@ -44,9 +44,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import upsert
 from invoicing.errors import InvalidRequest, NotFound, TooManyWebhookEndpoints
-from invoicing.notifications.guard import webhook_url_problem
 from invoicing.notifications.retries import drop_pending
 from invoicing.notifications.signing import lock_owner
+from invoicing.outbound.guard import webhook_url_problem
 from invoicing.tables.notifications import (
     EndpointHealth,
     EventEndpoint,

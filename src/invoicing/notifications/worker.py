@@ -42,9 +42,9 @@ from invoicing.notifications.delivery import (
     unrecorded,
     write_results,
 )
-from invoicing.notifications.http11 import PoolBounds
 from invoicing.notifications.outbox import OUTBOX_BELL
 from invoicing.outage import wait_for_database
+from invoicing.outbound.http11 import PoolBounds
 from invoicing.services import Services
 
 log = logging.getLogger(__name__)

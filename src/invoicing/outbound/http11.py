@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from invoicing.notifications.guard import Target
+from invoicing.outbound.guard import Target
 
 # Answers longer than this are not read to the end; their connection is dropped instead.
 MAX_ANSWER_BYTES = 64 * 1024

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from invoicing.notifications.guard import Resolver
+from invoicing.outbound.guard import Resolver
 
 Lookup = Callable[[str, int], list[str]]  # blocking: runs on one of the resolver's threads
 
