@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eth_abi.abi import encode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
@@ -14,12 +15,13 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import TEST_TOKEN_EIP712, DevDeployment
 from invoicing.chain.evm import EvmClient
+from invoicing.hashing import keccak256
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.permit import permit_typed_data
 from invoicing.services import Services
 from invoicing.settlement.models import RelayerTransaction
 from tests.support.api import issue_api_key, key_headers
-from tests.support.factory import sign_typed
+from tests.support.factory import sign_typed, typed_digest
 
 PERIOD_S = 60
 AMOUNT_RAW = 2_500_000  # 2.5 TUSD a period
@@ -95,3 +97,18 @@ async def token_balance(evm: EvmClient, dev: DevDeployment, holder: str) -> int:
 async def allowance(evm: EvmClient, dev: DevDeployment, holder: str, spender: str) -> int:
     raw = await evm.eth_call(dev.token, encode_call(TEST_TOKEN, "allowance", holder, spender))
     return int.from_bytes(raw[:32], "big")
+
+
+def cancel_typed_data(typed: dict[str, Any], payer: str) -> dict[str, Any]:
+    """The ``Cancel`` a payer signs for its subscription to ``typed`` (the create answer's
+    ``authorization.typedData``), as the payer's page builds it."""
+    subscription = keccak256(encode(["bytes32", "address"], [typed_digest(typed), payer]))
+    return {
+        "types": {
+            "EIP712Domain": typed["types"]["EIP712Domain"],
+            "Cancel": [{"name": "subscription", "type": "bytes32"}],
+        },
+        "primaryType": "Cancel",
+        "domain": typed["domain"],
+        "message": {"subscription": "0x" + subscription.hex()},
+    }

@@ -77,9 +77,8 @@ class FakeChain:
         # Subscriptions: (subscription id, period) charged, and subscription ids cancelled.
         self.charged_periods: set[tuple[bytes, int]] = set()
         self.cancelled_subscriptions: set[bytes] = set()
-        # EIP-2612 nonces: (token, owner) lower case → nonce; a token absent has no permit.
+        # EIP-2612 nonces: (token, owner) lower case → nonce; any other has no permit.
         self.permit_nonces: dict[tuple[str, str], int] = {}
-        self.permit_tokens: set[str] = set()  # lower case
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -293,9 +292,7 @@ class FakeChain:
 
     async def permit_nonce(self, token: str, owner: str) -> int | None:
         self._check("permit_nonce")
-        if token.lower() not in self.permit_tokens:
-            return None
-        return self.permit_nonces.get((token.lower(), owner.lower()), 0)
+        return self.permit_nonces.get((token.lower(), owner.lower()))
 
     async def subscription_state(
         self, contract: str, subscription: bytes, period: int
