@@ -266,3 +266,22 @@ async def test_a_token_without_permit_is_refused_with_nothing_sent(
         assert answer.json()["error"]["code"] == "gasless_unavailable"
         assert answer.json()["error"]["details"]["field"] == "permit"
         assert await sent_all(app) == base
+
+
+async def test_the_pages_show_the_terms_and_an_unknown_id_is_a_404_page(
+    app: RunningApp, dev: DevDeployment
+) -> None:
+    _owner, _headers, created = await offered(app.services, app.http, dev, maxPeriods=3)
+
+    page = await app.http.get(f"/subscribe/{created['id']}", params={"lang": "de"})
+    manage = await app.http.get(f"/subscribe/{created['id']}/manage")
+    unknown = await app.http.get("/subscribe/0000-none/manage")
+
+    assert page.status_code == 200
+    assert page.headers["content-language"] == "de"
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert '<dd id="charges-count">3, dann endet es</dd>' in page.text
+    assert '<dd id="period">Alle 1 Minute</dd>' in page.text
+    assert manage.status_code == 200 and '<p id="no-charges">' in manage.text
+    assert 'id="cancel" class="primary" disabled' in manage.text  # nothing to cancel yet
+    assert unknown.status_code == 404 and "Subscription not found" in unknown.text

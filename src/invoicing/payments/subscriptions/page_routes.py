@@ -157,7 +157,7 @@ async def _render(services: Services, sub: Subscription, locale: PageLocale, man
         count_text=(
             _("Until you cancel")
             if sub.max_periods == 0
-            else _("%(count)s, then it ends", count=locale.amount(str(sub.max_periods)))
+            else _("%(count)s, then it ends") % {"count": locale.amount(str(sub.max_periods))}
         ),
         first_charge=locale.time(services.clock.now_ms()),
         next_charge=None if next_ms is None else locale.time(next_ms),

@@ -188,7 +188,7 @@ async def permit_of(chain: ChainGateway, terms: Terms, payer: str, permit: Permi
             "this subscription's token takes no permit: approve the contract instead",
             {"field": "permit"},
         )
-    _check_fields(terms, payer, permit)
+    check_permit_fields(terms, payer, permit)
     key_nonce = int.from_bytes(
         keccak256(address_bytes(terms.token) + nonce.to_bytes(32, "big")), "big"
     )
@@ -196,7 +196,7 @@ async def permit_of(chain: ChainGateway, terms: Terms, payer: str, permit: Permi
     return PermitRelay(request, terms, domain, nonce, permit.value)
 
 
-def _check_fields(terms: Terms, payer: str, permit: Permit) -> None:
+def check_permit_fields(terms: Terms, payer: str, permit: Permit) -> None:
     if permit.owner is not None and normalize_address(permit.owner) != payer:
         raise InvalidAuthorization(
             "permit.owner must be the payer", {"field": "permit.owner", "expected": payer}
@@ -206,9 +206,9 @@ def _check_fields(terms: Terms, payer: str, permit: Permit) -> None:
             "permit.spender must be the subscriptions contract",
             {"field": "permit.spender", "expected": terms.contract},
         )
-    if permit.value < terms.amount_raw:
+    if not terms.amount_raw <= permit.value < 2**256:
         raise InvalidAuthorization(
-            "permit.value must cover one period",
+            "permit.value must cover one period and fit a uint256",
             {"field": "permit.value", "min": str(terms.amount_raw)},
         )
     try:
