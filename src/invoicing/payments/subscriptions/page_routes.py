@@ -5,7 +5,8 @@ templates, catalogues, brand and headers as the invoice payment page; public and
 against the client's rate limit.
 
 A method's routes belong to the web layer though they live in its folder: this module runs
-up to ``web.context`` and ``web.page`` (its routes, render, texts and i18n).
+up to ``web.context``, ``web.page.i18n``, ``web.page.render``, ``web.page.routes`` and
+``web.page.texts``.
 """
 
 from __future__ import annotations
