@@ -285,3 +285,31 @@ async def test_the_pages_show_the_terms_and_an_unknown_id_is_a_404_page(
     assert manage.status_code == 200 and '<p id="no-charges">' in manage.text
     assert 'id="cancel" class="primary" disabled' in manage.text  # nothing to cancel yet
     assert unknown.status_code == 404 and "Subscription not found" in unknown.text
+
+
+async def test_the_owner_cancels_on_chain_by_a_signed_cancel_after_the_api_cancel(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner, headers, created = await offered(app.services, app.http, dev)
+    payer = await funded_payer(evm, dev, 10_000_000)
+    body = await signed_body(evm, dev, payer, created)
+    assert (await app.http.post(f"/subscribe/{created['id']}/authorization", json=body)).is_success
+    await settle_all(app.services)
+    query = {"ownerAddress": owner.address, "id": created["id"]}
+    gone = await app.http.delete("/integration/subscriptions", params=query, headers=headers)
+    assert gone.json()["subscription"]["status"] == "cancelled"
+    terms = terms_of(await find_subscription(app.services.db, created["id"]))
+    cancelled = encode_call(SUBSCRIPTIONS, "cancelled", terms.id_of(payer.address))
+    assert int.from_bytes(await evm.eth_call(subscriptions_address(), cancelled), "big") == 0
+    base = await sent_all(app)
+
+    signature = signed(owner.key, terms.cancel_typed_data(payer.address))
+    ended = await app.http.post(
+        f"/subscribe/{created['id']}/cancellation", json={"signature": signature}
+    )
+
+    assert ended.status_code == 200, ended.text
+    assert ended.json()["subscription"]["status"] == "cancelled"
+    await settle_all(app.services)
+    assert await sent_all(app) == plus(base, 0, 0, 1)
+    assert int.from_bytes(await evm.eth_call(subscriptions_address(), cancelled), "big") == 1
