@@ -88,6 +88,8 @@ async def test_a_payer_subscribes_with_a_permit_and_cancels_from_their_page(
         await page.expose_function("__walletRpc", wallet.handle)
         await page.add_init_script(WALLET_JS)
         assert await clean_in_every_language(page, url) == {}
+        await page.goto(f"{url}?lang=ar")  # right to left
+        await screenshots(page, artifacts, "subscribe-ar")
         await page.goto(f"{url}?lang=en")
         await expect(page.locator("#period")).to_have_text("Every 1 minute")
         await expect(page.locator("#price")).to_have_text("$2.50")
