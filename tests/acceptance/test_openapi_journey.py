@@ -31,6 +31,7 @@ from tests.support.openapi_check import ResponseChecker, document
 from tests.support.refunds import refund_body
 from tests.support.server import serve
 from tests.support.signing import new_owner
+from tests.support.subscription_payer import cancel_typed_data, permit_for, signed
 from tests.support.x402 import payment_header, verify_body
 
 pytestmark = pytest.mark.acceptance
@@ -537,3 +538,29 @@ async def subscriptions(
     assert listed.status_code == 200, listed.text
     cancelled = await http.delete("/integration/subscriptions", params=query, headers=key)
     assert cancelled.status_code == 200, cancelled.text
+    await subscription_by_permit(http, address, key, dev, evm)
+
+
+async def subscription_by_permit(
+    http: httpx.AsyncClient, address: str, key: dict[str, str], dev: DevDeployment, evm: EvmClient
+) -> None:
+    """A payer with no native coin authorizes with an EIP-2612 permit the relayer carries,
+    then cancels by a signed Cancel the relayer carries."""
+    body = {"ownerAddress": address, "chainId": dev.chain_id, "tokenAddress": dev.token,
+            "amount": "2.5", "periodSeconds": 3600}  # fmt: skip
+    created = (await http.post("/integration/subscriptions", json=body, headers=key)).json()
+    payer = await funded_payer(evm, dev, 10_000_000)
+    typed = created["authorization"]["typedData"]
+    deadline = int(time.time()) + 3600
+    permit = await permit_for(
+        evm, dev, payer.key, payer.address, created["authorization"]["spender"], 2_500_000, deadline
+    )
+    path = f"/subscribe/{created['id']}"
+    authorized = await http.post(
+        f"{path}/authorization", json={"signature": signed(payer.key, typed), "permit": permit}
+    )
+    assert authorized.status_code == 200, authorized.text
+    cancel = {"signature": signed(payer.key, cancel_typed_data(typed, payer.address))}
+    ended = await http.post(f"{path}/cancellation", json=cancel)
+    assert ended.status_code == 200, ended.text
+    assert ended.json()["subscription"]["status"] == "cancelled"

@@ -207,7 +207,9 @@ def test_subscriptions_send_their_bodies_and_queries_and_read_the_subscription()
         (200, {"items": [second], "total": 2, "page": 2, "limit": 1}),
         (200, {"subscription": {**SUBSCRIPTION, "status": "cancelled"}}),
         (200, {"subscription": SUBSCRIPTION}),
+        (200, {"subscription": {**SUBSCRIPTION, "status": "cancelled"}}),
     ]
+    permit = {"value": "9990000", "deadline": 1_900_000_000, "signature": "0x" + "ef" * 65}
     with client_answering(answers, sent) as client:
         created = client.subscriptions.create(
             31337, TOKEN, "9.99", 2592000, subscription_id="plan-1"
@@ -215,7 +217,8 @@ def test_subscriptions_send_their_bodies_and_queries_and_read_the_subscription()
         status = client.subscriptions.status("0f9e")
         listed = [item.id for item in client.subscriptions.list(page_size=1)]
         cancelled = client.subscriptions.cancel("0f9e")
-        authorized = client.public.authorize_subscription("0f9e", "0x" + "cd" * 65)
+        authorized = client.public.authorize_subscription("0f9e", "0x" + "cd" * 65, permit=permit)
+        ended = client.public.cancel_subscription("0f9e", "0x" + "ab" * 65)
 
     assert body_of(sent[0]) == {
         "ownerAddress": OWNER,
@@ -236,9 +239,15 @@ def test_subscriptions_send_their_bodies_and_queries_and_read_the_subscription()
     assert all(signed_by_owner(r, a) for r, a in zip(sent[:5], actions, strict=True))
     assert (sent[5].url.path, body_of(sent[5])) == (
         "/subscribe/0f9e/authorization",
-        {"signature": "0x" + "cd" * 65},
+        {"signature": "0x" + "cd" * 65, "permit": permit},
+    )
+    assert (sent[6].url.path, body_of(sent[6])) == (
+        "/subscribe/0f9e/cancellation",
+        {"signature": "0x" + "ab" * 65},
     )
     assert "x-service-signature" not in sent[5].headers  # a public route: no credential
+    assert "x-service-signature" not in sent[6].headers
+    assert ended.status == "cancelled"
     assert (created.amount_raw, status.payer, listed) == (9990000, PAYER, ["0f9e", "0f9f"])
     assert (cancelled.status, authorized.id) == ("cancelled", "0f9e")
 
@@ -293,6 +302,7 @@ def test_the_js_sdk_sends_capture_and_subscription_calls() -> None:
         (200, {"items": [SUBSCRIPTION], "total": 1, "page": 1, "limit": 100}),
         (200, {"subscription": SUBSCRIPTION}),
         (200, {"subscription": SUBSCRIPTION}),
+        (200, {"subscription": SUBSCRIPTION}),
     ]
     sent = js_sent(
         answers,
@@ -302,7 +312,8 @@ def test_the_js_sdk_sends_capture_and_subscription_calls() -> None:
         "for await (const s of client.subscriptions.list()) {}"
         "await client.subscriptions.cancel('0f9e');"
         "await client.public.authorizeSubscription('0f9e',"
-        f" {{ signature: '0x12', payer: '{PAYER}' }});",
+        f" {{ signature: '0x12', payer: '{PAYER}' }});"
+        "await client.public.cancelSubscription('0f9e', { signature: '0x34' });",
     )
 
     assert sent == [
@@ -333,6 +344,7 @@ def test_the_js_sdk_sends_capture_and_subscription_calls() -> None:
             "url": "http://svc.test/subscribe/0f9e/authorization",
             "body": {"signature": "0x12", "payer": PAYER},
         },
+        {"url": "http://svc.test/subscribe/0f9e/cancellation", "body": {"signature": "0x34"}},
     ]
 
 

@@ -242,7 +242,9 @@ export class Client {
     askReceipt(paymentAddress: string, email: string, options?: { lang?: string }): Promise<ReceiptRequested>;
     x402Requirements(paymentAddress: string): Promise<Record<string, unknown>>;
     /** The payer's signature of the subscription's authorization.typedData. */
-    authorizeSubscription(id: string, authorization: { signature: string; payer?: string }): Promise<SubscriptionOut>;
+    authorizeSubscription(id: string, authorization: { signature: string; payer?: string; permit?: { value: string; deadline: number; signature: string; owner?: string; spender?: string } }): Promise<SubscriptionOut>;
+    /** The payer's (or owner's) signed EIP-712 Cancel of the subscription, relayed on chain. */
+    cancelSubscription(id: string, cancellation: { signature: string }): Promise<SubscriptionOut>;
     relayFee(message: SignedMessage & { feeBps: number }): Promise<FeeSubmission>;
     relayPayout(message: SignedMessage & { payoutAddress: string }): Promise<FeeSubmission>;
   };

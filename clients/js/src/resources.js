@@ -299,12 +299,21 @@ export class Public extends Resource {
   }
 
   /** Submit the payer's signature of the subscription's authorization.typedData (`payer`: a
-   * contract wallet names itself); period 0 is charged at once. The same authorization again
-   * charges nothing more. */
-  async authorizeSubscription(id, { signature, payer }) {
+   * contract wallet names itself; `permit`: the payer's EIP-2612 permit, { value, deadline,
+   * signature }, relayed before the first charge); period 0 is charged at once. The same
+   * authorization again charges nothing more. */
+  async authorizeSubscription(id, { signature, payer, permit }) {
     return (await this.call("public.authorizeSubscription", {
-      params: { subscription_id: id }, body: { signature, ...given({ payer }) }, idempotent: true,
-      ownerless: true,
+      params: { subscription_id: id }, body: { signature, ...given({ payer, permit }) },
+      idempotent: true, ownerless: true,
+    })).subscription;
+  }
+
+  /** Relay the payer's (or the owner's) signed EIP-712 Cancel of the subscription: it is
+   * cancelled on chain. Posting it again sends nothing more. */
+  async cancelSubscription(id, { signature }) {
+    return (await this.call("public.cancelSubscription", {
+      params: { subscription_id: id }, body: { signature }, idempotent: true, ownerless: true,
     })).subscription;
   }
 

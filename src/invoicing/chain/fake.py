@@ -77,6 +77,8 @@ class FakeChain:
         # Subscriptions: (subscription id, period) charged, and subscription ids cancelled.
         self.charged_periods: set[tuple[bytes, int]] = set()
         self.cancelled_subscriptions: set[bytes] = set()
+        # EIP-2612 nonces: (token, owner) lower case → nonce; any other has no permit.
+        self.permit_nonces: dict[tuple[str, str], int] = {}
         self.unreadable_tokens: set[str] = set()  # tokens whose balances read as None, lower
         self.available = True
         self.balance_calls = 0
@@ -287,6 +289,10 @@ class FakeChain:
     async def allowance(self, token: str, holder: str, spender: str) -> int:
         self._check("allowance")
         return self.allowances.get((token.lower(), holder.lower(), spender.lower()), 0)
+
+    async def permit_nonce(self, token: str, owner: str) -> int | None:
+        self._check("permit_nonce")
+        return self.permit_nonces.get((token.lower(), owner.lower()))
 
     async def subscription_state(
         self, contract: str, subscription: bytes, period: int

@@ -33,8 +33,11 @@ from invoicing.chain.roles import ChainGateway, NonceUse
 from invoicing.chain.transfers import Transfer, TransferReader
 from invoicing.chain.versions import escrow_factory
 from invoicing.errors import ChainUnavailable
+from invoicing.hashing import keccak256
 
 __all__ = ["ChainGateway", "EvmGateway", "NonceUse"]
+
+PERMIT_NONCES_SELECTOR = keccak256(b"nonces(address)")[:4]  # EIP-2612
 
 
 class EvmGateway:
@@ -213,6 +216,16 @@ class EvmGateway:
         except RpcError as exc:
             raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
         return int.from_bytes(raw[:32] or b"\0", "big")
+
+    async def permit_nonce(self, token: str, owner: str) -> int | None:
+        data = PERMIT_NONCES_SELECTOR + encode(["address"], [owner])
+        try:
+            raw = await self.evm.eth_call(token, data)
+        except ContractRevert:
+            return None
+        except RpcError as exc:
+            raise ChainUnavailable(f"token read failed on chain {self.config.chain_id}") from exc
+        return int.from_bytes(raw[:32], "big") if len(raw) == 32 else None
 
     async def subscription_state(
         self, contract: str, subscription: bytes, period: int

@@ -127,6 +127,11 @@ class ContractState(Protocol):
         """ERC-20 ``allowance(holder, spender)`` at the latest block."""
         ...
 
+    async def permit_nonce(self, token: str, owner: str) -> int | None:
+        """EIP-2612 ``nonces(owner)`` of ``token`` at the latest block; None when the token
+        answers no such function (it has no permit)."""
+        ...
+
     async def subscription_state(
         self, contract: str, subscription: bytes, period: int
     ) -> tuple[bool, bool]:

@@ -39,6 +39,10 @@ class TxPurpose:
     GASLESS = "gasless"
     # A subscription's charge of one period into that period's escrow (payments/subscriptions).
     SUBSCRIPTION_CHARGE = "subscription_charge"
+    # A payer's EIP-2612 permit giving the Subscriptions contract its allowance.
+    SUBSCRIPTION_PERMIT = "subscription_permit"
+    # A payer's or owner's signed cancellation of a subscription (cancelWithSignature).
+    SUBSCRIPTION_CANCEL = "subscription_cancel"
 
 
 class RelayerAccount(Base):

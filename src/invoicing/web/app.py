@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from invoicing import __version__
 from invoicing.payments.eip3009 import routes as eip3009_routes
+from invoicing.payments.subscriptions import page_routes as subscription_pages
 from invoicing.payments.subscriptions import routes as subscription_routes
 from invoicing.payments.x402 import facilitator_routes as x402_facilitator_routes
 from invoicing.payments.x402 import page_routes as x402_page_routes
@@ -55,6 +56,7 @@ ROUTERS = (
     x402_page_routes.router,
     subscription_routes.router,
     subscription_routes.payer_router,
+    subscription_pages.router,
     fees.router,
     gasless.router,
     x402_facilitator_routes.router,

@@ -34,6 +34,7 @@ export const ROUTES = Object.freeze({
   "members.remove": ["DELETE", "/integration/members", "member.remove", ["address"]],
   "public.askReceipt": ["POST", "/pay/{payment_address}/receipt", null, ["lang"]],
   "public.authorizeSubscription": ["POST", "/subscribe/{subscription_id}/authorization", null, []],
+  "public.cancelSubscription": ["POST", "/subscribe/{subscription_id}/cancellation", null, []],
   "public.health": ["GET", "/healthz", null, []],
   "public.payWithoutGas": ["POST", "/pay/{payment_address}/authorization", null, []],
   "public.paymentPage": ["GET", "/pay/{payment_address}", null, ["lang"]],

@@ -298,15 +298,32 @@ class Public:
         return self._send(call, calls.model(GaslessSubmission))
 
     def authorize_subscription(
-        self, subscription_id: str, signature: str, payer: str | None = None
+        self,
+        subscription_id: str,
+        signature: str,
+        payer: str | None = None,
+        permit: dict[str, Any] | None = None,
     ) -> SubscriptionOut:
         """Submit the payer's signature of the subscription's ``authorization.typed_data``
-        (``payer``: a contract wallet names itself); period 0 is charged at once. The same
-        authorization again charges nothing more."""
+        (``payer``: a contract wallet names itself; ``permit``: the payer's EIP-2612 permit,
+        ``value``, ``deadline``, ``signature``, relayed before the first charge); period 0 is
+        charged at once. The same authorization again charges nothing more."""
         call = calls.call(
             "public.authorize_subscription",
             path={"subscription_id": subscription_id},
-            body={"signature": signature, **calls.given(payer=payer)},
+            body={"signature": signature, **calls.given(payer=payer, permit=permit)},
+            idempotent=True,
+            ownerless=True,
+        )
+        return self._send(call, calls.model(SubscriptionOut, "subscription"))
+
+    def cancel_subscription(self, subscription_id: str, signature: str) -> SubscriptionOut:
+        """Relay the payer's (or the owner's) signed EIP-712 ``Cancel`` of the subscription:
+        it is cancelled on chain. Posting it again sends nothing more."""
+        call = calls.call(
+            "public.cancel_subscription",
+            path={"subscription_id": subscription_id},
+            body={"signature": signature},
             idempotent=True,
             ownerless=True,
         )

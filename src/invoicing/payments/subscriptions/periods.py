@@ -320,6 +320,11 @@ async def settle_charge(session: AsyncSession, services: Services, final: Final[
 
 SUBSCRIPTIONS = PaymentMethod(
     "subscriptions",
-    finality={TxPurpose.SUBSCRIPTION_CHARGE: OnFinal(settle_charge)},
+    finality={
+        TxPurpose.SUBSCRIPTION_CHARGE: OnFinal(settle_charge),
+        # A relayed permit or cancellation: the seam's row confirmed or failed, as a charge's.
+        TxPurpose.SUBSCRIPTION_PERMIT: OnFinal(settle_charge),
+        TxPurpose.SUBSCRIPTION_CANCEL: OnFinal(settle_charge),
+    },
     worker=charge_due,
 )

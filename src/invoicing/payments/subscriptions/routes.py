@@ -29,8 +29,10 @@ from invoicing.errors import (
     UnsupportedToken,
 )
 from invoicing.invoices.links import MAX_URL_CHARS
+from invoicing.payments.subscriptions.cancellation import cancel_with_signature
 from invoicing.payments.subscriptions.models import SubscriptionStatus
 from invoicing.payments.subscriptions.periods import authorize
+from invoicing.payments.subscriptions.permit import Permit, authorize_with_permit
 from invoicing.payments.subscriptions.service import (
     NewSubscription,
     SubscriptionView,
@@ -78,11 +80,37 @@ class CreateSubscriptionBody(BaseModel):
     cancelUrl: str | None = Field(default=None, max_length=MAX_URL_CHARS)
 
 
+class PermitBody(BaseModel):
+    """The payer's EIP-2612 permit for the subscriptions contract, relayed before the first
+    charge (docs/integration/subscriptions.md#permit)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    value: str = Field(
+        pattern=r"^[0-9]{1,78}$", description="The allowance, raw units; at least one period."
+    )
+    deadline: int = Field(ge=0, lt=2**63, description="Seconds, as signed.")
+    signature: str = Field(max_length=132, description="65 bytes of hex: r, s, v.")
+    owner: Address | None = Field(default=None, description="If given, the payer.")
+    spender: Address | None = Field(default=None, description="If given, the contract.")
+
+
 class SubscriptionAuthorizationBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     signature: str = Field(max_length=4098)
     payer: Address | None = Field(default=None, description="A contract wallet names itself.")
+    permit: PermitBody | None = Field(
+        default=None, description="Relayed first, instead of the payer's approve."
+    )
+
+
+class SubscriptionCancellationBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    signature: str = Field(
+        max_length=4098, description="The payer's or the owner's EIP-712 Cancel (65 bytes)."
+    )
 
 
 class SubscriptionQuery(BaseModel):
@@ -304,7 +332,45 @@ async def submit(request: Request, subscription_id: str) -> Answer[SubscriptionR
     body = validate(
         SubscriptionAuthorizationBody, await json_body(request, services.settings.max_body_bytes)
     )
-    sub = await authorize(services, subscription_id[:36], body.signature, body.payer)
+    pk = subscription_id[:36]
+    if body.permit is None:
+        sub = await authorize(services, pk, body.signature, body.payer)
+    else:
+        p = body.permit
+        permit = Permit(int(p.value), p.deadline, p.signature, p.owner, p.spender)
+        sub = await authorize_with_permit(services, pk, body.signature, body.payer, permit)
+    view = await view_of(services.db, sub)
+    return Answer(
+        SubscriptionResult(subscription=SubscriptionOut.of(view, services.settings.base_url))
+    )
+
+
+@payer_router.post(
+    "/{subscription_id}/cancellation",
+    **documented(
+        "Cancel a subscription by the payer's (or the owner's) signed Cancel, relayed on chain",
+        ok=SubscriptionResult,
+        body=SubscriptionCancellationBody,
+        auth=PUBLIC,
+        errors=(
+            InvalidRequest,
+            GaslessUnavailable,
+            InvalidAuthorization,
+            NotFound,
+            Conflict,
+            PayloadTooLarge,
+            RateLimited,
+            ChainUnavailable,
+        ),
+        sdk="public.cancel_subscription",
+    ),
+)
+async def cancellation(request: Request, subscription_id: str) -> Answer[SubscriptionResult]:
+    services = services_of(request)
+    body = validate(
+        SubscriptionCancellationBody, await json_body(request, services.settings.max_body_bytes)
+    )
+    sub = await cancel_with_signature(services, subscription_id[:36], body.signature)
     view = await view_of(services.db, sub)
     return Answer(
         SubscriptionResult(subscription=SubscriptionOut.of(view, services.settings.base_url))

@@ -18,7 +18,11 @@ from invoicing.web.page.i18n import LANGUAGES, Language, PageLocale, translation
 from invoicing.web.page.texts import RETURN_COUNTDOWN_S, done_texts, script_texts, status_labels
 from invoicing.web.page.view import AUTO_RETURN_WINDOW_MS, PaymentView
 
-ASSET_TYPES = {"pay.css": "text/css; charset=utf-8", "pay.js": "text/javascript; charset=utf-8"}
+ASSET_TYPES = {
+    "pay.css": "text/css; charset=utf-8",
+    "pay.js": "text/javascript; charset=utf-8",
+    "subscribe.js": "text/javascript; charset=utf-8",
+}
 
 
 @cache
@@ -74,6 +78,11 @@ def script_json(data: object) -> Markup:
     """JSON that is safe inside a ``<script type="application/json">`` element."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def site_values(locale: PageLocale, page_path: str) -> dict[str, object]:
+    """What every page of the payment site shows (a payment method's pages too)."""
+    return _page_values(locale, page_path)
 
 
 def _page_values(locale: PageLocale, page_path: str) -> dict[str, object]:

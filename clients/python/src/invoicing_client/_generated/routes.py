@@ -130,6 +130,7 @@ ROUTES: dict[str, Route] = {
     "public.authorize_subscription": Route(
         "POST", "/subscribe/{subscription_id}/authorization", None
     ),
+    "public.cancel_subscription": Route("POST", "/subscribe/{subscription_id}/cancellation", None),
     "public.health": Route("GET", "/healthz", None),
     "public.pay_without_gas": Route("POST", "/pay/{payment_address}/authorization", None),
     "public.payment_page": Route("GET", "/pay/{payment_address}", None, ("lang",)),
