@@ -23,7 +23,7 @@ from invoicing.chain.deploy import DevDeployment, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import decode_revert
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
-from invoicing.settlement.models import TxPurpose
+from invoicing.tables.settlement import TxPurpose
 from invoicing.web.page.i18n import LANGUAGES
 from tests.browser.conftest import axe_violations
 from tests.conftest import RunningApp

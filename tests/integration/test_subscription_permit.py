@@ -22,7 +22,7 @@ from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscrip
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
-from invoicing.settlement.models import TxPurpose
+from invoicing.tables.settlement import TxPurpose
 from invoicing.web.app import create_app
 from tests.conftest import RunningApp
 from tests.support.gasless import funded_payer, now_s

@@ -19,7 +19,7 @@ from invoicing.hashing import keccak256
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.permit import permit_typed_data
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction
+from invoicing.tables.settlement import RelayerTransaction
 from tests.support.api import issue_api_key, key_headers
 from tests.support.factory import sign_typed, typed_digest
 

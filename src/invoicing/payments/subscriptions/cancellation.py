@@ -31,7 +31,6 @@ from invoicing.payments.subscriptions.models import Subscription, SubscriptionSt
 from invoicing.payments.subscriptions.service import find_subscription, set_status, terms_of
 from invoicing.payments.subscriptions.terms import Terms, encode_cancel_with_signature
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxPurpose
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import (
     NonceTaken,
@@ -39,6 +38,7 @@ from invoicing.settlement.signed_relay import (
     parse_signature,
     recover_signer,
 )
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 
 # The relayed cancellation has no deadline of its own; this bounds how long its send may
 # wait to be mined, as for a charge.

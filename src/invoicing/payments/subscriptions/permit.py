@@ -46,7 +46,6 @@ from invoicing.payments.subscriptions.periods import authorize
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
-from invoicing.settlement.models import RelayerTransaction, TxPurpose
 from invoicing.settlement.relayer import Call
 from invoicing.settlement.signed_relay import (
     NonceTaken,
@@ -54,6 +53,7 @@ from invoicing.settlement.signed_relay import (
     parse_signature,
     recover_signer,
 )
+from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 
 PERMIT_FIELDS = [
     {"name": "owner", "type": "address"},
