@@ -68,13 +68,14 @@ def service_delegate(settings: Settings) -> LocalAccount | None:
 
 async def refund_by_service(services: Services, request: ServiceRefund) -> SignedByService:
     """Sign the Refund as the owner's delegate and relay it; nothing is sent when a check
-    fails (checked in this order: the invoice, the delegate, the payer of record, the
-    amount, then everything ``submit_refund`` checks)."""
+    fails (checked in this order: the invoice, the amount, the delegate, the payer of
+    record, then everything ``submit_refund`` checks)."""
     chain = services.chains.get(request.chain_id)
     owner_key = request.owner_address.lower()
     invoice = await find_by_payment_address(services.db, owner_key, request.payment_address)
     if invoice.chain_id != request.chain_id:
         raise NotFound("no invoice with this paymentAddress for this owner")
+    amount_raw = raw_amount(invoice, request)
     account = service_delegate(services.settings)
     if account is None:
         raise RefundDelegateNotNamed(
@@ -89,7 +90,6 @@ async def refund_by_service(services: Services, request: ServiceRefund) -> Signe
             {"delegate": account.address, "named": named},
         )
     to = await payer_of_record(services, invoice)
-    amount_raw = raw_amount(invoice, request)
     nonce = await chain.factory_nonce(invoice.owner_address, factory)
     deadline = services.clock.now_ms() // 1000 + DEADLINE_S
     typed = refund_typed_data(
