@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.deploy import DevDeployment
@@ -20,6 +21,7 @@ from invoicing.monitor.records import run_records_step
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
+from tests.support.dashboard import csrf_of, dashboard_app, sign_in
 from tests.support.refunds import refund_rows, set_delegate
 from tests.support.server import serve
 from tests.support.signing import new_owner
@@ -31,6 +33,7 @@ from tests.support.withdrawals import (
     relayer_tx_count,
     reload,
     settle_all,
+    sign_typed,
 )
 
 pytestmark = pytest.mark.integration
@@ -184,3 +187,72 @@ async def test_a_service_without_a_delegate_key_refuses(
         "refund_delegate_not_named",
     )
     assert await balance_of(evm, invoice.payment_address) == PRICE
+
+
+async def sign_in_dashboard(app: RunningApp, owner: LocalAccount, chain_id: int) -> str:
+    """Signs the app's own client in as ``owner``; returns its CSRF token."""
+    assert (await sign_in(app.http, owner, chain_id)).status_code == 200
+    return csrf_of((await app.http.get("/dashboard")).text)
+
+
+async def sign_delegate_choice(
+    app: RunningApp, owner: LocalAccount, csrf: str, chain_id: int, choice: str
+) -> httpx.Response:
+    """What the settings form does: prepare, sign in the wallet, submit."""
+    headers = {"x-csrf-token": csrf}
+    fields = {"chainId": str(chain_id), "choice": choice}
+    prepared = await app.http.post(
+        "/dashboard/settings/refund-delegate/prepare", json=fields, headers=headers
+    )
+    assert prepared.status_code == 200, prepared.text
+    answer = prepared.json()
+    signature = "0x" + sign_typed(owner, answer["typedData"]).hex()
+    return await app.http.post(
+        "/dashboard/settings/refund-delegate",
+        json={**answer["submit"], "signature": signature},
+        headers=headers,
+    )
+
+
+async def test_the_owner_names_and_revokes_the_services_delegate_in_the_dashboard(
+    make_services: MakeServices, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner = new_owner()
+    async with dashboard_app(make_services, refund_delegate_key=SERVICE_KEY) as app:
+        api_key = await issue_api_key(app.services, owner)
+        invoice = await paid_manual_invoice(app, evm, owner.address, api_key)
+        await record_payments(app, evm)
+        csrf = await sign_in_dashboard(app, owner, dev.chain_id)
+        page = (await app.http.get("/dashboard/settings")).text
+        assert SERVICE_DELEGATE in page
+        assert f"(chain {dev.chain_id}): not named" in page
+        assert 'name="choice" value="name"' in page
+
+        named = await sign_delegate_choice(app, owner, csrf, dev.chain_id, "name")
+        assert named.status_code == 202, named.text
+        await settle_all(app.services)
+        page = (await app.http.get("/dashboard/settings")).text
+        assert f"(chain {dev.chain_id}): named: your shop can refund" in page
+        body = {"ownerAddress": owner.address, "chainId": dev.chain_id,
+                "paymentAddress": invoice.payment_address, "amountRaw": "1000"}  # fmt: skip
+        refunded = await ask(app, api_key, body)
+        assert refunded.status_code == 202, refunded.text
+        await settle_all(app.services)
+
+        revoked = await sign_delegate_choice(app, owner, csrf, dev.chain_id, "revoke")
+        assert revoked.status_code == 202, revoked.text
+        await settle_all(app.services)
+        refused = await ask(app, api_key, body)
+        odd = await app.http.post(
+            "/dashboard/settings/refund-delegate/prepare",
+            json={"chainId": str(dev.chain_id), "choice": "someone"},
+            headers={"x-csrf-token": csrf},
+        )
+    assert (refused.status_code, refused.json()["error"]["code"]) == (
+        409,
+        "refund_delegate_not_named",
+    )
+    assert refused.json()["error"]["details"]["named"] is None
+    assert odd.status_code == 400, odd.text
+    (row,) = await refund_rows(app.services, invoice.id)
+    assert (row.status, row.to_address, row.amount_raw) == ("confirmed", PAYER, "1000")
