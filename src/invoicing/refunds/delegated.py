@@ -154,7 +154,7 @@ def raw_amount(invoice: InvoiceRow, request: ServiceRefund) -> int:
             "amount is more than the invoice's price",
             {"field": "amount", "price": invoice.fiat_amount, "currency": invoice.currency},
         )
-    raw = int(invoice.required_raw) * part_units // price_units
+    raw: int = int(invoice.required_raw) * part_units // price_units
     if raw == 0:
         raise InvalidRequest("amount is less than one raw unit", {"field": "amount"})
     return raw

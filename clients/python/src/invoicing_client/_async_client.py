@@ -33,7 +33,6 @@ from invoicing_client._async_subscriptions import AsyncSubscriptions
 from invoicing_client._transport import Call, Reply, Transport
 from invoicing_client.errors import ApiError, NonceMismatch, ServiceUnreachable
 from invoicing_client.models import (
-    ServiceRefundSubmission,
     Captured,
     CreatedInvoice,
     DeletedInvoice,
@@ -41,6 +40,7 @@ from invoicing_client.models import (
     FeeSubmission,
     Invoice,
     RefundSubmission,
+    ServiceRefundSubmission,
     WebhookLog,
 )
 from invoicing_client.signing import sign_typed_data

@@ -118,7 +118,9 @@ class SignedRefundBody(Protocol):
     nonce: int
     deadline: int
     signature: str
-    model_fields_set: set[str]
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
 
 
 def refund_request(body: SignedRefundBody) -> RefundRequest:
