@@ -90,7 +90,11 @@ async def _delegate_html(services: Services, owner: Owner) -> str:
             state = "named: your shop can refund" if on else "not named"
         except ServiceError as exc:
             on, state = False, f"cannot read this chain now: {exc.message}"
-        choice, label = ("revoke", "Sign and revoke") if on else ("name", "Sign and name it")
+        choice, label, look = (
+            ("revoke", "Sign and revoke", ' class="secondary"')
+            if on
+            else ("name", "Sign and name it", "")
+        )
         parts.append(
             f'<form class="card" method="post" action="/dashboard/settings/refund-delegate" '
             f'data-sign="delegate" data-prepare="/dashboard/settings/refund-delegate/prepare" '
@@ -98,7 +102,7 @@ async def _delegate_html(services: Services, owner: Owner) -> str:
             f'<input type="hidden" name="chainId" value="{cid}">'
             f'<input type="hidden" name="choice" value="{choice}">'
             f"<p>{e(chain.config.name)} (chain {cid}): {e(state)}</p>"
-            f'<button type="submit">{label}</button>'
+            f'<button type="submit"{look}>{label}</button>'
             '<p data-status role="status" aria-live="polite"></p></form>'
         )
     return "".join(parts)
