@@ -2,8 +2,10 @@
 
 The product is priced in US dollars: checkout creates a fiat invoice with the Python SDK (the
 service locks the price into an amount of ETH at its rate then) and redirects the buyer to
-the service's hosted payment page; the service's paid webhook, once verified with the SDK,
-marks the order paid. Run it against ``invoicing dev`` (see README.md beside this file)::
+the service's hosted payment page. The invoice is captured manually: the service's paid
+webhook, once verified with the SDK, marks the order paid while the ETH waits in the
+invoice's escrow, and shipping the order captures it (the escrow is then swept to the shop).
+Run it against ``invoicing dev`` (see README.md beside this file)::
 
     SHOP_OWNER_ADDRESS=0x… SHOP_API_KEY=sk_… \\
         uvicorn --factory examples.shop.app:from_env --port 8100
@@ -89,6 +91,8 @@ def create_app(config: ShopConfig) -> FastAPI:
             # before, "Cancel and return" leads to the shop's front page.
             redirect_url=f"{config.public_url}/orders/{order.id}",
             cancel_url=f"{config.public_url}/",
+            # Authorize now, capture on shipping: until then the payment can be voided.
+            capture="manual",
         )
         orders.attach_invoice(order.id, invoice.payment_address, invoice.url, invoice.required_raw)
         return RedirectResponse(invoice.url, status_code=303)
@@ -97,6 +101,18 @@ def create_app(config: ShopConfig) -> FastAPI:
     def order_page(order_id: str) -> str:
         order = _order(orders, order_id)
         return f"<h1>Order {html.escape(order.id)}</h1><p>{html.escape(order.status)}</p>"
+
+    @app.post("/orders/{order_id}/ship")
+    def ship(order_id: str) -> RedirectResponse:
+        """Ship a paid order: capture its invoice, so the escrow is swept to the shop."""
+        order = _order(orders, order_id)
+        if order.status == "shipped":
+            return RedirectResponse(f"/orders/{order.id}", status_code=303)
+        if order.status != "paid" or order.payment_address is None:
+            raise HTTPException(409, "only a paid order ships")
+        invoicing.invoices.capture(config.chain_id, order.payment_address)  # safe to repeat
+        orders.mark_shipped(order.id)
+        return RedirectResponse(f"/orders/{order.id}", status_code=303)
 
     @app.post("/webhooks/invoicing")
     async def paid_webhook(request: Request) -> Response:

@@ -20,7 +20,9 @@ class Order:
     product: str
     amount: str  # the price, a decimal string in ``currency``
     currency: str  # ISO 4217, "USD"
-    status: str  # "pending" until the paid webhook is verified, then "paid"
+    # "pending" until the paid webhook is verified, then "paid" (the money waits in the
+    # escrow), then "shipped" once its invoice is captured.
+    status: str
     payment_address: str | None
     payment_url: str | None
     paid_at: int | None
@@ -80,6 +82,15 @@ class Orders:
                 "UPDATE orders SET status = 'paid', paid_at = ?"
                 " WHERE id = ? AND status = 'pending'",
                 (int(time.time() * 1000), order_id),
+            ).rowcount
+        return changed == 1
+
+    def mark_shipped(self, order_id: str) -> bool:
+        """Shipped once, from paid. True when this call marked it."""
+        with self._lock, self._db:
+            changed = self._db.execute(
+                "UPDATE orders SET status = 'shipped' WHERE id = ? AND status = 'paid'",
+                (order_id,),
             ).rowcount
         return changed == 1
 

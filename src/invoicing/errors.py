@@ -236,6 +236,24 @@ class InvoiceVoided(Conflict):
     meaning = "a capture or void of an invoice that is voided or being voided"
 
 
+class RefundDelegateNotNamed(Conflict):
+    """A refund the service would sign as the owner's refund delegate, while the service holds
+    no delegate key or the owner has not named its delegate on the escrow's factory."""
+
+    code = "refund_delegate_not_named"
+    meaning = (
+        "the owner has not named this service's refund delegate (`details.delegate`) on that "
+        "chain, or the service holds no delegate key"
+    )
+
+
+class NoPayerOfRecord(Conflict):
+    """A refund to the payer of record of an invoice whose payment is not recorded yet."""
+
+    code = "no_payer_of_record"
+    meaning = "the invoice's payment is not recorded yet (who paid is unknown): retry shortly"
+
+
 class AuthorizationUsed(Conflict):
     """The authorization's nonce is used or canceled on the token: submitted by someone else
     first, or canceled by its payer."""

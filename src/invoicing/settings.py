@@ -185,6 +185,9 @@ class Settings(BaseSettings):
     # Who may be an owner: unset = anyone with a wallet; comma-separated addresses, or
     # ``file:PATH`` (one address per line, ``#`` comments; re-read when the file changes).
     owners: str | None = None
+    # A key the service holds to refund as an owner's refund delegate, once the owner names its
+    # address (docs/integration/refunds.md#refunds-the-service-signs): 0x and 64 hex digits.
+    refund_delegate_key: SecretStr | None = None
     # Invoices one owner may have watched (pending, or expired within the late window).
     max_watched_invoices_per_owner: int = 10_000
     # Invoices one owner may create per UTC day (create requests, identical retries
@@ -289,6 +292,13 @@ class Settings(BaseSettings):
             self._chains_from_file = load_chains_file(
                 self.chains_file, allow_inline_keys=development, registry_file=self.registry_file
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_refund_delegate_key(self) -> Settings:
+        key = self.refund_delegate_key
+        if key is not None and not re.fullmatch(r"0x[0-9a-fA-F]{64}", key.get_secret_value()):
+            raise ValueError("INVOICING_REFUND_DELEGATE_KEY must be 0x and 64 hex digits")
         return self
 
     @model_validator(mode="after")

@@ -106,6 +106,8 @@ def test_dev_starts_everything_and_stops_everything(tmp_path: Path, stop_signal:
             }
         ]
         assert ready["relayer"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
+        # The service's refund delegate: anvil's last public test account.
+        assert ready["refund_delegate"] == "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"
         # The README's first request works as it stands: anvil account 0 and its own key.
         assert ready["owner"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
         key = ready["api_key"]

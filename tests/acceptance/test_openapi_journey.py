@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from eth_account import Account
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
@@ -22,6 +23,8 @@ from invoicing.chain.eip712 import (
     set_refund_delegate_typed_data,
 )
 from invoicing.chain.evm import EvmClient
+from invoicing.monitor.records import run_records_step
+from invoicing.services import Services
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import key_headers, signed_get, signed_post
@@ -37,6 +40,7 @@ from tests.support.x402 import payment_header, verify_body
 pytestmark = pytest.mark.acceptance
 
 PAYER_KEY = DEV_PRIVATE_KEYS[2]
+SERVICE_DELEGATE_KEY = DEV_PRIVATE_KEYS[9]
 
 
 def successes_documented() -> set[tuple[str, str]]:
@@ -52,7 +56,9 @@ def successes_documented() -> set[tuple[str, str]]:
 async def test_journey_responses_match_the_documented_schemas(
     make_services: MakeServices, dev: DevDeployment, evm: EvmClient
 ) -> None:
-    services = await make_services(api_key_issuance_per_hour=2)
+    services = await make_services(
+        api_key_issuance_per_hour=2, refund_delegate_key=SERVICE_DELEGATE_KEY
+    )
     checker = ResponseChecker()
     owner, stranger = new_owner(), new_owner()
     async with (
@@ -61,7 +67,7 @@ async def test_journey_responses_match_the_documented_schemas(
             base_url=base_url, timeout=30, event_hooks={"response": [checker.hook()]}
         ) as http,
     ):
-        await journey(http, owner, stranger, dev, evm)
+        await journey(http, owner, stranger, dev, evm, services)
 
     assert checker.problems == []
     # Every documented success was answered and checked (readyz's 503 aside: no chain is down).
@@ -71,8 +77,9 @@ async def test_journey_responses_match_the_documented_schemas(
 
 
 async def journey(
-    http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient
-) -> None:
+    http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient,
+    services: Services,
+) -> None:  # fmt: skip
     chain_id, address = dev.chain_id, owner.address
     assert (await http.get("/healthz")).status_code == 200
     assert (await http.get("/readyz")).status_code == 200
@@ -189,7 +196,7 @@ async def journey(
     await back_office(http, address, key, chain_id)
     await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)
-    await capture_and_delegate(http, owner, key, dev, evm)
+    await capture_and_delegate(http, owner, key, dev, evm, services)
     await subscriptions(http, address, key, dev, evm)
 
     params = {"ownerAddress": address, "chainId": str(chain_id), "invoiceId": "journey-1"}
@@ -465,10 +472,12 @@ async def gasless_and_x402(
 
 
 async def capture_and_delegate(
-    http: httpx.AsyncClient, owner: Any, key: dict[str, str], dev: DevDeployment, evm: EvmClient
-) -> None:
+    http: httpx.AsyncClient, owner: Any, key: dict[str, str], dev: DevDeployment, evm: EvmClient,
+    services: Services,
+) -> None:  # fmt: skip
     """Manual capture (docs/integration/invoices.md): one paid invoice captured, another
-    voided back to its payer; then the refund delegate named."""
+    voided back to its payer; then the service's refund delegate named, and the captured
+    invoice's payer refunded by the service."""
     address = owner.address
     chain = {"ownerAddress": address, "chainId": dev.chain_id}
     held = []
@@ -496,7 +505,8 @@ async def capture_and_delegate(
     body = await refund_body(evm, dev, owner, second, new_owner().address, 10**16, nonce=nonce)  # type: ignore[arg-type]
     voided = await http.post("/integration/invoices/void", json=body, headers=key)
     assert voided.status_code == 202, voided.text
-    delegate, deadline_s = new_owner().address, int(time.time()) + 3600
+    delegate = Account.from_key(SERVICE_DELEGATE_KEY).address
+    deadline_s = int(time.time()) + 3600
     typed = set_refund_delegate_typed_data(
         dev.chain_id, dev.factory, address, delegate, nonce + 1, deadline_s
     )
@@ -507,6 +517,13 @@ async def capture_and_delegate(
         headers=key,
     )  # fmt: skip
     assert named.status_code == 202, named.text
+    await run_records_step(services, services.chains.get(dev.chain_id), await evm.block_number())
+    refunded = await http.post(
+        "/integration/invoices/refund",
+        json={**chain, "paymentAddress": held[0]["paymentAddress"], "amount": "0.001"},
+        headers=key,
+    )
+    assert refunded.status_code == 202, refunded.text
 
 
 async def subscriptions(

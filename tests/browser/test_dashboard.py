@@ -19,6 +19,7 @@ from eth_account.signers.local import LocalAccount
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from invoicing.auth.sign_in import issue_link
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from tests.browser.conftest import axe_violations, logo_png
@@ -66,7 +67,8 @@ class SigningWallet(InjectedWallet):
 
 @pytest.fixture
 async def dash(make_services: MakeServices) -> AsyncIterator[RunningApp]:
-    async with dashboard_app(make_services) as app:
+    # The service holds a refund delegate key: the settings offer to name it.
+    async with dashboard_app(make_services, refund_delegate_key=DEV_PRIVATE_KEYS[9]) as app:
         yield app
 
 
@@ -171,6 +173,20 @@ async def test_sign_in_create_pay_live_and_refund_with_the_wallet(
         await settle_all(dash.services)
         await page.reload()
         await expect(page.locator(f"#fees-{dev.chain_id}")).to_contain_text("25 bps (0.25%)")
+
+        # The service's refund delegate, named in the wallet (EIP-712 SetRefundDelegate).
+        delegate_form = page.locator(f"#delegate-form-{dev.chain_id}")
+        await expect(delegate_form).to_contain_text("not named")
+        await delegate_form.locator("button[type=submit]").click()
+        await expect(delegate_form.locator("[data-status]")).to_contain_text(
+            "Sent: transaction", timeout=LIVE_TIMEOUT_MS
+        )
+        await settle_all(dash.services)
+        await page.reload()
+        await expect(delegate_form).to_contain_text("named: your shop can refund")
+        await expect(delegate_form.locator("button[type=submit]")).to_have_text("Sign and revoke")
+        await no_serious_axe(page)
+        await page.screenshot(path=artifacts / "dashboard-settings-delegate.png", full_page=True)
 
         # The list shows it, completed (the refund paid the rest out); then every page at
         # phone width.

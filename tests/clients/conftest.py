@@ -38,6 +38,7 @@ class DevService:
     tusd: str
     owner: str
     api_key: str
+    refund_delegate: str  # the service's refund delegate address
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +53,7 @@ def dev_service(request: pytest.FixtureRequest) -> DevService:
         tusd=ready["tokens"]["TUSD"],
         owner=ready["owner"],
         api_key=ready["api_key"],
+        refund_delegate=ready["refund_delegate"],
     )
 
 

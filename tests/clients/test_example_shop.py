@@ -64,11 +64,17 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
         )
         still_pending = orders.get(order_id)
 
+        early = await buyer.post(f"/orders/{order_id}/ship")
         await asyncio.to_thread(pay, dev_service, PAYER, payment_address, 10**16)
         await wait_paid(orders, order_id)
         order_page = await buyer.get(f"/orders/{order_id}")
         paid = orders.get(order_id)
         paid_page = await buyer.get(payment_url)
+        with Client(dev_service.base_url, owner.address, api_key=api_key) as client:
+            held = client.invoices.status(payment_address)
+        shipped_answer = await buyer.post(f"/orders/{order_id}/ship")
+        shipped_again = await buyer.post(f"/orders/{order_id}/ship")
+        shipped = orders.get(order_id)
 
     assert (PRICE, CURRENCY) == ("30.00", "USD")
     assert home.status_code == 200 and "30.00 USD, paid in ETH" in home.text
@@ -81,11 +87,17 @@ async def test_checkout_redirects_to_the_payment_page_and_the_webhook_marks_it_p
     assert still_pending is not None and still_pending.status == "pending"
     assert paid is not None and paid.status == "paid" and paid.paid_at is not None
     assert order_page.status_code == 200 and "paid" in order_page.text
+    assert early.status_code == 409
+    # Paid, not captured: the ETH waits in the escrow until the order ships.
+    assert (held.capture, held.captured_at, held.status) == ("manual", None, "paid")
+    assert (shipped_answer.status_code, shipped_again.status_code) == (303, 303)
+    assert shipped is not None and shipped.status == "shipped"
     with Client(dev_service.base_url, owner.address, api_key=api_key) as client:
         invoice = client.invoices.status(payment_address)
-    assert (invoice.invoice_id, invoice.status, invoice.metadata) == (
-        f"order-{order_id}", "paid", {"orderId": order_id},
-    )  # fmt: skip
+    assert invoice.capture == "manual" and invoice.captured_at is not None
+    assert (invoice.invoice_id, invoice.metadata) == (f"order-{order_id}", {"orderId": order_id})
+    # Captured: swept to the shop at the service's next settlement pass.
+    assert invoice.status in ("paid", "completed")
     assert (invoice.amount, invoice.required_raw, invoice.token_address) == ("0.01", 10**16, None)
     assert invoice.fiat is not None
     fiat = (invoice.fiat.currency, invoice.fiat.amount, invoice.fiat.rate)

@@ -12,7 +12,6 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.chain.eip712 import set_refund_delegate_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.services import Services
 from invoicing.settlement.worker import settlement_step
@@ -20,7 +19,7 @@ from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
 from tests.conftest import RunningApp
 from tests.support.api import issue_api_key, key_headers
-from tests.support.refunds import REFUND, deadline, refund_body
+from tests.support.refunds import REFUND, refund_body, set_delegate
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (
     balance_of,
@@ -30,14 +29,12 @@ from tests.support.withdrawals import (
     relayer_tx_count,
     reload,
     settle_all,
-    sign_typed,
 )
 
 pytestmark = pytest.mark.integration
 
 CAPTURE = "/integration/invoices/capture"
 VOID = "/integration/invoices/void"
-DELEGATE = "/integration/refund-delegate"
 PRICE = 10**16  # "0.01" of the native coin
 
 
@@ -296,30 +293,6 @@ async def test_the_capture_window_captures_what_its_owner_left(
         row = await reload(services, kept.id)
         assert (row.status, row.captured_at) == ("paid", None)
         assert await balance_of(evm, kept.payment_address) == PRICE
-
-
-async def set_delegate(
-    app: RunningApp, evm: EvmClient, dev: DevDeployment, owner: LocalAccount, api_key: str,
-    delegate: str, nonce: int,
-) -> None:  # fmt: skip
-    deadline_s = await deadline(evm)
-    typed = set_refund_delegate_typed_data(
-        dev.chain_id, dev.factory, owner.address, delegate, nonce, deadline_s
-    )
-    answer = await app.http.post(
-        DELEGATE,
-        json={
-            "ownerAddress": owner.address,
-            "chainId": dev.chain_id,
-            "delegate": delegate,
-            "nonce": str(nonce),
-            "deadline": str(deadline_s),
-            "signature": "0x" + sign_typed(owner, typed).hex(),
-        },
-        headers=key_headers(api_key),
-    )
-    assert answer.status_code == 202, answer.text
-    await settle_all(app.services)
 
 
 async def test_a_refund_delegate_refunds_until_revoked(

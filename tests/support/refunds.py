@@ -10,15 +10,18 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
 from invoicing.chain.deploy import DevDeployment
-from invoicing.chain.eip712 import refund_typed_data
+from invoicing.chain.eip712 import refund_typed_data, set_refund_delegate_typed_data
 from invoicing.chain.evm import EvmClient
 from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.refunds import Refund
-from tests.support.withdrawals import reload, sign_typed
+from tests.conftest import RunningApp
+from tests.support.api import key_headers
+from tests.support.withdrawals import reload, settle_all, sign_typed
 
 REFUND = "/integration/invoices/refund-meta"
+DELEGATE = "/integration/refund-delegate"
 INVOICE_TOKEN = object()  # tokenAddress left out of the body: the invoice's token
 
 
@@ -85,3 +88,29 @@ async def expire(services: Services, invoice: Invoice) -> Invoice:
     expired = await reload(services, invoice.id)
     assert expired.status == "expired"
     return expired
+
+
+async def set_delegate(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, owner: LocalAccount, api_key: str,
+    delegate: str, nonce: int,
+) -> None:  # fmt: skip
+    """The owner names ``delegate`` its refund delegate (the zero address revokes); relayed
+    and settled."""
+    deadline_s = await deadline(evm)
+    typed = set_refund_delegate_typed_data(
+        dev.chain_id, dev.factory, owner.address, delegate, nonce, deadline_s
+    )
+    answer = await app.http.post(
+        DELEGATE,
+        json={
+            "ownerAddress": owner.address,
+            "chainId": dev.chain_id,
+            "delegate": delegate,
+            "nonce": str(nonce),
+            "deadline": str(deadline_s),
+            "signature": "0x" + sign_typed(owner, typed).hex(),
+        },
+        headers=key_headers(api_key),
+    )
+    assert answer.status_code == 202, answer.text
+    await settle_all(app.services)

@@ -28,7 +28,7 @@ def catalog_codes() -> dict[str, int]:
 
 def test_the_catalog_has_each_code_once_with_a_meaning() -> None:
     codes = [error.code for error in error_catalog()]
-    assert len(codes) == len(set(codes)) == 36
+    assert len(codes) == len(set(codes)) == 38
     assert all(error.meaning and "\n" not in error.meaning for error in error_catalog())
     assert catalog_codes()["database_unavailable"] == 503
 

@@ -182,6 +182,19 @@ class Invoices {
   }
 
   /**
+   * Refund the payer of record of an invoice with no signature at hand: the service signs the
+   * Refund with its own key, which the owner named as its refund delegate. Exactly one of
+   * amount (a decimal string in the invoice's price: its currency when priced in one) and
+   * amountRaw. Not idempotent: each call is a new refund.
+   */
+  async serviceRefund(chainId, paymentAddress, { amount, amountRaw } = {}) {
+    const body = { chainId, paymentAddress };
+    if (amount !== undefined) body.amount = amount;
+    if (amountRaw !== undefined) body.amountRaw = rawString(amountRaw, "amountRaw");
+    return this.#transport.call({ ...route("invoices.service_refund"), body });
+  }
+
+  /**
    * Void a paid manual-capture invoice: sign a Refund (EIP-712) of its whole payment (what the
    * escrow holds of the invoice's token, its balanceRaw as status reads it) to `to`, the
    * payer, and have the service relay it. Options: signer (the owner or the owner's refund

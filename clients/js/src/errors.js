@@ -30,6 +30,8 @@
 //       │   ├── InvoiceCaptured        409 invoice_captured
 //       │   ├── InvoiceVoided          409 invoice_voided
 //       │   ├── AuthorizationUsed      409 authorization_used
+//       │   ├── RefundDelegateNotNamed 409 refund_delegate_not_named
+//       │   ├── NoPayerOfRecord        409 no_payer_of_record
 //       │   ├── InvoiceNotPayable      409 invoice_not_payable
 //       │   ├── TooManyWebhookSecrets  409 too_many_webhook_secrets
 //       │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
@@ -109,6 +111,8 @@ export const InvoiceNotPaid = errorClass(Conflict, "invoice_not_paid");
 export const InvoiceCaptured = errorClass(Conflict, "invoice_captured");
 export const InvoiceVoided = errorClass(Conflict, "invoice_voided");
 export const AuthorizationUsed = errorClass(Conflict, "authorization_used");
+export const RefundDelegateNotNamed = errorClass(Conflict, "refund_delegate_not_named");
+export const NoPayerOfRecord = errorClass(Conflict, "no_payer_of_record");
 export const InvoiceNotPayable = errorClass(Conflict, "invoice_not_payable");
 export const TooManyWebhookSecrets = errorClass(Conflict, "too_many_webhook_secrets");
 export const TooManyWebhookEndpoints = errorClass(Conflict, "too_many_webhook_endpoints");
@@ -140,7 +144,8 @@ export const ERRORS_BY_CODE = new Map(
     PriceUnavailable,
     PayloadTooLarge, UnsupportedMediaType, RateLimited, InternalError, ChainUnavailable,
     DatabaseUnavailable, GaslessUnavailable, InvalidAuthorization, AuthorizationUsed,
-    InvoiceNotPayable, InvoiceNotPaid, InvoiceCaptured, InvoiceVoided,
+    InvoiceNotPayable, InvoiceNotPaid, InvoiceCaptured, InvoiceVoided, RefundDelegateNotNamed,
+    NoPayerOfRecord,
   ].map((cls) => [cls.code, cls]),
 );
 

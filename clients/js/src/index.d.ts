@@ -32,6 +32,7 @@ import type {
   Readiness,
   ReceiptRequested,
   RefundSubmission,
+  ServiceRefundSubmission,
   RemovedMember,
   RevokedApiKey,
   RevokedWebhookSecret,
@@ -137,6 +138,10 @@ export class Client {
     capture(chainId: number, paymentAddress: string): Promise<Captured>;
     /** Refund the whole payment of a manual-capture invoice to `to`, signed and relayed. */
     void(paymentAddress: string, to: string, options?: FeeOptions): Promise<RefundSubmission>;
+    /** Refund the payer of record, signed by the service as the owner's refund delegate
+     * (exactly one of amount, in the invoice's price, and amountRaw). Not idempotent. */
+    serviceRefund(chainId: number, paymentAddress: string,
+      amount: { amount?: string; amountRaw?: bigint }): Promise<ServiceRefundSubmission>;
     webhooks(paymentAddress: string): Promise<WebhookLog>;
   };
   readonly fees: {
@@ -286,6 +291,8 @@ export class InvoiceNotPaid extends Conflict {}
 export class InvoiceCaptured extends Conflict {}
 export class InvoiceVoided extends Conflict {}
 export class AuthorizationUsed extends Conflict {}
+export class RefundDelegateNotNamed extends Conflict {}
+export class NoPayerOfRecord extends Conflict {}
 export class InvoiceNotPayable extends Conflict {}
 export class TooManyWebhookSecrets extends Conflict {}
 export class TooManyWebhookEndpoints extends Conflict {}

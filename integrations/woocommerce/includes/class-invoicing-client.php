@@ -1,7 +1,7 @@
 <?php
 /**
  * The service's HTTP API as this plugin uses it: create an invoice, look one up, capture a
- * manual-capture invoice. Every request carries the API key in `x-service-api-key`
+ * manual-capture invoice, refund a payer. Every request carries the API key in `x-service-api-key`
  * (docs/integration/authentication.md) and goes through WordPress's HTTP API.
  *
  * @package Invoicing_Gateway
@@ -79,6 +79,27 @@ class Invoicing_Client {
 				'ownerAddress'   => $owner_address,
 				'chainId'        => (int) $chain_id,
 				'paymentAddress' => $payment_address,
+			)
+		);
+	}
+
+	/**
+	 * POST /integration/invoices/refund: the service signs the refund as the owner's refund
+	 * delegate and pays `$amount` of the invoice's price back to its payer of record. Not
+	 * idempotent: each call is a new refund.
+	 *
+	 * @param string $amount A decimal string in the invoice's price currency ("10.00").
+	 * @return array|WP_Error The submission (txHash, to, amountRaw, ...), or why not.
+	 */
+	public function refund( $owner_address, $chain_id, $payment_address, $amount ) {
+		return $this->request(
+			'POST',
+			'/integration/invoices/refund',
+			array(
+				'ownerAddress'   => $owner_address,
+				'chainId'        => (int) $chain_id,
+				'paymentAddress' => $payment_address,
+				'amount'         => (string) $amount,
 			)
 		);
 	}

@@ -190,7 +190,7 @@ class WC_Gateway_Invoicing extends WC_Payment_Gateway {
 		$address = $invoice['paymentAddress'];
 		if ( 'manual' === $order->get_meta( self::META_CAPTURE ) ) {
 			$order->set_transaction_id( $address );
-			$order->update_status( 'on-hold', 'Paid into ' . $address . ', not captured yet: set the order to Processing or Completed to capture, or refund the payer from the dashboard.' );
+			$order->update_status( 'on-hold', 'Paid into ' . $address . ', not captured yet: set the order to Processing or Completed to capture, or refund it.' );
 			$order->save();
 			return array( 200, 'authorized' );
 		}
@@ -247,14 +247,30 @@ class WC_Gateway_Invoicing extends WC_Payment_Gateway {
 	}
 
 	/**
-	 * Refunds need an EIP-712 `Refund` signed by the owner's wallet or its refund delegate,
-	 * which this plugin does not hold or compute: see the plugin's README.
+	 * Refunds `$amount` of the order's price to whoever paid it, from the invoice's escrow.
+	 * The service signs the refund with its own key, which the owner named as the refund
+	 * delegate once in the invoicing dashboard (Settings, "Refunds from your shop"); it goes
+	 * only to the payer of record, at most what the escrow holds. WooCommerce records the
+	 * refund when this answers true; a refusal is answered as the service's error.
 	 */
 	public function process_refund( $order_id, $amount = null, $reason = '' ) {
-		return new WP_Error(
-			'invoicing_refund_needs_signature',
-			'A crypto refund must be signed by the owner wallet or its refund delegate: refund it from the invoicing dashboard ("Sign and refund"), or with the SDK and the refund delegate key, then refund the order here manually.'
-		);
+		$order = wc_get_order( $order_id );
+		if ( ! $order || $order->get_payment_method() !== $this->id || '' === (string) $order->get_meta( self::META_PAYMENT_ADDRESS ) ) {
+			return new WP_Error( 'invoicing_refund_unknown_order', 'This order was not paid through the invoicing service.' );
+		}
+		$decimal = (string) wc_format_decimal( null === $amount ? $order->get_total() : $amount, wc_get_price_decimals() );
+		if ( ! preg_match( '/^\d+(\.\d+)?$/', $decimal ) || ! preg_match( '/[1-9]/', $decimal ) ) {
+			return new WP_Error( 'invoicing_refund_amount', 'A refund needs a positive amount.' );
+		}
+		$answer = $this->client()->refund( $this->get_option( 'owner_address' ), $this->get_option( 'chain_id' ), $order->get_meta( self::META_PAYMENT_ADDRESS ), $decimal );
+		if ( is_wp_error( $answer ) ) {
+			$order->add_order_note( 'The refund of ' . $decimal . ' ' . $order->get_currency() . ' was refused: ' . $answer->get_error_code() . ': ' . $answer->get_error_message() );
+			return $answer;
+		}
+		$note = 'Refund of ' . $decimal . ' ' . $order->get_currency() . ' sent to the payer ' . $answer['to'] . ' (' . $answer['amountRaw'] . ' raw units): transaction ' . $answer['txHash'] . '.';
+		$order->add_order_note( '' === (string) $reason ? $note : $note . ' Reason: ' . $reason );
+		$order->save();
+		return true;
 	}
 
 	private function failure( $message ) {

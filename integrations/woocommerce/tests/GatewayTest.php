@@ -321,12 +321,66 @@ class GatewayTest extends TestCase {
 		$this->assertSame( array(), $GLOBALS['wp_http_requests'] );
 	}
 
-	public function test_refunds_answer_why_they_need_a_signature(): void {
-		$order  = $this->paid_order_setup();
-		$answer = $this->gateway->process_refund( 7, '5.00', 'broken mug' );
+	public function test_a_refund_asks_the_service_to_pay_that_share_back_to_the_payer(): void {
+		$order                       = $this->paid_order_setup();
+		$GLOBALS['wp_http_requests'] = array();
+		$this->answer                = array( 202, array( 'txHash' => '0x' . str_repeat( 'ab', 32 ), 'chainId' => 31337, 'ownerAddress' => self::OWNER, 'nonce' => '4', 'status' => 'submitted', 'to' => '0x2222222222222222222222222222222222222222', 'amountRaw' => '1666666666666666' ) );
+		$GLOBALS['wp_http_handler']  = function () {
+			return array( 'response' => array( 'code' => $this->answer[0] ), 'body' => json_encode( $this->answer[1] ) );
+		};
+
+		$this->assertTrue( $this->gateway->process_refund( 7, '5.00', 'broken mug' ) );
+
+		$this->assertCount( 1, $GLOBALS['wp_http_requests'] );
+		list( $method, $url, $args ) = $GLOBALS['wp_http_requests'][0];
+		$this->assertSame( array( 'POST', 'https://pay.test/integration/invoices/refund' ), array( $method, $url ) );
+		$this->assertSame( self::KEY, $args['headers']['x-service-api-key'] );
+		$this->assertSame( array( 'ownerAddress' => self::OWNER, 'chainId' => 31337, 'paymentAddress' => self::ESCROW, 'amount' => '5.00' ), json_decode( $args['body'], true ) );
+		$this->assertSame( 'Refund of 5.00 USD sent to the payer 0x2222222222222222222222222222222222222222 (1666666666666666 raw units): transaction 0x' . str_repeat( 'ab', 32 ) . '. Reason: broken mug', end( $order->notes ) );
+	}
+
+	public function test_a_refund_without_an_amount_refunds_the_whole_price(): void {
+		$this->paid_order_setup();
+		$this->answer               = array( 202, array( 'txHash' => '0x01', 'to' => '0x2222222222222222222222222222222222222222', 'amountRaw' => '6663333333333333' ) );
+		$GLOBALS['wp_http_handler'] = function () {
+			return array( 'response' => array( 'code' => $this->answer[0] ), 'body' => json_encode( $this->answer[1] ) );
+		};
+		$GLOBALS['wp_http_requests'] = array();
+		$this->assertTrue( $this->gateway->process_refund( 7 ) );
+		$this->assertSame( '19.99', json_decode( $GLOBALS['wp_http_requests'][0][2]['body'], true )['amount'] );
+	}
+
+	public function test_a_refused_refund_answers_the_services_error_and_notes_it(): void {
+		$order                      = $this->paid_order_setup();
+		$GLOBALS['wp_http_handler'] = function () {
+			return array( 'response' => array( 'code' => 409 ), 'body' => json_encode( array( 'error' => array( 'code' => 'refund_delegate_not_named', 'message' => "name this service's refund delegate first (dashboard, Settings)" ) ) ) );
+		};
+		$answer = $this->gateway->process_refund( 7, '5.00', '' );
 		$this->assertInstanceOf( WP_Error::class, $answer );
-		$this->assertSame( 'invoicing_refund_needs_signature', $answer->get_error_code() );
-		$this->assertStringContainsString( 'refund delegate', $answer->get_error_message() );
-		$this->assertSame( 'pending', $order->get_status() );
+		$this->assertSame( array( 'refund_delegate_not_named', 409 ), array( $answer->get_error_code(), $answer->get_error_data()['status'] ) );
+		$this->assertSame( "The refund of 5.00 USD was refused: refund_delegate_not_named: name this service's refund delegate first (dashboard, Settings)", end( $order->notes ) );
+	}
+
+	/** @dataProvider bad_refunds */
+	public function test_a_refund_the_plugin_cannot_ask_for_sends_nothing( string $method, $amount, string $code ): void {
+		$order = $this->paid_order_setup();
+		if ( 'other' === $method ) {
+			$GLOBALS['wc_orders'][8] = new WC_Order( 8, '5.00', 'USD', 'cod' );
+		}
+		$GLOBALS['wp_http_requests'] = array();
+		$answer                      = $this->gateway->process_refund( 'other' === $method ? 8 : ( 'missing' === $method ? 99 : 7 ), $amount );
+		$this->assertInstanceOf( WP_Error::class, $answer );
+		$this->assertSame( $code, $answer->get_error_code() );
+		$this->assertSame( array(), $GLOBALS['wp_http_requests'] );
+	}
+
+	public static function bad_refunds(): array {
+		return array(
+			'another gateway' => array( 'other', '5.00', 'invoicing_refund_unknown_order' ),
+			'no such order'   => array( 'missing', '5.00', 'invoicing_refund_unknown_order' ),
+			'zero'            => array( 'ours', '0.00', 'invoicing_refund_amount' ),
+			'negative'        => array( 'ours', '-5.00', 'invoicing_refund_amount' ),
+			'not a number'    => array( 'ours', 'five', 'invoicing_refund_amount' ),
+		);
 	}
 }

@@ -9,8 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from invoicing.addresses import normalize_address
 from invoicing.chain.calldata import MAX_FEE_BPS
-from invoicing.chain.eip712 import refund_typed_data, set_fee_typed_data, set_payout_typed_data
+from invoicing.chain.eip712 import (
+    refund_typed_data,
+    set_fee_typed_data,
+    set_payout_typed_data,
+    set_refund_delegate_typed_data,
+)
 from invoicing.errors import FeeTooHigh, InvalidRequest
 from invoicing.fees.service import fee_settings
 from invoicing.services import Services
@@ -73,6 +79,19 @@ async def prepare_set_payout(
     deadline = _deadline(services)
     typed = set_payout_typed_data(chain_id, fees.factory, owner, payout, fees.nonce, deadline)
     return _meta(chain_id, typed, ("payoutAddress", payout), fees.nonce, deadline)
+
+
+async def prepare_set_refund_delegate(
+    services: Services, owner: str, chain_id: int, delegate: str
+) -> Prepared:
+    """A SetRefundDelegate for the chain's current factory (the one that makes new escrows);
+    the zero address revokes."""
+    chain = services.chains.get(chain_id)
+    factory = normalize_address(chain.config.factory)
+    nonce = await chain.factory_nonce(owner, factory)
+    deadline = _deadline(services)
+    typed = set_refund_delegate_typed_data(chain_id, factory, owner, delegate, nonce, deadline)
+    return _meta(chain_id, typed, ("delegate", delegate), nonce, deadline)
 
 
 def _meta(

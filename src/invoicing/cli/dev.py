@@ -251,6 +251,7 @@ async def _serve(options: DevOptions, rpc_urls: Sequence[str]) -> None:
         "tokens": first["tokens"],
         "feeds": first["feeds"],
         "relayer": Account.from_key(relayer_key).address,
+        "refund_delegate": Account.from_key(DEV_PRIVATE_KEYS[-1]).address,
         # A first curl needs no signing step: anvil account 0 as owner, with a key of its own.
         "owner": owner,
         "api_key": api_key,
@@ -276,6 +277,9 @@ def _settings_fields(base_url: str, database_url: str, chains: list[ChainConfig]
         "base_url": base_url,
         "payment_page_url": base_url,
         "webhook_allow_private": True,
+        # The service's refund delegate (docs/integration/refunds.md#refunds-the-service-signs):
+        # anvil's last public test key.
+        "refund_delegate_key": DEV_PRIVATE_KEYS[-1],
         "chains": chains,
     }
 

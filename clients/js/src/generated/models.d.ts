@@ -488,6 +488,18 @@ export interface RevokedWebhookSecret {
   revokedAt: number;
 }
 
+/** A Refund the service signed as the owner's delegate and relayed. */
+export interface ServiceRefundSubmission {
+  txHash: string;
+  chainId: number;
+  ownerAddress: string;
+  nonce: bigint;
+  status: "submitted";
+  /** The payer of record, whom the refund pays. */
+  to: string;
+  amountRaw: bigint;
+}
+
 /** x402 v2 SettleResponse (`transaction` empty when nothing was settled). */
 export interface SettleResponse {
   success: boolean;

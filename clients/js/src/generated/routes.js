@@ -26,6 +26,7 @@ export const ROUTES = Object.freeze({
   "invoices.list": ["GET", "/integration/invoices", "invoice.list", ["chainId", "status", "paid", "tokenAddress", "invoiceId", "page", "limit", "dateFrom", "dateTo"]],
   "invoices.page": ["GET", "/integration/invoices", "invoice.list", ["chainId", "status", "paid", "tokenAddress", "invoiceId", "page", "limit", "dateFrom", "dateTo"]],
   "invoices.refund": ["POST", "/integration/invoices/refund-meta", "invoice.refund", []],
+  "invoices.serviceRefund": ["POST", "/integration/invoices/refund", "invoice.service_refund", []],
   "invoices.status": ["GET", "/integration/invoices/status", "invoice.status", ["paymentAddress"]],
   "invoices.void": ["POST", "/integration/invoices/void", "invoice.void", []],
   "invoices.webhooks": ["GET", "/integration/invoices/webhooks", "invoice.webhooks", ["paymentAddress"]],

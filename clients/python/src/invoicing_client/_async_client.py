@@ -40,6 +40,7 @@ from invoicing_client.models import (
     FeeSubmission,
     Invoice,
     RefundSubmission,
+    ServiceRefundSubmission,
     WebhookLog,
 )
 from invoicing_client.signing import sign_typed_data
@@ -278,6 +279,26 @@ class AsyncInvoices:
         body = {"chainId": chain_id, "paymentAddress": payment_address}
         call = calls.call("invoices.capture", body=body, idempotent=True)
         return await self._client._send(call, calls.model(Captured))
+
+    async def service_refund(
+        self,
+        chain_id: int,
+        payment_address: str,
+        *,
+        amount: str | None = None,
+        amount_raw: int | None = None,
+    ) -> ServiceRefundSubmission:
+        """Refund the payer of record of an invoice with no signature at hand: the service
+        signs the Refund with its own key, which the owner named as its refund delegate.
+        Exactly one of ``amount`` (a decimal string in the invoice's price: its currency when
+        priced in one) and ``amount_raw``. Not idempotent: each call is a new refund."""
+        body: dict[str, object] = {"chainId": chain_id, "paymentAddress": payment_address}
+        if amount is not None:
+            body["amount"] = amount
+        if amount_raw is not None:
+            body["amountRaw"] = str(amount_raw)
+        call = calls.call("invoices.service_refund", body=body)
+        return await self._client._send(call, calls.model(ServiceRefundSubmission))
 
     async def void(
         self,

@@ -31,6 +31,8 @@ The tree mirrors the service's own (every class carries ``code``, ``status``, ``
         │   ├── InvoiceCaptured       409 invoice_captured
         │   ├── InvoiceVoided         409 invoice_voided
         │   ├── AuthorizationUsed     409 authorization_used
+        │   ├── RefundDelegateNotNamed 409 refund_delegate_not_named
+        │   ├── NoPayerOfRecord       409 no_payer_of_record
         │   ├── InvoiceNotPayable     409 invoice_not_payable
         │   ├── TooManyWebhookSecrets 409 too_many_webhook_secrets
         │   ├── TooManyWebhookEndpoints 409 too_many_webhook_endpoints
@@ -166,6 +168,14 @@ class NonceMismatch(Conflict):
 
 class AuthorizationUsed(Conflict):
     code = "authorization_used"
+
+
+class RefundDelegateNotNamed(Conflict):
+    code = "refund_delegate_not_named"
+
+
+class NoPayerOfRecord(Conflict):
+    code = "no_payer_of_record"
 
 
 class InvoiceNotPayable(Conflict):

@@ -6,9 +6,11 @@
  *
  *   php live.php create  STATE ORDER_ID TOTAL CURRENCY   -> JSON: process_payment's answer, the order's meta
  *   php live.php deliver STATE BODY_FILE HEADERS_JSON    -> JSON: handle_delivery's answer, the order
+ *   php live.php refund  STATE ORDER_ID AMOUNT           -> JSON: process_refund's answer (true, or the error code), the orders
  *
  * The gateway's settings come from the environment: INVOICING_BASE_URL, INVOICING_API_KEY,
- * INVOICING_OWNER, INVOICING_CHAIN_ID, INVOICING_WEBHOOK_SECRET, SHOP_HOME. No HTTP handler
+ * INVOICING_OWNER, INVOICING_CHAIN_ID, INVOICING_WEBHOOK_SECRET, SHOP_HOME, and
+ * INVOICING_MANUAL_CAPTURE (yes or no, default no). No HTTP handler
  * is set: the stand-in wp_remote_post sends real requests.
  */
 
@@ -25,6 +27,7 @@ update_option(
 		'webhook_secret' => getenv( 'INVOICING_WEBHOOK_SECRET' ),
 		'owner_address'  => getenv( 'INVOICING_OWNER' ),
 		'chain_id'       => getenv( 'INVOICING_CHAIN_ID' ),
+		'manual_capture' => getenv( 'INVOICING_MANUAL_CAPTURE' ) ? getenv( 'INVOICING_MANUAL_CAPTURE' ) : 'no',
 	)
 );
 $gateway = new WC_Gateway_Invoicing();
@@ -48,6 +51,13 @@ if ( 'create' === $step ) {
 	$GLOBALS['wc_orders'][ $order->get_id() ] = $order;
 	$result                                 = $gateway->process_payment( $order->get_id() );
 	$output                                 = array( 'result' => $result, 'order' => describe( $order ), 'notices' => $GLOBALS['wc_notices'] );
+} elseif ( 'refund' === $step ) {
+	$answer = $gateway->process_refund( (int) $argv[3], $argv[4], 'live test' );
+	$orders = array();
+	foreach ( $GLOBALS['wc_orders'] as $id => $order ) {
+		$orders[ $id ] = describe( $order );
+	}
+	$output = array( 'answer' => is_wp_error( $answer ) ? $answer->get_error_code() : $answer, 'orders' => $orders );
 } else {
 	$answer = $gateway->handle_delivery( file_get_contents( $argv[3] ), json_decode( $argv[4], true ) );
 	$orders = array();

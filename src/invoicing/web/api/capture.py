@@ -23,9 +23,10 @@ from invoicing.errors import (
     UnsupportedChain,
 )
 from invoicing.invoices.capture import capture_invoice
-from invoicing.refunds.service import RefundRequest, submit_refund
+from invoicing.refunds.service import submit_refund
 from invoicing.web.api.deps import authorized_body
 from invoicing.web.api.inputs import Address, DecimalString
+from invoicing.web.api.refunds import refund_request
 from invoicing.web.api.responses import RefundSubmission, WireModel
 from invoicing.web.context import services_of
 from invoicing.web.routedocs import (
@@ -150,17 +151,5 @@ async def capture(request: Request) -> Answer[Captured]:
 )
 async def void(request: Request) -> Answer[RefundSubmission]:
     body, _caller = await authorized_body(request, "invoice.void", VoidBody)
-    refund = RefundRequest(
-        owner_address=body.ownerAddress,
-        chain_id=body.chainId,
-        payment_address=body.paymentAddress,
-        to_address=body.to,
-        amount_raw=body.amountRaw,
-        token_address=None,
-        token_given=False,
-        nonce=body.nonce,
-        deadline=body.deadline,
-        signature=body.signature,
-    )
-    accepted = await submit_refund(services_of(request), refund, voids=True)
+    accepted = await submit_refund(services_of(request), refund_request(body), voids=True)
     return Answer(RefundSubmission.of(accepted), status_code=202)

@@ -1,6 +1,7 @@
-"""Settings: the fee and payout address per chain (signed in the wallet as EIP-712 and
-relayed: ``web.dashboard.signed``), whether the paid webhook carries the API key, the escrow
-export with the recovery steps beside it, and the owner's dashboard sessions."""
+"""Settings: the fee and payout address per chain and the service's refund delegate (signed
+in the wallet as EIP-712 and relayed: ``web.dashboard.signed``), whether the paid webhook
+carries the API key, the escrow export with the recovery steps beside it, and the owner's
+dashboard sessions."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from invoicing.errors import InvalidRequest, ServiceError
 from invoicing.fees.service import fee_settings
 from invoicing.invoices.export import export_escrows
 from invoicing.notifications.signing import get_settings, update_settings
+from invoicing.refunds.delegated import service_delegate
 from invoicing.services import Services
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html
@@ -68,6 +70,44 @@ async def _fees_html(services: Services, owner: Owner) -> str:
     return "".join(parts)
 
 
+async def _delegate_html(services: Services, owner: Owner) -> str:
+    """Per chain: whether the service's delegate key may refund for the owner, and the form
+    that names or revokes it."""
+    account = service_delegate(services.settings)
+    if account is None:
+        return "<p>This service holds no refund delegate key: refund from each invoice's page.</p>"
+    parts = [
+        "<p>Name this service as your <strong>refund delegate</strong> and your shop's API key "
+        "can refund a payer (POST /integration/invoices/refund): the service signs the refund "
+        f"with its key <code>{e(account.address)}</code>. Refunds go only to the payer of "
+        "record, at most what the escrow holds; the key can sign nothing else.</p>"
+    ]
+    for chain in services.chains.all():
+        cid = chain.config.chain_id
+        try:
+            named = await chain.refund_delegate(owner.address)
+            on = named is not None and named.lower() == account.address.lower()
+            state = "named: your shop can refund" if on else "not named"
+        except ServiceError as exc:
+            on, state = False, f"cannot read this chain now: {exc.message}"
+        choice, label, look = (
+            ("revoke", "Sign and revoke", ' class="secondary"')
+            if on
+            else ("name", "Sign and name it", "")
+        )
+        parts.append(
+            f'<form class="card" method="post" action="/dashboard/settings/refund-delegate" '
+            f'data-sign="delegate" data-prepare="/dashboard/settings/refund-delegate/prepare" '
+            f'id="delegate-form-{cid}">{csrf_input_html(owner.csrf)}'
+            f'<input type="hidden" name="chainId" value="{cid}">'
+            f'<input type="hidden" name="choice" value="{choice}">'
+            f"<p>{e(chain.config.name)} (chain {cid}): {e(state)}</p>"
+            f'<button type="submit"{look}>{label}</button>'
+            '<p data-status role="status" aria-live="polite"></p></form>'
+        )
+    return "".join(parts)
+
+
 RECOVERY_HTML = (
     "<h2>Recovering funds without this service</h2>"
     "<p>The export lists every escrow you ever had on a chain with its salt. With it, anyone "
@@ -115,6 +155,8 @@ async def settings_body_html(request: Request, owner: Owner, top_html: str = "")
         "signed in your wallet (EIP-712) and relayed by the service, which pays the gas.</p>"
         + await _fees_html(services, owner)
         + "</details>"
+        + '<h2 id="refund-delegate">Refunds from your shop</h2>'
+        + await _delegate_html(services, owner)
         + RECOVERY_HTML
         + "<h2>Paid webhook</h2>"
         + '<form class="card" method="post" action="/dashboard/settings/webhook-header" '

@@ -1,5 +1,6 @@
 """Money actions signed in the owner's wallet: a refund (EIP-712 ``Refund``), the fee
-(``SetFee``) and the payout address (``SetPayout``).
+(``SetFee``), the payout address (``SetPayout``) and the refund delegate
+(``SetRefundDelegate``: the service's own delegate, or none).
 
 Each has two steps. *Prepare* answers the exact typed data to sign (``actions.signing``: the
 factory's domain, the owner's current factory nonce, a deadline an hour ahead of the services'
@@ -20,10 +21,12 @@ from fastapi.responses import JSONResponse
 
 from invoicing.actions import signing
 from invoicing.addresses import ZERO_ADDRESS, normalize_address
-from invoicing.errors import InvalidRequest
+from invoicing.errors import InvalidRequest, RefundDelegateNotNamed
+from invoicing.fees.delegate import DelegateRequest, submit_refund_delegate
 from invoicing.fees.service import MetaRequest, submit_meta
 from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.history import invoice_history
+from invoicing.refunds.delegated import service_delegate
 from invoicing.refunds.service import RefundRequest, submit_refund
 from invoicing.web.api.inputs import decimal_digits, json_body
 from invoicing.web.context import services_of
@@ -158,6 +161,55 @@ async def set_fee(request: Request, owner: SignedIn) -> JSONResponse:
 async def set_payout(request: Request, owner: SignedIn) -> JSONResponse:
     meta, data = await _signed_meta(request, owner)
     return await _relay(request, replace(meta, payout_address=read_address(data, "payoutAddress")))
+
+
+def _delegate_choice(request: Request, data: dict[str, Any]) -> str:
+    """``name``: the service's delegate address; ``revoke``: the zero address."""
+    choice = read_text(data, "choice", 10)
+    if choice == "revoke":
+        return ZERO_ADDRESS
+    account = service_delegate(services_of(request).settings)
+    if choice != "name":
+        raise InvalidRequest("choice: name or revoke", {"field": "choice"})
+    if account is None:
+        raise RefundDelegateNotNamed("this service holds no refund delegate key")
+    return normalize_address(account.address)
+
+
+@router.post("/settings/refund-delegate/prepare")
+async def prepare_refund_delegate(request: Request, owner: SignedIn) -> JSONResponse:
+    data = await read_json(request)
+    delegate = _delegate_choice(request, data)
+    prepared = await signing.prepare_set_refund_delegate(
+        services_of(request), owner.address, _chain_id(data), delegate
+    )
+    return _prepared(owner.address, prepared)
+
+
+@router.post("/settings/refund-delegate")
+async def set_refund_delegate(request: Request, owner: SignedIn) -> JSONResponse:
+    """Relay the signed SetRefundDelegate as ``/integration/refund-delegate`` does."""
+    meta, data = await _signed_meta(request, owner)
+    delegate = read_text(data, "delegate", 42)
+    try:
+        delegate = normalize_address(delegate)
+    except ValueError as exc:
+        raise InvalidRequest(f"delegate: {exc}", {"field": "delegate"}) from None
+    accepted = await submit_refund_delegate(
+        services_of(request),
+        DelegateRequest(
+            owner_address=owner.address,
+            chain_id=meta.chain_id,
+            delegate=delegate,
+            nonce=meta.nonce,
+            deadline=meta.deadline,
+            signature=meta.signature,
+        ),
+    )
+    return json_answer(
+        {"message": f"Sent: transaction {accepted.tx_hash}", "txHash": accepted.tx_hash},
+        status_code=202,
+    )
 
 
 async def _signed_meta(request: Request, owner: Owner) -> tuple[MetaRequest, dict[str, Any]]:

@@ -50,6 +50,7 @@ __all__ = [
     "RemovedMember",
     "RevokedApiKey",
     "RevokedWebhookSecret",
+    "ServiceRefundSubmission",
     "SettleResponse",
     "SubscriptionAuthorization",
     "SubscriptionCharge",
@@ -459,6 +460,18 @@ class RevokedWebhookSecret(_Model):
     revoked: bool
     id: str
     revoked_at: int
+
+
+class ServiceRefundSubmission(_Model):
+    """A Refund the service signed as the owner's delegate and relayed."""
+
+    tx_hash: str
+    chain_id: int
+    owner_address: str
+    nonce: int
+    status: str
+    to: str
+    amount_raw: int
 
 
 class SettleResponse(_Model):

@@ -116,6 +116,9 @@ ROUTES: dict[str, Route] = {
         ),
     ),
     "invoices.refund": Route("POST", "/integration/invoices/refund-meta", "invoice.refund"),
+    "invoices.service_refund": Route(
+        "POST", "/integration/invoices/refund", "invoice.service_refund"
+    ),
     "invoices.status": Route(
         "GET", "/integration/invoices/status", "invoice.status", ("paymentAddress",)
     ),
