@@ -12,7 +12,7 @@ from invoicing.invoices.amounts import round_up_shown, to_decimal_string
 from invoicing.invoices.fiat import FiatValue
 from invoicing.notifications.signing import get_settings
 from invoicing.services import Services
-from invoicing.web.dashboard.render import HEADERS, e, page
+from invoicing.web.dashboard.render import HEADERS, e, page, page_html
 from invoicing.web.dashboard.session import Owner
 
 
@@ -79,6 +79,17 @@ def html(
 ) -> HTMLResponse:
     return HTMLResponse(
         page(title, body_html, owner=owner.address, csrf=owner.csrf, active=active),
+        status_code=status_code,
+        headers=HEADERS,
+    )
+
+
+def html_page(
+    name: str, title: str, owner: Owner, active: str, status_code: int = 200, **values: Any
+) -> HTMLResponse:
+    """The page template ``name`` for a signed-in owner, with the dashboard's headers."""
+    return HTMLResponse(
+        page_html(name, title, owner=owner.address, csrf=owner.csrf, active=active, **values),
         status_code=status_code,
         headers=HEADERS,
     )

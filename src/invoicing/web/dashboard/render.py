@@ -16,6 +16,8 @@ from importlib.resources import files
 from typing import Any
 
 from invoicing.web.dashboard.words import PARTLY_PAID, status_words
+from invoicing.web.page.i18n import LANGUAGES
+from invoicing.web.page.render import template
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -70,6 +72,38 @@ def asset(name: str) -> bytes:
 def asset_url(name: str) -> str:
     version = hashlib.sha256(asset(name)).hexdigest()[:12]
     return f"/dashboard/assets/{name}?v={version}"
+
+
+def dashboard_html(name: str, **values: Any) -> str:
+    """``page/templates/dashboard/<name>`` rendered in the payment page's template
+    environment (its autoescape, its catalogue: the dashboard speaks English)."""
+    return template(LANGUAGES[0], f"dashboard/{name}").render(**values)
+
+
+def page_html(
+    name: str, title: str, *, owner: str | None = None, csrf: str | None = None, active: str = "",
+    **values: Any,
+) -> str:
+    """A whole page (``name`` extends ``dashboard/layout.html``): the navigation for a
+    signed-in owner, then the page's own part, drawn from ``values``."""
+    return dashboard_html(
+        name,
+        title=title,
+        owner=owner,
+        owner_short=None if owner is None else short_address(owner),
+        csrf=csrf,
+        active=active,
+        nav=NAV,
+        assets={asset_name: asset_url(asset_name) for asset_name in ASSET_TYPES},
+        **values,
+    )
+
+
+def invoice_badge(status: str, balance_raw: str | int) -> tuple[str, str]:
+    """An invoice's status badge (its colour, its words); a pending one that received part
+    is partly paid."""
+    words = status_words(status, balance_raw)
+    return ("partial" if words == PARTLY_PAID else status, words)
 
 
 def utc_text(ms: int | None) -> str:
