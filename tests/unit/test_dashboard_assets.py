@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from invoicing.web.dashboard.login import login_page_html
-from invoicing.web.dashboard.render import CONTENT_SECURITY_POLICY, asset, page
+from invoicing.web.dashboard.render import CONTENT_SECURITY_POLICY, asset, page_html
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,8 @@ def test_htmx_is_the_locked_npm_release() -> None:
 
 
 def test_pages_have_no_inline_script_or_style() -> None:
-    for html in (login_page_html(), page("T", "<p>x</p>", owner="0xabc", csrf="t")):
+    reports = page_html("reports.html", "T", owner="0xabc", csrf="t", months=["2026-01"])
+    for html in (login_page_html(), reports):
         assert "<script>" not in html and " style=" not in html and "<style" not in html
         assert " on" + "click=" not in html
     assert "script-src 'self'" in CONTENT_SECURITY_POLICY

@@ -13,7 +13,7 @@ series by colour.
 from __future__ import annotations
 
 from decimal import Decimal
-from html import escape
+from typing import Any
 
 WIDTH = 960
 HEIGHT = 260
@@ -38,69 +38,65 @@ def nice_top(top: Decimal) -> Decimal:
     raise AssertionError("unreachable: 10 × power ≥ step")
 
 
-def bar_chart_svg(
+def bar_chart(
     title: str, unit: str, series: list[tuple[str, list[Decimal]]], day_labels: list[str]
-) -> str:
+) -> dict[str, Any] | None:
     """Bars per day for each series, side by side, on one scale in ``unit``; with a y axis,
-    an x axis (first, middle and last day) and a legend (:func:`legend_html`)."""
+    an x axis (first, middle and last day) and a legend: what ``dashboard/chart.html``
+    draws (None: nothing to draw)."""
     days = len(day_labels)
     if not series or not days:
-        return ""
+        return None
     top = nice_top(max(max(values) for _, values in series))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / days
     bar = max(1.0, slot * 0.8 / len(series))
-    parts = []
+    lines: list[dict[str, object]] = []
     for tick in range(TICKS + 1):
-        value = top * tick / TICKS
         y = TOP + plot_h - plot_h * tick / TICKS
-        css = "axis" if tick == 0 else "grid-line"
-        parts.append(
-            f'<line class="{css}" x1="{LEFT}" y1="{y:.1f}" x2="{WIDTH - RIGHT}" y2="{y:.1f}">'
-            "</line>"
+        lines.append(
+            {
+                "css": "axis" if tick == 0 else "grid-line",
+                "x1": LEFT,
+                "y1": f"{y:.1f}",
+                "x2": WIDTH - RIGHT,
+                "y2": f"{y:.1f}",
+                "label": f"{(top * tick / TICKS).normalize():,f}",
+                "label_x": LEFT - 6,
+                "label_y": f"{y + 4:.1f}",
+            }
         )
-        parts.append(
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{escape(f'{value.normalize():,f}')}</text>"
-        )
-    parts.append(
-        f'<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + plot_h}"></line>'
-    )
+    lines.append({"css": "axis", "x1": LEFT, "y1": TOP, "x2": LEFT, "y2": TOP + plot_h})
+    lines[-1]["label"] = None
+    bars = []
     for index, (_name, values) in enumerate(series):
-        colour = PALETTE[index % len(PALETTE)]
         for day, value in enumerate(values):
             if value <= 0:
                 continue
             height = plot_h * float(value / top)
-            x = LEFT + day * slot + slot * 0.1 + index * bar
-            parts.append(
-                f'<rect class="bar" x="{x:.1f}" y="{TOP + plot_h - height:.1f}" width="{bar:.1f}" '
-                f'height="{height:.1f}" fill="{colour}"></rect>'
+            bars.append(
+                {
+                    "x": f"{LEFT + day * slot + slot * 0.1 + index * bar:.1f}",
+                    "y": f"{TOP + plot_h - height:.1f}",
+                    "width": f"{bar:.1f}",
+                    "height": f"{height:.1f}",
+                    "colour": PALETTE[index % len(PALETTE)],
+                }
             )
+    marked = []
     for day in (0, days // 2, days - 1):
         anchor = "start" if day == 0 else ("end" if day == days - 1 else "middle")
         x = LEFT + (day + 1) * slot if day == days - 1 else LEFT + day * slot
-        parts.append(
-            f'<text x="{x:.1f}" y="{HEIGHT - 6}" text-anchor="{anchor}">'
-            f"{escape(day_labels[day])}</text>"
-        )
-    parts.append(
-        f'<text x="4" y="{TOP + 4}" text-anchor="start" class="unit">{escape(unit)}</text>'
-    )
-    names = ", ".join(escape(name) for name, _ in series)
-    return (
-        f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-labelledby="chart-title" '
-        f'xmlns="http://www.w3.org/2000/svg"><title id="chart-title">{escape(title)} '
-        f"({escape(unit)}): {names}</title>{''.join(parts)}</svg>"
-    )
-
-
-def legend_html(names: list[str]) -> str:
-    """The chart's legend: each series' colour and name, in the chart's order."""
-    items = "".join(
-        f'<li><svg class="key" viewBox="0 0 12 12" aria-hidden="true" focusable="false">'
-        f'<rect width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"></rect></svg>'
-        f"{escape(name)}</li>"
-        for i, name in enumerate(names)
-    )
-    return f'<ul class="legend" id="chart-legend">{items}</ul>'
+        marked.append({"x": f"{x:.1f}", "anchor": anchor, "label": day_labels[day]})
+    return {
+        "width": WIDTH,
+        "height": HEIGHT,
+        "title": title,
+        "unit": unit,
+        "names": [name for name, _ in series],
+        "lines": lines,
+        "bars": bars,
+        "days": marked,
+        "day_y": HEIGHT - 6,
+        "unit_y": TOP + 4,
+    }

@@ -12,7 +12,7 @@ from invoicing.invoices.amounts import round_up_shown, to_decimal_string
 from invoicing.invoices.fiat import FiatValue
 from invoicing.notifications.signing import get_settings
 from invoicing.services import Services
-from invoicing.web.dashboard.render import HEADERS, e, page
+from invoicing.web.dashboard.render import HEADERS, page_html
 from invoicing.web.dashboard.session import Owner
 
 
@@ -47,38 +47,30 @@ async def reporting_currency(services: Services, owner: Owner) -> str | None:
         return (await get_settings(session, owner.key)).reporting_currency
 
 
-def fiat_html(value: FiatValue | None) -> str:
-    """A fiat value as text; at the rate at payment it says so (the locked price does not)."""
-    if value is None:
-        return ""
-    title = "" if value.locked else ' title="At the rate when it was paid"'
-    return f'<span class="fiat"{title}>{e(value.text())}</span>'
+def fiat_fact(value: FiatValue | None) -> dict[str, object] | None:
+    """A fiat value's text, and whether it is the locked price (else: at the rate when it
+    was paid), for ``m.amount_with_fiat``."""
+    return None if value is None else {"text": value.text(), "locked": value.locked}
 
 
-def amount_with_fiat_html(token_text: str, value: FiatValue | None) -> str:
-    """The fiat value first when there is one, the token amount below it."""
-    if value is None:
-        return e(token_text)
-    return f'{fiat_html(value)}<span class="sub">{e(token_text)}</span>'
-
-
-def explorer_link_html(services: Services, chain_id: int, kind: str, value: str) -> str:
-    """``value`` (a transaction hash or an address) linked to the chain's explorer, if any."""
+def explorer_link(
+    services: Services, chain_id: int, kind: str, value: str
+) -> dict[str, str | None]:
+    """``value`` (a transaction hash or an address) and its page on the chain's explorer,
+    if any (``m.explorer`` draws it)."""
     try:
         explorer = services.chains.get(chain_id).config.explorer
     except UnsupportedChain:
         explorer = None
-    text = f'<span class="mono">{e(value)}</span>'
-    if explorer is None:
-        return text
-    return f'<a href="{e(explorer)}/{kind}/{e(value)}" rel="noopener noreferrer">{text}</a>'
+    return {"value": value, "href": None if explorer is None else f"{explorer}/{kind}/{value}"}
 
 
-def html(
-    title: str, body_html: str, owner: Owner, active: str, status_code: int = 200
+def html_page(
+    name: str, title: str, owner: Owner, active: str, status_code: int = 200, **values: Any
 ) -> HTMLResponse:
+    """The page template ``name`` for a signed-in owner, with the dashboard's headers."""
     return HTMLResponse(
-        page(title, body_html, owner=owner.address, csrf=owner.csrf, active=active),
+        page_html(name, title, owner=owner.address, csrf=owner.csrf, active=active, **values),
         status_code=status_code,
         headers=HEADERS,
     )

@@ -18,8 +18,7 @@ from invoicing.ratelimit import DAY_MS, hit_deferred
 from invoicing.services import Services
 from invoicing.web.api.invoices import create_rules
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.common import html, symbol
-from invoicing.web.dashboard.render import attrs, csrf_input_html, e, notice_html
+from invoicing.web.dashboard.common import html_page, symbol
 from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -27,59 +26,39 @@ router = APIRouter(prefix="/dashboard", include_in_schema=False)
 DASHBOARD_MODE = "dashboard"
 MAX_EXPIRY_MINUTES = 60 * 24 * 90
 # Suggestions for the currency field (any ISO 4217 code is accepted).
-CURRENCY_OPTIONS = "".join(
-    f'<option value="{code}"></option>' for code in ("USD", "EUR", "GBP", "JPY", "CHF", "CAD")
-)
+CURRENCY_SUGGESTIONS = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD")
 
 
-def _token_choices(services: Services, chosen: str) -> str:
+def _token_choices(services: Services) -> list[tuple[str, str]]:
+    """Each chain's native coin and tokens: (``<chainId>:<token or native>``, its name)."""
     options = []
     for chain in services.chains.all():
         config = chain.config
         values = [(f"{config.chain_id}:native", f"{symbol(services, config.chain_id, None)}")]
         values += [(f"{config.chain_id}:{t.address}", t.symbol) for t in config.tokens]
-        options += [
-            f'<option value="{e(v)}"{" selected" if v == chosen else ""}>'
-            f"{e(label)} on {e(config.name)}</option>"
-            for v, label in values
-        ]
-    return "".join(options)
+        options += [(v, f"{label} on {config.name}") for v, label in values]
+    return options
 
 
-def create_form_html(services: Services, owner: Owner, values: dict[str, str]) -> str:
-    return (
-        '<form class="card" method="post" action="/dashboard/invoices/new" id="create-form">'
-        f"{csrf_input_html(owner.csrf)}"
-        '<div class="field"><label for="c-asset">Token and chain</label>'
-        f'<select id="c-asset" name="asset">{_token_choices(services, values.get("asset", ""))}'
-        "</select></div>"
-        '<div class="field"><label for="c-amount">Amount</label>'
-        f'<input id="c-amount" name="amount" required inputmode="decimal"'
-        f"{attrs(value=values.get('amount'))}></div>"
-        '<div class="field"><label for="c-currency">Amount is in (optional: a currency such as '
-        "USD; the token amount is then locked at today's rate)</label>"
-        f'<input id="c-currency" name="currency" maxlength="3" size="5" list="c-currencies" '
-        f'autocomplete="off"{attrs(value=values.get("currency"))}>'
-        f'<datalist id="c-currencies">{CURRENCY_OPTIONS}</datalist></div>'
-        '<div class="field"><label for="c-id">Invoice id (optional: numbered for you)</label>'
-        f'<input id="c-id" name="invoiceId" maxlength="128"{attrs(value=values.get("invoiceId"))}>'
-        "</div>"
-        '<div class="field"><label for="c-description">Description</label>'
-        f'<textarea id="c-description" name="description" maxlength="1000" rows="3">'
-        f"{e(values.get('description', ''))}</textarea></div>"
-        '<div class="field"><label for="c-expiry">Expires after (minutes; empty: the '
-        "service's default)</label>"
-        f'<input id="c-expiry" name="expiresInMinutes" type="number" min="1" '
-        f'max="{MAX_EXPIRY_MINUTES}"{attrs(value=values.get("expiresInMinutes"))}></div>'
-        '<div class="field"><label for="c-redirect">After payment, send the payer to '
-        "(optional, https URL)</label>"
-        f'<input id="c-redirect" name="redirectUrl" type="url" maxlength="2048" size="50"'
-        f"{attrs(value=values.get('redirectUrl'))}></div>"
-        '<div class="field"><label for="c-cancel">If the payer cancels, send them to '
-        "(optional, https URL)</label>"
-        f'<input id="c-cancel" name="cancelUrl" type="url" maxlength="2048" size="50"'
-        f"{attrs(value=values.get('cancelUrl'))}></div>"
-        '<button type="submit">Create</button></form>'
+def _create_page(
+    services: Services,
+    owner: Owner,
+    values: dict[str, str],
+    status_code: int = 200,
+    **top: object,
+) -> HTMLResponse:
+    """The form (filled with ``values``); ``top``: an ``error``, or the invoice ``created``."""
+    return html_page(
+        "create.html",
+        "Create an invoice",
+        owner,
+        "create",
+        status_code,
+        values=values,
+        assets_offered=_token_choices(services),
+        currencies=CURRENCY_SUGGESTIONS,
+        max_expiry_minutes=MAX_EXPIRY_MINUTES,
+        **({"error": None, "created": None} | top),
     )
 
 
@@ -119,7 +98,7 @@ def _new_invoice(owner: Owner, fields: dict[str, str], now_ms: int) -> NewInvoic
 @router.get("/invoices/new", response_class=HTMLResponse)
 async def create_page(request: Request, owner: SignedIn) -> HTMLResponse:
     services = services_of(request)
-    return html("Create an invoice", create_form_html(services, owner, {}), owner, "create")
+    return _create_page(services, owner, {})
 
 
 @router.post("/invoices/new", response_class=HTMLResponse)
@@ -147,17 +126,11 @@ async def create(request: Request, owner: SignedIn) -> HTMLResponse:
             create_rules(settings),
         )
     except ServiceError as exc:
-        body = notice_html(exc.message, error=True) + create_form_html(services, owner, fields)
-        return html("Create an invoice", body, owner, "create", exc.status)
-    url = payment_url(settings.payment_page_url, invoice.payment_address)
-    body = (
-        f'<p class="notice" role="status">Invoice {e(invoice.invoice_id)} created.</p>'
-        '<section class="card" id="created">'
-        f'<p>Hosted payment page: <a id="hosted-url" href="{e(url)}">{e(url)}</a> '
-        f'<button type="button" class="secondary" data-copy="{e(url)}">Copy</button></p>'
-        f'<p class="qr"><img id="created-qr" src="/pay/{e(invoice.payment_address)}/qr.svg" '
-        f'alt="QR code of the payment request for {e(invoice.invoice_id)}"></p>'
-        f'<p><a href="/dashboard/invoices/{e(invoice.id)}" id="created-detail">Open the invoice'
-        "</a></p></section>" + create_form_html(services, owner, {})
-    )
-    return html("Create an invoice", body, owner, "create", 201)
+        return _create_page(services, owner, fields, exc.status, error=exc.message)
+    created = {
+        "id": invoice.id,
+        "invoice_id": invoice.invoice_id,
+        "payment_address": invoice.payment_address,
+        "url": payment_url(settings.payment_page_url, invoice.payment_address),
+    }
+    return _create_page(services, owner, {}, 201, created=created)

@@ -33,21 +33,18 @@ from invoicing.tables.rates import PaidRate
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import (
     amount_text,
-    amount_with_fiat_html,
     chain_name,
-    html,
+    fiat_fact,
+    html_page,
     reporting_currency,
     short_amount_text,
     symbol,
 )
 from invoicing.web.dashboard.render import (
     HEADERS,
-    attrs,
-    e,
-    invoice_badge_html,
-    notice_html,
+    dashboard_html,
+    invoice_badge,
     short_address,
-    table_html,
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn
@@ -55,7 +52,6 @@ from invoicing.web.dashboard.words import count_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 
-SELECTED = " selected"
 PAGE_SIZE = 50
 # The list counts its matches up to this many (a count of 100,000 rows costs a page's time).
 COUNT_UP_TO = 10_001
@@ -132,131 +128,94 @@ def _query(params: dict[str, str], **more: str) -> str:
     return urlencode(kept)
 
 
-def _token_options(services: Services, chosen: str) -> str:
+def _token_options(services: Services) -> list[tuple[str, str]]:
     options = [("", "Any token"), (NATIVE, "Native coin")]
     for chain in services.chains.all():
         options += [(t.address, f"{t.symbol} ({chain.config.name})") for t in chain.config.tokens]
-    return "".join(
-        f'<option value="{e(v)}"{SELECTED if v.lower() == chosen.lower() else ""}>{e(t)}</option>'
-        for v, t in options
-    )
+    return options
 
 
-def filters_html(services: Services, params: dict[str, str]) -> str:
-    statuses = '<option value="">Any status</option>' + "".join(
-        f'<option value="{s}"{SELECTED if params["status"] == s else ""}>{s}</option>'
-        for s in InvoiceStatus
-    )
-    chains = '<option value="">Any chain</option>' + "".join(
-        f'<option value="{c.config.chain_id}"'
-        f"{' selected' if params['chain'] == str(c.config.chain_id) else ''}>"
-        f"{e(c.config.name)}</option>"
-        for c in services.chains.all()
-    )
-    return (
-        '<form class="filters" method="get" action="/dashboard/invoices" role="search">'
-        f'<div><label for="f-q">Search</label><input id="f-q" name="q" type="search" '
-        f'placeholder="invoiceId or payment address"{attrs(value=params["q"] or None)}></div>'
-        f'<div><label for="f-status">Status</label><select id="f-status" name="status">'
-        f"{statuses}</select></div>"
-        f'<div><label for="f-chain">Chain</label><select id="f-chain" name="chain">{chains}'
-        "</select></div>"
-        f'<div><label for="f-token">Token</label><select id="f-token" name="token">'
-        f"{_token_options(services, params['token'])}</select></div>"
-        f'<div><label for="f-from">Created from</label><input id="f-from" name="from" '
-        f'type="date"{attrs(value=params["from"] or None)}></div>'
-        f'<div><label for="f-to">Created to</label><input id="f-to" name="to" type="date"'
-        f"{attrs(value=params['to'] or None)}></div>"
-        '<div class="check"><input id="f-failing" name="failing" type="checkbox" value="1"'
-        f"{' checked' if params['failing'] == '1' else ''}>"
-        '<label for="f-failing">Webhook failing</label></div>'
-        '<div><button type="submit">Apply</button></div></form>'
-    )
+def _filters(services: Services, params: dict[str, str]) -> dict[str, Any]:
+    """What the filter form offers, and ``params``: what it shows chosen."""
+    return {
+        "params": params,
+        "statuses": list(InvoiceStatus),
+        "chains": [(str(c.config.chain_id), c.config.name) for c in services.chains.all()],
+        "tokens": _token_options(services),
+    }
 
 
-async def results_html(
+async def results(
     services: Services, owner: Owner, params: dict[str, str], cursor: str | None
-) -> str:
+) -> dict[str, object]:
+    """One page of the list (what ``dashboard/invoice_results.html`` draws); live (polled)
+    on the first page."""
     query = parse_filter(owner, params)
     found = await browse_invoices(services.db, query, cursor, PAGE_SIZE)
     total = await count_invoices(services.db, query, COUNT_UP_TO)
     currency = await reporting_currency(services, owner)
     rates = await paid_rates_of(services.db, [i.id for i in found.items])
     rows = [
-        [
-            f'<a href="/dashboard/invoices/{e(i.id)}">{e(i.invoice_id)}</a>',
-            invoice_badge_html(i.status, i.balance_raw),
-            amount_with_fiat_html(
-                short_amount_text(
-                    i.required_raw, i.decimals, symbol(services, i.chain_id, i.token_address)
-                ),
-                shown_value(i, rates.get(i.id), currency),
+        {
+            "id": i.id,
+            "invoice_id": i.invoice_id,
+            "badge": invoice_badge(i.status, i.balance_raw),
+            "amount": short_amount_text(
+                i.required_raw, i.decimals, symbol(services, i.chain_id, i.token_address)
             ),
-            e(amount_text(i.balance_raw, i.decimals)),
-            e(chain_name(services, i.chain_id)),
-            f'<span class="mono" title="{e(i.payment_address)}">'
-            f"{e(short_address(i.payment_address))}</span>",
-            e(utc_text(i.created_at)),
-        ]
+            "fiat": fiat_fact(shown_value(i, rates.get(i.id), currency)),
+            "received": amount_text(i.balance_raw, i.decimals),
+            "chain": chain_name(services, i.chain_id),
+            "payment_address": i.payment_address,
+            "short_address": short_address(i.payment_address),
+            "created": utc_text(i.created_at),
+        }
         for i in found.items
     ]
     if total >= COUNT_UP_TO:
         shown = f"More than {COUNT_UP_TO - 1:,} invoices match."
     else:
         shown = count_words(total, "invoice matches", "invoices match") + "."
-    pager = f'<p class="muted" id="total">{e(shown)}</p>'
-    if cursor:
-        pager += f'<a href="/dashboard/invoices?{e(_query(params))}">First page</a>'
-    if found.next_cursor:
-        pager += (
-            f'<a id="next-page" href="/dashboard/invoices?'
-            f'{e(_query(params, after=found.next_cursor))}">Next page</a>'
-        )
-    live = (
-        f' hx-get="/dashboard/invoices/results?{e(_query(params))}" '
-        f'hx-trigger="every {REFRESH_S}s" hx-swap="outerHTML"'
-        if not cursor
-        else ""
-    )
-    return (
-        f'<div id="results"{live}>'
-        + table_html(
-            ["Invoice", "Status", "#Amount", "#Received", "Chain", "Payment address", "Created"],
-            rows,
-            "Invoices",
-            body_id="invoice-rows",
-        )
-        + f'<div class="pager">{pager}</div></div>'
-    )
+    return {
+        "invoices": rows,
+        "shown": shown,
+        "live": not cursor,
+        "refresh_s": REFRESH_S,
+        "query": _query(params),
+        "first_page": _query(params) if cursor else None,
+        "next_page": _query(params, after=found.next_cursor) if found.next_cursor else None,
+    }
 
 
 @router.get("/invoices", response_class=HTMLResponse)
 async def invoices_page(request: Request, owner: SignedIn) -> HTMLResponse:
     services = services_of(request)
     params = _params(request)
+    filters = _filters(services, params)
     try:
-        results = await results_html(services, owner, params, request.query_params.get("after"))
+        found = await results(services, owner, params, request.query_params.get("after"))
     except InvalidRequest as exc:
-        body = filters_html(services, params) + notice_html(exc.message, error=True)
-        return html("Invoices", body, owner, "invoices", status_code=400)
-    export = f"/dashboard/invoices.csv?{_query(params)}"
-    body = (
-        filters_html(services, params)
-        + f'<p class="actions"><a class="button secondary" id="export" href="{e(export)}" '
-        "download>Export these invoices (CSV)</a>"
-        '<a class="button secondary" href="/dashboard/invoices/new">Create an invoice</a></p>'
-        + results
+        return html_page(
+            "invoices.html", "Invoices", owner, "invoices", 400, error=exc.message, **filters
+        )
+    return html_page(
+        "invoices.html",
+        "Invoices",
+        owner,
+        "invoices",
+        error=None,
+        results=found,
+        export_query=_query(params),
+        **filters,
     )
-    return html("Invoices", body, owner, "invoices")
 
 
 @router.get("/invoices/results", response_class=HTMLResponse)
 async def invoices_results(request: Request, owner: SignedIn) -> HTMLResponse:
     """The first page of the list alone (htmx polls it, so new payments show)."""
     services = services_of(request)
-    return HTMLResponse(
-        await results_html(services, owner, _params(request), None), headers=HEADERS
-    )
+    found = await results(services, owner, _params(request), None)
+    return HTMLResponse(dashboard_html("invoice_results.html", results=found), headers=HEADERS)
 
 
 # A cell a spreadsheet would run as a formula gets a leading apostrophe (CSV injection).

@@ -42,7 +42,7 @@ from invoicing.ratelimit import hit
 from invoicing.settings import Settings
 from invoicing.web.api.inputs import json_body
 from invoicing.web.context import client_network, services_of
-from invoicing.web.dashboard.render import HEADERS, e, page
+from invoicing.web.dashboard.render import HEADERS, page_html
 from invoicing.web.dashboard.session import (
     SignedIn,
     clear_session_cookie,
@@ -120,21 +120,7 @@ def _json_only(request: Request, settings: Settings) -> None:
 
 
 def login_page_html() -> str:
-    return page(
-        "Sign in",
-        '<div class="card login" id="login">'
-        "<p>Sign in with the wallet that owns your invoices. Your wallet is asked to sign a "
-        "message (Sign-In with Ethereum); no transaction is sent and nothing is paid.</p>"
-        '<div class="field"><label for="account">Team member of (the owner\'s address; '
-        "leave empty for your own account)</label>"
-        '<input id="account" name="account" size="44" autocomplete="off"></div>'
-        '<p class="actions"><button type="button" id="sign-in">Sign in with wallet</button></p>'
-        '<p id="sign-in-status" role="status" aria-live="polite"></p>'
-        "<noscript><p>Signing in with a wallet needs JavaScript.</p></noscript>"
-        "<h2>No wallet in this browser?</h2>"
-        "<p>An operator with a shell on the server can print a single-use login link: "
-        "<code>invoicing dashboard-link --owner 0x…</code></p></div>",
-    )
+    return page_html("login.html", "Sign in")
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -242,11 +228,7 @@ async def sign_in_by_link(request: Request, token: str) -> HTMLResponse:
             )
     except ServiceError as exc:
         return _link_refused(exc)
-    body = page(
-        "Signed in",
-        f'<p class="notice" role="status">Signed in as <span class="mono">{e(owner)}</span>.</p>'
-        '<p><a class="button" id="continue" href="/dashboard">Continue to the dashboard</a></p>',
-    ).replace("<head>", '<head><meta http-equiv="refresh" content="0;url=/dashboard">', 1)
+    body = page_html("signed_in.html", "Signed in", signed_in_as=owner)
     response = HTMLResponse(body, headers=HEADERS)
     set_session_cookie(response, settings, session_token)
     return response
@@ -265,14 +247,8 @@ async def logout(request: Request, owner: SignedIn) -> Response:
 def _link_refused(exc: ServiceError) -> HTMLResponse:
     """A login link that cannot sign in (used, expired, unknown, or an owner not admitted),
     as a page a person reads, with the way to a new link."""
-    body = page(
-        "This sign-in link cannot be used",
-        '<section class="card login" id="link-refused">'
-        f'<p role="alert">{e(exc.message[:1].upper() + exc.message[1:])}.</p>'
-        "<p>A sign-in link works once and for a short time. Ask the operator for a new one "
-        "(<code>invoicing dashboard-link 0xYourAddress</code>), or sign in with your wallet."
-        '</p><p><a class="button" href="/dashboard/login">Sign in with a wallet</a></p></section>',
-    )
+    reason = exc.message[:1].upper() + exc.message[1:]
+    body = page_html("link_refused.html", "This sign-in link cannot be used", reason=reason)
     return HTMLResponse(body, status_code=exc.status, headers=HEADERS)
 
 

@@ -13,8 +13,7 @@ from invoicing.errors import InvalidRequest
 from invoicing.reports.payments import ReportQuery, report_csv
 from invoicing.reports.sources import PAID_INVOICES
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.common import html
-from invoicing.web.dashboard.render import e, table_html
+from invoicing.web.dashboard.common import html_page
 from invoicing.web.dashboard.session import SignedIn
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -40,21 +39,8 @@ def recent_months(now_ms: int, count: int) -> list[tuple[int, int]]:
 @router.get("/reports", response_class=HTMLResponse)
 async def reports_page(request: Request, owner: SignedIn) -> HTMLResponse:
     now_ms = services_of(request).clock.now_ms()
-    rows = [
-        [
-            e(f"{year}-{month:02d}"),
-            f'<a href="/dashboard/reports/payments.csv?month={year}-{month:02d}" download>'
-            f"payments-{year}-{month:02d}.csv</a>",
-        ]
-        for year, month in recent_months(now_ms, MONTHS_SHOWN)
-    ]
-    body = (
-        "<h2>Payments by month</h2><p>One row a payment: invoice, payment address, chain, "
-        "token, amount, when it was paid, the fiat price it was locked at, the fee taken "
-        "when it was swept and the sweep's transaction. Months are in UTC.</p>"
-        + table_html(["Month", "Download"], rows, "Payments reports by month", "reports")
-    )
-    return html("Reports", body, owner, "reports")
+    months = [f"{year}-{month:02d}" for year, month in recent_months(now_ms, MONTHS_SHOWN)]
+    return html_page("reports.html", "Reports", owner, "reports", months=months)
 
 
 @router.get("/reports/payments.csv")

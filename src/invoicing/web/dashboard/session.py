@@ -26,6 +26,7 @@ from invoicing.errors import Forbidden, InvalidRequest, PayloadTooLarge, Unsuppo
 from invoicing.ratelimit import hit_deferred
 from invoicing.settings import Settings
 from invoicing.web.context import services_of
+from invoicing.web.dashboard.render import dashboard_html
 from invoicing.web.dashboard.roles import ability_of
 
 DEV_COOKIE = "invoicing_session"
@@ -173,7 +174,7 @@ def install(app: FastAPI) -> None:
             return RedirectResponse("/dashboard/login", status_code=303)
         body = {"error": {"code": "unauthorized", "message": "sign in to the dashboard"}}
         if request.headers.get("accept", "").startswith("text/html"):
-            return HTMLResponse("<p>Sign in to the dashboard.</p>", status_code=401)
+            return HTMLResponse(dashboard_html("sign_in_required.html"), status_code=401)
         return JSONResponse(body, status_code=401)
 
     app.add_exception_handler(SignInRequired, _sign_in_required)

@@ -17,40 +17,15 @@ from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import ERC20
 from invoicing.errors import Conflict, InvalidRequest
 from invoicing.invoices.amounts import to_raw
-from invoicing.invoices.history import History, invoice_history
+from invoicing.invoices.history import invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.refunds.wallet import WalletRefundClaim, record_wallet_refund
-from invoicing.services import Services
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.common import json_answer, symbol
-from invoicing.web.dashboard.render import csrf_input_html, e
-from invoicing.web.dashboard.session import Owner, SignedIn
+from invoicing.web.dashboard.common import json_answer
+from invoicing.web.dashboard.session import SignedIn
 from invoicing.web.dashboard.signed import read_address, read_json, read_text, read_uint
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
-
-
-def wallet_refund_form_html(services: Services, found: History, owner: Owner) -> str:
-    """The form of a completed invoice: the recipient proposed is the first payer of record."""
-    i = found.invoice
-    token = symbol(services, i.chain_id, i.token_address)
-    payer = found.payments[0]["from"] if found.payments else ""
-    return (
-        f'<form class="card" id="refund-form" method="post" data-wallet-send '
-        f'action="/dashboard/invoices/{e(i.id)}/wallet-refund" '
-        f'data-prepare="/dashboard/invoices/{e(i.id)}/wallet-refund/prepare">'
-        f"{csrf_input_html(owner.csrf)}"
-        '<p class="muted">This invoice was swept: its escrow is empty. The refund is paid '
-        "from your wallet, which sends the transfer and pays its gas; the service checks it "
-        "on chain and records it on the invoice.</p>"
-        '<div class="field"><label for="refund-to">Refund to (address)</label>'
-        f'<input id="refund-to" name="to" required autocomplete="off" size="44" '
-        f'value="{e(payer)}"></div>'
-        f'<div class="field"><label for="refund-amount">Amount ({e(token)})</label>'
-        '<input id="refund-amount" name="amount" required inputmode="decimal"></div>'
-        '<button type="submit">Send the refund from my wallet</button>'
-        '<p data-status role="status" aria-live="polite" id="refund-status"></p></form>'
-    )
 
 
 @router.post("/invoices/{invoice_pk}/wallet-refund/prepare")

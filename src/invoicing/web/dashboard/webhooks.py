@@ -18,141 +18,93 @@ from invoicing.notifications.endpoints import (
     list_endpoints,
     update_endpoint,
 )
-from invoicing.notifications.service import get_event, list_events
+from invoicing.notifications.service import Attempt, get_event, list_events
 from invoicing.notifications.signing import list_secrets
-from invoicing.tables.notifications import EventEndpoint
+from invoicing.tables.notifications import EventEndpoint, WebhookAttempt
 from invoicing.web.api.event_inputs import EVENT_TYPES
 from invoicing.web.api.events import endpoint_rules
 from invoicing.web.context import services_of
-from invoicing.web.dashboard.common import html
-from invoicing.web.dashboard.render import (
-    badge_html,
-    button_form_html,
-    csrf_input_html,
-    e,
-    notice_html,
-    revocable_cells_html,
-    shown_once_html,
-    table_html,
-    utc_text,
-)
+from invoicing.web.dashboard.common import html_page
+from invoicing.web.dashboard.render import utc_text
 from invoicing.web.dashboard.session import Owner, SignedIn, form_pairs
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 EVENT_LOG_SIZE = 25
 
-ROTATION_HTML = (
-    "<p>While you have signing secrets, every delivery carries "
-    "<code>x-service-webhook-signature: t=…,v1=…</code> with one <code>v1</code> per active "
-    "secret. To rotate without downtime: create a new secret, give it to your receiver (it "
-    "accepts a delivery when any <code>v1</code> matches), then revoke the old one here.</p>"
-)
+
+def ticked(events: Sequence[str]) -> list[str]:
+    """The event types an endpoint's form shows ticked (all of them for "all events")."""
+    return list(EVENT_TYPES) if ALL_EVENTS in events else list(events)
 
 
-def _events_fieldset(chosen: list[str], prefix: str) -> str:
-    boxes = "".join(
-        f'<div class="check"><input type="checkbox" id="{prefix}-{i}" name="event" '
-        f'value="{e(t)}"{" checked" if t in chosen or ALL_EVENTS in chosen else ""}>'
-        f'<label for="{prefix}-{i}">{e(t)}</label></div>'
-        for i, t in enumerate(EVENT_TYPES)
-    )
-    return f"<fieldset><legend>Events (none ticked: all)</legend>{boxes}</fieldset>"
+def attempt_lines(attempts: Sequence[Attempt | WebhookAttempt]) -> list[str]:
+    """A delivery's attempts, one line each: "#1 <when>: HTTP 500"."""
+    return [
+        f"#{a.attempt} {utc_text(a.attempted_at)}: "
+        + (f"HTTP {a.status_code}" if a.status_code is not None else a.error or "error")
+        for a in attempts
+    ]
 
 
-async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "") -> str:
+def _endpoint_row(endpoint: EventEndpoint) -> dict[str, object]:
+    return {
+        "id": endpoint.id,
+        "url": endpoint.url,
+        "description": endpoint.description or "",
+        "events": ", ".join(endpoint.events),
+        "enabled": endpoint.enabled,
+        "disabled_reason": endpoint.disabled_reason,
+        "toggle": "disable" if endpoint.enabled else "enable",
+        "base": f"/dashboard/webhooks/endpoints/{endpoint.id}",
+    }
+
+
+async def _webhooks_page(
+    request: Request, owner: Owner, status_code: int = 200, **top: object
+) -> HTMLResponse:
+    """The page; ``top``: what shows above it (``notice``, ``error`` or the ``fresh``
+    signing secret, shown once)."""
     services = services_of(request)
     now_ms = services.clock.now_ms()
     async with services.db.sessions() as session:
         endpoints = await list_endpoints(session, owner.key)
         secrets = await list_secrets(session, owner.key)
     log = await list_events(services.db, services.settings, owner.key, now_ms, limit=EVENT_LOG_SIZE)
-    endpoint_rows = []
-    for endpoint in endpoints:
-        toggle = "disable" if endpoint.enabled else "enable"
-        base = f"/dashboard/webhooks/endpoints/{endpoint.id}"
-        endpoint_rows.append(
-            [
-                f'<span class="mono">{e(endpoint.url)}</span><br>'
-                f'<span class="muted">{e(endpoint.description or "")}</span>',
-                e(", ".join(endpoint.events)),
-                badge_html("active" if endpoint.enabled else "disabled")
-                + (f"<br>{e(endpoint.disabled_reason)}" if endpoint.disabled_reason else ""),
-                '<div class="actions">'
-                + button_form_html(f"{base}/ping", "Send test ping", owner.csrf, name=endpoint.url)
-                + button_form_html(
-                    f"{base}/{toggle}", toggle.capitalize(), owner.csrf, name=endpoint.url
-                )
-                + f'<a class="button secondary" href="{base}/edit">Edit</a></div>',
-            ]
-        )
     secret_rows = [
-        [
-            f'<span class="mono">{e(s.id)}</span>',
-            e(utc_text(s.created_at)),
-            *revocable_cells_html(
-                s.revoked_at, f"/dashboard/webhooks/secrets/{s.id}/revoke", owner.csrf, s.id
-            ),
-        ]
+        {
+            "id": s.id,
+            "created": utc_text(s.created_at),
+            "revoked": utc_text(s.revoked_at) if s.revoked_at else None,
+            "revoke_action": f"/dashboard/webhooks/secrets/{s.id}/revoke",
+            "name": s.id,
+        }
         for s in secrets
     ]
     event_rows = [
-        [
-            f'<a href="/dashboard/events/{e(item["id"])}">{e(item["type"])}</a>',
-            e(utc_text(item["createdAt"])),
-            f'<span class="mono">{e(item["id"])}</span>',
-            _redeliver_forms(item["id"], endpoints, owner.csrf),
-        ]
+        {"id": item["id"], "type": item["type"], "created": utc_text(item["createdAt"])}
         for item in log.items
     ]
-    return (
-        top_html
-        + "<h2>Endpoints</h2>"
-        + table_html(["URL", "Events", "State", "Actions"], endpoint_rows, "Endpoints", "endpoints")
-        + "<h2>Add an endpoint</h2>"
-        + '<form class="card" method="post" action="/dashboard/webhooks/endpoints" '
-        f'id="add-endpoint">{csrf_input_html(owner.csrf)}'
-        '<div class="field"><label for="ep-url">Endpoint URL</label>'
-        '<input id="ep-url" name="url" type="url" required maxlength="2048" size="50"></div>'
-        '<div class="field"><label for="ep-description">Description</label>'
-        '<input id="ep-description" name="description" maxlength="1000"></div>'
-        + _events_fieldset([], "ep-new")
-        + '<button type="submit">Add endpoint</button></form>'
-        + "<h2>Signing secrets</h2>"
-        + ROTATION_HTML
-        + table_html(
-            ["Id", "Created", "State", "Revoke"], secret_rows, "Signing secrets", "secrets"
-        )
-        + button_form_html("/dashboard/webhooks/secrets", "Create a signing secret", owner.csrf)
-        + "<h2>Event log</h2>"
-        + table_html(["Event", "Created", "Id", "Redeliver"], event_rows, "Events", "events")
+    return html_page(
+        "webhooks.html",
+        "Webhooks",
+        owner,
+        "webhooks",
+        status_code,
+        endpoints=[_endpoint_row(endpoint) for endpoint in endpoints],
+        secrets=secret_rows,
+        events=event_rows,
+        event_types=EVENT_TYPES,
+        **({"notice": None, "error": None, "fresh": None} | top),
     )
-
-
-def _redeliver_forms(event_id: str, endpoints: Sequence[EventEndpoint], csrf: str) -> str:
-    forms = []
-    for endpoint in endpoints:
-        endpoint_id, url = endpoint.id, endpoint.url
-        forms.append(
-            button_form_html(
-                f"/dashboard/events/{event_id}/redeliver?endpoint={endpoint_id}",
-                "Redeliver",
-                csrf,
-                name=f"{event_id} to {url}",
-            )
-        )
-    return '<div class="actions">' + "".join(forms) + "</div>"
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
 async def webhooks_page(request: Request, owner: SignedIn) -> HTMLResponse:
-    top = notice_html(request.query_params.get("notice"))
-    return html("Webhooks", await webhooks_body_html(request, owner, top), owner, "webhooks")
+    return await _webhooks_page(request, owner, notice=request.query_params.get("notice"))
 
 
 async def _fail(request: Request, owner: Owner, exc: ServiceError) -> HTMLResponse:
-    top = notice_html(exc.message, error=True)
-    body = await webhooks_body_html(request, owner, top)
-    return html("Webhooks", body, owner, "webhooks", exc.status)
+    return await _webhooks_page(request, owner, exc.status, error=exc.message)
 
 
 def _back(notice: str) -> RedirectResponse:
@@ -191,21 +143,18 @@ async def edit_page(request: Request, endpoint_id: str, owner: SignedIn) -> HTML
     services = services_of(request)
     async with services.db.sessions() as session:
         found = [x for x in await list_endpoints(session, owner.key) if x.id == endpoint_id]
-    if not found:
-        return html("Edit endpoint", notice_html("No such endpoint.", error=True), owner, "", 404)
-    endpoint = found[0]
-    body = (
-        f'<form class="card" method="post" action="/dashboard/webhooks/endpoints/{e(endpoint.id)}"'
-        f' id="edit-endpoint">{csrf_input_html(owner.csrf)}'
-        '<div class="field"><label for="edit-url">Endpoint URL</label>'
-        f'<input id="edit-url" name="url" type="url" required size="50" value="{e(endpoint.url)}">'
-        '</div><div class="field"><label for="edit-description">Description</label>'
-        f'<input id="edit-description" name="description" value="{e(endpoint.description or "")}">'
-        "</div>"
-        + _events_fieldset(list(endpoint.events), "edit")
-        + '<button type="submit">Save</button></form>'
+    endpoint = None
+    if found:
+        endpoint = _endpoint_row(found[0]) | {"events": ticked(found[0].events)}
+    return html_page(
+        "endpoint_edit.html",
+        "Edit endpoint",
+        owner,
+        "webhooks" if found else "",
+        200 if found else 404,
+        endpoint=endpoint,
+        event_types=EVENT_TYPES,
     )
-    return html("Edit endpoint", body, owner, "webhooks")
 
 
 async def _change(
@@ -266,14 +215,14 @@ async def create_secret(request: Request, owner: SignedIn) -> HTMLResponse:
         row, secret = await issue_webhook_secret(services, owner.key)
     except ServiceError as exc:
         return await _fail(request, owner, exc)
-    top = shown_once_html(
-        "new-secret",
-        "Your new signing secret",
-        "copy it into your receiver now",
-        secret.get_secret_value(),
-        f'<p class="muted">Id {e(row.id)}</p>',
-    )
-    return html("Webhooks", await webhooks_body_html(request, owner, top), owner, "webhooks", 201)
+    fresh = {
+        "box_id": "new-secret",
+        "title": "Your new signing secret",
+        "advice": "copy it into your receiver now",
+        "secret": secret.get_secret_value(),
+        "extra": f"Id {row.id}",
+    }
+    return await _webhooks_page(request, owner, 201, fresh=fresh)
 
 
 @router.post("/webhooks/secrets/{secret_id}/revoke")
@@ -295,28 +244,18 @@ async def event_page(request: Request, event_id: str, owner: SignedIn) -> HTMLRe
     )
     async with services.db.sessions() as session:
         endpoints = await list_endpoints(session, owner.key)
-    rows = [
-        [
-            f'<span class="mono">{e(d.url)}</span>',
-            badge_html(d.status),
-            "<br>".join(
-                e(
-                    f"#{a.attempt} {utc_text(a.attempted_at)}: "
-                    + (f"HTTP {a.status_code}" if a.status_code is not None else a.error or "error")
-                )
-                for a in d.attempts
-            )
-            or '<span class="muted">not tried yet</span>',
-        ]
+    deliveries = [
+        {"url": d.url, "status": d.status, "attempts": attempt_lines(d.attempts)}
         for d in found.deliveries
     ]
-    envelope = found.envelope
-    body = (
-        notice_html(request.query_params.get("notice"))
-        + f"<p><strong>{e(envelope['type'])}</strong> · {e(utc_text(envelope['createdAt']))} · "
-        f'<span class="mono">{e(envelope["id"])}</span></p>'
-        + table_html(["Sent to", "Status", "Attempts"], rows, "Deliveries", "event-deliveries")
-        + "<h2>Send again</h2>"
-        + _redeliver_forms(envelope["id"], endpoints, owner.csrf)
+    return html_page(
+        "event.html",
+        "Event",
+        owner,
+        "webhooks",
+        notice=request.query_params.get("notice"),
+        envelope=found.envelope,
+        created=utc_text(found.envelope["createdAt"]),
+        deliveries=deliveries,
+        endpoints=endpoints,
     )
-    return html("Event", body, owner, "webhooks")
