@@ -42,9 +42,8 @@ ONE_WORKER_GROUPS = {
 ONE_UNIT_PER_TEST = ("tests/integration/test_benches.py",)
 
 # The units that take minutes on this machine class, longest first: they start before the
-# rest, so that none of them is what a worker starts last (a PostgreSQL run: Medusa's suite
-# about 6 min, the chaos topology's scenarios about 5, the `invoicing dev` group 3, Chromium's
-# pages 3).
+# rest, so that none of them is what a worker starts last (Medusa's suite, on the PostgreSQL
+# run, takes 5 to 7 min alone; the others hold a dozen or more tests that start processes).
 LONGEST_FIRST = (
     "tests/integration/test_medusa_provider.py",
     "chaos topology",
