@@ -14,6 +14,7 @@ file a temporary one).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -51,16 +52,25 @@ def _sync_pg_url(url: str) -> str:
     return make_url(url).set(drivername="postgresql+psycopg2").render_as_string(False)
 
 
-def new_database_url() -> tuple[str, Callable[[], None]]:
-    """A fresh, empty database for this run and a function that drops it."""
+def new_database_url(template: str | None = None) -> tuple[str, Callable[[], None]]:
+    """A fresh database for this run and a function that drops it: empty, or a copy of
+    ``template`` (a database of this run that nothing is connected to): its file copied on
+    SQLite, ``CREATE DATABASE ... TEMPLATE`` on PostgreSQL."""
     if TEST_DATABASE == "sqlite":
         path = os.path.join(tempfile.mkdtemp(prefix="invoicing-test-"), "test.db")
+        if template is not None:
+            source = make_url(template).database
+            assert source is not None
+            for suffix in ("", "-wal"):  # WAL mode: the log may hold committed pages
+                if os.path.exists(source + suffix):
+                    shutil.copyfile(source + suffix, path + suffix)
         return f"sqlite+aiosqlite:///{path}", lambda: None
     admin_url = _sync_pg_url(TEST_DATABASE)
     name = f"invoicing_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    copy = "" if template is None else f' TEMPLATE "{make_url(template).database}"'
     with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+        connection.execute(text(f'CREATE DATABASE "{name}"{copy}'))
 
     def drop() -> None:
         with admin.connect() as connection:
@@ -72,10 +82,20 @@ def new_database_url() -> tuple[str, Callable[[], None]]:
 
 
 @pytest.fixture(scope="session")
-async def database_url() -> AsyncIterator[str]:
-    """One migrated database shared by the run."""
+async def migrated_template() -> AsyncIterator[str]:
+    """A database brought to the newest schema by ``upgrade`` once for the run; nothing
+    connects to it: the migrated databases of the tests are copies of it (a copy takes a
+    fraction of a second, running the migrations seconds on a loaded machine)."""
     url, drop = new_database_url()
     await upgrade(url)
+    yield url
+    drop()
+
+
+@pytest.fixture(scope="session")
+def database_url(migrated_template: str) -> Iterator[str]:
+    """One migrated database shared by the run."""
+    url, drop = new_database_url(template=migrated_template)
     yield url
     drop()
 

@@ -6,12 +6,11 @@ chain, so each one works with fresh owners (random keys) and fresh escrow salts 
 resetting state.
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
 import pytest
 
 from invoicing.chain.fake import FakeChain
-from invoicing.migrate import upgrade
 from tests.conftest import new_database_url
 from tests.support.monitoring import new_fake_chain
 
@@ -30,19 +29,18 @@ def fake() -> FakeChain:
 
 
 @pytest.fixture
-async def own_database() -> AsyncIterator[str]:
-    """A fresh database per test: claims take every due event, so tests must not share."""
-    url, drop = new_database_url()
-    await upgrade(url)
+def own_database(migrated_template: str) -> Iterator[str]:
+    """A fresh migrated database per test (a copy of the run's migrated template): claims
+    take every due event, so tests must not share."""
+    url, drop = new_database_url(template=migrated_template)
     yield url
     drop()
 
 
 @pytest.fixture(scope="module")
-async def module_database() -> AsyncIterator[str]:
-    """A fresh database for one test module, whose tests each leave no due event behind
-    (cheaper than ``own_database`` per test: a PostgreSQL database takes seconds to make)."""
-    url, drop = new_database_url()
-    await upgrade(url)
+def module_database(migrated_template: str) -> Iterator[str]:
+    """A fresh migrated database for one test module, whose tests each leave no due event
+    behind (cheaper than ``own_database`` per test on PostgreSQL)."""
+    url, drop = new_database_url(template=migrated_template)
     yield url
     drop()

@@ -1,7 +1,8 @@
 """One `invoicing dev` process for the tests that drive the service from outside (the
 Python and JavaScript SDKs' tests, the docs' quickstart, the example shop), started as a user
 starts it and shared by them. Under pytest-xdist each worker is a run of its own: the files
-that use it are one group in ``tests/support/workers.py``, so that one worker starts it.
+that use it are one group in ``tests/support/workers.py``, so that one worker starts it
+(but the Medusa provider's suite, which takes minutes alone: its worker starts its own).
 
 It runs on free ports, on this run's database kind (a fresh SQLite file, or a fresh
 PostgreSQL database under ``INVOICING_TEST_DATABASE``), with the monitor's interval and the

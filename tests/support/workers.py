@@ -6,8 +6,11 @@ the chaos topology, the shared ``invoicing dev``, Chromium) must stay on one wor
 built once. The unit of work is therefore a test file, or a group of files below that share
 one expensive thing a worker starts on first use.
 
-Files that hold a ``slow`` test go first, so that no worker starts a long test while the
-others have nothing left to do; the fast files fill the end. Every other file keeps its place.
+The units that take minutes go first, longest first (``LONGEST_FIRST``), then the other files
+that hold a ``slow`` test, so that no worker starts a long test while the others have nothing
+left to do; the fast files fill the end. Every other file keeps its place. A file whose tests
+share nothing costly (each starts processes of its own) is split: each of its tests is a unit
+(``ONE_UNIT_PER_TEST``), so that its minutes spread over the workers.
 
 pytest-xdist's own ``--dist loadgroup`` would read ``xdist_group`` marks, but on pytest 9.2 it
 groups nothing (it renames the tests' node ids, which pytest no longer lets it do), so the
@@ -31,14 +34,39 @@ ONE_WORKER_GROUPS = {
     "tests/acceptance/test_js_client.py": "invoicing dev",
     "tests/acceptance/test_x402_dev.py": "invoicing dev",
     "tests/integration/test_woocommerce_plugin.py": "invoicing dev",
-    "tests/integration/test_medusa_provider.py": "invoicing dev",
+    # test_medusa_provider.py also calls shared_dev, but its suite alone takes minutes (`npm ci`,
+    # a Medusa server): it is a unit of its own, and its worker starts an `invoicing dev` for it.
 }
+
+# Files whose tests each start their own processes and share nothing costly: one unit per test.
+ONE_UNIT_PER_TEST = ("tests/integration/test_benches.py",)
+
+# The units that take minutes on this machine class, longest first: they start before the
+# rest, so that none of them is what a worker starts last (Medusa's suite, on the PostgreSQL
+# run, takes 5 to 7 min alone; the others hold a dozen or more tests that start processes).
+LONGEST_FIRST = (
+    "tests/integration/test_medusa_provider.py",
+    "chaos topology",
+    "invoicing dev",
+    "chromium",
+)
 
 
 def unit_of(nodeid: str) -> str:
-    """The unit of work of a test: its file, or the group its file belongs to."""
+    """The unit of work of a test: its file, the group its file belongs to, or the test itself
+    in a file of ``ONE_UNIT_PER_TEST``."""
     path = nodeid.split("::", 1)[0]
+    if path in ONE_UNIT_PER_TEST:
+        return nodeid
     return next((g for prefix, g in ONE_WORKER_GROUPS.items() if path.startswith(prefix)), path)
+
+
+def rank(unit: str, slow: set[str]) -> int:
+    """Where a unit starts: those of ``LONGEST_FIRST`` in its order, then the other units that
+    hold a slow test, then the rest."""
+    if unit in LONGEST_FIRST:
+        return LONGEST_FIRST.index(unit)
+    return len(LONGEST_FIRST) + (unit not in slow)
 
 
 class FileScheduling(LoadScopeScheduling):
@@ -57,7 +85,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> FileScheduli
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with a ``slow`` test first (each file stays whole, so its fixtures are built
-    once, in a plain run too)."""
+    """The longest units first, then the units with a ``slow`` test (each unit stays whole, so
+    its fixtures are built once, in a plain run too)."""
     slow = {unit_of(item.nodeid) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: unit_of(item.nodeid) not in slow)
+    items.sort(key=lambda item: rank(unit_of(item.nodeid), slow))
