@@ -5,6 +5,7 @@ is the API's domain call (``notifications``, ``actions.keys``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -37,6 +38,7 @@ from invoicing.web.dashboard.render import (
     utc_text,
 )
 from invoicing.web.dashboard.session import Owner, SignedIn, form_pairs
+from invoicing.web.dashboard.words import event_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 EVENT_LOG_SIZE = 25
@@ -97,7 +99,8 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
     ]
     event_rows = [
         [
-            f'<a href="/dashboard/events/{e(item["id"])}">{e(item["type"])}</a>',
+            f'<a href="/dashboard/events/{e(item["id"])}">{e(event_words(item["type"]))}</a>',
+            invoice_link_html(item),
             e(utc_text(item["createdAt"])),
             f'<span class="mono">{e(item["id"])}</span>',
             _redeliver_forms(item["id"], endpoints, owner.csrf),
@@ -124,8 +127,21 @@ async def webhooks_body_html(request: Request, owner: Owner, top_html: str = "")
         )
         + button_form_html("/dashboard/webhooks/secrets", "Create a signing secret", owner.csrf)
         + "<h2>Event log</h2>"
-        + table_html(["Event", "Created", "Id", "Redeliver"], event_rows, "Events", "events")
+        + table_html(
+            ["Event", "Invoice", "Created", "Id", "Redeliver"], event_rows, "Events", "events"
+        )
     )
+
+
+def invoice_link_html(envelope: dict[str, Any]) -> str:
+    """A link to the invoice an event is about (its ``data.invoice``), named by its
+    ``invoiceId``; a muted dash for an event about none (a test ping)."""
+    data = envelope.get("data")
+    invoice = data.get("invoice") if isinstance(data, dict) else None
+    if not isinstance(invoice, dict) or not isinstance(invoice.get("id"), str):
+        return '<span class="muted">none</span>'
+    name = invoice.get("invoiceId") or invoice["id"]
+    return f'<a href="/dashboard/invoices/{e(invoice["id"])}">{e(str(name))}</a>'
 
 
 def _redeliver_forms(event_id: str, endpoints: Sequence[EventEndpoint], csrf: str) -> str:
@@ -313,8 +329,11 @@ async def event_page(request: Request, event_id: str, owner: SignedIn) -> HTMLRe
     envelope = found.envelope
     body = (
         notice_html(request.query_params.get("notice"))
-        + f"<p><strong>{e(envelope['type'])}</strong> · {e(utc_text(envelope['createdAt']))} · "
-        f'<span class="mono">{e(envelope["id"])}</span></p>'
+        + f"<p><strong>{e(event_words(envelope['type']))}</strong> · "
+        f"{e(utc_text(envelope['createdAt']))} · "
+        f'<span class="mono">{e(envelope["id"])}</span> · invoice '
+        + invoice_link_html(envelope)
+        + "</p>"
         + table_html(["Sent to", "Status", "Attempts"], rows, "Deliveries", "event-deliveries")
         + "<h2>Send again</h2>"
         + _redeliver_forms(envelope["id"], endpoints, owner.csrf)
