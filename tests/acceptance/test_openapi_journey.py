@@ -22,6 +22,8 @@ from invoicing.chain.eip712 import (
     set_refund_delegate_typed_data,
 )
 from invoicing.chain.evm import EvmClient
+from invoicing.monitor.records import run_records_step
+from invoicing.services import Services
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
 from tests.support.api import key_headers, signed_get, signed_post
@@ -60,7 +62,7 @@ async def test_journey_responses_match_the_documented_schemas(
             base_url=base_url, timeout=30, event_hooks={"response": [checker.hook()]}
         ) as http,
     ):
-        await journey(http, owner, stranger, dev, evm)
+        await journey(http, owner, stranger, dev, evm, services)
 
     assert checker.problems == []
     # Every documented success was answered and checked (readyz's 503 aside: no chain is down).
@@ -70,7 +72,12 @@ async def test_journey_responses_match_the_documented_schemas(
 
 
 async def journey(
-    http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient
+    http: httpx.AsyncClient,
+    owner: Any,
+    stranger: Any,
+    dev: DevDeployment,
+    evm: EvmClient,
+    services: Services,
 ) -> None:
     chain_id, address = dev.chain_id, owner.address
     assert (await http.get("/healthz")).status_code == 200
@@ -185,6 +192,11 @@ async def journey(
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
+    # The monitor's step that records the payments behind balances (the report's rows).
+    (chain,) = services.chains.all()
+    await run_records_step(services, chain, await chain.block_number())
+    shown = await http.get("/integration/invoices/status", params=lookup, headers=key)
+    assert len(shown.json()["invoice"]["payments"]) == 1
     await back_office(http, address, key, chain_id)
     await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)

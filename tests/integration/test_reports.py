@@ -25,7 +25,12 @@ from invoicing.invoices.fiat import record_paid_rates
 from invoicing.invoices.models import Invoice
 from invoicing.monitor.check import recheck_invoice
 from invoicing.monitor.records import run_records_step
-from invoicing.settlement.models import RelayerTransaction, Withdrawal, WithdrawalStatus
+from invoicing.settlement.models import (
+    RelayerTransaction,
+    Withdrawal,
+    WithdrawalItem,
+    WithdrawalStatus,
+)
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
@@ -150,7 +155,7 @@ async def test_the_report_has_a_row_per_payment_of_record_with_fiat_fee_and_swee
     )
     await settle_all(app.services)
     await run_records_step(app.services, chain, await chain.block_number())
-    token_sweep, native_sweep = await sweep_hashes(app, dev.token), await sweep_hashes(app, None)
+    token_sweep, native_sweep = await sweep_hash(app, split), await sweep_hash(app, native)
 
     window = {"ownerAddress": owner.address, "dateFrom": "0", "dateTo": str(2**53)}
     answer = await app.http.get(REPORT, params=window, headers=headers)
@@ -214,16 +219,15 @@ async def send(evm: EvmClient, key: str, invoice: Invoice, raw: int) -> Sent:
     return Sent(receipt["transactionHash"], sender, int(block["timestamp"], 16) * 1000)
 
 
-async def sweep_hashes(app: RunningApp, token: str | None) -> str:
-    """The transaction of the one confirmed sweep of ``token``."""
+async def sweep_hash(app: RunningApp, invoice: Invoice) -> str:
+    """The transaction of the one confirmed sweep of the invoice's escrow."""
     async with app.services.db.sessions() as session:
         (tx_hash,) = await session.scalars(
             select(RelayerTransaction.mined_hash)
             .join(Withdrawal, Withdrawal.relayer_tx_id == RelayerTransaction.id)
+            .join(WithdrawalItem, WithdrawalItem.withdrawal_id == Withdrawal.id)
             .where(
-                Withdrawal.token_address.is_(None)
-                if token is None
-                else Withdrawal.token_address == token,
+                WithdrawalItem.invoice_id == invoice.id,
                 Withdrawal.status == WithdrawalStatus.COMPLETED,
             )
         )
