@@ -26,6 +26,8 @@ from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
+# How the example settings file (deploy/systemd/invoicing.env.example) marks a value to fill.
+EXAMPLE_PLACEHOLDER = "replace-with-"
 DEVELOPMENT = "development"
 # Outside development INVOICING_SECRET must have at least this many bytes (UTF-8).
 MIN_SECRET_BYTES = 32
@@ -274,7 +276,7 @@ class Settings(BaseSettings):
         development = self.environment == DEVELOPMENT
         secret = self.secret.get_secret_value()
         if not development:
-            if secret == PLACEHOLDER_SECRET:
+            if secret == PLACEHOLDER_SECRET or secret.startswith(EXAMPLE_PLACEHOLDER):
                 raise ValueError(
                     "INVOICING_SECRET must be set to a real secret outside development"
                 )

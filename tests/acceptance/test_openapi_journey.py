@@ -77,9 +77,13 @@ async def test_journey_responses_match_the_documented_schemas(
 
 
 async def journey(
-    http: httpx.AsyncClient, owner: Any, stranger: Any, dev: DevDeployment, evm: EvmClient,
+    http: httpx.AsyncClient,
+    owner: Any,
+    stranger: Any,
+    dev: DevDeployment,
+    evm: EvmClient,
     services: Services,
-) -> None:  # fmt: skip
+) -> None:
     chain_id, address = dev.chain_id, owner.address
     assert (await http.get("/healthz")).status_code == 200
     assert (await http.get("/readyz")).status_code == 200
@@ -193,6 +197,11 @@ async def journey(
     await webhook_signing(http, owner, key)
     await events_and_endpoints(http, owner, key)
     await brand(http, address, key)
+    # The monitor's step that records the payments behind balances (the report's rows).
+    (chain,) = services.chains.all()
+    await run_records_step(services, chain, await chain.block_number())
+    shown = await http.get("/integration/invoices/status", params=lookup, headers=key)
+    assert len(shown.json()["invoice"]["payments"]) == 1
     await back_office(http, address, key, chain_id)
     await team(http, owner)
     await gasless_and_x402(http, address, key, dev, evm)

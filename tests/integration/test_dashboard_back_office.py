@@ -1,23 +1,27 @@
-"""The dashboard's back-office pages over real HTTP: email settings (and, below, reports
-and the team)."""
+"""The dashboard's back-office pages over real HTTP: email settings, reports, and the event
+log's links to invoices (and, below, the team)."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications.mail.choices import NOTHING, MailChoices, mail_choices
+from invoicing.tables.notifications import Event
 from tests.conftest import MakeServices, RunningApp
 from tests.support.dashboard import csrf_of, dashboard_app, sign_in
 from tests.support.signing import new_owner
-from tests.support.withdrawals import paid_invoice
+from tests.support.withdrawals import gateway, paid_invoice
 
 
 @pytest.fixture
@@ -92,8 +96,10 @@ async def test_the_month_report_holds_the_owners_payments_of_that_month(
 ) -> None:
     owner = new_owner()
     invoice = await paid_invoice(dash.services, evm, owner.address, "0.0125")
-    assert invoice.paid_at is not None
-    paid = datetime.fromtimestamp(invoice.paid_at / 1000, tz=UTC)
+    chain = gateway(dash.services)
+    assert (await run_records_step(dash.services, chain, await chain.block_number())).recorded == 1
+    block = await evm.get_block(await evm.block_number())
+    paid = datetime.fromtimestamp(int(block["timestamp"], 16), tz=UTC)
     month = f"{paid.year}-{paid.month:02d}"
     before = f"{paid.year - 1}-{paid.month:02d}"
     async with signed_in_client(dash, dev.chain_id, owner) as (client, _owner, _csrf):
@@ -116,3 +122,27 @@ async def test_the_month_report_holds_the_owners_payments_of_that_month(
     assert len(a_year_before.text.splitlines()) == 1
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_request"
     assert len(theirs.text.splitlines()) == 1
+
+
+async def test_the_event_log_links_each_event_to_its_invoice(
+    dash: RunningApp, dev: DevDeployment, evm: EvmClient
+) -> None:
+    owner = new_owner()
+    invoice = await paid_invoice(dash.services, evm, owner.address, "0.0125")
+    async with signed_in_client(dash, dev.chain_id, owner) as (client, _owner, _csrf):
+        log = await client.get("/dashboard/webhooks")
+        async with dash.services.db.sessions() as session:
+            (event_id,) = await session.scalars(
+                select(Event.id).where(Event.owner_key == owner.address.lower())
+            )
+        one = await client.get(f"/dashboard/events/{event_id}")
+
+    link = f'<a href="/dashboard/invoices/{invoice.id}">{invoice.invoice_id}</a>'
+    row = re.search(
+        r'<td data-label="Event"><a href="/dashboard/events/[^"]+">([^<]+)</a></td>'
+        r'<td data-label="Invoice">(.*?)</td>',
+        log.text,
+    )
+    assert row is not None, log.text
+    assert (row[1], row[2]) == ("Paid", link)
+    assert one.status_code == 200 and f"invoice {link}" in one.text

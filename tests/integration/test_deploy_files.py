@@ -5,15 +5,12 @@ service a client address that the client cannot choose."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import random
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -23,27 +20,15 @@ from typer.testing import CliRunner
 
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
-from tests.support.server import free_port, serve
+from tests.support.nginx import debian_tool, nginx_in_front
+from tests.support.server import serve
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
 ENV_EXAMPLE = DEPLOY / "systemd" / "invoicing.env.example"
-SITE = DEPLOY / "nginx" / "invoicing.conf"
 CONFIGURATION_PAGE = DEPLOY.parent / "docs" / "operations" / "configuration.md"
 VENV = Path(sys.executable).parent.parent
 SHIPPED_VENV = "/opt/invoicing/venv"
-
-
-def _tool(name: str) -> str:
-    """The path of a Debian tool the checks need (scripts/install-browser-deps.sh installs
-    it); a missing one skips locally and fails in CI (``CI=true``)."""
-    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
-    if path is None:
-        reason = f"{name} is missing: run scripts/install-browser-deps.sh"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
 
 
 def _local_unit(unit: Path, tmp_path: Path) -> Path:
@@ -68,7 +53,7 @@ def test_the_units_cover_migrate_serve_and_worker() -> None:
 
 def test_the_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
     """Checked together, as installed: serve and worker require the migrate unit."""
-    verify = _tool("systemd-analyze")
+    verify = debian_tool("systemd-analyze")
     local = [str(_local_unit(unit, tmp_path)) for unit in UNITS]
     done = subprocess.run(
         [verify, "verify", *local], capture_output=True, text=True, timeout=60, cwd=tmp_path
@@ -92,7 +77,7 @@ def test_each_units_command_is_one_the_cli_takes(unit: Path) -> None:
 
 def test_a_unit_with_a_wrong_key_fails_the_check(tmp_path: Path) -> None:
     """The check above can fail: systemd reports what it does not know."""
-    verify = _tool("systemd-analyze")
+    verify = debian_tool("systemd-analyze")
     broken = tmp_path / "broken"
     broken.mkdir()
     local = [_local_unit(unit, broken) for unit in UNITS]
@@ -112,80 +97,6 @@ def test_the_example_environment_names_only_documented_settings() -> None:
 
 
 # -- nginx ------------------------------------------------------------------------------
-
-
-class Nginx:
-    def __init__(self, https_url: str, http_url: str) -> None:
-        self.https_url = https_url
-        self.http_url = http_url
-
-
-def _nginx_files(tmp_path: Path, upstream_port: int) -> tuple[Path, int, int]:
-    """The shipped site inside a minimal nginx.conf of a test prefix: its ports, its
-    certificate (a fresh self-signed one) and its upstream replaced; nothing else changed."""
-    https_port, http_port = free_port(), free_port()
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=localhost",
-            "-keyout", str(tmp_path / "privkey.pem"), "-out", str(tmp_path / "fullchain.pem"),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    site = SITE.read_text()
-    replacements = {
-        "listen 80;": f"listen 127.0.0.1:{http_port};",
-        "listen [::]:80;": "",
-        "listen 443 ssl http2;": f"listen 127.0.0.1:{https_port} ssl http2;",
-        "listen [::]:443 ssl http2;": "",
-        "/etc/ssl/invoicing/": f"{tmp_path}/",
-        "server 127.0.0.1:8000;": f"server 127.0.0.1:{upstream_port};",
-    }
-    for old, new in replacements.items():
-        assert old in site, old
-        site = site.replace(old, new)
-    (tmp_path / "site.conf").write_text(site)
-    (tmp_path / "logs").mkdir()
-    temp = "".join(
-        f"{kind}_temp_path {tmp_path}/{kind};\n"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    (tmp_path / "nginx.conf").write_text(
-        f"worker_processes 1;\npid {tmp_path}/nginx.pid;\nerror_log stderr;\n"
-        "events { worker_connections 256; }\n"
-        f"http {{\naccess_log off;\n{temp}include {tmp_path}/site.conf;\n}}\n"
-    )
-    return tmp_path / "nginx.conf", https_port, http_port
-
-
-@asynccontextmanager
-async def nginx_in_front(upstream_url: str, tmp_path: Path) -> AsyncIterator[Nginx]:
-    nginx = _tool("nginx")
-    port = int(upstream_url.rsplit(":", 1)[1])
-    conf, https_port, http_port = _nginx_files(tmp_path, port)
-    base = [nginx, "-p", str(tmp_path), "-c", str(conf), "-e", "stderr"]
-    check = await asyncio.create_subprocess_exec(
-        *base, "-t", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    _, err = await asyncio.wait_for(check.communicate(), timeout=300)
-    assert check.returncode == 0, err.decode()
-    process = await asyncio.create_subprocess_exec(
-        *base, "-g", "daemon off;", stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        for _ in range(100):
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", https_port)
-                writer.close()
-                break
-            except OSError:
-                await asyncio.sleep(0.05)
-        yield Nginx(f"https://127.0.0.1:{https_port}", f"http://127.0.0.1:{http_port}")
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.wait(), timeout=10)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from eth_account import Account
 from sqlalchemy import select
@@ -20,7 +21,9 @@ from invoicing.invoices.owner_view import owner_views
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
+from invoicing.web.app import create_app
 from tests.conftest import MakeServices
+from tests.support.api import issue_api_key, key_headers
 from tests.support.monitor_anvil import (
     FAST,
     PAYER_KEY,
@@ -29,6 +32,7 @@ from tests.support.monitor_anvil import (
     pay_token,
     running_workers,
 )
+from tests.support.server import serve
 from tests.support.signing import new_owner
 
 pytestmark = pytest.mark.integration
@@ -68,7 +72,8 @@ async def test_split_native_payments_from_two_senders_and_a_contract_are_recorde
     make_services: MakeServices, evm: EvmClient
 ) -> None:
     services = await make_services(**FAST)
-    invoice = await open_invoice(services, new_owner(), "1", None)
+    owner = new_owner()
+    invoice = await open_invoice(services, owner, "1", None)
 
     async with running_workers(services):
         first = await evm.transact(PAYER_KEY, invoice.payment_address, value=3 * 10**17)
@@ -89,6 +94,20 @@ async def test_split_native_payments_from_two_senders_and_a_contract_are_recorde
     assert (view["status"], view["balanceRaw"]) == ("paid", str(10**18))
     recorded = [p for event in events for p in event.data["payments"]]
     assert sorted(recorded, key=lambda p: p["blockNumber"]) == payments
+    # The API's owner representations carry them too: the status lookup and the list.
+    headers = key_headers(await issue_api_key(services, owner))
+    where = {"ownerAddress": owner.address, "paymentAddress": invoice.payment_address}
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        status = await http.get("/integration/invoices/status", params=where, headers=headers)
+        listed = await http.get(
+            "/integration/invoices", params={"ownerAddress": owner.address}, headers=headers
+        )
+    assert status.status_code == 200, status.text
+    assert status.json()["invoice"]["payments"] == payments
+    assert [item["payments"] for item in listed.json()["items"]] == [payments]
 
 
 async def test_split_token_payments_from_two_senders_are_recorded(

@@ -81,6 +81,8 @@ def test_a_refused_configuration_does_not_show_the_secret() -> None:
     ("secret", "reason"),
     [
         ("dev-only-insecure-secret-change-me", "must be set to a real secret"),
+        # The example settings file's placeholder, left as it is.
+        ("replace-with-the-output-of-openssl-rand-hex-32", "must be set to a real secret"),
         ("a" * 31, "at least 32 bytes"),
     ],
 )

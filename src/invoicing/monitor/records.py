@@ -6,7 +6,8 @@ step runs beside them, never before them, so marking paid never waits for it. Ea
 
 1. takes up to ``SCAN_BATCH`` queued scans of the chain; for each token one ``eth_getLogs``
    over the scans' blocks (``Transfer`` logs to those escrows), for the native coin one block
-   read with its traces per block (``chain.transfers``); records what it found (a transfer
+   read with its traces per block (``chain.transfers``), and each block's time once for the
+   blocks transfers were found in; records what it found (a transfer
    already recorded is left as it is), emits ``invoice.payment_recorded`` with the new
    records, and drops the scans it covered;
 2. checks the hash of every block that holds records not yet final: a record whose block is
@@ -94,7 +95,8 @@ async def _scan(services: Services, chain: ChainGateway) -> tuple[int, int]:
     if not scans:
         return 0, 0
     found = await _transfers(chain, scans)
-    recorded = await _record(services, chain_id, scans, found)
+    times = {number: await chain.block_timestamp(number) * 1000 for number in _blocks(found)}
+    recorded = await _record(services, chain_id, scans, found, times)
     return len(scans), recorded
 
 
@@ -118,6 +120,11 @@ async def _transfers(chain: ChainGateway, scans: Sequence[_Scan]) -> list[tuple[
     return [(invoice_of[t.to], t) for t in found if t.to in invoice_of]
 
 
+def _blocks(found: Sequence[tuple[str, Transfer]]) -> list[int]:
+    """The blocks the transfers found lie in (each block's time is read once)."""
+    return sorted({transfer.block_number for _, transfer in found})
+
+
 async def _native(chain: ChainGateway, scans: Sequence[_Scan]) -> list[Transfer]:
     escrows_at: dict[int, set[str]] = defaultdict(set)
     for scan in scans:
@@ -135,6 +142,7 @@ async def _record(
     chain_id: int,
     scans: Sequence[_Scan],
     found: Sequence[tuple[str, Transfer]],
+    times: dict[int, int],
 ) -> int:
     """Write the transfers found (those not recorded yet), their events, and drop the scans
     covered (a scan widened meanwhile by a newer change stays)."""
@@ -151,7 +159,9 @@ async def _record(
                 )
             )
         new = {
-            (invoice_id, t.tx_hash, t.source): _row(invoice_id, chain_id, token_of, t, now_ms)
+            (invoice_id, t.tx_hash, t.source): _row(
+                invoice_id, chain_id, token_of, t, times, now_ms
+            )
             for invoice_id, t in found
             if (invoice_id, t.tx_hash, t.source) not in known
         }
@@ -172,7 +182,12 @@ async def _record(
 
 
 def _row(
-    invoice_id: str, chain_id: int, token_of: dict[str, str | None], t: Transfer, now_ms: int
+    invoice_id: str,
+    chain_id: int,
+    token_of: dict[str, str | None],
+    t: Transfer,
+    times: dict[int, int],
+    now_ms: int,
 ) -> dict[str, object]:
     return {
         "invoice_id": invoice_id,
@@ -184,6 +199,7 @@ def _row(
         "amount_raw": str(t.amount_raw),
         "block_number": t.block_number,
         "block_hash": t.block_hash,
+        "block_time": times[t.block_number],
         "final": False,
         "created_at": now_ms,
     }

@@ -2,8 +2,8 @@
 
 A row source (``PaymentSource``) pages rows in (``paidAt``, key) order after a cursor; the
 report streams CSV by walking the pages, and the JSON form hands one page and the cursor
-of the next. Which rows exist is the source's business alone: swap
-``sources.PAID_INVOICES`` for a source of payments of record and both forms follow.
+of the next, so both forms hold the same rows. Which rows exist is the source's business
+alone (``sources.PAYMENTS_OF_RECORD``: one row per payment of record).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ MAX_PAGE = 500
 
 @dataclass(frozen=True)
 class ReportQuery:
-    """Payments of one owner with ``date_from <= paidAt < date_to`` (unix ms); ``currency``:
-    only invoices priced in that fiat currency."""
+    """Payments of one owner with ``date_from <= paidAt < date_to`` (unix ms: the time of
+    the payment's block); ``currency``: only invoices priced in that fiat currency."""
 
     owner_key: str
     date_from: int
@@ -80,7 +80,7 @@ def decode_cursor(text: str) -> Cursor | None:
     paid_at, _, key = decoded.partition(":")
     if not (paid_at.isascii() and paid_at.isdigit()) or len(paid_at) > 16 or not key:
         return None
-    return int(paid_at), key[:64]
+    return int(paid_at), key[:200]
 
 
 async def report_page(

@@ -6,7 +6,9 @@ escrow that still holds its funds (a token that blocks it) is not marked withdra
 parked, so it is not swept again until its balance changes or its retry time comes. A sweep
 mined reverted parks its escrows as a withdraw that does not simulate does (what the
 simulation saw can differ from what the block held). Every sweep also reads the escrows'
-other assets at that block (``settlement.assets``).
+other assets at that block (``settlement.assets``). A sweep that moved more of an invoice's
+token than the monitor last saw in its escrow (a transfer after it was paid) queues a scan
+of the escrow's blocks since that reading, so those transfers become payments of record.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from invoicing.chain.gateway import ChainGateway
 from invoicing.db import Database
 from invoicing.invoices.lifecycle import apply_step, on_withdrawal_confirmed
 from invoicing.invoices.notify import Occurrence, record_events
+from invoicing.invoices.payments import queue_scans, scan_of
 from invoicing.services import Services
 from invoicing.settlement.assets import (
     Reading,
@@ -200,6 +203,7 @@ async def settle_withdrawal(
     )
     swept = []
     completed = []
+    scans = []
     own_token = asset_key(withdrawal.token_address)
     for invoice in invoices:
         amount = moved[invoice.id]
@@ -210,6 +214,8 @@ async def settle_withdrawal(
             continue  # another asset of the escrow: its row holds what is left
         if amount > 0:
             invoice.swept_raw = str(int(invoice.swept_raw) + amount)
+            if int(invoice.swept_raw) > int(invoice.balance_raw):
+                scans.append(unseen_payments(invoice, int(receipt["blockNumber"])))
             events = apply_step(invoice, on_withdrawal_confirmed(invoice), now_ms)
             if events:
                 completed.append(Occurrence(invoice, events))
@@ -230,8 +236,16 @@ async def settle_withdrawal(
         )
     await unpark(session, swept)
     await record_events(session, services.settings, now_ms, completed)
+    await queue_scans(session, services.db.dialect, scans)
     await after_sweep(session, withdrawal.token_address, after, now_ms)
     await record_readings(session, services.db.dialect, row.chain_id, readings.others, now_ms)
+
+
+def unseen_payments(invoice: Invoice, block: int) -> dict[str, Any]:
+    """The scan for transfers the monitor never saw (an over-payment or a late payment after
+    the invoice was paid, which only the sweep moved): from the block after its last stored
+    reading to the sweep's block (``monitor.records`` records them as payments of record)."""
+    return scan_of(invoice.id, invoice.chain_id, invoice.balance_block, block, None)
 
 
 async def _park_reverted(

@@ -30,6 +30,9 @@ class PaymentRecord(Base):
     amount_raw: Mapped[str] = mapped_column(RAW)
     block_number: Mapped[int] = mapped_column(BigInteger)
     block_hash: Mapped[str] = mapped_column(String(66))
+    # The block's timestamp (unix ms); None on records made before it was kept (the report
+    # then takes ``created_at``).
+    block_time: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # The block is deep enough that the step no longer checks its hash.
     final: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[int] = mapped_column(BigInteger)

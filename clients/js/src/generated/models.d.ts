@@ -392,10 +392,11 @@ export interface PaymentLine {
   /** The token's address, or "native". */
   token: string;
   amount: string;
+  /** The time of the payment's block (unix ms). */
   paidAt: number;
-  /** The payment's transaction (empty: not known yet). */
+  /** The payment's transaction. */
   txHash: string;
-  /** The payer (empty: not known yet). */
+  /** The payer's address. */
   from: string;
   fiatCurrency: string;
   fiatAmount: string;

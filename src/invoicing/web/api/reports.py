@@ -1,10 +1,10 @@
 """The payments report (docs/integration/reports.md): both modes.
 
 ``GET /integration/reports/payments`` (``reports.payments``): an owner's payments with
-``dateFrom <= paidAt < dateTo`` (unix ms), optionally only invoices priced in ``currency``;
-``format=csv`` streams every row, ``format=json`` answers a page (``limit``, ``cursor``).
-Rows come from ``reports.sources.PAID_INVOICES`` (``reports/sources.py`` says how a source
-of payments of record takes its place).
+``dateFrom <= paidAt < dateTo`` (unix ms, the time of the payment's block), optionally only
+invoices priced in ``currency``; ``format=csv`` streams every row, ``format=json`` answers
+a page (``limit``, ``cursor``). Rows come from ``reports.sources.PAYMENTS_OF_RECORD``: one
+per payment of record.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from invoicing.reports.payments import (
     report_csv,
     report_page,
 )
-from invoicing.reports.sources import PAID_INVOICES
+from invoicing.reports.sources import PAYMENTS_OF_RECORD, split_key
 from invoicing.web.api.deps import authorized_query
 from invoicing.web.api.inputs import Address
 from invoicing.web.api.responses import WireModel
@@ -41,8 +41,8 @@ class PaymentsQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     ownerAddress: Address
-    dateFrom: int = Field(ge=0, lt=MAX_MS, description="Paid at or after (unix ms).")
-    dateTo: int = Field(gt=0, le=MAX_MS, description="Paid before (unix ms).")
+    dateFrom: int = Field(ge=0, lt=MAX_MS, description="Paid at or after (unix ms, block time).")
+    dateTo: int = Field(gt=0, le=MAX_MS, description="Paid before (unix ms, block time).")
     currency: str | None = Field(
         default=None,
         pattern=r"^[A-Z]{3}$",
@@ -71,9 +71,9 @@ class PaymentLine(WireModel):
     chainId: int
     token: str = Field(description='The token\'s address, or "native".')
     amount: str
-    paidAt: int
-    txHash: str = Field(description="The payment's transaction (empty: not known yet).")
-    from_: str = Field(alias="from", description="The payer (empty: not known yet).")
+    paidAt: int = Field(description="The time of the payment's block (unix ms).")
+    txHash: str = Field(description="The payment's transaction.")
+    from_: str = Field(alias="from", description="The payer's address.")
     fiatCurrency: str
     fiatAmount: str
     rate: str
@@ -116,14 +116,16 @@ async def payments(request: Request) -> Answer[PaymentReport] | StreamingRespons
     if query.format == "csv":
         name = f"payments-{query.dateFrom}-{query.dateTo}.csv"
         return StreamingResponse(
-            report_csv(PAID_INVOICES, services.db, report),
+            report_csv(PAYMENTS_OF_RECORD, services.db, report),
             media_type=f"{CSV}; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
     cursor = None
     if query.cursor is not None:
         cursor = decode_cursor(query.cursor)
-        if cursor is None:
+        if cursor is None or split_key(cursor[1]) is None:
             raise InvalidRequest("cursor: not a cursor of this report")
-    rows, next_cursor = await report_page(PAID_INVOICES, services.db, report, cursor, query.limit)
+    rows, next_cursor = await report_page(
+        PAYMENTS_OF_RECORD, services.db, report, cursor, query.limit
+    )
     return Answer(PaymentReport(items=[PaymentLine.of(r) for r in rows], nextCursor=next_cursor))

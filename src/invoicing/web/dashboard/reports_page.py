@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, StreamingResponse
 
 from invoicing.errors import InvalidRequest
 from invoicing.reports.payments import ReportQuery, report_csv
-from invoicing.reports.sources import PAID_INVOICES
+from invoicing.reports.sources import PAYMENTS_OF_RECORD
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html_page
 from invoicing.web.dashboard.session import SignedIn
@@ -52,7 +52,7 @@ async def month_csv(request: Request, owner: SignedIn) -> StreamingResponse:
     date_from, date_to = month_bounds(year, month)
     services = services_of(request)
     return StreamingResponse(
-        report_csv(PAID_INVOICES, services.db, ReportQuery(owner.key, date_from, date_to)),
+        report_csv(PAYMENTS_OF_RECORD, services.db, ReportQuery(owner.key, date_from, date_to)),
         media_type="text/csv; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="payments-{year}-{month:02d}.csv"',

@@ -5,6 +5,7 @@ is the API's domain call (``notifications``, ``actions.keys``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -27,6 +28,7 @@ from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import html_page
 from invoicing.web.dashboard.render import utc_text
 from invoicing.web.dashboard.session import Owner, SignedIn, form_pairs
+from invoicing.web.dashboard.words import event_words
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 EVENT_LOG_SIZE = 25
@@ -81,7 +83,12 @@ async def _webhooks_page(
         for s in secrets
     ]
     event_rows = [
-        {"id": item["id"], "type": item["type"], "created": utc_text(item["createdAt"])}
+        {
+            "id": item["id"],
+            "type": event_words(item["type"]),
+            "invoice": invoice_of(item),
+            "created": utc_text(item["createdAt"]),
+        }
         for item in log.items
     ]
     return html_page(
@@ -96,6 +103,16 @@ async def _webhooks_page(
         event_types=EVENT_TYPES,
         **({"notice": None, "error": None, "fresh": None} | top),
     )
+
+
+def invoice_of(envelope: dict[str, Any]) -> dict[str, str] | None:
+    """The invoice an event is about (its ``data.invoice``): its id and the name it is shown
+    by (the owner's ``invoiceId``, else the id); None for an event about none (a test ping)."""
+    data = envelope.get("data")
+    invoice = data.get("invoice") if isinstance(data, dict) else None
+    if not isinstance(invoice, dict) or not isinstance(invoice.get("id"), str):
+        return None
+    return {"id": invoice["id"], "name": str(invoice.get("invoiceId") or invoice["id"])}
 
 
 @router.get("/webhooks", response_class=HTMLResponse)
@@ -255,6 +272,8 @@ async def event_page(request: Request, event_id: str, owner: SignedIn) -> HTMLRe
         "webhooks",
         notice=request.query_params.get("notice"),
         envelope=found.envelope,
+        words=event_words(found.envelope["type"]),
+        invoice=invoice_of(found.envelope),
         created=utc_text(found.envelope["createdAt"]),
         deliveries=deliveries,
         endpoints=endpoints,

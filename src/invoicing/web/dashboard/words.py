@@ -14,6 +14,9 @@ EVENT_WORDS = {
     InvoiceEvent.CANCELLED: "Cancelled",
     InvoiceEvent.COMPLETED: "Completed (swept to you)",
     InvoiceEvent.REFUNDED: "Refunded",
+    InvoiceEvent.PAYMENT_RECORDED: "Payment recorded",
+    InvoiceEvent.CAPTURED: "Captured",
+    InvoiceEvent.VOIDED: "Voided (paid back)",
 }
 STATUS_WORDS: dict[str, str] = {
     InvoiceStatus.PENDING: "awaiting payment",
