@@ -20,6 +20,8 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
 from invoicing.chain.evm import EvmClient
+from invoicing.invoices.models import Invoice
+from invoicing.invoices.views import webhook_payload
 from invoicing.notifications.models import Event
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.periods import charge_due_once
@@ -128,6 +130,62 @@ async def status_of(app: RunningApp, owner: LocalAccount, headers: dict[str, str
     return answer.json()["subscription"]
 
 
+async def each_charge_names_its_period(
+    app: RunningApp,
+    owner: LocalAccount,
+    headers: dict[str, str],
+    created: dict[str, Any],
+    escrows: list[str],
+) -> None:
+    """Each charge's invoice carries ``subscription`` in the status lookup, the list, its
+    ``invoice.paid`` event and the paid webhook's body; an owner's own invoice whose metadata
+    says the same does not."""
+    pk, chain_id = created["id"], created["chainId"]
+    for period, escrow in enumerate(escrows):
+        answer = await app.http.get(
+            "/integration/invoices/status",
+            params={"ownerAddress": owner.address, "paymentAddress": escrow},
+            headers=headers,
+        )
+        assert answer.status_code == 200, answer.text
+        invoice = answer.json()["invoice"]
+        assert invoice["status"] == "paid"
+        assert invoice["subscription"] == {"id": pk, "period": period}
+        assert invoice["metadata"] == {"subscription": {"id": pk, "period": period}}
+    mimic = {"ownerAddress": owner.address, "chainId": chain_id, "amount": "1"}
+    mimic["metadata"] = {"subscription": {"id": pk, "period": 7}}
+    made = await app.http.post("/integration/invoices", json=mimic, headers=headers)
+    assert made.status_code == 201, made.text
+    assert "subscription" not in made.json()
+    listed = await app.http.get(
+        "/integration/invoices",
+        params={"ownerAddress": owner.address, "chainId": chain_id, "limit": 10},
+        headers=headers,
+    )
+    found = {item["paymentAddress"]: item.get("subscription") for item in listed.json()["items"]}
+    assert found == {
+        **{escrow: {"id": pk, "period": period} for period, escrow in enumerate(escrows)},
+        made.json()["paymentAddress"]: None,
+    }
+    async with app.services.db.sessions() as session:
+        paid = list(
+            await session.scalars(
+                select(Event.data)
+                .where(Event.owner_key == owner.address.lower(), Event.type == "invoice.paid")
+                .order_by(Event.created_at)
+            )
+        )
+        invoices = {
+            row.payment_address: row
+            for row in await session.scalars(
+                select(Invoice).where(Invoice.owner_key == owner.address.lower())
+            )
+        }
+    assert sorted(data["invoice"]["subscription"]["period"] for data in paid) == [0, 1, 2]
+    assert webhook_payload(invoices[escrows[1]])["subscription"] == {"id": pk, "period": 1}
+    assert "subscription" not in webhook_payload(invoices[made.json()["paymentAddress"]])
+
+
 async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
@@ -165,6 +223,7 @@ async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     assert await token_balance(evm, dev, payer.address) == 10_000_000 - 3 * AMOUNT_RAW
     assert all(charge["txHash"] for charge in view["charges"])
     assert await charges_sent(app, owner.address) == 3
+    await each_charge_names_its_period(app, owner, headers, created, escrows)
 
     # The payer cancels on chain: nothing is charged after, whoever asks.
     sub = await find_subscription(app.services.db, created["id"])

@@ -31,6 +31,7 @@ from invoicing.errors import (
     ServiceError,
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
+from invoicing.invoices.views import SUBSCRIPTION_CALLER
 from invoicing.payments.method import PaymentMethod
 from invoicing.payments.seam import dry_run, relay_payment, settle_authorization
 from invoicing.payments.subscriptions.charge import PeriodCharge
@@ -171,7 +172,7 @@ async def _charge_invoice(
             metadata={"subscription": {"id": sub.id, "period": period}},
             salt=salt,
         ),
-        Caller(sub.owner_key, "subscription"),
+        Caller(sub.owner_key, SUBSCRIPTION_CALLER),
         now_ms,
         settings.default_expiry_s,
         CreateRules(late_payment_window_s=settings.late_payment_window_s),
