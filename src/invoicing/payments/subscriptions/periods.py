@@ -33,7 +33,7 @@ from invoicing.errors import (
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
 from invoicing.invoices.views import SUBSCRIPTION_CALLER
 from invoicing.payments.method import PaymentMethod
-from invoicing.payments.seam import dry_run, relay_payment, settle_authorization
+from invoicing.payments.seam import dry_run, relay_payment
 from invoicing.payments.subscriptions.charge import PeriodCharge
 from invoicing.payments.subscriptions.models import (
     ChargeStatus,
@@ -49,9 +49,10 @@ from invoicing.payments.subscriptions.service import (
     set_status,
     terms_of,
 )
+from invoicing.payments.subscriptions.settle import confirmed, paid_by_hand, settle_charge
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
-from invoicing.settlement.finality import Final, OnFinal
+from invoicing.settlement.finality import OnFinal
 from invoicing.settlement.models import TxPurpose
 from invoicing.settlement.signed_relay import SignedRequest, parse_signature, recover_signer
 
@@ -127,7 +128,6 @@ async def _activated(services: Services, pk: str, payer: str, signature: str, te
         sub.status = SubscriptionStatus.ACTIVE
         sub.next_period, sub.updated_at = 1, now_ms
         await record_event(session, services, sub, SubscriptionEvent.ACTIVATED, {"payer": payer})
-        await record_event(session, services, sub, SubscriptionEvent.CHARGED, {"period": 0})
 
 
 def _charge(
@@ -229,6 +229,8 @@ async def _advance(services: Services, chain: ChainGateway, sub: Subscription, n
     if cancelled:
         await set_status(services, sub.id, SubscriptionStatus.CANCELLED, {"by": "payer"})
         return
+    if sub.status == SubscriptionStatus.PAST_DUE:
+        await paid_by_hand(services, sub.id)
     due_at = terms.due_at(period)
     retry_at = sub.retry_at or 0
     if now_s < due_at or services.clock.now_ms() < retry_at:
@@ -244,22 +246,24 @@ async def _advance(services: Services, chain: ChainGateway, sub: Subscription, n
         grace_over = now_s >= due_at + services.settings.subscription_grace_s
         await _failed(services, sub, period, grace_over, exc)
         return
-    await _charged(services, sub.id, period)
+    await _charged(services, sub.id, period, on_chain=charged)
 
 
-async def _charged(services: Services, pk: str, period: int) -> None:
+async def _charged(services: Services, pk: str, period: int, *, on_chain: bool) -> None:
+    """The period's charge is sent (its transaction's end is ``settle.settle_charge``'s),
+    or, ``on_chain``, the bitmap has it charged already (sent before a restart, or by
+    anyone else)."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         sub = await session.get(Subscription, pk, with_for_update=True)
         assert sub is not None
         if sub.status in FINAL or sub.next_period != period:
             return
-        sub.next_period, sub.failed_periods, sub.retry_at = period + 1, 0, None
-        sub.updated_at = now_ms
-        await record_event(session, services, sub, SubscriptionEvent.CHARGED, {"period": period})
-        if sub.status == SubscriptionStatus.PAST_DUE:
-            sub.status = SubscriptionStatus.ACTIVE
-        await _mark(session, pk, period, ChargeStatus.SUBMITTED, now_ms)
+        sub.next_period, sub.retry_at, sub.updated_at = period + 1, None, now_ms
+        if on_chain:
+            charge = await session.get(SubscriptionCharge, (pk, period))
+            assert charge is not None
+            await confirmed(session, services, sub, charge, now_ms)
 
 
 async def _failed(
@@ -311,12 +315,6 @@ async def charge_due(services: Services, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), timeout=services.settings.subscription_interval_s)
         except TimeoutError:
             pass
-
-
-async def settle_charge(session: AsyncSession, services: Services, final: Final[None]) -> None:
-    """A final charge transaction: the seam's row confirmed or failed. The payment itself is
-    the monitor's to see, as any payment into the period's escrow."""
-    await settle_authorization(session, final)
 
 
 SUBSCRIPTIONS = PaymentMethod(
