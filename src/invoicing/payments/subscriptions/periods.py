@@ -69,7 +69,7 @@ async def authorize(
     authorization again charges nothing more; another one once authorized is 409."""
     sub = await find_subscription(services.db, subscription_pk)
     terms = terms_of(sub)
-    payer = _payer_of(terms, signature, payer)
+    payer = payer_of(terms, signature, payer)
     if sub.status != SubscriptionStatus.AWAITING_AUTHORIZATION:
         if sub.payer == payer and sub.signature == signature:
             return sub
@@ -99,7 +99,7 @@ def _recovered(terms: Terms, signature: str) -> str | None:
         return None
 
 
-def _payer_of(terms: Terms, signature: str, payer: str | None) -> str:
+def payer_of(terms: Terms, signature: str, payer: str | None) -> str:
     """The payer an EOA's signature names, or the contract wallet named with ``payer``."""
     recovered = _recovered(terms, signature)
     if payer is None:
