@@ -28,9 +28,11 @@ from invoicing.errors import (
     ChainUnavailable,
     InvalidAuthorization,
     InvalidOwnerSignature,
+    InvoiceExists,
     ServiceError,
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
+from invoicing.invoices.models import Invoice
 from invoicing.invoices.views import SUBSCRIPTION_CALLER
 from invoicing.payments.method import PaymentMethod
 from invoicing.payments.seam import dry_run, relay_payment
@@ -158,25 +160,34 @@ async def _charge_invoice(
     now_ms = services.clock.now_ms()
     settings = services.settings
     lifetime_ms = (settings.subscription_grace_s + settings.default_expiry_s) * 1000
-    invoice, _ = await create_invoice(
-        services.db,
-        chain,
-        NewInvoice(
-            owner_address=sub.owner_address,
-            chain_id=sub.chain_id,
-            amount=sub.amount,
-            invoice_id=f"subscription:{sub.id}:{period}:{payer}",
-            token_address=sub.token_address,
-            description=sub.description,
-            expires_at=now_ms + lifetime_ms,
-            metadata={"subscription": {"id": sub.id, "period": period}},
-            salt=salt,
-        ),
-        Caller(sub.owner_key, SUBSCRIPTION_CALLER),
-        now_ms,
-        settings.default_expiry_s,
-        CreateRules(late_payment_window_s=settings.late_payment_window_s),
-    )
+    invoice_id = f"subscription:{sub.id}:{period}:{payer}"
+    # Created before a crash (or by another worker) without its charge row: that one, as its
+    # expiry (from the clock) makes a second create a conflict.
+    invoice = await _period_invoice(services, sub, invoice_id)
+    if invoice is None:
+        try:
+            invoice, _ = await create_invoice(
+                services.db,
+                chain,
+                NewInvoice(
+                    owner_address=sub.owner_address,
+                    chain_id=sub.chain_id,
+                    amount=sub.amount,
+                    invoice_id=invoice_id,
+                    token_address=sub.token_address,
+                    description=sub.description,
+                    expires_at=now_ms + lifetime_ms,
+                    metadata={"subscription": {"id": sub.id, "period": period}},
+                    salt=salt,
+                ),
+                Caller(sub.owner_key, SUBSCRIPTION_CALLER),
+                now_ms,
+                settings.default_expiry_s,
+                CreateRules(late_payment_window_s=settings.late_payment_window_s),
+            )
+        except InvoiceExists:
+            invoice = await _period_invoice(services, sub, invoice_id)
+            assert invoice is not None
     async with services.db.transaction() as session:
         if await session.get(SubscriptionCharge, (sub.id, period)) is None:
             session.add(
@@ -189,6 +200,18 @@ async def _charge_invoice(
                     updated_at=now_ms,
                 )
             )
+
+
+async def _period_invoice(services: Services, sub: Subscription, invoice_id: str) -> Invoice | None:
+    async with services.db.sessions() as session:
+        found: Invoice | None = await session.scalar(
+            select(Invoice).where(
+                Invoice.owner_key == sub.owner_key,
+                Invoice.chain_id == sub.chain_id,
+                Invoice.invoice_id == invoice_id,
+            )
+        )
+    return found
 
 
 async def charge_due_once(services: Services) -> int:
