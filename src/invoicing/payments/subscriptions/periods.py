@@ -163,8 +163,8 @@ async def _charge_invoice(
     invoice_id = f"subscription:{sub.id}:{period}:{payer}"
     # Created before a crash (or by another worker) without its charge row: that one, as its
     # expiry (from the clock) makes a second create a conflict.
-    invoice = await _period_invoice(services, sub, invoice_id)
-    if invoice is None:
+    found = await _period_invoice(services, sub, invoice_id)
+    if found is None:
         try:
             invoice, _ = await create_invoice(
                 services.db,
@@ -185,33 +185,39 @@ async def _charge_invoice(
                 settings.default_expiry_s,
                 CreateRules(late_payment_window_s=settings.late_payment_window_s),
             )
+            found = (invoice.id, invoice.payment_address)
         except InvoiceExists:
-            invoice = await _period_invoice(services, sub, invoice_id)
-            assert invoice is not None
+            found = await _period_invoice(services, sub, invoice_id)
+    assert found is not None
+    invoice_pk, payment_address = found
     async with services.db.transaction() as session:
         if await session.get(SubscriptionCharge, (sub.id, period)) is None:
             session.add(
                 SubscriptionCharge(
                     subscription_pk=sub.id,
                     period=period,
-                    invoice_pk=invoice.id,
-                    payment_address=invoice.payment_address,
+                    invoice_pk=invoice_pk,
+                    payment_address=payment_address,
                     created_at=now_ms,
                     updated_at=now_ms,
                 )
             )
 
 
-async def _period_invoice(services: Services, sub: Subscription, invoice_id: str) -> Invoice | None:
+async def _period_invoice(
+    services: Services, sub: Subscription, invoice_id: str
+) -> tuple[str, str] | None:
+    """The id and escrow of the period's invoice, if it was created."""
     async with services.db.sessions() as session:
-        found: Invoice | None = await session.scalar(
-            select(Invoice).where(
+        row = await session.execute(
+            select(Invoice.id, Invoice.payment_address).where(
                 Invoice.owner_key == sub.owner_key,
                 Invoice.chain_id == sub.chain_id,
                 Invoice.invoice_id == invoice_id,
             )
         )
-    return found
+        found = row.first()
+    return None if found is None else (found[0], found[1])
 
 
 async def charge_due_once(services: Services) -> int:
