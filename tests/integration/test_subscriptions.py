@@ -29,6 +29,7 @@ from tests.support.factory import sign_typed
 from tests.support.subscriptions import (
     AMOUNT_RAW,
     PERIOD_S,
+    authorized,
     charges_sent,
     event_types,
     later,
@@ -226,3 +227,38 @@ async def test_revoked_allowance_is_retried_then_past_due_and_the_owner_cancels(
         "subscription.past_due",
         "subscription.cancelled",
     ]
+
+
+async def test_max_periods_charged_then_finished_with_an_event_per_move(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner, headers, payer, created = await subscribed(app, evm, dev, maxPeriods=2)
+    await authorized(app, payer, created)
+    await settle_all(app.services)
+    for _ in range(3):
+        await later(evm, PERIOD_S)
+        await charge_due_once(app.services)
+        await settle_all(app.services)
+
+    view = await status_of(app, owner, headers, created["id"])
+    assert view["status"] == "finished"
+    assert view["nextChargeAt"] is None
+    assert [c["chargeStatus"] for c in view["charges"]] == ["confirmed", "confirmed"]
+    assert await charges_sent(app, owner.address) == 2
+    assert await token_balance(evm, dev, payer.address) == 10_000_000 - 2 * AMOUNT_RAW
+    async with app.services.db.sessions() as session:
+        moves = list(
+            await session.execute(
+                select(Event.type, Event.data)
+                .where(Event.owner_key == owner.address.lower(), Event.type.like("subscription.%"))
+                .order_by(Event.created_at)
+            )
+        )
+    assert [(kind, data["subscription"].get("period")) for kind, data in moves] == [
+        ("subscription.activated", None),
+        ("subscription.charged", 0),
+        ("subscription.charged", 1),
+        ("subscription.finished", None),
+    ]
+    assert {data["subscription"]["id"] for _kind, data in moves} == {created["id"]}
+    assert moves[0][1]["subscription"]["payer"] == payer.address
