@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.addresses import normalize_address
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
+from invoicing.db import upsert
 from invoicing.errors import (
     AuthorizationUsed,
     ChainUnavailable,
@@ -190,18 +191,20 @@ async def _charge_invoice(
             found = await _period_invoice(services, sub, invoice_id)
     assert found is not None
     invoice_pk, payment_address = found
+    # Both worker processes may get here for the same period: the first row stays.
     async with services.db.transaction() as session:
-        if await session.get(SubscriptionCharge, (sub.id, period)) is None:
-            session.add(
-                SubscriptionCharge(
-                    subscription_pk=sub.id,
-                    period=period,
-                    invoice_pk=invoice_pk,
-                    payment_address=payment_address,
-                    created_at=now_ms,
-                    updated_at=now_ms,
-                )
+        await session.execute(
+            upsert(services.db.dialect, SubscriptionCharge)
+            .values(
+                subscription_pk=sub.id,
+                period=period,
+                invoice_pk=invoice_pk,
+                payment_address=payment_address,
+                created_at=now_ms,
+                updated_at=now_ms,
             )
+            .on_conflict_do_nothing(index_elements=["subscription_pk", "period"])
+        )
 
 
 async def _period_invoice(
