@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 from eth_account import Account
@@ -77,6 +78,8 @@ async def subscribe(topology: Topology, key: str, owner: str, payer: LocalAccoun
         "tokenAddress": topology.dev.token,
         "amount": "1",
         "periodSeconds": PERIOD_S,
+        # Finished after the last round: the chain's clock also runs between the rounds.
+        "maxPeriods": ROUNDS + 1,
     }
     created = await api.post(
         "/integration/subscriptions", json=body, headers={"x-service-api-key": key}
@@ -117,6 +120,14 @@ async def in_flight(topology: Topology, pks: list[str]) -> int:
     return int(count or 0)
 
 
+async def later_and_wait(topology: Topology, check: Callable[[], Awaitable[bool]]) -> None:
+    """One more period of the chain's clock (the worker then sees maxPeriods reached), and
+    ``check`` within two minutes."""
+    await topology.evm.call_rpc("evm_increaseTime", [PERIOD_S])
+    await topology.evm.call_rpc("evm_mine", [])
+    await wait_until(check, 120, "every subscription finished, every charge confirmed", topology)
+
+
 async def all_charged(topology: Topology, pks: list[str], period: int) -> bool:
     for pk in pks:
         if not await charged_on_chain(topology, pk, period):
@@ -153,10 +164,14 @@ async def test_no_period_charged_twice_or_skipped_while_workers_are_killed(
 
         await wait_until(period_charged, 120, f"period {period} charged", topology)
 
-    async def all_confirmed() -> bool:
-        return await in_flight(topology, pks) == 0
+    async def all_finished() -> bool:
+        async with topology.db.sessions() as session:
+            statuses = set(
+                await session.scalars(select(Subscription.status).where(Subscription.id.in_(pks)))
+            )
+        return statuses == {"finished"} and await in_flight(topology, pks) == 0
 
-    await wait_until(all_confirmed, 120, "every charge confirmed", topology)
+    await later_and_wait(topology, all_finished)
     for pk, payer in zip(pks, payers, strict=True):
         for period in range(ROUNDS + 1):
             assert await charged_on_chain(topology, pk, period), (pk, period)
@@ -184,7 +199,7 @@ async def test_no_period_charged_twice_or_skipped_while_workers_are_killed(
                 )
             )
         )
-    assert {sub.status for sub in subs.values()} == {"active"}
+    assert {sub.status for sub in subs.values()} == {"finished"}
     assert {sub.next_period for sub in subs.values()} == {ROUNDS + 1}
     assert {sub.failed_periods for sub in subs.values()} == {0}
     assert [tuple(row) for row in charges] == [
