@@ -229,6 +229,7 @@ def service_env(database_url: str, chains_file: Path) -> dict[str, str]:
         "INVOICING_SETTLEMENT_POLL_INTERVAL_S": "0.5",
         "INVOICING_SETTLEMENT_BACKOFF_MAX_S": "2",
         "INVOICING_RELAYER_RESEND_AFTER_S": "10",
+        "INVOICING_SUBSCRIPTION_INTERVAL_S": "0.5",
         "INVOICING_RPC_TIMEOUT_S": "3",
         "INVOICING_RPC_BACKOFF_MAX_S": "1",
         "INVOICING_RPC_COOLDOWN_S": "2",

@@ -11,24 +11,32 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from eth_account import Account
 from eth_account.signers.local import LocalAccount
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
 from invoicing.chain.evm import EvmClient
-from invoicing.payments.opt_in import set_gasless
+from invoicing.invoices.views import webhook_payload
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
+from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
-from invoicing.tables.settlement import RelayerTransaction, TxPurpose
 from tests.conftest import RunningApp
-from tests.support.api import issue_api_key, key_headers
 from tests.support.factory import sign_typed
-from tests.support.gasless import funded_payer
+from tests.support.subscriptions import (
+    AMOUNT_RAW,
+    PERIOD_S,
+    authorized,
+    charges_sent,
+    event_types,
+    later,
+    status_of,
+    subscribed,
+    token_balance,
+)
 from tests.support.withdrawals import settle_all
 
 pytestmark = pytest.mark.integration
@@ -55,77 +63,60 @@ async def dev(evm: EvmClient) -> DevDeployment:
     return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
 
 
-PERIOD_S = 60
-AMOUNT_RAW = 2_500_000  # 2.5 TUSD
-
-
-async def charges_sent(app: RunningApp, owner: str) -> int:
-    async with app.services.db.sessions() as session:
-        count = await session.scalar(
-            select(func.count())
-            .select_from(RelayerTransaction)
-            .where(
-                RelayerTransaction.owner_key == owner.lower(),
-                RelayerTransaction.purpose == TxPurpose.SUBSCRIPTION_CHARGE,
-            )
+async def each_charge_names_its_period(
+    app: RunningApp,
+    owner: LocalAccount,
+    headers: dict[str, str],
+    created: dict[str, Any],
+    escrows: list[str],
+) -> None:
+    """Each charge's invoice carries ``subscription`` in the status lookup, the list, its
+    ``invoice.paid`` event and the paid webhook's body; an owner's own invoice whose metadata
+    says the same does not."""
+    pk, chain_id = created["id"], created["chainId"]
+    for period, escrow in enumerate(escrows):
+        answer = await app.http.get(
+            "/integration/invoices/status",
+            params={"ownerAddress": owner.address, "paymentAddress": escrow},
+            headers=headers,
         )
-    return int(count or 0)
-
-
-async def event_types(app: RunningApp, owner: str) -> list[str]:
-    async with app.services.db.sessions() as session:
-        rows = await session.scalars(
-            select(Event.type)
-            .where(Event.owner_key == owner.lower(), Event.type.like("subscription.%"))
-            .order_by(Event.created_at)
-        )
-        return list(rows)
-
-
-async def later(evm: EvmClient, seconds: int) -> None:
-    await evm.call_rpc("evm_increaseTime", [seconds])
-    await evm.call_rpc("evm_mine", [])
-
-
-async def subscribed(
-    app: RunningApp, evm: EvmClient, dev: DevDeployment, **extra: Any
-) -> tuple[LocalAccount, dict[str, str], LocalAccount, dict[str, Any]]:
-    """An opted-in owner's subscription of 2.5 TUSD a minute, a payer holding 10 TUSD who
-    approved the contract and signed it: (owner, headers, payer, created)."""
-    owner: LocalAccount = Account.create()
-    await set_gasless(app.services, owner.address, dev.chain_id, True)
-    headers = key_headers(await issue_api_key(app.services, owner))
-    body = {
-        "ownerAddress": owner.address,
-        "chainId": dev.chain_id,
-        "tokenAddress": dev.token,
-        "amount": "2.5",
-        "periodSeconds": PERIOD_S,
-        **extra,
-    }
-    created = await app.http.post("/integration/subscriptions", json=body, headers=headers)
-    assert created.status_code == 201, created.text
-    payer = await funded_payer(evm, dev, 10_000_000)
-    await evm.call_rpc("anvil_setBalance", [payer.address, hex(10**18)])
-    spender = created.json()["authorization"]["spender"]
-    approve = encode_call(TEST_TOKEN, "approve", spender, 2**256 - 1)
-    assert (await evm.transact(payer.key.hex(), dev.token, approve))["status"] == 1
-    return owner, headers, payer, created.json()
-
-
-async def token_balance(evm: EvmClient, dev: DevDeployment, holder: str) -> int:
-    raw = await evm.eth_call(dev.token, encode_call(TEST_TOKEN, "balanceOf", holder))
-    return int.from_bytes(raw[:32], "big")
-
-
-async def status_of(app: RunningApp, owner: LocalAccount, headers: dict[str, str], pk: str) -> Any:
-    answer = await app.http.get(
-        "/integration/subscriptions/status",
-        params={"ownerAddress": owner.address, "id": pk},
+        assert answer.status_code == 200, answer.text
+        invoice = answer.json()["invoice"]
+        assert invoice["status"] == "paid"
+        assert invoice["subscription"] == {"id": pk, "period": period}
+        assert invoice["metadata"] == {"subscription": {"id": pk, "period": period}}
+    mimic = {"ownerAddress": owner.address, "chainId": chain_id, "amount": "1"}
+    mimic["metadata"] = {"subscription": {"id": pk, "period": 7}}
+    made = await app.http.post("/integration/invoices", json=mimic, headers=headers)
+    assert made.status_code == 201, made.text
+    assert "subscription" not in made.json()
+    listed = await app.http.get(
+        "/integration/invoices",
+        params={"ownerAddress": owner.address, "chainId": chain_id, "limit": 10},
         headers=headers,
     )
-    assert answer.status_code == 200, answer.text
-    return answer.json()["subscription"]
+    found = {item["paymentAddress"]: item.get("subscription") for item in listed.json()["items"]}
+    assert found == {
+        **{escrow: {"id": pk, "period": period} for period, escrow in enumerate(escrows)},
+        made.json()["paymentAddress"]: None,
+    }
+    async with app.services.db.sessions() as session:
+        paid = list(
+            await session.scalars(
+                select(Event.data)
+                .where(Event.owner_key == owner.address.lower(), Event.type == "invoice.paid")
+                .order_by(Event.created_at)
+            )
+        )
+        invoices = {
+            row.payment_address: row
+            for row in await session.scalars(
+                select(Invoice).where(Invoice.owner_key == owner.address.lower())
+            )
+        }
+    assert sorted(data["invoice"]["subscription"]["period"] for data in paid) == [0, 1, 2]
+    assert webhook_payload(invoices[escrows[1]])["subscription"] == {"id": pk, "period": 1}
+    assert "subscription" not in webhook_payload(invoices[made.json()["paymentAddress"]])
 
 
 async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
@@ -165,6 +156,7 @@ async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     assert await token_balance(evm, dev, payer.address) == 10_000_000 - 3 * AMOUNT_RAW
     assert all(charge["txHash"] for charge in view["charges"])
     assert await charges_sent(app, owner.address) == 3
+    await each_charge_names_its_period(app, owner, headers, created, escrows)
 
     # The payer cancels on chain: nothing is charged after, whoever asks.
     sub = await find_subscription(app.services.db, created["id"])
@@ -235,3 +227,38 @@ async def test_revoked_allowance_is_retried_then_past_due_and_the_owner_cancels(
         "subscription.past_due",
         "subscription.cancelled",
     ]
+
+
+async def test_max_periods_charged_then_finished_with_an_event_per_move(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment
+) -> None:
+    owner, headers, payer, created = await subscribed(app, evm, dev, maxPeriods=2)
+    await authorized(app, payer, created)
+    await settle_all(app.services)
+    for _ in range(3):
+        await later(evm, PERIOD_S)
+        await charge_due_once(app.services)
+        await settle_all(app.services)
+
+    view = await status_of(app, owner, headers, created["id"])
+    assert view["status"] == "finished"
+    assert view["nextChargeAt"] is None
+    assert [c["chargeStatus"] for c in view["charges"]] == ["confirmed", "confirmed"]
+    assert await charges_sent(app, owner.address) == 2
+    assert await token_balance(evm, dev, payer.address) == 10_000_000 - 2 * AMOUNT_RAW
+    async with app.services.db.sessions() as session:
+        moves = list(
+            await session.execute(
+                select(Event.type, Event.data)
+                .where(Event.owner_key == owner.address.lower(), Event.type.like("subscription.%"))
+                .order_by(Event.created_at)
+            )
+        )
+    assert [(kind, data["subscription"].get("period")) for kind, data in moves] == [
+        ("subscription.activated", None),
+        ("subscription.charged", 0),
+        ("subscription.charged", 1),
+        ("subscription.finished", None),
+    ]
+    assert {data["subscription"]["id"] for _kind, data in moves} == {created["id"]}
+    assert moves[0][1]["subscription"]["payer"] == payer.address

@@ -46,6 +46,7 @@ def invoice_to_dict(
         body["description"] = invoice.description
     if invoice.metadata_ is not None:
         body["metadata"] = invoice.metadata_
+    body.update(subscription_field(invoice))
     if invoice.redirect_url is not None:
         body["redirectUrl"] = invoice.redirect_url
     if invoice.cancel_url is not None:
@@ -104,7 +105,24 @@ def webhook_payload(invoice: Invoice) -> dict[str, Any]:
         # Beyond the interface's fields, like salt: whether the funds wait for a capture.
         "capture": invoice.capture,
         **price_fields(invoice),
+        **subscription_field(invoice),
     }
+
+
+# The caller of the invoices a subscription's charges create (``payments.subscriptions``):
+# no owner's request authenticates this way, so no owner's metadata can pass for it.
+SUBSCRIPTION_CALLER = "subscription"
+
+
+def subscription_field(invoice: Invoice | InvoiceRow) -> dict[str, Any]:
+    """``subscription``: ``{"id", "period"}`` of the subscription whose period's charge the
+    invoice is; absent for any other invoice."""
+    if invoice.auth_mode != SUBSCRIPTION_CALLER or not invoice.metadata_:
+        return {}
+    found = invoice.metadata_.get("subscription")
+    if not isinstance(found, dict):
+        return {}
+    return {"subscription": {"id": found.get("id"), "period": found.get("period")}}
 
 
 def capture_fields(invoice: Invoice | InvoiceRow) -> dict[str, Any]:

@@ -272,6 +272,8 @@ export interface Invoice {
   redirectUrl?: string | null;
   /** Present only when any. */
   refunds?: Refund[] | null;
+  /** Present only on a subscription's charge: its subscription and period. */
+  subscription?: InvoiceSubscription | null;
   /** Present only when the owner accepted an underpayment. */
   tolerance?: Tolerance | null;
   /**
@@ -296,6 +298,13 @@ export type InvoiceStatus = "pending" | "paid" | "completed" | "cancelled" | "ex
 
 export interface InvoiceStatusResult {
   invoice: Invoice;
+}
+
+export interface InvoiceSubscription {
+  /** The subscription's id. */
+  id: string;
+  /** The period this invoice charges, from 0. */
+  period: number;
 }
 
 /** A new API key; `apiKey` is shown this once. */
@@ -523,7 +532,7 @@ export interface SubscriptionCharge {
   paymentAddress: string;
   /** The period's invoice's status. */
   status: string;
-  /** submitted, failed, or null before a try. */
+  /** submitted, confirmed, reverted (tried again), failed, or null before a try. */
   chargeStatus: string | null;
   txHash: string | null;
 }

@@ -33,7 +33,9 @@ class SubscriptionEvent(enum.StrEnum):
 
 
 class ChargeStatus:
-    SUBMITTED = "submitted"  # its relayer transaction is pending or confirmed
+    SUBMITTED = "submitted"  # its relayer transaction is pending
+    CONFIRMED = "confirmed"  # the contract's bitmap has the period charged
+    REVERTED = "reverted"  # its transaction failed on chain: tried again in the grace window
     FAILED = "failed"  # the grace window passed without a charge
 
 

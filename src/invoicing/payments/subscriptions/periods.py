@@ -23,16 +23,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.addresses import normalize_address
 from invoicing.auth.guard import Caller
 from invoicing.chain.gateway import ChainGateway
+from invoicing.db import upsert
 from invoicing.errors import (
     AuthorizationUsed,
     ChainUnavailable,
     InvalidAuthorization,
     InvalidOwnerSignature,
+    InvoiceExists,
     ServiceError,
 )
 from invoicing.invoices.create import CreateRules, NewInvoice, create_invoice
+from invoicing.invoices.views import SUBSCRIPTION_CALLER
 from invoicing.payments.method import PaymentMethod
-from invoicing.payments.seam import dry_run, relay_payment, settle_authorization
+from invoicing.payments.seam import dry_run, relay_payment
 from invoicing.payments.subscriptions.charge import PeriodCharge
 from invoicing.payments.subscriptions.models import (
     ChargeStatus,
@@ -48,10 +51,12 @@ from invoicing.payments.subscriptions.service import (
     set_status,
     terms_of,
 )
+from invoicing.payments.subscriptions.settle import confirmed, paid_by_hand, settle_charge
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
-from invoicing.settlement.finality import Final, OnFinal
+from invoicing.settlement.finality import OnFinal
 from invoicing.settlement.signed_relay import SignedRequest, parse_signature, recover_signer
+from invoicing.tables.invoices import Invoice
 from invoicing.tables.settlement import TxPurpose
 
 log = logging.getLogger(__name__)
@@ -67,7 +72,7 @@ async def authorize(
     authorization again charges nothing more; another one once authorized is 409."""
     sub = await find_subscription(services.db, subscription_pk)
     terms = terms_of(sub)
-    payer = _payer_of(terms, signature, payer)
+    payer = payer_of(terms, signature, payer)
     if sub.status != SubscriptionStatus.AWAITING_AUTHORIZATION:
         if sub.payer == payer and sub.signature == signature:
             return sub
@@ -97,7 +102,7 @@ def _recovered(terms: Terms, signature: str) -> str | None:
         return None
 
 
-def _payer_of(terms: Terms, signature: str, payer: str | None) -> str:
+def payer_of(terms: Terms, signature: str, payer: str | None) -> str:
     """The payer an EOA's signature names, or the contract wallet named with ``payer``."""
     recovered = _recovered(terms, signature)
     if payer is None:
@@ -126,7 +131,6 @@ async def _activated(services: Services, pk: str, payer: str, signature: str, te
         sub.status = SubscriptionStatus.ACTIVE
         sub.next_period, sub.updated_at = 1, now_ms
         await record_event(session, services, sub, SubscriptionEvent.ACTIVATED, {"payer": payer})
-        await record_event(session, services, sub, SubscriptionEvent.CHARGED, {"period": 0})
 
 
 def _charge(
@@ -157,37 +161,66 @@ async def _charge_invoice(
     now_ms = services.clock.now_ms()
     settings = services.settings
     lifetime_ms = (settings.subscription_grace_s + settings.default_expiry_s) * 1000
-    invoice, _ = await create_invoice(
-        services.db,
-        chain,
-        NewInvoice(
-            owner_address=sub.owner_address,
-            chain_id=sub.chain_id,
-            amount=sub.amount,
-            invoice_id=f"subscription:{sub.id}:{period}:{payer}",
-            token_address=sub.token_address,
-            description=sub.description,
-            expires_at=now_ms + lifetime_ms,
-            metadata={"subscription": {"id": sub.id, "period": period}},
-            salt=salt,
-        ),
-        Caller(sub.owner_key, "subscription"),
-        now_ms,
-        settings.default_expiry_s,
-        CreateRules(late_payment_window_s=settings.late_payment_window_s),
-    )
-    async with services.db.transaction() as session:
-        if await session.get(SubscriptionCharge, (sub.id, period)) is None:
-            session.add(
-                SubscriptionCharge(
-                    subscription_pk=sub.id,
-                    period=period,
-                    invoice_pk=invoice.id,
-                    payment_address=invoice.payment_address,
-                    created_at=now_ms,
-                    updated_at=now_ms,
-                )
+    invoice_id = f"subscription:{sub.id}:{period}:{payer}"
+    # Created before a crash (or by another worker) without its charge row: that one, as its
+    # expiry (from the clock) makes a second create a conflict.
+    found = await _period_invoice(services, sub, invoice_id)
+    if found is None:
+        try:
+            invoice, _ = await create_invoice(
+                services.db,
+                chain,
+                NewInvoice(
+                    owner_address=sub.owner_address,
+                    chain_id=sub.chain_id,
+                    amount=sub.amount,
+                    invoice_id=invoice_id,
+                    token_address=sub.token_address,
+                    description=sub.description,
+                    expires_at=now_ms + lifetime_ms,
+                    metadata={"subscription": {"id": sub.id, "period": period}},
+                    salt=salt,
+                ),
+                Caller(sub.owner_key, SUBSCRIPTION_CALLER),
+                now_ms,
+                settings.default_expiry_s,
+                CreateRules(late_payment_window_s=settings.late_payment_window_s),
             )
+            found = (invoice.id, invoice.payment_address)
+        except InvoiceExists:
+            found = await _period_invoice(services, sub, invoice_id)
+    assert found is not None
+    invoice_pk, payment_address = found
+    # Both worker processes may get here for the same period: the first row stays.
+    async with services.db.transaction() as session:
+        await session.execute(
+            upsert(services.db.dialect, SubscriptionCharge)
+            .values(
+                subscription_pk=sub.id,
+                period=period,
+                invoice_pk=invoice_pk,
+                payment_address=payment_address,
+                created_at=now_ms,
+                updated_at=now_ms,
+            )
+            .on_conflict_do_nothing(index_elements=["subscription_pk", "period"])
+        )
+
+
+async def _period_invoice(
+    services: Services, sub: Subscription, invoice_id: str
+) -> tuple[str, str] | None:
+    """The id and escrow of the period's invoice, if it was created."""
+    async with services.db.sessions() as session:
+        row = await session.execute(
+            select(Invoice.id, Invoice.payment_address).where(
+                Invoice.owner_key == sub.owner_key,
+                Invoice.chain_id == sub.chain_id,
+                Invoice.invoice_id == invoice_id,
+            )
+        )
+        found = row.first()
+    return None if found is None else (found[0], found[1])
 
 
 async def charge_due_once(services: Services) -> int:
@@ -228,6 +261,8 @@ async def _advance(services: Services, chain: ChainGateway, sub: Subscription, n
     if cancelled:
         await set_status(services, sub.id, SubscriptionStatus.CANCELLED, {"by": "payer"})
         return
+    if sub.status == SubscriptionStatus.PAST_DUE:
+        await paid_by_hand(services, sub.id)
     due_at = terms.due_at(period)
     retry_at = sub.retry_at or 0
     if now_s < due_at or services.clock.now_ms() < retry_at:
@@ -243,22 +278,24 @@ async def _advance(services: Services, chain: ChainGateway, sub: Subscription, n
         grace_over = now_s >= due_at + services.settings.subscription_grace_s
         await _failed(services, sub, period, grace_over, exc)
         return
-    await _charged(services, sub.id, period)
+    await _charged(services, sub.id, period, on_chain=charged)
 
 
-async def _charged(services: Services, pk: str, period: int) -> None:
+async def _charged(services: Services, pk: str, period: int, *, on_chain: bool) -> None:
+    """The period's charge is sent (its transaction's end is ``settle.settle_charge``'s),
+    or, ``on_chain``, the bitmap has it charged already (sent before a restart, or by
+    anyone else)."""
     now_ms = services.clock.now_ms()
     async with services.db.transaction() as session:
         sub = await session.get(Subscription, pk, with_for_update=True)
         assert sub is not None
         if sub.status in FINAL or sub.next_period != period:
             return
-        sub.next_period, sub.failed_periods, sub.retry_at = period + 1, 0, None
-        sub.updated_at = now_ms
-        await record_event(session, services, sub, SubscriptionEvent.CHARGED, {"period": period})
-        if sub.status == SubscriptionStatus.PAST_DUE:
-            sub.status = SubscriptionStatus.ACTIVE
-        await _mark(session, pk, period, ChargeStatus.SUBMITTED, now_ms)
+        sub.next_period, sub.retry_at, sub.updated_at = period + 1, None, now_ms
+        if on_chain:
+            charge = await session.get(SubscriptionCharge, (pk, period))
+            assert charge is not None
+            await confirmed(session, services, sub, charge, now_ms)
 
 
 async def _failed(
@@ -310,12 +347,6 @@ async def charge_due(services: Services, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), timeout=services.settings.subscription_interval_s)
         except TimeoutError:
             pass
-
-
-async def settle_charge(session: AsyncSession, services: Services, final: Final[None]) -> None:
-    """A final charge transaction: the seam's row confirmed or failed. The payment itself is
-    the monitor's to see, as any payment into the period's escrow."""
-    await settle_authorization(session, final)
 
 
 SUBSCRIPTIONS = PaymentMethod(

@@ -132,7 +132,9 @@ class SubscriptionCharge(WireModel):
     period: int
     paymentAddress: AddressOut
     status: str = Field(description="The period's invoice's status.")
-    chargeStatus: str | None = Field(description="submitted, failed, or null before a try.")
+    chargeStatus: str | None = Field(
+        description="submitted, confirmed, reverted (tried again), failed, or null before a try."
+    )
     txHash: TxHash | None
 
 

@@ -7,13 +7,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.notifications.service import DELIVERY_STATUSES
+from invoicing.payments.subscriptions.models import SubscriptionEvent
 from invoicing.tables.notifications import PING
 from invoicing.web.api.inputs import Address
 
 ID = Field(min_length=1, max_length=36)
 URL = Field(max_length=2048)
-# The types an endpoint subscribes to and the events list filters on: the invoices' events.
-EVENT_TYPES = tuple(str(event) for event in InvoiceEvent)
+# The types an endpoint subscribes to and the events list filters on: the invoices' events
+# and the subscriptions'.
+EVENT_TYPES = tuple(str(event) for event in (*InvoiceEvent, *SubscriptionEvent))
 EVENTS = Field(min_length=1, max_length=len(EVENT_TYPES))
 DESCRIPTION = Field(default=None, max_length=1000)
 

@@ -92,6 +92,11 @@ class Tolerance(WireModel):
     shortfallRaw: RawAmount = Field(description="requiredRaw less the balance it was paid with.")
 
 
+class InvoiceSubscription(WireModel):
+    id: str = Field(description="The subscription's id.")
+    period: int = Field(ge=0, description="The period this invoice charges, from 0.")
+
+
 class Invoice(WireModel):
     """The Invoice object, plus the escrow's ``salt`` and, when there are some,
     its ``refunds``, ``otherBalances``, fiat price and tolerance."""
@@ -106,6 +111,10 @@ class Invoice(WireModel):
     tokenAddress: AddressOut | None = Field(description="null: the chain's native coin.")
     description: str | None = Field(default=None, description="Present only when given.")
     metadata: dict[str, Any] | None = Field(default=None, description="Present only when given.")
+    subscription: InvoiceSubscription | None = Field(
+        default=None,
+        description="Present only on a subscription's charge: its subscription and period.",
+    )
     redirectUrl: str | None = Field(
         default=None,
         description="Where the payment page sends the payer after payment (when given).",

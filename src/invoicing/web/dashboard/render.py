@@ -41,6 +41,7 @@ NAV = (
     ("overview", "/dashboard", "Overview"),
     ("invoices", "/dashboard/invoices", "Invoices"),
     ("create", "/dashboard/invoices/new", "Create"),
+    ("subscriptions", "/dashboard/subscriptions", "Subscriptions"),
     ("webhooks", "/dashboard/webhooks", "Webhooks"),
     ("keys", "/dashboard/api-keys", "API keys"),
     ("brand", "/dashboard/brand", "Brand"),

@@ -18,6 +18,7 @@ RULES: tuple[tuple[frozenset[str], re.Pattern[str], Ability], ...] = tuple(
         ("POST", r"/dashboard/logout", Ability.READ),
         ("POST", r"/dashboard/invoices/new", Ability.INVOICES),
         ("POST", r"/dashboard/invoices/[^/]+/(cancel|delete)", Ability.INVOICES),
+        ("POST", r"/dashboard/subscriptions/[^/]+/cancel", Ability.INVOICES),
         ("POST", r"/dashboard/webhooks/.+", Ability.WEBHOOKS),
         ("POST", r"/dashboard/events/[^/]+/redeliver", Ability.WEBHOOKS),
         ("GET HEAD", r"/dashboard(/.*)?", Ability.READ),

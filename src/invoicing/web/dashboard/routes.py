@@ -16,6 +16,7 @@ from invoicing.web.dashboard import (
     reports_page,
     settings_page,
     signed,
+    subscriptions_page,
     team_page,
     wallet_refund,
     webhooks,
@@ -36,5 +37,6 @@ ROUTERS = (
     brand_page.router,
     mail_page.router,
     reports_page.router,
+    subscriptions_page.router,
     team_page.router,
 )

@@ -31,6 +31,7 @@ __all__ = [
     "Health",
     "Invoice",
     "InvoiceStatusResult",
+    "InvoiceSubscription",
     "IssuedApiKey",
     "IssuedWebhookSecret",
     "MailSettings",
@@ -265,6 +266,11 @@ class Refund(_Model):
     created_at: int
 
 
+class InvoiceSubscription(_Model):
+    id: str
+    period: int
+
+
 class Tolerance(_Model):
     """The owner's underpayment tolerance when the invoice was created (docs: Pricing)."""
 
@@ -309,6 +315,7 @@ class Invoice(_Model):
     payments: list[Payment] | None = None
     redirect_url: str | None = None
     refunds: list[Refund] | None = None
+    subscription: InvoiceSubscription | None = None
     tolerance: Tolerance | None = None
     voided_at: int | None = None
     x402_url: str | None = None
