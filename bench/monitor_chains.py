@@ -2,14 +2,15 @@
 another's?
 
 Seeds N pending invoices on each of K chains (chain ids 31337, 31338, ...) into one
-PostgreSQL database (kept as ``bench_monitor_chains_<k>x<n>`` and reused), each chain read
-from an in-process memory node of its own, loads every chain's watched set, then runs
-rounds of block passes on every chain at once (one task per chain, as the worker's loops
-run them, ``monitor.worker.run``): first with every node answering at once, then with the
-first chain's node answering each ``eth_call`` ``--slow-s`` late (a slow or far node).
+PostgreSQL database (kept as ``bench_monitor_chains_<k>x<n>`` and reused; ``--smoke``: a
+database of its own, dropped), each chain read from an in-process memory node of its own,
+loads every chain's watched set, then runs rounds of block passes on every chain at once
+(one task per chain, as the worker's loops run them, ``monitor.worker.run``): first with
+every node answering at once, then with the first chain's node answering each ``eth_call``
+``--slow-s`` late (a slow or far node).
 Prints one line per round and chain::
 
-    monitor_chains round=slow chain=31338 n=100000 pass_s=0.41 rpc_calls=8 slow_node=no
+    monitor_chains round=slow chain=31338 n=100000 pass_s=0.41 rpc_calls=8
 
 A chain whose pass waited for the slow one would take ``--slow-s`` longer.
 
@@ -24,6 +25,7 @@ import asyncio
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -34,7 +36,7 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.chain.gateway import EvmGateway
+from invoicing.chain.gateway import ChainGateway, EvmGateway
 from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import confirmed_block
@@ -44,7 +46,7 @@ from invoicing.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_node import MemoryNode  # noqa: E402
-from monitor import fresh_database, load_shards, seed  # noqa: E402
+from monitor import SMOKE_HELP, fresh_database, load_shards, seed  # noqa: E402
 
 
 class SlowNode(MemoryNode):
@@ -67,10 +69,16 @@ async def seeded(services: Services, url: str, chain_id: int) -> int:
 
 
 async def rounds(args: argparse.Namespace) -> None:
-    url, _ = fresh_database(
-        args.database_url, f"bench_monitor_chains_{args.chains}x{args.invoices}"
-    )
-    await upgrade(url)
+    kept = None if args.smoke else f"bench_monitor_chains_{args.chains}x{args.invoices}"
+    url, drop = fresh_database(args.database_url, kept)
+    try:
+        await upgrade(url)
+        await _rounds(args, url)
+    finally:
+        drop()
+
+
+async def _rounds(args: argparse.Namespace, url: str) -> None:
     with AnvilProcess() as anvil:
         evm = EvmClient.connect(anvil.url)
         dev = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
@@ -108,8 +116,11 @@ async def rounds(args: argparse.Namespace) -> None:
                 await node.__aexit__()
 
 
-async def one_round(name: str, services: Services, gateways: list, n: int) -> None:  # type: ignore[type-arg]
-    async def one(gateway: EvmGateway) -> str:
+async def one_round(
+    name: str, services: Services, gateways: Sequence[ChainGateway], n: int
+) -> None:
+    async def one(gateway: ChainGateway) -> str:
+        assert isinstance(gateway, EvmGateway)
         block = await confirmed_block(gateway)
         calls = gateway.evm.rpc.calls
         started = time.perf_counter()
@@ -133,7 +144,11 @@ def main() -> None:
     parser.add_argument("--invoices", type=int, default=100_000, help="per chain")
     parser.add_argument("--slow-s", type=float, default=5.0)
     parser.add_argument("--database-url", required=True, help="PostgreSQL server URL")
-    asyncio.run(rounds(parser.parse_args()))
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+    args = parser.parse_args()
+    if args.smoke:
+        args.chains, args.invoices, args.slow_s = 2, 100, 0.5
+    asyncio.run(rounds(args))
 
 
 if __name__ == "__main__":

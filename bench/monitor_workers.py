@@ -1,8 +1,9 @@
 """Monitor workers sharing one chain: one block pass over N watched invoices by 1 and by 2
 worker processes on one PostgreSQL database.
 
-Reuses the database ``bench/monitor.py --keep`` kept for N (``bench_monitor_keep_<n>``; run
-that first). Starts anvil for the dev contracts and one in-process memory node (in this
+Reuses the database ``bench/monitor.py --keep`` kept for N (``bench_monitor_keep_<n>``),
+seeding it first when it holds another number (``--smoke``: a database of its own,
+dropped). Starts anvil for the dev contracts and one in-process memory node (in this
 process) that every worker reads from. For each count of workers it starts that many
 processes; each leases its share of the chain's 64 shards (``monitor.shards.ShardLeases``,
 renewed until every worker holds its even share), loads its watched set, and then, at one
@@ -35,6 +36,7 @@ from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.coverage import SHARDS
+from invoicing.migrate import upgrade
 from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
@@ -44,7 +46,7 @@ from invoicing.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_node import MemoryNode  # noqa: E402
-from monitor import fresh_database  # noqa: E402
+from monitor import SMOKE_HELP, fresh_database, reuse, seed  # noqa: E402
 
 
 async def worker(url: str, chain: ChainConfig, workers: int, ready: Barrier, results: Any) -> None:
@@ -55,7 +57,7 @@ async def worker(url: str, chain: ChainConfig, workers: int, ready: Barrier, res
     leases = ShardLeases(services, chain.chain_id)
     share = SHARDS // workers
     # Renew until this worker holds its even share (the others hand theirs back).
-    while len(await leases.renew()) != share:
+    while len(await leases.renew()) != share:  # noqa: ASYNC110 (the others' renewals)
         await asyncio.sleep(0.3)
     ready.wait()  # every worker holds its share
     await leases.renew()
@@ -118,18 +120,34 @@ async def measure(url: str, chain: ChainConfig, workers: int) -> None:
 
 
 async def run(args: argparse.Namespace) -> None:
-    url, _ = fresh_database(args.database_url, f"bench_monitor_keep_{args.invoices}")
-    with AnvilProcess() as anvil:
-        evm = EvmClient.connect(anvil.url)
-        dev = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
-        await evm.aclose()
-        async with MemoryNode(dev.chain_id, dev.factory) as memory:
-            chain = ChainConfig(
-                chain_id=dev.chain_id, name="anvil", rpc_url=memory.url, factory=dev.factory
-            )
-            for workers in [int(w) for w in args.workers.split(",")]:
-                for _ in range(args.rounds):
-                    await measure(url, chain, workers)
+    kept = None if args.smoke else f"bench_monitor_keep_{args.invoices}"
+    url, drop = fresh_database(args.database_url, kept)
+    try:
+        await upgrade(url)
+        with AnvilProcess() as anvil:
+            evm = EvmClient.connect(anvil.url)
+            dev = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+            await evm.aclose()
+            async with MemoryNode(dev.chain_id, dev.factory) as memory:
+                chain = ChainConfig(
+                    chain_id=dev.chain_id, name="anvil", rpc_url=memory.url, factory=dev.factory
+                )
+                services = build_services(
+                    Settings(
+                        environment="development",
+                        database_url=url,
+                        chains=[chain],
+                        run_workers=False,
+                    )
+                )
+                if await reuse(services, args.invoices, dev) is None:
+                    await seed(services, url, args.invoices, dev)
+                await services.aclose()
+                for workers in [int(w) for w in args.workers.split(",")]:
+                    for _ in range(args.rounds):
+                        await measure(url, chain, workers)
+    finally:
+        drop()
 
 
 def main() -> None:
@@ -138,7 +156,11 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--database-url", required=True, help="PostgreSQL server URL")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+    args = parser.parse_args()
+    if args.smoke:
+        args.invoices, args.workers, args.rounds = 200, "1,2", 1
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":
