@@ -136,8 +136,8 @@ PG_SEED = text(
         withdrawn, balance_raw, last_checked_at, created_at, updated_at, auth_mode,
         request_hash, watch, swept_raw, lifetime_check_at, has_extras, shard)
     SELECT uid, :owner, lower(:owner), :chain_id, i::text,
-        '0x' || substr(md5(i::text || 'a') || md5(i::text || 'b'), 1, 40),
-        '0x' || md5(i::text || 'c') || md5(i::text || 'd'), '1',
+        '0x' || substr(md5(i::text || :tag || 'a') || md5(i::text || :tag || 'b'), 1, 40),
+        '0x' || md5(i::text || :tag || 'c') || md5(i::text || :tag || 'd'), '1',
         CASE WHEN i % :token_every = 0 THEN :token END,
         CASE WHEN i % :token_every = 0 THEN 6 ELSE 18 END,
         CASE WHEN i % :token_every = 0 THEN '1000000' ELSE '1000000000000000000' END,
@@ -165,6 +165,8 @@ def seed_postgres(
         "token": token,
         "n": n,
         "now_ms": now_ms,
+        # Escrow addresses are made from the row number and this: one per chain.
+        "tag": "" if chain_id == 31337 else str(chain_id),
         # n + 1: no row number is a multiple of it, so no token invoice.
         "token_every": token_every or n + 1,
     }

@@ -24,6 +24,7 @@ reads every asset). Exits 1 when a ``reader=deployed`` case is over 2 calls per 
 
     .venv/bin/python bench/rpc_rest.py [--invoices 10000] [--block-time 12] [--blocks 8]
         [--warmup 6] [--database-url postgresql://postgres@127.0.0.1:5432/postgres]
+        [--readers absent,deployed]
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ async def run(args: argparse.Namespace) -> bool:
         reader_code = "0x" + load_artifact(ESCROW_READER).deployed_bytecode.hex()
         ok = True
         for token_every in (0, 5):
-            for reader in (False, True):
+            for reader in [case == "deployed" for case in args.readers.split(",")]:
                 code = reader_code if reader else "0x"
                 await evm.call_rpc("anvil_setCode", [reader_address(), code])
                 ok = await measure(anvil, dev, args, token_every, reader) and ok
@@ -139,6 +140,9 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=6)
     parser.add_argument("--database-url", default=None, help="PostgreSQL server URL")
+    parser.add_argument(
+        "--readers", default="absent,deployed", help="absent, deployed or both (in that order)"
+    )
     parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
     if args.smoke:

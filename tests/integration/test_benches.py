@@ -3,8 +3,8 @@ runs it (``.venv/bin/python bench/<name>.py``) with ``--smoke`` (tiny sizes, a f
 its goals not enforced, as tiny sizes say nothing of them) and must exit 0.
 
 On a PostgreSQL run the benches that take a database server get the test server (each makes
-and drops a database of its own on it); ``bench/dashboard.py`` is PostgreSQL only, so it runs
-on that run alone (CI runs both).
+and drops a database of its own on it); ``bench/dashboard.py`` and the monitor's benches of
+several chains and workers are PostgreSQL only, so they run on that run alone (CI runs both).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     "events": ([f"--postgres={u}" for u in SERVER], "events store db="),
     "gas": ([], "gas native batch=2 "),
     "monitor": ([f"--database-url={u}" for u in SERVER], "monitor db="),
+    "monitor_chains": ([f"--database-url={u}" for u in SERVER], "monitor_chains round=slow "),
+    "monitor_workers": ([f"--database-url={u}" for u in SERVER], "monitor_workers n="),
     "rpc_rest": ([f"--database-url={u}" for u in SERVER], "rpc_rest invoices=20 "),
     "webhook_clients": ([], "webhook_clients decision best_library="),
     "webhooks": ([], "webhooks signed secrets=2 n=40 "),
@@ -50,6 +52,8 @@ SLOW = {
     "dashboard",
     "detection",
     "monitor",
+    "monitor_chains",
+    "monitor_workers",
     "rpc_rest",
     "webhook_clients",
     "webhooks",
@@ -62,7 +66,8 @@ def test_every_file_of_bench_is_a_bench_here_or_a_helper() -> None:
 
 
 def params() -> list[object]:
-    marks = {"dashboard": [pytest.mark.skipif(not ON_POSTGRES, reason="a PostgreSQL-only bench")]}
+    postgres_only = [pytest.mark.skipif(not ON_POSTGRES, reason="a PostgreSQL-only bench")]
+    marks = {name: postgres_only for name in ("dashboard", "monitor_chains", "monitor_workers")}
     return [
         pytest.param(name, marks=[*marks.get(name, []), *([pytest.mark.slow] * (name in SLOW))])
         for name in BENCHES

@@ -7,6 +7,7 @@ from typing import Any
 from invoicing.chain.abi import decode_result, encode_call
 from invoicing.chain.evm import BlockRef, EvmClient
 from invoicing.chain.rpc import JsonRpc
+from invoicing.chain.rpc_body import HexData
 
 
 async def read_view(evm: EvmClient, to: str, contract: str, name: str, *args: Any) -> Any:
@@ -23,14 +24,16 @@ class CappedEvm(EvmClient):
         self.cap = cap
         self.calls = 0
 
-    async def eth_call(
+    async def eth_call_text(
         self,
         to: str,
-        data: bytes,
+        data: bytes | HexData,
         block: BlockRef = "latest",
         from_: str | None = None,
         value: int = 0,
         gas: int | None = None,
-    ) -> bytes:
+    ) -> str:
+        # Every eth_call goes through here (``eth_call`` decodes this one's answer).
         self.calls += 1
-        return await super().eth_call(to, data, block, from_, value, min(gas or self.cap, self.cap))
+        capped = min(gas or self.cap, self.cap)
+        return await super().eth_call_text(to, data, block, from_, value, capped)

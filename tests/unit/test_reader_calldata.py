@@ -136,3 +136,51 @@ def test_remaining_drops_the_accounts_answered() -> None:
     assert remaining(groups, 2) == [(TOKEN, [C, A])]
     assert remaining(groups, 3) == [(TOKEN, [A])]
     assert remaining(groups, 4) == []
+
+
+@given(
+    st.integers(0, 2**64),
+    st.lists(st.one_of(st.just(0), st.just(UNREADABLE), st.integers(0, 2**256 - 1)), max_size=8),
+    st.integers(0, 600),
+    st.integers(0, 300),
+)
+def test_decode_read_of_the_hex_text_answers_as_of_the_bytes(
+    block: int, values: list[int], zeros_before: int, zeros_after: int
+) -> None:
+    """Runs of zero words (compared in the text, 256 words at a time) around any values."""
+    laid = [0] * zeros_before + values + [0] * zeros_after
+    answer = encode(["uint256", "bytes32", "uint256[]"], [block, PARENT, laid])
+
+    assert decode_read(answer.hex()) == decode_read(answer)
+    assert decode_read(answer.hex().upper()) == decode_read(answer)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "0" * 255,
+        encode(["uint256", "bytes32", "uint256[]"], [1, PARENT, [1, 2]]).hex()[:-2],  # short
+        encode(["uint256", "bytes32", "uint256[]"], [1, PARENT, [1, 2]]).hex() + "0",  # odd
+        (bytes(64) + (96).to_bytes(32, "big") + (1).to_bytes(32, "big")).hex() + "0g" * 32,
+        (bytes(64) + (96).to_bytes(32, "big") + (300).to_bytes(32, "big")).hex() + "00" * 32,
+        (bytes(64) + (64).to_bytes(32, "big") + bytes(32)).hex(),  # offset into the head
+        "zz" * 128,
+        " 1" + "0" * 254,  # a space in the head
+        (bytes(64) + (96).to_bytes(32, "big")).hex() + " 1" + "0" * 62 + "12" * 32,
+        (bytes(64) + (96).to_bytes(32, "big") + (1).to_bytes(32, "big")).hex() + " 1" * 32,
+        (bytes(64) + (96).to_bytes(32, "big")).hex() + "-" + "0" * 62 + "1" + "00" * 32,
+    ],
+)
+def test_decode_read_refuses_malformed_hex_text(text: str) -> None:
+    with pytest.raises(DecodingError):
+        decode_read(text)
+
+
+@given(st.text(alphabet="0123456789abcdefABCDEF xg_-+", max_size=400))
+def test_decode_read_of_any_text_answers_or_raises_decoding_error(text: str) -> None:
+    try:
+        decoded = decode_read(text)
+    except DecodingError:
+        return
+    assert 64 * len(decoded.values) <= len(text)

@@ -111,15 +111,30 @@ class EvmClient:
     ) -> bytes:
         """Run a call (with at most ``gas`` when given); raises ContractRevert with the revert
         data when it reverts."""
-        tx: dict[str, Any] = {"to": to, "data": HexData("0x" + data.hex())}
+        return bytes.fromhex(await self.eth_call_text(to, data, block, from_, value, gas))
+
+    async def eth_call_text(
+        self,
+        to: str,
+        data: bytes | HexData,
+        block: BlockRef = "latest",
+        from_: str | None = None,
+        value: int = 0,
+        gas: int | None = None,
+    ) -> str:
+        """``eth_call``'s answer as the node sent it: its hex text without ``0x`` (a long
+        answer decoded where needed, ``calldata.decode_balance_text``). ``data`` may be hex
+        text already (``0x...``)."""
+        hex_data = data if isinstance(data, HexData) else HexData("0x" + data.hex())
+        tx: dict[str, Any] = {"to": to, "data": hex_data}
         if from_ is not None:
             tx["from"] = from_
         if value:
             tx["value"] = hex(value)
         if gas is not None:
             tx["gas"] = hex(gas)
-        result = await self.rpc.call("eth_call", [tx, _block(block)])
-        return bytes.fromhex(str(result)[2:])
+        result = str(await self.rpc.call("eth_call", [tx, _block(block)]))
+        return result[2:] if result.startswith("0x") else result
 
     async def estimate_gas(
         self,

@@ -37,7 +37,7 @@ from invoicing.addresses import ZERO_ADDRESS, address_bytes
 from invoicing.chain.abi import abi_function
 from invoicing.chain.answers import RpcError
 from invoicing.chain.artifacts import ESCROW_READER, load_artifact
-from invoicing.chain.calldata import AccountWords, decode_balance_array
+from invoicing.chain.calldata import AccountWords, decode_balance_array, decode_balance_text
 from invoicing.chain.deploy import deterministic_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.versions import same_runtime_code
@@ -164,9 +164,19 @@ def _words(accounts: Sequence[str]) -> bytes | bytearray:
     return bytes.fromhex("".join([_WORD_PAD + account.removeprefix("0x") for account in accounts]))
 
 
-def decode_read(data: bytes) -> ReaderAnswer:
+def decode_read(data: bytes | str) -> ReaderAnswer:
     """The answer of ``read``: ``(uint256, bytes32, uint256[])`` read by hand, with None for
-    ``UNREADABLE``; DecodingError when it is malformed."""
+    ``UNREADABLE``; DecodingError when it is malformed. ``data`` is the answer's bytes, or
+    its hex text as the node sent it (without ``0x``, ``EvmClient.eth_call_text``)."""
+    if isinstance(data, str):
+        values = decode_balance_text(data, 3, "read")
+        try:
+            head = bytes.fromhex(data[:128])
+        except ValueError as exc:
+            raise DecodingError("read answer is not hex") from exc
+        if len(head) != 64:
+            raise DecodingError("read answer is not hex")
+        return ReaderAnswer(int.from_bytes(head[:32], "big"), head[32:64], values)
     if len(data) < 128:
         raise DecodingError(f"read answer too short: {len(data)} bytes")
     values = decode_balance_array(data, 3, "read")
@@ -195,7 +205,7 @@ async def read_groups(
         while rest:
             wanted = sum(len(accounts) for _, accounts in rest)
             try:
-                raw = await evm.eth_call(reader, encode_read(rest), block, gas=READ_GAS)
+                raw = await evm.eth_call_text(reader, encode_read(rest), block, gas=READ_GAS)
                 answer = decode_read(raw)
             except (RpcError, DecodingError) as exc:
                 raise ChainUnavailable(f"escrow read failed on chain {chain_id}") from exc
@@ -240,7 +250,7 @@ async def read_groups_at_head(
     already seen), the values are read by ``read_groups`` at the higher block."""
     chunks = chunk_groups(groups, budget)
     try:
-        raw = await evm.eth_call(
+        raw = await evm.eth_call_text(
             reader, encode_read(chunks[0] if chunks else []), "latest", gas=READ_GAS
         )
         answer = decode_read(raw)

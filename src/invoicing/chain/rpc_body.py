@@ -63,6 +63,10 @@ def decode_answer(content: bytes) -> Any:
     head = _ANSWER_HEAD.match(content)
     if head is not None and content.endswith(b'"}'):
         result = content[head.end() : -2]
+        # ASCII letters and digits (hex: "0x..."), checked by one C loop (``isprintable``
+        # took 10 ms per 900 KB answer), are a JSON string as they are.
+        if result.isalnum():
+            return {"jsonrpc": "2.0", "id": int(head.group(1)), "result": result.decode("ascii")}
         # Printable ASCII without a quote or a backslash is a JSON string as it is.
         if result.isascii() and b'"' not in result and b"\\" not in result:
             text = result.decode("ascii")

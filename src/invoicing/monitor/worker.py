@@ -61,11 +61,21 @@ class HeadPacer:
 
     Block intervals are estimated from the last ``STEADY_BLOCKS`` head changes (their
     median). When all but one agree with it within ``STEADY_SPREAD`` and they are long (at
-    least ``MIN_PACED_POLLS`` polls), the next read waits until the next block is due, a
-    little early (``EARLY_SHARE`` of a poll, so the reading time creeps back toward the block
-    instead of drifting later); otherwise, and after a read that found no new block, it
-    polls every ``poll_s``. A chain mining on demand (a dev node) is never steady, so it
-    keeps the plain poll.
+    least ``MIN_PACED_POLLS`` polls), the next read waits until the next block is due.
+    Otherwise, and after a read that found no new block, it polls every ``poll_s``. A chain
+    mining on demand (a dev node) is never steady, so it keeps the plain poll.
+
+    A long pace is set in whole seconds (12 s on Ethereum, 2 s or 5 s elsewhere; block
+    timestamps are whole seconds): an estimate within ``WHOLE_SHARE`` of a poll of one is
+    taken as that exact pace, and the blocks' phase as the earliest any head was seen since
+    the pace was found, counted back at that pace (``_phase_s``; a head is seen after its
+    block came, so every sighting is an upper bound and the earliest is the closest). The
+    next read is then made ``LATE_SHARE`` of a poll after the next block is due: it finds
+    that block, one head read a block, however late reads or passes are (a late read is
+    only late, never early). The phase never moves later, so reads do not creep after the
+    blocks. (Read a little early, as before, a read found no block as often as not, and a
+    second read followed a poll later: up to 2.5 calls a block at rest.) A pace of no whole
+    second is read a little early (``EARLY_SHARE`` of a poll).
 
     A steady pace shorter than that (a block every second) is paced too, by chasing: the
     read waits until a chase step before the next block is due, and when it finds none it
@@ -81,12 +91,17 @@ class HeadPacer:
     STEADY_SPREAD = 0.25
     MIN_PACED_POLLS = 4
     EARLY_SHARE = 0.1
+    LATE_SHARE = 0.5
+    WHOLE_SHARE = 0.5
     CHASE_SHARE = 0.2
 
     def __init__(self, poll_s: float, max_wait_s: float) -> None:
         self.poll_s = poll_s
         self.max_wait_s = max_wait_s
         self._changes: list[tuple[int, float]] = []  # (block, time seen), oldest first
+        # A whole-second pace and the earliest phase seen at it (block 0's time).
+        self._phase: tuple[int, float] | None = None
+        self._first: int | None = None  # the first head seen since a start or a gap
 
     def seen(self, block: int, now_s: float) -> None:
         """The head read at ``now_s`` (monotonic seconds)."""
@@ -94,6 +109,9 @@ class HeadPacer:
             return
         if self._changes and block > self._changes[-1][0] + 1:
             self._changes.clear()  # blocks were missed: the times say nothing of the pace
+            self._phase = None
+        if not self._changes:
+            self._first = block
         self._changes = [*self._changes[-self.STEADY_BLOCKS :], (block, now_s)]
 
     def interval_s(self) -> float | None:
@@ -121,6 +139,23 @@ class HeadPacer:
         came = min(seen + (last_block - block) * interval for block, seen in self._changes)
         return came + interval - early_s
 
+    def _phase_s(self, interval: float) -> tuple[int, float] | None:
+        """A whole-second pace near ``interval`` and when block 0 came at it (the earliest
+        estimate since the pace was found); None when the pace is no whole second."""
+        # The first head seen after a start or a gap came some time before: not a change.
+        changes = [(b, seen) for b, seen in self._changes if b != self._first]
+        if len(changes) > 1:  # over the span, a read's lag counts once, not per interval
+            interval = (changes[-1][1] - changes[0][1]) / (changes[-1][0] - changes[0][0])
+        whole = round(interval)
+        if not changes or abs(interval - whole) > self.WHOLE_SHARE * self.poll_s:
+            self._phase = None
+            return None
+        came = min(seen - b * whole for b, seen in changes)
+        if self._phase is not None and self._phase[0] == whole:
+            came = min(came, self._phase[1])
+        self._phase = (whole, came)
+        return self._phase
+
     def _steady_s(self) -> float | None:
         if len(self._changes) <= self.STEADY_BLOCKS:
             return None
@@ -140,7 +175,12 @@ class HeadPacer:
         """Seconds until the next head read."""
         interval = self.interval_s()
         if interval is not None:
-            due = self._next_due_s(interval, self.EARLY_SHARE * self.poll_s)
+            phase = self._phase_s(interval)
+            if phase is None:
+                due = self._next_due_s(interval, self.EARLY_SHARE * self.poll_s)
+            else:
+                whole, came = phase
+                due = came + (self._changes[-1][0] + 1) * whole + self.LATE_SHARE * self.poll_s
             return min(self.max_wait_s, max(self.poll_s, due - now_s))
         short = self.short_interval_s()
         if short is None:
