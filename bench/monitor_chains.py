@@ -37,12 +37,12 @@ from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import ChainGateway, EvmGateway
-from invoicing.invoices.models import Invoice
 from invoicing.migrate import upgrade
 from invoicing.monitor.check import confirmed_block
 from invoicing.monitor.passes import run_block_pass
 from invoicing.services import Services, build_services
 from invoicing.settings import Settings
+from invoicing.tables.invoices import Invoice
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_node import MemoryNode  # noqa: E402

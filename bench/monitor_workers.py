@@ -35,7 +35,6 @@ from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
-from invoicing.invoices.coverage import SHARDS
 from invoicing.migrate import upgrade
 from invoicing.monitor.changes import refresh, watched_of
 from invoicing.monitor.check import confirmed_block
@@ -43,6 +42,7 @@ from invoicing.monitor.passes import run_block_pass
 from invoicing.monitor.shards import ShardLeases
 from invoicing.services import build_services
 from invoicing.settings import Settings
+from invoicing.tables.monitor import SHARDS
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_node import MemoryNode  # noqa: E402
