@@ -20,7 +20,6 @@ from invoicing.invoices.models import Invoice, InvoiceRow
 from invoicing.invoices.owner_view import other_balances_in, refunds_in
 from invoicing.invoices.views import invoice_to_dict
 from invoicing.services import Services
-from invoicing.web.api.responses import Invoice as InvoiceOut
 
 Extras = tuple[list[dict[str, Any]] | None, list[dict[str, Any]] | None]
 
@@ -31,9 +30,11 @@ async def owner_views(
     *,
     fresh: bool = False,
     checked_now: bool = False,
-) -> list[InvoiceOut]:
-    """Owner representations: the Invoice object plus the escrow's ``refunds`` and ``otherBalances``
-    (never shown on the public /pay routes). ``fresh``: just created, so there are none.
+) -> list[dict[str, Any]]:
+    """Owner representations, in the wire form of ``responses.Invoice`` (the routes write
+    them as they are: ``Written``): the Invoice object plus the escrow's ``refunds`` and
+    ``otherBalances`` (never shown on the public /pay routes). ``fresh``: just created, so
+    there are none.
     ``lastCheckedAt`` comes from the shards' pass records (``invoices.coverage``) unless the
     invoices were just created or ``checked_now``.
 
@@ -55,15 +56,13 @@ async def owner_views(
             records = await shard_records(session, invoices)
     x402 = services.chains.x402_tokens
     return [
-        InvoiceOut.model_validate(
-            invoice_to_dict(
-                invoice,
-                page_url,
-                refunds=refunds,
-                other_balances=others,
-                last_checked_at=last_checked_of(invoice, records),
-                x402=x402,
-            )
+        invoice_to_dict(
+            invoice,
+            page_url,
+            refunds=refunds,
+            other_balances=others,
+            last_checked_at=last_checked_of(invoice, records),
+            x402=x402,
         )
         for invoice, (refunds, others) in zip(invoices, extras, strict=True)
     ]
