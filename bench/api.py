@@ -5,10 +5,15 @@ Starts anvil, deploys the dev contracts, runs ``invoicing serve`` as a separate 
 (one uvicorn worker) on a fresh database and drives it for a few seconds per case. Prints
 one line per case, e.g.::
 
-    api create_api_key rps=812 trivial_rps=1650 ratio=0.49 rounds=0.47 0.49 0.52
+    api create_api_key rps=812 trivial_rps=1650 ratio=0.49 cpu_us=1150 trivial_cpu_us=560
+        rounds=0.47 0.49 0.52
 
 The trivial route is measured before and after each case; a case's ratio is to their mean.
 Every case runs ``--rounds`` times in turn (3 by default); its line is the median round.
+``cpu_us`` is the server process's CPU time (user and system, read from ``/proc``) per
+request over the same round, and ``trivial_cpu_us`` the trivial route's: on a machine that
+other work slows, the ratio of requests per second drifts with the neighbours while the CPU
+time per request still tells what a request costs the process.
 
 A last line runs the same POST load on a bare FastAPI app (``framework_app.py``): a route that
 only parses the body and answers with a body of a created invoice's size. Its ratio to its
@@ -48,6 +53,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -249,9 +255,25 @@ async def round_trips(database_url: str, chain: ChainConfig, api_key: str) -> No
     await services.db.dispose()
 
 
+@dataclass(frozen=True)
+class Load:
+    """What a wrk run measured: requests per second over every process, and the CPU time
+    (user and system) the server processes spent per request, in microseconds."""
+
+    rps: float
+    cpu_us: float
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (every thread), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def serving(count: int, env: dict[str, str]) -> Iterator[list[str]]:
-    """``count`` ``invoicing serve`` processes on the same database; their base URLs."""
+    """``count`` ``invoicing serve`` processes on the same database; their base URLs (each
+    process's pid is kept in ``SERVER_PIDS`` by its URL, for its CPU time)."""
     ports = [free_port() for _ in range(count)]
     servers = [
         subprocess.Popen(
@@ -262,9 +284,13 @@ def serving(count: int, env: dict[str, str]) -> Iterator[list[str]]:
         )
         for port in ports
     ]
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    SERVER_PIDS.update(zip(urls, (server.pid for server in servers), strict=True))
     try:
-        yield [f"http://127.0.0.1:{port}" for port in ports]
+        yield urls
     finally:
+        for url in urls:
+            SERVER_PIDS.pop(url, None)
         for server in servers:
             server.terminate()
         for server in servers:
@@ -300,9 +326,15 @@ def scale_out(
     }
     wrk_rps_across(base_urls, "GET", "/healthz", ["-"], args, workdir)  # warm-up
     for name, (method, path, lines) in cases.items():
-        rps = wrk_rps_across(base_urls, method, path, lines, args, workdir)
-        print(f"api scale_out processes={len(base_urls)} case={name} rps={rps:.0f}", flush=True)
+        load = wrk_rps_across(base_urls, method, path, lines, args, workdir)
+        print(
+            f"api scale_out processes={len(base_urls)} case={name} rps={load.rps:.0f} "
+            f"cpu_us={load.cpu_us:.0f}",
+            flush=True,
+        )
 
+
+SERVER_PIDS: dict[str, int] = {}
 
 WRK_SCRIPT = """
 local lines = {}
@@ -337,7 +369,7 @@ end
 
 def wrk_rps(
     base_url: str, method: str, path: str, lines: list[str], args: argparse.Namespace, workdir: Path
-) -> float:
+) -> Load:
     """Requests per second that wrk completed; every request must have answered 2xx."""
     return wrk_rps_across([base_url], method, path, lines, args, workdir)
 
@@ -349,20 +381,24 @@ def wrk_rps_across(
     lines: list[str],
     args: argparse.Namespace,
     workdir: Path,
-) -> float:
+) -> Load:
     """The same load on every URL at once (one wrk each, ``--concurrency`` split between
-    them); the requests per second of all of them together."""
+    them); the requests per second of all of them together, and the CPU time per request of
+    the server processes whose pids are known (``SERVER_PIDS``)."""
     data = workdir / f"requests-{len(lines)}-{time.monotonic_ns()}.tsv"
     data.write_text("\n".join(lines) + "\n")
     script = workdir / "requests.lua"
     script.write_text(WRK_SCRIPT % (method, path, data))
     connections = max(1, args.concurrency // len(base_urls))
     command = ["wrk", "-t", "1", "-c", str(connections), "-d", f"{args.seconds:g}s"]
+    pids = [SERVER_PIDS[url] for url in base_urls if url in SERVER_PIDS]
+    cpu_before = sum(cpu_seconds(pid) for pid in pids)
     runs = [
         subprocess.Popen([*command, "-s", str(script), base_url], stdout=subprocess.PIPE, text=True)
         for base_url in base_urls
     ]
     total = 0.0
+    completed = 0
     for run in runs:
         output, _ = run.communicate()
         result = next(line for line in output.splitlines() if line.startswith("RESULT"))
@@ -370,7 +406,9 @@ def wrk_rps_across(
         if int(errors):
             raise SystemExit(f"{path}: {errors} non-2xx answers\n{output}")
         total += int(requests) / float(seconds)
-    return total
+        completed += int(requests)
+    cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+    return Load(rps=total, cpu_us=cpu / max(1, completed) * 1e6)
 
 
 def wait_ready(client: httpx.Client) -> None:
@@ -408,7 +446,7 @@ def run_cases(
 
     wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)  # warm-up
     before = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
-    print(f"api trivial rps={before:.0f}")
+    print(f"api trivial rps={before.rps:.0f} cpu_us={before.cpu_us:.0f}")
     cases = {
         "create_api_key": ("POST", "/integration/invoices", [key_line]),
         "create_signature": ("POST", "/integration/invoices", signed_lines),
@@ -417,22 +455,28 @@ def run_cases(
     # Rounds of every case in turn, each bracketed by the trivial route (which cancels
     # drift); a case's line is its median round, as one round on a shared machine may be
     # slowed by a neighbour.
-    rounds: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+    rounds: dict[str, list[tuple[Load, Load]]] = {name: [] for name in cases}
     per_round = len(signed_lines) // args.rounds
     for round_ in range(args.rounds):
         for name, (method, path, lines) in cases.items():
             if name == "create_signature":  # a signed request is accepted once
                 lines = lines[round_ * per_round : (round_ + 1) * per_round]
-            rps = wrk_rps(base_url, method, path, lines, args, workdir)
+            load = wrk_rps(base_url, method, path, lines, args, workdir)
             after = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
-            rounds[name].append((rps, (before + after) / 2))
+            trivial = Load(
+                rps=(before.rps + after.rps) / 2, cpu_us=(before.cpu_us + after.cpu_us) / 2
+            )
+            rounds[name].append((load, trivial))
             before = after
     for name, measured in rounds.items():
-        rps, trivial = sorted(measured, key=lambda pair: pair[0] / pair[1])[len(measured) // 2]
-        ratios = " ".join(f"{r / t:.2f}" for r, t in measured)
+        load, trivial = sorted(measured, key=lambda pair: pair[0].rps / pair[1].rps)[
+            len(measured) // 2
+        ]
+        ratios = " ".join(f"{case.rps / base.rps:.2f}" for case, base in measured)
         print(
-            f"api {name} rps={rps:.0f} trivial_rps={trivial:.0f} ratio={rps / trivial:.2f} "
-            f"rounds={ratios}"
+            f"api {name} rps={load.rps:.0f} trivial_rps={trivial.rps:.0f} "
+            f"ratio={load.rps / trivial.rps:.2f} cpu_us={load.cpu_us:.0f} "
+            f"trivial_cpu_us={trivial.cpu_us:.0f} rounds={ratios}"
         )
     framework_ceiling(key_line, response_bytes, args, workdir)
 
@@ -458,16 +502,19 @@ def framework_ceiling(
         stderr=subprocess.DEVNULL,
     )
     base_url = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[base_url] = server.pid
     try:
         with httpx.Client(base_url=base_url, timeout=30) as client:
             wait_ready(client)
         trivial = wrk_rps(base_url, "GET", "/healthz", ["-"], args, workdir)
-        rps = wrk_rps(base_url, "POST", "/echo", [line], args, workdir)
+        load = wrk_rps(base_url, "POST", "/echo", [line], args, workdir)
         print(
-            f"api framework_post rps={rps:.0f} framework_trivial_rps={trivial:.0f} "
-            f"ratio={rps / trivial:.2f}"
+            f"api framework_post rps={load.rps:.0f} framework_trivial_rps={trivial.rps:.0f} "
+            f"ratio={load.rps / trivial.rps:.2f} cpu_us={load.cpu_us:.0f} "
+            f"framework_trivial_cpu_us={trivial.cpu_us:.0f}"
         )
     finally:
+        SERVER_PIDS.pop(base_url, None)
         server.terminate()
         server.wait(timeout=10)
 

@@ -36,7 +36,7 @@ def test_no_dashboard_module_builds_html() -> None:
 
 
 def test_the_check_sees_markup_in_an_f_string() -> None:
-    planted = 'def row(x: str) -> str:\n    return f\'<td class="num">{x}</td>\'\n'
+    planted = "def row(x: str) -> str:\n    return f'<td class=\"num\">{x}</td>'\n"
 
     assert markup_in(planted) == ['<td class="num">', "</td>"]
     assert markup_in('"""A docstring naming ``payment_address`` and a <when> placeholder."""') == []

@@ -21,20 +21,25 @@ totals in beside the token amounts (docs/dashboard.md).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import logging
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import SecretStr
 from sqlalchemy import (
     BigInteger,
+    BindParameter,
     Boolean,
     Connection,
+    Select,
     String,
     Text,
+    bindparam,
     func,
     literal,
     null,
@@ -167,6 +172,25 @@ async def webhook_options_by_owner(
     keys = sorted({owner.lower() for owner in owners})
     if not keys:
         return {}
+    rows = await session.execute(_options_statement(), {"owner_keys": keys})
+    found: dict[str, tuple[bool, list[SecretStr]]] = {}
+    for owner_key, encrypted, api_key_header, _created_at, _id in rows:
+        header, secrets = found.setdefault(owner_key, (True, []))
+        if api_key_header is not None:
+            found[owner_key] = (bool(api_key_header), secrets)
+        elif (secret := _readable(owner_key, encrypted, server_secret)) is not None:
+            secrets.append(secret)
+    return {
+        owner_key: WebhookOptions(api_key_header=header, secrets=tuple(secrets))
+        for owner_key, (header, secrets) in found.items()
+    }
+
+
+@functools.cache
+def _options_statement() -> Select[Any]:
+    """The query of ``webhook_options_by_owner``, built once (the owners are a parameter):
+    building it, and its cache key, cost more than running it for a claimed batch."""
+    keys: BindParameter[list[str]] = bindparam("owner_keys", expanding=True)
     secrets_ = select(
         WebhookSecret.owner_key.label("owner_key"),
         WebhookSecret.secret_encrypted.label("encrypted"),
@@ -182,20 +206,7 @@ async def webhook_options_by_owner(
         literal("", String),
     ).where(OwnerSettings.owner_key.in_(keys))
     both = union_all(secrets_, settings).subquery()
-    rows = await session.execute(
-        select(both).order_by(both.c.owner_key, both.c.created_at, both.c.id)
-    )
-    found: dict[str, tuple[bool, list[SecretStr]]] = {}
-    for owner_key, encrypted, api_key_header, _created_at, _id in rows:
-        header, secrets = found.setdefault(owner_key, (True, []))
-        if api_key_header is not None:
-            found[owner_key] = (bool(api_key_header), secrets)
-        elif (secret := _readable(owner_key, encrypted, server_secret)) is not None:
-            secrets.append(secret)
-    return {
-        owner_key: WebhookOptions(api_key_header=header, secrets=tuple(secrets))
-        for owner_key, (header, secrets) in found.items()
-    }
+    return select(both).order_by(both.c.owner_key, both.c.created_at, both.c.id)
 
 
 # The highest underpayment tolerance an owner may set: 5% (docs/integration/pricing.md).

@@ -12,6 +12,7 @@ client's (``resolver.SystemResolver`` and its cache in production).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import socket
@@ -149,14 +150,13 @@ async def checked_target(url: str, resolver: Resolver, allow_private: bool) -> T
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         resolved = await resolver(host, port)
-        addresses = [ipaddress.ip_address(a.split("%")[0]) for a in resolved]
+        verdicts = [address_verdict(a) for a in resolved]
     except (OSError, ValueError) as exc:
         raise ConnectionError(f"cannot resolve {host}: {exc}") from exc
-    if not addresses:
+    if not verdicts:
         raise ConnectionError(f"{host} resolves to no address")
     if not allow_private:
-        for address in addresses:
-            reason = refused_reason(address)
+        for address, reason in verdicts:
             if reason is not None:
                 # The owner reads this error: it must not map the service's network.
                 log.warning("webhook to %s refused: %s is %s", host, address, reason)
@@ -166,6 +166,15 @@ async def checked_target(url: str, resolver: Resolver, allow_private: bool) -> T
         host=host,
         port=port,
         path=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
-        addresses=tuple(dict.fromkeys(str(a) for a in addresses)),
+        addresses=tuple(dict.fromkeys(address for address, _ in verdicts)),
         explicit_port=parts.port is not None,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def address_verdict(resolved: str) -> tuple[str, str | None]:
+    """A resolved address (a zone index left out) in its canonical text, and why the guard
+    refuses it (None: allowed). Every delivery asks it of the same few addresses, and the
+    checks walk the special-purpose ranges: kept per process. ``ValueError`` if it is none."""
+    address = ipaddress.ip_address(resolved.split("%")[0])
+    return str(address), refused_reason(address)

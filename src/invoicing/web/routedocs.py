@@ -33,12 +33,15 @@ route.
 The model that documents a route's success is also what writes it: a handler returns
 ``Answer(Model(...))`` and is annotated ``-> Answer[Model]`` (mypy holds the two together;
 tests/unit/test_wire_shapes.py holds the annotation to ``ok=``), so each resource has one wire
-shape.
+shape. The invoice routes (the hot paths) return ``Answer(Written[Model](content))`` instead:
+content built in the model's wire form from the row, not built into the model and dumped
+again; the same test holds that content to the bytes the model writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import FastAPI
@@ -62,20 +65,35 @@ REF = "#/components/schemas/"
 M = TypeVar("M", bound=BaseModel)
 
 
+@dataclass(frozen=True)
+class Written(Generic[M]):
+    """An answer's content already in the wire form of its model ``M``: the model's fields
+    in its order, those never set left out, every value as JSON has it. The invoice routes
+    (create, status, list: the hot paths) build their answers this way from the row, instead
+    of building the model and dumping it again; tests/unit/test_wire_shapes.py holds the
+    content to what the model writes."""
+
+    content: dict[str, Any]
+
+
 class Answer(JSONResponse, Generic[M]):
     """A JSON answer written by the response model that documents the route: the model's
     fields in its order, those never set (the "present only when" ones) left out.
 
-    The model gives the content and ``JSONResponse`` writes it, as it writes every other
-    answer (errors included). Pydantic's own JSON writer would be quicker but spells some
-    floats otherwise (``1e-7``, ``0.00005``, where the service has always written ``1e-07``,
-    ``5e-05``), and an invoice's ``metadata`` is the owner's JSON, floats and all."""
+    The model gives the content (or ``Written`` content in its form) and ``JSONResponse``
+    writes it, as it writes every other answer (errors included). Pydantic's own JSON writer
+    would be quicker but spells some floats otherwise (``1e-7``, ``0.00005``, where the
+    service has always written ``1e-07``, ``5e-05``), and an invoice's ``metadata`` is the
+    owner's JSON, floats and all."""
 
     def __init__(
-        self, body: M, status_code: int = 200, headers: dict[str, str] | None = None
+        self, body: M | Written[M], status_code: int = 200, headers: dict[str, str] | None = None
     ) -> None:
-        # by_alias: a field named for a Python keyword is written as its alias ("from").
-        content = body.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        if isinstance(body, Written):
+            content = body.content
+        else:
+            # by_alias: a field named for a Python keyword is written as its alias ("from").
+            content = body.model_dump(mode="json", exclude_unset=True, by_alias=True)
         super().__init__(content, status_code=status_code, headers=headers)
 
 

@@ -17,7 +17,6 @@ from invoicing.invoices.views import invoice_to_dict
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice, InvoiceRow
 from invoicing.tables.monitor import MonitorShard
-from invoicing.web.api.responses import Invoice as InvoiceOut
 
 # (payments, refunds, otherBalances) of one invoice; None: it has none.
 ViewList = list[dict[str, Any]] | None
@@ -31,9 +30,10 @@ async def owner_views(
     *,
     fresh: bool = False,
     checked_now: bool = False,
-) -> list[InvoiceOut]:
-    """Owner representations: the Invoice object plus its ``payments`` of record and the
-    escrow's ``refunds`` and ``otherBalances`` (never shown on the public /pay routes).
+) -> list[dict[str, Any]]:
+    """Owner representations, in the wire form of ``responses.Invoice`` (the routes write
+    them as they are: ``Written``): the Invoice object plus its ``payments`` of record and
+    the escrow's ``refunds`` and ``otherBalances`` (never shown on the public /pay routes).
     ``fresh``: just created, so there are none. ``lastCheckedAt`` comes from the shards'
     pass records (``invoices.coverage``) unless the invoices were just created or
     ``checked_now``.
@@ -56,16 +56,14 @@ async def owner_views(
             records = await shard_records(session, invoices)
     x402 = services.chains.x402_tokens
     return [
-        InvoiceOut.model_validate(
-            invoice_to_dict(
-                invoice,
-                page_url,
-                payments=payments,
-                refunds=refunds,
-                other_balances=others,
-                last_checked_at=last_checked_of(invoice, records),
-                x402=x402,
-            )
+        invoice_to_dict(
+            invoice,
+            page_url,
+            payments=payments,
+            refunds=refunds,
+            other_balances=others,
+            last_checked_at=last_checked_of(invoice, records),
+            x402=x402,
         )
         for invoice, (payments, refunds, others) in zip(invoices, extras, strict=True)
     ]

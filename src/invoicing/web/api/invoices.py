@@ -46,7 +46,13 @@ from invoicing.web.api.invoice_views import owner_views
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
 from invoicing.web.api.responses import Invoice as InvoiceOut
 from invoicing.web.context import services_of
-from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answer, documented
+from invoicing.web.routedocs import (
+    BODY_ROUTE_ERRORS,
+    OWNER_ROUTE_ERRORS,
+    Answer,
+    Written,
+    documented,
+)
 
 router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
 
@@ -218,7 +224,7 @@ async def create(request: Request) -> Answer[InvoiceOut]:
         raise
     # A new invoice's escrow holds nothing yet; an identical retry may return an old one.
     (view,) = await owner_views(services, [invoice], fresh=created)
-    return Answer(view, status_code=201 if created else 200)
+    return Answer(Written[InvoiceOut](view), status_code=201 if created else 200)
 
 
 async def _create(
@@ -268,7 +274,7 @@ async def status(request: Request) -> Answer[InvoiceStatusResult]:
     invoice = await recheck_invoice(services, found)
     # An answer other than the row as found was checked now (or stored by the check).
     (view,) = await owner_views(services, [invoice], checked_now=invoice is not found)
-    return Answer(InvoiceStatusResult(invoice=view))
+    return Answer(Written[InvoiceStatusResult]({"invoice": view}))
 
 
 @router.get(
@@ -302,7 +308,9 @@ async def list_(request: Request) -> Answer[InvoiceList]:
         ),
     )
     items = await owner_views(services, invoices)
-    return Answer(InvoiceList(items=items, total=total, page=query.page, limit=limit_))
+    return Answer(
+        Written[InvoiceList]({"items": items, "total": total, "page": query.page, "limit": limit_})
+    )
 
 
 @router.delete(
