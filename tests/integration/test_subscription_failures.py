@@ -38,10 +38,12 @@ from tests.support.withdrawals import settle_all
 pytestmark = pytest.mark.integration
 
 
-# A chain of its own, as in test_subscriptions: these tests move its clock.
+# A chain of its own, with a chain id of its own (the relayer's recorded nonces are per chain
+# id, and the database may outlive another module's chain), as in test_subscriptions: these
+# tests move its clock.
 @pytest.fixture(scope="module")
 def anvil() -> Iterator[AnvilProcess]:
-    with AnvilProcess(chain_id=31_339) as node:
+    with AnvilProcess(chain_id=31_340) as node:
         yield node
 
 
