@@ -44,8 +44,8 @@ def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
 
 
 # `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine, less from npm's cache),
-# the compile, then the suites: about 10 s direct, MEDUSA_S for the Medusa server (its
-# migrations take a minute).
+# the compile, then the suites: about 10 s direct, 45 s for the Medusa server (its
+# migrations take half a minute, two more boots 10 s: `medusa user`, `medusa start`).
 @pytest.mark.timeout(900)
 def test_the_medusa_provider_suite_passes_against_invoicing_dev(
     request: pytest.FixtureRequest,
