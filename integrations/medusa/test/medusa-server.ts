@@ -45,6 +45,8 @@ export type MedusaServer = {
   admin: Call;
   /** A store route, as a storefront calls it (the publishable API key). */
   store: (publishableKey: string) => Call;
+  /** The end of the server's own output (its log), for failure messages. */
+  log: () => string;
   stop: () => Promise<void>;
 };
 
@@ -98,6 +100,7 @@ export async function startMedusa(providerOptions: object): Promise<MedusaServer
     return {
       admin: call({ authorization: `Bearer ${token}` }),
       store: (publishableKey) => call({ "x-publishable-api-key": publishableKey }),
+      log: () => output,
       stop,
     };
   } catch (error) {
