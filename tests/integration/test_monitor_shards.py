@@ -148,6 +148,6 @@ async def test_every_representation_shows_the_passes_last_check(
     api = await owner_views(services, rows)
     events = [await shown_last_checked(services, row) for row in rows]
 
-    assert [view.lastCheckedAt for view in api] == [pending_ms, expired_ms]
+    assert [view["lastCheckedAt"] for view in api] == [pending_ms, expired_ms]
     assert events == [pending_ms, expired_ms]
     assert rows[0].last_checked_at == pending.last_checked_at  # from the record, not the row

@@ -25,6 +25,13 @@ from tests.support.withdrawals import new_invoice, pay
 MAIL = "/integration/settings/notifications"
 
 
+@pytest.fixture(scope="module")
+def database_url(module_database: str) -> str:
+    """A database of this module's own: the mail worker sends every due message of its
+    database, and other modules' tests leave theirs in the run's shared one."""
+    return module_database
+
+
 @pytest.fixture
 def smtp() -> Iterator[SmtpServer]:
     server = SmtpServer()

@@ -10,7 +10,7 @@ from decimal import Context, Decimal
 from typing import Any
 
 from eth_account import Account
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from invoicing.errors import InvalidAuthorization, InvalidRequest
@@ -97,13 +97,14 @@ def test_an_amount_per_period_is_exactly_its_raw_units(amount: Decimal) -> None:
 @given(
     st.text(max_size=40) | st.from_regex(r"-?[0-9]{0,5}(\.[0-9]{0,9})?(e[0-9])?", fullmatch=True)
 )
+@example("10000000000000000000000000001")  # past Decimal's default 28 digits
 def test_any_other_amount_is_exact_or_a_400(amount: str) -> None:
     try:
         raw = to_raw(amount, 6)
     except InvalidRequest as exc:
         assert exc.status == 400 and exc.body()["error"]["details"]["field"] == "amount"
         return
-    assert raw > 0 and Decimal(amount) * 10**6 == raw
+    assert raw > 0 and Decimal(amount).scaleb(6, Context(prec=100)) == raw
 
 
 @given(st.dictionaries(st.sampled_from(["signature", "payer", "permit", "x"]), JSON, max_size=4))
