@@ -54,9 +54,9 @@ woo:
 TEST_WORKERS ?= 3
 test: setup bytecode browser-deps
 ifeq ($(DB),postgres)
-	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=$(PG_URL) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
 else
-	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	INVOICING_TEST_DATABASE=sqlite $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_ARGS)
 endif
 
 lint: setup
