@@ -61,6 +61,7 @@ from invoicing.invoices.lifecycle import (
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import refund_view
 from invoicing.invoices.service import find_by_payment_address
+from invoicing.refunds.claims import approve_in
 from invoicing.services import Services
 from invoicing.settlement.finality import Final, OnFinal, on_final
 from invoicing.settlement.parking import unpark
@@ -212,7 +213,9 @@ class EscrowRefund(FactoryPurpose):
                 session, r.owner_address.lower(), r.chain_id, self.invoice.payment_address
             )
             await refuse_unless_awaiting(session, locked, "void")
-        session.add(self._refund_row(row, self.clock.now_ms()))
+        now_ms = self.clock.now_ms()
+        session.add(self._refund_row(row, now_ms))
+        await approve_in(session, self.invoice.id, self.refund.to_address, now_ms)
         await session.execute(
             update(Invoice).where(Invoice.id == self.invoice.id).values(has_extras=True)
         )

@@ -28,6 +28,7 @@ from invoicing.errors import Conflict, InvalidRequest, NotFound
 from invoicing.invoices.lifecycle import InvoiceEvent, InvoiceStatus
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.owner_view import wallet_refund_view
+from invoicing.refunds.claims import approve_in
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.refunds import WalletRefund
@@ -75,6 +76,7 @@ async def record_wallet_refund(services: Services, claim: WalletRefundClaim) -> 
             created_at=now_ms,
         )
         session.add(refund)
+        await approve_in(session, invoice.id, claim.to_address, now_ms)
         await session.execute(update(Invoice).where(Invoice.id == row.id).values(has_extras=True))
         await session.flush()
         row.has_extras = True

@@ -74,3 +74,20 @@ class WalletRefund(Base):
     amount_raw: Mapped[str] = mapped_column(RAW)
     block_number: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class RefundClaim(Base):
+    """A refund claim link of an invoice (``refunds.claims``): one per invoice at a time. The
+    payer who holds the link's token (stored only as its SHA-256) names the address the refund
+    should go to; the owner's signed refund to that address approves it, and fixes it."""
+
+    __tablename__ = "refund_claims"
+    __table_args__ = (Index("ix_refund_claims_token", "token_hash", unique=True),)
+
+    invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64))  # hex SHA-256 of the link's token
+    created_at: Mapped[int] = mapped_column(BigInteger)
+    expires_at: Mapped[int] = mapped_column(BigInteger)
+    address: Mapped[str | None] = mapped_column(String(42), nullable=True)  # checksummed
+    claimed_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    approved_at: Mapped[int | None] = mapped_column(BigInteger, nullable=True)

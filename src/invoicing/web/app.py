@@ -39,6 +39,7 @@ from invoicing.web.dashboard.routes import ROUTERS as DASHBOARD_ROUTERS
 from invoicing.web.errors import install_error_handlers
 from invoicing.web.observability import Observability
 from invoicing.web.page import brand as page_brand
+from invoicing.web.page import claim as page_claim
 from invoicing.web.page import routes as page
 from invoicing.web.routedocs import API_DESCRIPTION, install_openapi
 from invoicing.workers import run_workers
@@ -52,6 +53,7 @@ ROUTERS = (
     webhooks.router,
     page_brand.router,
     page.router,
+    page_claim.router,
     eip3009_routes.router,
     x402_page_routes.router,
     subscription_routes.router,

@@ -19,9 +19,11 @@ from invoicing.invoices.history import History, invoice_history
 from invoicing.invoices.lifecycle import InvoiceStatus
 from invoicing.invoices.views import payment_url
 from invoicing.monitor.check import recheck_invoice
+from invoicing.refunds.claims import CLAIMABLE, claim_of
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.rates import PaidRate
+from invoicing.tables.refunds import RefundClaim
 from invoicing.web.context import services_of
 from invoicing.web.dashboard.common import (
     amount_text,
@@ -31,7 +33,7 @@ from invoicing.web.dashboard.common import (
     symbol,
 )
 from invoicing.web.dashboard.render import HEADERS, dashboard_html, invoice_badge, utc_text
-from invoicing.web.dashboard.session import SignedIn, form_fields
+from invoicing.web.dashboard.session import Owner, SignedIn, form_fields
 from invoicing.web.dashboard.webhooks import attempt_lines
 from invoicing.web.dashboard.words import event_words
 
@@ -172,31 +174,54 @@ def _deliveries(found: History) -> list[dict[str, object]]:
     return rows
 
 
-def _refund(services: Services, found: History) -> dict[str, object]:
+def _refund(services: Services, found: History, claim: RefundClaim | None) -> dict[str, object]:
     """The refund form: signed (paid from the escrow), or, once the invoice was swept, sent
-    from the owner's wallet to the first payer of record by default (``wallet_refund``)."""
+    from the owner's wallet (``wallet_refund``); to the address the payer claimed by the
+    refund claim link when there is one, else the first payer of record (the signed form
+    leaves it blank then)."""
     i = found.invoice
+    claimed = claim.address if claim is not None else None
+    now_ms = services.clock.now_ms()
     return {
         "from_wallet": i.status == InvoiceStatus.COMPLETED,
         "token": symbol(services, i.chain_id, i.token_address),
-        "payer": found.payments[0]["from"] if found.payments else "",
+        "payer": claimed or (found.payments[0]["from"] if found.payments else ""),
+        "claimed": claimed or "",
+        "claimable": i.status in CLAIMABLE,
+        "claim": None
+        if claim is None
+        else {
+            "address": claimed,
+            "expires": utc_text(claim.expires_at),
+            "expired": claim.expires_at <= now_ms,
+            "approved": claim.approved_at is not None,
+        },
     }
 
 
 @router.get("/invoices/{invoice_pk}", response_class=HTMLResponse)
 async def invoice_page(request: Request, invoice_pk: str, owner: SignedIn) -> HTMLResponse:
+    return await render_invoice(request, invoice_pk, owner, request.query_params.get("notice"))
+
+
+async def render_invoice(
+    request: Request, invoice_pk: str, owner: Owner, notice: str | None, claim_url: str = ""
+) -> HTMLResponse:
+    """The invoice's page; ``claim_url``: a refund claim link just made, shown this once."""
     services = services_of(request)
     found = await invoice_history(services.db, owner.key, invoice_pk)
+    claim = await claim_of(services.db, found.invoice.id)
     return html_page(
         "invoice.html",
         f"Invoice {found.invoice.invoice_id}",
         owner,
         "invoices",
-        notice=request.query_params.get("notice"),
+        notice=notice,
         summary=summary(services, found, await _paid_rate(services, invoice_pk)),
         facts=_facts(services, found),
         deliveries=_deliveries(found),
-        refund=_refund(services, found),
+        refund=_refund(services, found, claim),
+        claim_url=claim_url,
     )
 
 
