@@ -70,6 +70,7 @@ async def claim_submit(request: Request, token: str, lang: LangParam = None) -> 
         claim = await open_claim(services.db, token, now_ms)
     except NotFound:
         return _not_found(locale)
+    text = ""
     try:
         text = claim_form(await request.body())
         claim = await submit_address(services.db, token, text, now_ms)
