@@ -11,8 +11,10 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS
 from invoicing.chain.evm import EvmClient
 from invoicing.services import Services
+from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.tables.refunds import RefundClaim
 from tests.conftest import MakeServices
 from tests.support.dashboard import csrf_of, dashboard_app, sign_in
@@ -20,8 +22,11 @@ from tests.support.refund_claims import claim, claim_row, make_link
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (
     balance_of,
+    gateway,
     new_invoice,
     paid_invoice,
+    relayer_of,
+    reload,
     settle_all,
     sign_typed,
 )
@@ -29,6 +34,7 @@ from tests.support.withdrawals import (
 pytestmark = pytest.mark.integration
 
 ANY_TOKEN = "A" * 43
+FUNDER_KEY = DEV_PRIVATE_KEYS[8]
 
 
 async def expire(services: Services, invoice_id: str) -> None:
@@ -171,3 +177,48 @@ async def test_the_claim_page_counts_against_the_payment_page_limit(
     async with dashboard_app(make_services, pay_rate_limit_per_minute=2) as app:
         answers = [(await app.http.get(f"/refund-claim/{ANY_TOKEN}")).status_code for _ in range(3)]
     assert answers == [404, 404, 429]
+
+
+async def test_after_the_sweep_the_wallet_refund_goes_to_the_claimed_address(
+    make_services: MakeServices, evm: EvmClient
+) -> None:
+    owner, chosen, stranger = new_owner(), new_owner(), new_owner()
+    await evm.transact(FUNDER_KEY, owner.address, value=10**18)
+    async with dashboard_app(make_services) as app:
+        services, http = app.services, app.http
+        invoice = await paid_invoice(services, evm, owner.address, "0.01")
+        await plan_withdrawals(
+            services,
+            gateway(services),
+            relayer_of(services),
+            full=True,
+            owner_key=owner.address.lower(),
+        )
+        await settle_all(services)
+        assert (await reload(services, invoice.id)).status == "completed"
+        assert (await sign_in(http, owner, invoice.chain_id)).status_code == 200
+        csrf = csrf_of((await http.get(f"/dashboard/invoices/{invoice.id}")).text)
+        _page, token = await make_link(http, csrf, invoice.id)
+        assert (await claim(http, token, chosen.address)).status_code == 200
+        page = (await http.get(f"/dashboard/invoices/{invoice.id}")).text
+        assert "Send the refund from my wallet" in page
+        assert f'name="to" required autocomplete="off" size="44" value="{chosen.address}"' in page
+
+        sent = await evm.transact(owner.key.to_0x_hex(), chosen.address, value=3 * 10**15)
+        body = {
+            "txHash": str(sent["transactionHash"]),
+            "to": chosen.address,
+            "amountRaw": str(3 * 10**15),
+        }
+        recorded = await http.post(
+            f"/dashboard/invoices/{invoice.id}/wallet-refund",
+            json=body,
+            headers={"x-csrf-token": csrf},
+        )
+        assert recorded.status_code == 201, recorded.text
+        late = await claim(http, token, stranger.address)
+
+    assert late.status_code == 409
+    assert await balance_of(evm, chosen.address) == 3 * 10**15
+    row = await claim_row(services, invoice.id)
+    assert row is not None and row.address == chosen.address and row.approved_at is not None
