@@ -25,7 +25,9 @@ from invoicing.payments.subscriptions.service import find_subscription, terms_of
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
 from tests.conftest import RunningApp
+from tests.support.events import deliver_due
 from tests.support.factory import sign_typed
+from tests.support.receiver import Receiver
 from tests.support.subscriptions import (
     AMOUNT_RAW,
     PERIOD_S,
@@ -119,10 +121,26 @@ async def each_charge_names_its_period(
     assert "subscription" not in webhook_payload(invoices[made.json()["paymentAddress"]])
 
 
-async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
-    app: RunningApp, evm: EvmClient, dev: DevDeployment
+async def one_paid_webhook_per_period(
+    hooks: Receiver, headers: dict[str, str], pk: str, escrows: list[str]
 ) -> None:
-    owner, headers, payer, created = await subscribed(app, evm, dev)
+    """Each period's invoice sent its paid webhook to the subscription's webhookUrl, with
+    ``subscription`` and the subscription's creation credential (its API key)."""
+    received = hooks.at("/paid")
+    assert [(r.body["subscription"], r.body["paymentAddress"]) for r in received] == [
+        ({"id": pk, "period": period}, escrow) for period, escrow in enumerate(escrows)
+    ]
+    assert [(r.body["status"], r.body["paid"]) for r in received] == [("paid", True)] * 3
+    assert {r.headers["x-service-api-key"] for r in received} == {headers["x-service-api-key"]}
+
+
+async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, hooks: Receiver
+) -> None:
+    owner, headers, payer, created = await subscribed(
+        app, evm, dev, webhookUrl=hooks.url("/paid")
+    )
+    assert created["webhookUrl"] == hooks.url("/paid")
     assert created["status"] == "awaiting_authorization"
     assert created["amountRaw"] == str(AMOUNT_RAW) and created["periodSeconds"] == PERIOD_S
     assert created["authorization"]["spender"] == subscriptions_address()
@@ -157,6 +175,9 @@ async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     assert all(charge["txHash"] for charge in view["charges"])
     assert await charges_sent(app, owner.address) == 3
     await each_charge_names_its_period(app, owner, headers, created, escrows)
+    assert view["webhookUrl"] == hooks.url("/paid")
+    await deliver_due(app.services)
+    await one_paid_webhook_per_period(hooks, headers, created["id"], escrows)
 
     # The payer cancels on chain: nothing is charged after, whoever asks.
     sub = await find_subscription(app.services.db, created["id"])
@@ -233,6 +254,7 @@ async def test_max_periods_charged_then_finished_with_an_event_per_move(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     owner, headers, payer, created = await subscribed(app, evm, dev, maxPeriods=2)
+    assert "webhookUrl" not in created  # none given: omitted
     await authorized(app, payer, created)
     await settle_all(app.services)
     for _ in range(3):
