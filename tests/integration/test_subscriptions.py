@@ -137,9 +137,7 @@ async def one_paid_webhook_per_period(
 async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     app: RunningApp, evm: EvmClient, dev: DevDeployment, hooks: Receiver
 ) -> None:
-    owner, headers, payer, created = await subscribed(
-        app, evm, dev, webhookUrl=hooks.url("/paid")
-    )
+    owner, headers, payer, created = await subscribed(app, evm, dev, webhookUrl=hooks.url("/paid"))
     assert created["webhookUrl"] == hooks.url("/paid")
     assert created["status"] == "awaiting_authorization"
     assert created["amountRaw"] == str(AMOUNT_RAW) and created["periodSeconds"] == PERIOD_S
