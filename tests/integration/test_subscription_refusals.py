@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
@@ -17,10 +18,12 @@ from invoicing.chain.evm import EvmClient
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.models import Subscription
 from invoicing.tables.invoices import Invoice
-from tests.conftest import RunningApp
+from invoicing.web.app import create_app
+from tests.conftest import MakeServices, RunningApp
 from tests.support.api import issue_api_key, key_headers
 from tests.support.factory import sign_typed
 from tests.support.gasless import funded_payer
+from tests.support.server import serve
 from tests.support.subscriptions import charges_sent
 
 pytestmark = pytest.mark.integration
@@ -120,6 +123,54 @@ async def test_refused_creations_create_nothing(app: RunningApp, dev: DevDeploym
     assert code_of(other) == (409, "conflict")
     assert other.json()["error"]["details"] == {"field": "subscriptionId", "id": first.json()["id"]}
     assert await rows(app, owner.address) == (1, 0)
+
+
+def field_of(answer: Any) -> str:
+    details = answer.json()["error"]["details"]
+    return str(details.get("field") or details["problems"][0]["field"])
+
+
+async def test_a_bad_webhook_url_is_refused_as_an_invoices(
+    make_services: MakeServices, dev: DevDeployment
+) -> None:
+    """Outside development, with private addresses not allowed: plain http, a private or
+    loopback address, too long or not absolute, each refused with invalid_request on the
+    field webhookUrl, and nothing created; an https URL to a public name is taken."""
+    services = await make_services(
+        chain={"relayer_key": None},
+        environment="production",
+        secret="s" * 40,
+        webhook_allow_private=False,
+    )
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        app = RunningApp(base_url, services, http)
+        owner, headers = await owner_of(app, dev)
+        for url in (
+            "http://hooks.example.com/paid",
+            "https://10.0.0.7/paid",
+            "https://127.0.0.1/paid",
+            "https://192.168.1.1/paid",
+            "https://[::1]/paid",
+            "https://hooks.example.com/" + "a" * 2048,
+            "hooks.example.com/paid",
+            "ftp://hooks.example.com/paid",
+        ):
+            answer = await http.post(
+                PATH, json=body_of(owner, dev, webhookUrl=url, periodSeconds=3600), headers=headers
+            )
+            assert code_of(answer) == (400, "invalid_request"), (url, answer.text)
+            assert field_of(answer) == "webhookUrl", (url, answer.text)
+        assert await rows(app, owner.address) == (0, 0)
+        good = "https://hooks.example.com/paid"
+        taken = await http.post(
+            PATH, json=body_of(owner, dev, webhookUrl=good, periodSeconds=3600), headers=headers
+        )
+        assert taken.status_code == 201, taken.text
+        assert taken.json()["webhookUrl"] == good
+        assert await rows(app, owner.address) == (1, 0)
 
 
 async def test_refused_lookups_and_cancellations(app: RunningApp, dev: DevDeployment) -> None:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select
 
@@ -20,12 +21,18 @@ from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.views import webhook_payload
+from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
 from tests.conftest import RunningApp
+from tests.support.api import signed_get
+from tests.support.events import deliver_due
 from tests.support.factory import sign_typed
+from tests.support.gasless import funded_payer
+from tests.support.receiver import Receiver
+from tests.support.signing import signed_headers
 from tests.support.subscriptions import (
     AMOUNT_RAW,
     PERIOD_S,
@@ -119,10 +126,24 @@ async def each_charge_names_its_period(
     assert "subscription" not in webhook_payload(invoices[made.json()["paymentAddress"]])
 
 
-async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
-    app: RunningApp, evm: EvmClient, dev: DevDeployment
+async def one_paid_webhook_per_period(
+    hooks: Receiver, headers: dict[str, str], pk: str, escrows: list[str]
 ) -> None:
-    owner, headers, payer, created = await subscribed(app, evm, dev)
+    """Each period's invoice sent its paid webhook to the subscription's webhookUrl, with
+    ``subscription`` and the subscription's creation credential (its API key)."""
+    received = hooks.at("/paid")
+    assert [(r.body["subscription"], r.body["paymentAddress"]) for r in received] == [
+        ({"id": pk, "period": period}, escrow) for period, escrow in enumerate(escrows)
+    ]
+    assert [(r.body["status"], r.body["paid"]) for r in received] == [("paid", True)] * 3
+    assert {r.headers["x-service-api-key"] for r in received} == {headers["x-service-api-key"]}
+
+
+async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, hooks: Receiver
+) -> None:
+    owner, headers, payer, created = await subscribed(app, evm, dev, webhookUrl=hooks.url("/paid"))
+    assert created["webhookUrl"] == hooks.url("/paid")
     assert created["status"] == "awaiting_authorization"
     assert created["amountRaw"] == str(AMOUNT_RAW) and created["periodSeconds"] == PERIOD_S
     assert created["authorization"]["spender"] == subscriptions_address()
@@ -157,6 +178,9 @@ async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     assert all(charge["txHash"] for charge in view["charges"])
     assert await charges_sent(app, owner.address) == 3
     await each_charge_names_its_period(app, owner, headers, created, escrows)
+    assert view["webhookUrl"] == hooks.url("/paid")
+    await deliver_due(app.services)
+    await one_paid_webhook_per_period(hooks, headers, created["id"], escrows)
 
     # The payer cancels on chain: nothing is charged after, whoever asks.
     sub = await find_subscription(app.services.db, created["id"])
@@ -233,6 +257,7 @@ async def test_max_periods_charged_then_finished_with_an_event_per_move(
     app: RunningApp, evm: EvmClient, dev: DevDeployment
 ) -> None:
     owner, headers, payer, created = await subscribed(app, evm, dev, maxPeriods=2)
+    assert "webhookUrl" not in created  # none given: omitted
     await authorized(app, payer, created)
     await settle_all(app.services)
     for _ in range(3):
@@ -262,3 +287,52 @@ async def test_max_periods_charged_then_finished_with_an_event_per_move(
     ]
     assert {data["subscription"]["id"] for _kind, data in moves} == {created["id"]}
     assert moves[0][1]["subscription"]["payer"] == payer.address
+
+
+async def test_a_signed_subscriptions_charge_repeats_its_creation_signature(
+    app: RunningApp, evm: EvmClient, dev: DevDeployment, hooks: Receiver
+) -> None:
+    """A subscription created by a signed request: its period's paid webhook carries that
+    request's signature and timestamp, and no API key."""
+    owner: LocalAccount = Account.create()
+    await set_gasless(app.services, owner.address, dev.chain_id, True)
+    payload = {"chainId": dev.chain_id, "tokenAddress": dev.token, "amount": "2.5"}
+    payload |= {"periodSeconds": PERIOD_S, "webhookUrl": hooks.url("/signed")}
+    signed = signed_headers(owner, "subscription.create", payload)
+    answer = await app.http.post(
+        "/integration/subscriptions",
+        json={"ownerAddress": owner.address, **payload},
+        headers=signed,
+    )
+    assert answer.status_code == 201, answer.text
+    created = answer.json()
+    payer = await funded_payer(evm, dev, 10_000_000)
+    await evm.call_rpc("anvil_setBalance", [payer.address, hex(10**18)])
+    approve = encode_call(TEST_TOKEN, "approve", subscriptions_address(), 2**256 - 1)
+    assert (await evm.transact(payer.key.hex(), dev.token, approve))["status"] == 1
+    await authorized(app, payer, created)
+    await settle_all(app.services)
+    sub = await signed_get(
+        app.http,
+        "/integration/subscriptions/status",
+        owner,
+        "subscription.status",
+        {"ownerAddress": owner.address, "id": created["id"]},
+    )
+    [charge] = sub.json()["subscription"]["charges"]
+    seen = await signed_get(  # the lookup reads the escrow: the invoice is paid
+        app.http,
+        "/integration/invoices/status",
+        owner,
+        "invoice.status",
+        {"ownerAddress": owner.address, "paymentAddress": charge["paymentAddress"]},
+    )
+    assert seen.json()["invoice"]["status"] == "paid", seen.text
+    await deliver_due(app.services)
+
+    [paid] = hooks.at("/signed")
+    assert paid.body["subscription"] == {"id": created["id"], "period": 0}
+    assert paid.body["paymentAddress"] == charge["paymentAddress"]
+    assert paid.headers["x-service-signature"] == signed["x-service-signature"]
+    assert paid.headers["x-service-timestamp"] == signed["x-service-timestamp"]
+    assert "x-service-api-key" not in paid.headers

@@ -2,12 +2,14 @@
 the authorization body (anyone). Properties: any JSON either parses into fields within
 their documented bounds or is refused with a 400 in the documented shape, never another
 exception; the amount per period parses to the exact raw units it spells; a signature
-names its signer, or nothing is accepted for it."""
+names its signer, or nothing is accepted for it; a webhookUrl is taken or refused exactly as
+an invoice's, by the body and then by the creation rules."""
 
 from __future__ import annotations
 
 from decimal import Context, Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from eth_account import Account
 from hypothesis import example, given
@@ -20,8 +22,11 @@ from invoicing.payments.subscriptions.routes import (
     CreateSubscriptionBody,
     SubscriptionAuthorizationBody,
 )
+from invoicing.payments.subscriptions.service import check_webhook_url
 from invoicing.payments.subscriptions.terms import Terms
+from invoicing.settings import Settings
 from invoicing.web.api.inputs import validate
+from invoicing.web.api.invoices import CreateInvoiceBody
 from tests.support.factory import sign_typed
 
 OWNER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -41,7 +46,7 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner),
     max_leaves=8,
 )
-CREATE_KEYS = st.sampled_from([*VALID, "redirectUrl", "cancelUrl", "payer", "x"])
+CREATE_KEYS = st.sampled_from([*VALID, "redirectUrl", "cancelUrl", "webhookUrl", "payer", "x"])
 
 
 def refused_in_shape(exc: InvalidRequest) -> None:
@@ -67,6 +72,46 @@ def test_a_create_body_parses_within_bounds_or_is_a_400(
     assert isinstance(body.amount, str) and len(body.amount) <= 100
     assert body.subscriptionId is None or 1 <= len(body.subscriptionId) <= 128
     assert body.ownerAddress == OWNER and body.tokenAddress == TOKEN
+    assert body.webhookUrl is None or 0 < len(body.webhookUrl) <= 2048
+
+
+URLS = st.text(max_size=60) | st.from_regex(
+    r"(https?|ftp)?(://)?(localhost|127\.0\.0\.1|10\.1\.2\.3|\[::1\]|hooks\.example\.com)?"
+    r"(:[0-9]{1,6})?/[a-z]{0,4}",
+    fullmatch=True,
+)
+PRODUCTION = Settings(environment="production", secret="s" * 40, webhook_allow_private=False)
+DEVELOPMENT = Settings(environment="development", webhook_allow_private=True)
+
+
+def refusal(check: Any) -> str | None:
+    """The field a refusal names, or None when taken."""
+    try:
+        check()
+    except InvalidRequest as exc:
+        details = exc.body()["error"]["details"]
+        return str(details.get("field") or details["problems"][0]["field"])
+    return None
+
+
+@given(URLS | st.just("https://hooks.example.com/" + "a" * 2048))
+@example("http://hooks.example.com/paid")
+@example("https://10.1.2.3/paid")
+def test_a_webhook_url_is_taken_or_refused_as_an_invoices(url: str) -> None:
+    invoice = {"ownerAddress": OWNER, "chainId": 31337, "amount": "1", "webhookUrl": url}
+    as_invoice = refusal(lambda: validate(CreateInvoiceBody, invoice))
+    subscription = {**VALID, "webhookUrl": url}
+    as_subscription = refusal(lambda: validate(CreateSubscriptionBody, subscription))
+    assert as_subscription == as_invoice and as_invoice in (None, "webhookUrl")
+    if as_invoice is not None:
+        return
+    refused = refusal(lambda: check_webhook_url(PRODUCTION, url))
+    assert refused in (None, "webhookUrl")
+    if refused is None:
+        parts = urlsplit(url)
+        assert parts.scheme == "https"
+        assert parts.hostname not in ("localhost", "127.0.0.1", "10.1.2.3", "::1")
+    assert refusal(lambda: check_webhook_url(DEVELOPMENT, url)) is None
 
 
 BOUNDS = {"chainId": (1, 2**63), "periodSeconds": (1, 2**40), "maxPeriods": (0, 2**32)}

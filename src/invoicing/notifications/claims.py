@@ -146,10 +146,10 @@ class Credential:
 def event_headers(
     event_id: str, attempt: int, invoice: Credential | None, api_key: SecretStr | None
 ) -> dict[str, str]:
-    """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential,
-    the event id and attempt number."""
+    """Headers of the paid webhook (docs/integration/webhooks.md): the creation credential
+    (``api_key``: the unrevoked key that created it or its subscription), event id, attempt."""
     headers = {"content-type": "application/json"}
-    if invoice is not None and invoice.auth_mode == "api_key" and api_key:
+    if invoice is not None and api_key:
         headers[API_KEY_HEADER] = api_key.get_secret_value()
     elif invoice is not None and invoice.auth_signature and invoice.auth_timestamp:
         headers[SIGNATURE_HEADER] = invoice.auth_signature

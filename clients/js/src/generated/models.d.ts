@@ -563,6 +563,8 @@ export interface SubscriptionOut {
   authorization: SubscriptionAuthorization;
   charges: SubscriptionCharge[];
   createdAt: number;
+  /** Omitted when not set. */
+  webhookUrl?: string | null;
 }
 
 export interface SubscriptionResult {

@@ -66,6 +66,14 @@ class Subscription(Base):
     description: Mapped[str | None] = mapped_column(Text, nullable=True)
     redirect_url: Mapped[str | None] = mapped_column(Text, nullable=True)
     cancel_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # Each period's invoice takes it: its paid webhook goes there (None: none is sent).
+    webhook_url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # The credential that created it, as an invoice keeps its own: each period's invoice
+    # carries it, so its paid webhook repeats it (the API key, or the signature and timestamp).
+    auth_mode: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    api_key_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    auth_signature: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    auth_timestamp: Mapped[str | None] = mapped_column(String(20), nullable=True)
     status: Mapped[str] = mapped_column(String(32))  # a SubscriptionStatus value
     # Set by the authorization: the payer, its signature, and the contract's id of it.
     payer: Mapped[str | None] = mapped_column(String(42), nullable=True)

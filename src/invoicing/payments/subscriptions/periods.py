@@ -180,8 +180,16 @@ async def _charge_invoice(
                     expires_at=now_ms + lifetime_ms,
                     metadata={"subscription": {"id": sub.id, "period": period}},
                     salt=salt,
+                    webhook_url=sub.webhook_url,
                 ),
-                Caller(sub.owner_key, SUBSCRIPTION_CALLER),
+                # The subscription's creation credential: the paid webhook repeats it.
+                Caller(
+                    sub.owner_key,
+                    SUBSCRIPTION_CALLER,
+                    api_key_id=sub.api_key_id,
+                    signature=sub.auth_signature,
+                    timestamp=sub.auth_timestamp,
+                ),
                 now_ms,
                 settings.default_expiry_s,
                 CreateRules(late_payment_window_s=settings.late_payment_window_s),

@@ -9,10 +9,11 @@ up to ``web.api.deps``, ``web.api.inputs``, ``web.api.responses``, ``web.context
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from invoicing.errors import (
     AuthorizationUsed,
@@ -65,6 +66,14 @@ payer_router = APIRouter(
 )
 
 
+def _absolute_http_url(value: str) -> str:
+    """As an invoice's ``webhookUrl``."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL")
+    return value
+
+
 class CreateSubscriptionBody(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -78,6 +87,9 @@ class CreateSubscriptionBody(BaseModel):
     description: str | None = Field(default=None, max_length=1000)
     redirectUrl: str | None = Field(default=None, max_length=MAX_URL_CHARS)
     cancelUrl: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    webhookUrl: Annotated[str, AfterValidator(_absolute_http_url)] | None = Field(
+        default=None, max_length=2048, description="Each period's invoice's paid webhook."
+    )
 
 
 class PermitBody(BaseModel):
@@ -161,6 +173,7 @@ class SubscriptionOut(WireModel):
     authorization: SubscriptionAuthorization
     charges: list[SubscriptionCharge]
     createdAt: int
+    webhookUrl: str | None = Field(default=None, description="Omitted when not set.")
 
     @classmethod
     def of(cls, view: SubscriptionView, base_url: str) -> Self:
@@ -195,6 +208,7 @@ class SubscriptionOut(WireModel):
                 for c, status, tx in view.charges
             ],
             createdAt=sub.created_at,
+            **({"webhookUrl": sub.webhook_url} if sub.webhook_url is not None else {}),
         )
 
 
@@ -225,7 +239,7 @@ class SubscriptionList(WireModel):
 )
 async def create(request: Request) -> Answer[SubscriptionOut]:
     services = services_of(request)
-    body, _caller = await authorized_body(request, "subscription.create", CreateSubscriptionBody)
+    body, caller = await authorized_body(request, "subscription.create", CreateSubscriptionBody)
     sub, created = await create_subscription(
         services,
         NewSubscription(
@@ -239,7 +253,9 @@ async def create(request: Request) -> Answer[SubscriptionOut]:
             description=body.description,
             redirect_url=body.redirectUrl,
             cancel_url=body.cancelUrl,
+            webhook_url=body.webhookUrl,
         ),
+        caller,
     )
     view = await view_of(services.db, sub)
     out = SubscriptionOut.of(view, services.settings.base_url)

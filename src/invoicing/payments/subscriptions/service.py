@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from invoicing.auth.guard import Caller
 from invoicing.chain.deploy import subscriptions_address
 from invoicing.db import Database
 from invoicing.errors import Conflict, InvalidRequest, NotFound
@@ -27,6 +28,7 @@ from invoicing.invoices.amounts import to_raw
 from invoicing.invoices.create import allowed_token_decimals
 from invoicing.invoices.insert import time_ordered_id
 from invoicing.notifications.record import new_event, write_events
+from invoicing.outbound.guard import webhook_url_problem
 from invoicing.payments.subscriptions.models import (
     Subscription,
     SubscriptionCharge,
@@ -35,6 +37,7 @@ from invoicing.payments.subscriptions.models import (
 )
 from invoicing.payments.subscriptions.terms import Terms
 from invoicing.services import Services
+from invoicing.settings import Settings
 from invoicing.tables.invoices import Invoice
 
 DEV_MIN_PERIOD_S = 60
@@ -54,6 +57,7 @@ class NewSubscription:
     description: str | None = None
     redirect_url: str | None = None
     cancel_url: str | None = None
+    webhook_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,27 @@ def min_period_s(services: Services) -> int:
     return settings.subscription_min_period_s
 
 
+def check_webhook_url(settings: Settings, url: str | None) -> None:
+    """The rules of an invoice's ``webhookUrl`` (``api.invoices.create_rules``): https outside
+    development unless plain http is allowed, and no private address unless allowed."""
+    if url is None:
+        return
+    problem = webhook_url_problem(
+        url,
+        require_https=settings.environment != "development" and not settings.webhook_allow_http,
+        allow_private=settings.webhook_allow_private,
+    )
+    if problem is not None:
+        raise InvalidRequest(f"webhookUrl: {problem}", {"field": "webhookUrl"})
+
+
 async def create_subscription(
-    services: Services, request: NewSubscription
+    services: Services, request: NewSubscription, caller: Caller
 ) -> tuple[Subscription, bool]:
     """Create a subscription awaiting its payer's signature; an identical retry (same
-    ``subscriptionId``) answers the first, another with that reference is 409."""
+    ``subscriptionId``) answers the first, another with that reference is 409. ``caller``'s
+    credential is kept for each period's invoice, whose paid webhook repeats it."""
+    check_webhook_url(services.settings, request.webhook_url)
     chain = services.chains.get(request.chain_id)
     decimals = allowed_token_decimals(chain, request.token_address)
     amount_raw = to_raw(request.amount, decimals)
@@ -127,6 +147,11 @@ async def create_subscription(
         description=request.description,
         redirect_url=request.redirect_url,
         cancel_url=request.cancel_url,
+        webhook_url=request.webhook_url,
+        auth_mode=caller.mode,
+        api_key_id=caller.api_key_id,
+        auth_signature=caller.signature,
+        auth_timestamp=caller.timestamp,
         status=SubscriptionStatus.AWAITING_AUTHORIZATION,
         next_period=0,
         failed_periods=0,
@@ -156,6 +181,7 @@ async def _by_ref(db: Database, request: NewSubscription) -> Subscription | None
         and row.amount == request.amount
         and row.period_seconds == request.period_seconds
         and row.max_periods == request.max_periods
+        and row.webhook_url == request.webhook_url
     )
     if not same:
         raise Conflict(

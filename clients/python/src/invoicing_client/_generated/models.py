@@ -522,6 +522,7 @@ class SubscriptionOut(_Model):
     authorization: SubscriptionAuthorization
     charges: list[SubscriptionCharge]
     created_at: int
+    webhook_url: str | None = None
 
 
 class SubscriptionList(_Model):
