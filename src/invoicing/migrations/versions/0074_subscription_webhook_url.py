@@ -1,6 +1,6 @@
 """subscriptions keep a webhookUrl and their creation credential for their charges' invoices
 
-Revision ID: 0073_subscription_webhook_url
+Revision ID: 0074_subscription_webhook_url
 Revises: 0072_payment_block_time
 Create Date: 2026-11-28 13:50:00.000000
 """
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0073_subscription_webhook_url"
-down_revision: str | Sequence[str] | None = "0072_payment_block_time"
+revision: str = "0074_subscription_webhook_url"
+down_revision: str | Sequence[str] | None = "0073_refund_claims"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
