@@ -1,7 +1,7 @@
 """subscriptions keep a webhookUrl and their creation credential for their charges' invoices
 
 Revision ID: 0074_subscription_webhook_url
-Revises: 0072_payment_block_time
+Revises: 0073_refund_claims
 Create Date: 2026-11-28 13:50:00.000000
 """
 
