@@ -9,7 +9,7 @@ import httpx
 import pytest
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.artifacts import TEST_TOKEN
@@ -17,6 +17,7 @@ from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.opt_in import set_gasless
 from invoicing.payments.subscriptions.models import Subscription
+from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.tables.invoices import Invoice
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices, RunningApp
@@ -256,3 +257,30 @@ async def test_refused_authorizations_send_nothing(
     assert code_of(taken) == (409, "authorization_used")
     assert await charges_sent(app, owner.address) == 1
     assert await rows(app, owner.address) == (1, 1)
+
+
+async def test_a_subscription_on_a_chain_not_served_here_is_left_alone(
+    app: RunningApp, dev: DevDeployment
+) -> None:
+    """The worker's pass skips a subscription of a chain the service is not configured for
+    (a chain removed from the chains file, or another deployment's on a shared database),
+    and still serves the others: nothing raised, the row untouched."""
+    owner, headers = await owner_of(app, dev)
+    created = await app.http.post(
+        PATH, json=body_of(owner, dev, periodSeconds=3600), headers=headers
+    )
+    assert created.status_code == 201, created.text
+    pk = created.json()["id"]
+    async with app.services.db.transaction() as session:
+        await session.execute(
+            update(Subscription)
+            .where(Subscription.id == pk)
+            .values(chain_id=424_242, status="active")
+        )
+
+    await charge_due_once(app.services)
+
+    async with app.services.db.sessions() as session:
+        row = await session.get(Subscription, pk)
+    assert row is not None
+    assert (row.chain_id, row.status, row.next_period) == (424_242, "active", 0)

@@ -232,8 +232,10 @@ async def _period_invoice(
 
 
 async def charge_due_once(services: Services) -> int:
-    """Charge every due period of every active or past-due subscription; returns how many
-    subscriptions were looked at."""
+    """Charge every due period of every active or past-due subscription on the chains this
+    service is configured for (one on a chain it no longer serves waits, untouched, as its
+    invoices do); returns how many subscriptions were looked at."""
+    served = [chain.config.chain_id for chain in services.chains.all()]
     async with services.db.sessions() as session:
         subs = list(
             await session.scalars(
@@ -241,7 +243,8 @@ async def charge_due_once(services: Services) -> int:
                 .where(
                     Subscription.status.in_(
                         [SubscriptionStatus.ACTIVE, SubscriptionStatus.PAST_DUE]
-                    )
+                    ),
+                    Subscription.chain_id.in_(served),
                 )
                 .order_by(Subscription.chain_id, Subscription.id)
             )
