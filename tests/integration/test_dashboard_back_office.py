@@ -25,6 +25,13 @@ from tests.support.withdrawals import gateway, paid_invoice
 
 
 @pytest.fixture
+def database_url(own_database: str) -> str:
+    """A database of each test's own: the month report's records step scans every escrow
+    whose balance changed in its database, other modules' too in the run's shared one."""
+    return own_database
+
+
+@pytest.fixture
 async def dash(make_services: MakeServices) -> Any:
     async with dashboard_app(make_services) as app:
         yield app
