@@ -7,16 +7,14 @@ periods in a row cancel it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from eth_account import Account
 
 from invoicing.chain.abi import encode_call
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import TEST_TOKEN
-from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
+from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.tables.settlement import TxStatus
@@ -29,6 +27,7 @@ from tests.support.subscriptions import (
     charges_sent,
     event_types,
     later,
+    own_chain,
     status_of,
     subscribed,
     token_balance,
@@ -38,25 +37,8 @@ from tests.support.withdrawals import settle_all
 pytestmark = pytest.mark.integration
 
 
-# A chain of its own, with a chain id of its own (the relayer's recorded nonces are per chain
-# id, and the database may outlive another module's chain), as in test_subscriptions: these
-# tests move its clock.
-@pytest.fixture(scope="module")
-def anvil() -> Iterator[AnvilProcess]:
-    with AnvilProcess(chain_id=31_340) as node:
-        yield node
-
-
-@pytest.fixture(scope="module")
-async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
-    client = EvmClient.connect(anvil.url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture(scope="module")
-async def dev(evm: EvmClient) -> DevDeployment:
-    return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+# A chain of its own (see own_chain).
+anvil, evm, dev = own_chain(31_340)
 
 
 async def outbid(evm: EvmClient, key: str, token: str, to: str, amount: int) -> bytes:

@@ -5,7 +5,6 @@ the relayer carries that too. Every refusal is a documented 4xx with nothing sen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -15,10 +14,10 @@ from eth_account.signers.local import LocalAccount
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.answers import ContractRevert
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
+from invoicing.chain.anvil import AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS
 from invoicing.chain.config import TokenConfig
-from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
+from invoicing.chain.deploy import DevDeployment, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.subscriptions.periods import charge_due_once
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
@@ -37,6 +36,7 @@ from tests.support.subscription_payer import (
     signed,
     token_balance,
 )
+from tests.support.subscriptions import later, own_chain
 from tests.support.withdrawals import settle_all
 
 pytestmark = pytest.mark.integration
@@ -44,28 +44,8 @@ pytestmark = pytest.mark.integration
 ALL = (TxPurpose.SUBSCRIPTION_PERMIT, TxPurpose.SUBSCRIPTION_CHARGE, TxPurpose.SUBSCRIPTION_CANCEL)
 
 
-# A chain of its own: these tests move the chain's clock (``evm_increaseTime``).
-@pytest.fixture(scope="module")
-def anvil() -> Iterator[AnvilProcess]:
-    with AnvilProcess(chain_id=31_339) as node:
-        yield node
-
-
-@pytest.fixture(scope="module")
-async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
-    client = EvmClient.connect(anvil.url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture(scope="module")
-async def dev(evm: EvmClient) -> DevDeployment:
-    return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
-
-
-async def later(evm: EvmClient, seconds: int) -> None:
-    await evm.call_rpc("evm_increaseTime", [seconds])
-    await evm.call_rpc("evm_mine", [])
+# A chain of its own (see own_chain).
+anvil, evm, dev = own_chain(31_339)
 
 
 async def sent_all(app: RunningApp) -> list[int]:

@@ -7,7 +7,6 @@ then past due."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -16,9 +15,8 @@ from eth_account.signers.local import LocalAccount
 from sqlalchemy import select
 
 from invoicing.chain.abi import encode_call
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import SUBSCRIPTIONS, TEST_TOKEN
-from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts, subscriptions_address
+from invoicing.chain.deploy import DevDeployment, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.views import webhook_payload
 from invoicing.payments.opt_in import set_gasless
@@ -40,6 +38,7 @@ from tests.support.subscriptions import (
     charges_sent,
     event_types,
     later,
+    own_chain,
     status_of,
     subscribed,
     token_balance,
@@ -49,25 +48,8 @@ from tests.support.withdrawals import settle_all
 pytestmark = pytest.mark.integration
 
 
-# A chain of its own: these tests move the chain's clock forward (``evm_increaseTime``), which
-# would leave every later test of this worker on the shared chain minutes in the future. Its
-# own chain id too, so the relayer's nonces recorded for it are not the shared chain's.
-@pytest.fixture(scope="module")
-def anvil() -> Iterator[AnvilProcess]:
-    with AnvilProcess(chain_id=31_338) as node:
-        yield node
-
-
-@pytest.fixture(scope="module")
-async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
-    client = EvmClient.connect(anvil.url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture(scope="module")
-async def dev(evm: EvmClient) -> DevDeployment:
-    return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+# A chain of its own (see own_chain).
+anvil, evm, dev = own_chain(31_338)
 
 
 async def each_charge_names_its_period(

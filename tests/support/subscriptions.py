@@ -3,15 +3,18 @@ subscription a funded payer approved, and what the chain and the database then h
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import pytest
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import func, select
 
 from invoicing.chain.abi import encode_call
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import TEST_TOKEN
-from invoicing.chain.deploy import DevDeployment
+from invoicing.chain.deploy import DevDeployment, deploy_dev_contracts
 from invoicing.chain.evm import EvmClient
 from invoicing.payments.opt_in import set_gasless
 from invoicing.tables.notifications import Event
@@ -46,6 +49,31 @@ async def event_types(app: RunningApp, owner: str) -> list[str]:
             .order_by(Event.created_at)
         )
         return list(rows)
+
+
+def own_chain(chain_id: int) -> tuple[Any, Any, Any]:
+    """The module fixtures ``anvil``, ``evm`` and ``dev`` on a chain of the module's own, for
+    ``anvil, evm, dev = own_chain(…)``: subscription tests move the chain's clock forward
+    (``evm_increaseTime``), which would leave every later test of the worker on the shared
+    chain in the future; and a chain id of its own keeps the relayer's recorded nonces apart
+    (the run's database outlives each module's chain)."""
+
+    @pytest.fixture(scope="module")
+    def anvil() -> Iterator[AnvilProcess]:
+        with AnvilProcess(chain_id=chain_id) as node:
+            yield node
+
+    @pytest.fixture(scope="module")
+    async def evm(anvil: AnvilProcess) -> AsyncIterator[EvmClient]:
+        client = EvmClient.connect(anvil.url)
+        yield client
+        await client.aclose()
+
+    @pytest.fixture(scope="module")
+    async def dev(evm: EvmClient) -> DevDeployment:
+        return await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
+
+    return anvil, evm, dev
 
 
 async def later(evm: EvmClient, seconds: int) -> None:
