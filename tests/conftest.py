@@ -43,7 +43,7 @@ from tests.support.server import serve
 hypothesis.settings.register_profile("suite", deadline=None)
 hypothesis.settings.load_profile("suite")
 
-pytest_plugins = ("tests.support.workers",)
+pytest_plugins = ("tests.support.workers", "tests.support.database_kind")
 
 TEST_DATABASE = os.environ.get("INVOICING_TEST_DATABASE", "sqlite")
 

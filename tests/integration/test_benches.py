@@ -43,6 +43,8 @@ BENCHES: dict[str, tuple[list[str], str]] = {
     "webhooks": ([], "webhooks signed secrets=2 n=40 "),
     "withdrawals": ([], "withdraw erc20 batch=2 "),
 }
+# The benches that take no database: the same on either run.
+NO_DATABASE = {"detection", "gas", "webhook_clients", "webhooks", "withdrawals"}
 # Imported or started by the benches above; not benches themselves.
 HELPERS = {"framework_app", "memory_node", "receiver"}
 # Longer than ten seconds or so on a quiet machine.
@@ -69,7 +71,14 @@ def params() -> list[object]:
     postgres_only = [pytest.mark.skipif(not ON_POSTGRES, reason="a PostgreSQL-only bench")]
     marks = {name: postgres_only for name in ("dashboard", "monitor_chains", "monitor_workers")}
     return [
-        pytest.param(name, marks=[*marks.get(name, []), *([pytest.mark.slow] * (name in SLOW))])
+        pytest.param(
+            name,
+            marks=[
+                *marks.get(name, []),
+                *([pytest.mark.slow] * (name in SLOW)),
+                *([pytest.mark.any_database] * (name in NO_DATABASE)),
+            ],
+        )
         for name in BENCHES
     ]
 

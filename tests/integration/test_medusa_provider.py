@@ -5,7 +5,8 @@ service's signed event deliveries verified), and inside a real Medusa server
 (`medusa start` on PostgreSQL) through its HTTP API: a storefront's cart, payment session and
 checkout on the store routes, paid on anvil, completed into an authorized order; captured
 and a second order cancelled (voided) on the admin routes. Its npm packages are installed
-from its lock file (`npm ci`) as CI would. The Medusa server's database is made on
+from its lock file (`npm ci`) as CI would, once per lock file on this machine
+(tests/support/npm_install.py). The Medusa server's database is made on
 MEDUSA_TEST_POSTGRES (default the local PostgreSQL server) and dropped, whichever database
 kind this run uses."""
 
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dev_service import shared_dev
+from tests.support.npm_install import install
 
 pytestmark = [
     pytest.mark.integration,
@@ -31,7 +33,8 @@ pytestmark = [
     ),
 ]
 
-FOLDER = Path(__file__).resolve().parents[2] / "integrations" / "medusa"
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "integrations" / "medusa"
 TEST_COUNT = 5
 
 
@@ -43,9 +46,10 @@ def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
     return result.stdout
 
 
-# `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine, less from npm's cache),
-# the compile, then the suites: about 10 s direct, 45 s for the Medusa server (its
-# migrations take half a minute, two more boots 10 s: `medusa user`, `medusa start`).
+# `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine; seconds once its lock
+# file's packages are in this machine's cache), the compile, then the suites: about 10 s
+# direct, 45 s for the Medusa server (its migrations take half a minute, two more boots 10 s:
+# `medusa user`, `medusa start`).
 @pytest.mark.timeout(900)
 def test_the_medusa_provider_suite_passes_against_invoicing_dev(
     request: pytest.FixtureRequest,
@@ -54,7 +58,7 @@ def test_the_medusa_provider_suite_passes_against_invoicing_dev(
     assert npm is not None, "npm is needed (Node 20.19 or later)"
     dev = shared_dev(request.config)
     env = {**os.environ, "INVOICING_DEV_READY": dev.ready_line}
-    _run([npm, "ci", "--no-audit", "--no-fund"], env, 420)
+    install(FOLDER, ROOT, ["clients/js"], npm, 420)
     _run([npm, "run", "build"], env, 120)
     tests = sorted(str(path) for path in (FOLDER / "dist" / "test").glob("*.test.js"))
     assert tests, "the build wrote no test files"

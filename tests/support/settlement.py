@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
@@ -45,17 +46,29 @@ def sent_withdraws(fake: FakeChain) -> list[SentWithdraw]:
     """The withdraw transactions sent to ``fake`` (each signed version once), in order."""
     found: dict[str, SentWithdraw] = {}
     for raw in fake.sent:
-        tx = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
-        data = bytes(tx["data"])
-        if data[:4] != _WITHDRAW.selector:
-            continue
-        owner, token, salts = decode(list(_WITHDRAW.inputs), data[4:])
-        tx_hash = "0x" + keccak256(raw).hex()
-        sender = str(Account.recover_transaction(raw))
-        found[tx_hash] = SentWithdraw(
-            tx_hash, sender, normalize_address(owner), normalize_address(token), list(salts)
-        )
+        sent = _decoded(raw)
+        if sent is not None:
+            found[sent.tx_hash] = sent
     return list(found.values())
+
+
+@functools.cache
+def _decoded(raw: bytes) -> SentWithdraw | None:
+    """``raw`` as a withdraw, or None for another call. A signed transaction never changes:
+    each is decoded (and its sender recovered) once, however often a test reads the sent list
+    (a day's thousand sweeps read it after each interval)."""
+    tx = TypedTransaction.from_bytes(HexBytes(raw)).as_dict()
+    data = bytes(tx["data"])
+    if data[:4] != _WITHDRAW.selector:
+        return None
+    owner, token, salts = decode(list(_WITHDRAW.inputs), data[4:])
+    return SentWithdraw(
+        "0x" + keccak256(raw).hex(),
+        str(Account.recover_transaction(raw)),
+        normalize_address(owner),
+        normalize_address(token),
+        list(salts),
+    )
 
 
 def mine_withdraws(fake: FakeChain, blocked: Collection[str] = ()) -> list[SentWithdraw]:
