@@ -2,7 +2,8 @@
 TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: the provider
 called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the
 service's signed event deliveries verified; a cancel moments after the payment, before the
-service records who paid, voided once it does; a partly paid one's part refunded), and inside a
+service records who paid, voided once it does, with a transfer mined after the cancel call;
+a partly paid one's part refunded), and inside a
 real Medusa server (`medusa start` on PostgreSQL) through its HTTP API: a storefront's cart,
 payment session and checkout on the store routes, paid on anvil, completed into an authorized
 order; captured and a second order cancelled (voided) on the admin routes; the service's
@@ -35,7 +36,7 @@ pytestmark = [
 ]
 
 FOLDER = Path(__file__).resolve().parents[2] / "integrations" / "medusa"
-TEST_COUNT = 8
+TEST_COUNT = 9
 
 
 def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:

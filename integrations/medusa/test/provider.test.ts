@@ -163,6 +163,28 @@ describe("a cancel pays the payer back, however soon after the payment", () => {
     assert.deepEqual((await provider.cancelPayment({ data })).data, { ...data, status: "cancelled" });
   });
 
+  test("a transfer that lands after the cancel call goes back with the payment", async () => {
+    const started = await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_late" },
+    });
+    const data = started.data as SessionData;
+    const wallet = anvilAccount(ready, 6);
+    const payer = await wallet.getAddress();
+    const start = await balances.balanceOf(payer);
+    const { requiredRaw } = await owner.invoices.status(data.paymentAddress);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, requiredRaw)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "authorized");
+
+    // The cancel is called; the payer's second transfer (1 TUSD more) is mined after the
+    // call, while it waits for the payer of record.
+    const cancelling = provider.cancelPayment({ data });
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, 1_000_000n)).wait();
+    const cancelled = await cancelling;
+    assert.equal(typeof (cancelled.data as { void: { txHash: string } }).void.txHash, "string");
+    await receiver.event("invoice.voided", "payses_late");
+    assert.equal(await balances.balanceOf(payer), start);
+  });
+
   test("cancelled partly paid: the invoice is cancelled and the part paid goes back", async () => {
     const started = await provider.initiatePayment({
       amount: 10, currency_code: "usd", data: { session_id: "payses_part" },
