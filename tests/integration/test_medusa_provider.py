@@ -1,17 +1,16 @@
 """The Medusa v2 payment provider (`integrations/medusa`): its Node test-runner suite, the
 TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: the provider
-called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the
-service's signed event deliveries verified; a cancel moments after the payment, before the
-service records who paid, voided once it does, with a transfer mined after the cancel call;
-a partly paid one's part refunded), and inside a
-real Medusa server (`medusa start` on PostgreSQL) through its HTTP API: a storefront's cart,
-payment session and checkout on the store routes, paid on anvil, completed into an authorized
-order; captured and a second order cancelled (voided) on the admin routes; the service's
-webhooks delivered to Medusa's webhook route placing and capturing a third order, and an
-admin refund paying the payer back on anvil. Its npm packages are installed
-from its lock file (`npm ci`) as CI would. The Medusa server's database is made on
-MEDUSA_TEST_POSTGRES (default the local PostgreSQL server) and dropped, whichever database
-kind this run uses."""
+called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the service's
+signed event deliveries verified; a cancel moments after the payment, before the service
+records who paid, voided once it does, with a transfer mined after the cancel call; a partly
+paid one's part refunded), and inside a real Medusa server (`medusa start` on PostgreSQL)
+through its HTTP API: a storefront's cart, payment session and checkout on the store routes,
+paid on anvil, completed into an authorized order; captured and a second order cancelled
+(voided) on the admin routes; the service's webhooks delivered to Medusa's webhook route
+placing and capturing a third order, and an admin refund paying the payer back on anvil. Its
+npm packages are installed from its lock file (`npm ci`) as CI would. The Medusa server's
+database is made on MEDUSA_TEST_POSTGRES (default the local PostgreSQL server) and dropped,
+whichever database kind this run uses."""
 
 from __future__ import annotations
 
