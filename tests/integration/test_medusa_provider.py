@@ -1,12 +1,15 @@
 """The Medusa v2 payment provider (`integrations/medusa`): its Node test-runner suite, the
 TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: the provider
-called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the
-service's signed event deliveries verified), and inside a real Medusa server
-(`medusa start` on PostgreSQL) through its HTTP API: a storefront's cart, payment session and
-checkout on the store routes, paid on anvil, completed into an authorized order; captured
-and a second order cancelled (voided) on the admin routes. Its npm packages are installed
-from its lock file (`npm ci`) as CI would, once per lock file on this machine
-(tests/support/npm_install.py). The Medusa server's database is made on
+called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the service's
+signed event deliveries verified; a cancel moments after the payment, before the service
+records who paid, voided once it does, with a transfer mined after the cancel call; a partly
+paid one's part refunded), and inside a real Medusa server (`medusa start` on PostgreSQL)
+through its HTTP API: a storefront's cart, payment session and checkout on the store routes,
+paid on anvil, completed into an authorized order; captured and a second order cancelled
+(voided) on the admin routes; the service's webhooks delivered to Medusa's webhook route
+placing and capturing a third order, and an admin refund paying the payer back on anvil. Its
+npm packages are installed from its lock file (`npm ci`) as CI would, once per lock file on
+this machine (tests/support/npm_install.py). The Medusa server's database is made on
 MEDUSA_TEST_POSTGRES (default the local PostgreSQL server) and dropped, whichever database
 kind this run uses."""
 
@@ -35,7 +38,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "integrations" / "medusa"
-TEST_COUNT = 5
+TEST_COUNT = 9
 
 
 def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
@@ -48,8 +51,9 @@ def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
 
 # `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine; seconds once its lock
 # file's packages are in this machine's cache), the compile, then the suites: about 10 s
-# direct, 45 s for the Medusa server (its migrations take half a minute, two more boots 10 s:
-# `medusa user`, `medusa start`).
+# direct, 70 s for the Medusa server (its migrations take half a minute, two more boots 10 s:
+# `medusa user`, `medusa start`; the webhook route's deliveries are processed after Medusa's
+# 5 s delay).
 @pytest.mark.timeout(900)
 def test_the_medusa_provider_suite_passes_against_invoicing_dev(
     request: pytest.FixtureRequest,

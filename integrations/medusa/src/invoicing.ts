@@ -1,7 +1,8 @@
-// The invoicing service as this provider uses it, all through @invoicing/client. Where the SDK
-// has no method yet (a manual-capture create, capture, void) the call goes through the SDK's
-// own transport and its generated route table (ROUTES): the same credentials, signing,
-// retries and error classes as every SDK call, and no HTTP written here.
+// The invoicing service as this provider uses it, all through @invoicing/client. A void is
+// signed here (the SDK's invoices.void signs the balance its status lookup read, and a void
+// must name what the escrow holds now) and sent through the SDK's own transport and its
+// generated route table (ROUTES): the same credentials, retries and error classes as every
+// SDK call, and no HTTP written here.
 import { Client, InvalidRequest, ROUTES } from "@invoicing/client";
 import type { Invoice, RefundOptions } from "@invoicing/client";
 import { Wallet } from "ethers";
@@ -47,24 +48,23 @@ export class Invoicing {
 
   /** A manual-capture invoice; idempotent on invoiceId (a retry gets the same invoice). */
   async create(request: InvoiceRequest): Promise<Invoice> {
-    const body = definedOnly({ ...request, capture: "manual" });
-    return this.#call("invoices.create", { body, idempotent: true });
+    return this.client.invoices.create({ ...request, capture: "manual" });
   }
 
+  /** The invoice as the service sees it (the service re-reads an unpaid escrow first). */
   async status(paymentAddress: string): Promise<Invoice> {
     return this.client.invoices.status(paymentAddress);
   }
 
   async capture(chainId: number, paymentAddress: string): Promise<Record<string, unknown>> {
-    const sdk = this.client.invoices as { capture?: (...args: unknown[]) => Promise<any> };
-    if (sdk.capture) return sdk.capture(chainId, paymentAddress);
-    return this.#call("invoices.capture", { body: { chainId, paymentAddress }, idempotent: true });
+    return { ...await this.client.invoices.capture(chainId, paymentAddress) };
   }
 
   /**
    * Void: the whole escrow balance back to the payer, signed by the refund delegate. The
-   * invoice's balanceRaw can be older than a refund just made: a void refused for its amount
-   * names what the escrow holds (details.balanceRaw), and is signed again for that, once.
+   * invoice's balanceRaw can differ from what the escrow holds (a refund just made, a
+   * transfer after the payment): a void refused for its amount names what the escrow holds
+   * (details.balanceRaw), and is signed again for that, once.
    */
   async void(invoice: Invoice, to: string, amountRaw: bigint): Promise<Record<string, unknown>> {
     try {
@@ -93,7 +93,9 @@ export class Invoicing {
       chainId: invoice.chainId, paymentAddress: invoice.paymentAddress, to,
       amountRaw: String(amountRaw), nonce: String(nonce), deadline: String(deadline), signature,
     };
-    return this.#call("invoices.void", { body, idempotent: true });
+    const [method, path, action, queryNames] = ROUTES["invoices.void"];
+    const transport = (this.client as unknown as { transport: { call: TransportCall } }).transport;
+    return transport.call({ method, path, action, queryNames, body, idempotent: true });
   }
 
   /** A refund of `amountRaw` to `to`, signed by the refund delegate. */
@@ -104,30 +106,17 @@ export class Invoicing {
     });
     return { ...submitted };
   }
-
-  /**
-   * Who paid the invoice: the sender of its first payment of record, from the invoice or,
-   * since the status lookup does not list them yet, the invoice.payment_recorded event.
-   */
-  async payer(invoice: Invoice): Promise<string> {
-    const recorded = invoice.payments?.[0]?.from;
-    if (recorded) return recorded;
-    for await (const event of this.client.events.list({ type: "invoice.payment_recorded" })) {
-      const data = event.data as { invoice?: Invoice; payments?: { from: string }[] };
-      if (data.invoice?.paymentAddress !== invoice.paymentAddress) continue;
-      const from = data.payments?.[0]?.from;
-      if (from) return from;
-    }
-    throw new Error(`no payment of record yet for ${invoice.paymentAddress}: try again`);
-  }
-
-  async #call(name: string, options: Record<string, unknown>): Promise<any> {
-    const [method, path, action, queryNames] = ROUTES[name];
-    const transport = (this.client as unknown as { transport: { call: TransportCall } }).transport;
-    return transport.call({ method, path, action, queryNames, ...options });
-  }
 }
 
-function definedOnly(fields: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+/**
+ * Who paid the invoice: the sender of its first payment of record in its own token (whom
+ * the service's own refunds pay), or null while the service has not recorded the payment
+ * yet (it does seconds after it sees the balance).
+ */
+export function payerOfRecord(invoice: Invoice): string | null {
+  const token = invoice.tokenAddress?.toLowerCase() ?? null;
+  const own = (invoice.payments ?? []).filter(
+    (payment) => (payment.tokenAddress?.toLowerCase() ?? null) === token);
+  own.sort((a, b) => a.blockNumber - b.blockNumber);
+  return own[0]?.from ?? null;
 }

@@ -21,6 +21,9 @@ export type InvoicingOptions = {
   cancelUrl?: string;
   /** Seconds a signed webhook's timestamp may be off (default 300). */
   webhookToleranceS?: number;
+  /** Seconds a cancel keeps trying to pay the payer back while the service answers "not
+   * yet" (the payer not recorded yet, a nonce just taken) before it fails (default 120). */
+  cancelTimeoutS?: number;
 };
 
 const REQUIRED = ["baseUrl", "ownerAddress", "apiKey", "refundDelegateKey", "webhookSecret"];

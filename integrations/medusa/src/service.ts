@@ -1,7 +1,8 @@
 // The Medusa v2 payment provider: one manual-capture invoice of the invoicing service per
 // payment session. Paid is authorized (the funds wait in the invoice's escrow), a capture on
-// fulfilment releases them to the owner, a cancel voids the payment back to the payer, and a
-// refund is relayed from the escrow, signed by the owner's refund delegate.
+// fulfilment releases them to the owner, a cancel voids the payment back to the payer (trying
+// again until the service has recorded who paid: src/payback.ts), and a refund is relayed
+// from the escrow, signed by the owner's refund delegate.
 import { Client, NotFound, webhooks } from "@invoicing/client";
 import type { Invoice } from "@invoicing/client";
 import { AbstractPaymentProvider, PaymentActions, PaymentSessionStatus } from "@medusajs/framework/utils";
@@ -18,6 +19,10 @@ import { randomUUID } from "node:crypto";
 import { decimalString, rawShare } from "./amounts.js";
 import { Invoicing } from "./invoicing.js";
 import { type InvoicingOptions, validateOptions } from "./options.js";
+import { jsonSafe, payBack, payer } from "./payback.js";
+
+// How long a cancel keeps trying to pay the payer back, unless the options say otherwise.
+const DEFAULT_CANCEL_TIMEOUT_S = 120;
 
 /** What a session keeps of its invoice (Medusa stores it as the session's data). */
 export type SessionData = {
@@ -113,18 +118,16 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     return { data: { ...data, capturedAt: captured.capturedAt } };
   }
 
-  /** An unpaid invoice is cancelled; a paid, uncaptured one is voided back to its payer. */
+  /**
+   * The payer gets the payment back: an unpaid invoice is cancelled (and whatever its escrow
+   * received by then is refunded); a paid, uncaptured one is voided back to its payer of
+   * record, once the service has recorded it (seconds after the payment).
+   */
   async cancelPayment(input: CancelPaymentInput): Promise<CancelPaymentOutput> {
     const data = input.data as SessionData;
-    const invoice = await this.invoicing.status(data.paymentAddress);
-    if (invoice.status === "pending" || invoice.status === "expired") {
-      await this.invoicing.client.invoices.delete(data.chainId, data.invoiceId);
-      return { data: { ...data, status: "cancelled" } };
-    }
-    if (invoice.voidedAt || invoice.status === "cancelled") return { data };
-    const voided = await this.invoicing.void(invoice, await this.invoicing.payer(invoice),
-      invoice.balanceRaw);
-    return { data: { ...data, void: jsonSafe(voided) } };
+    const timeoutMs = (this.options.cancelTimeoutS ?? DEFAULT_CANCEL_TIMEOUT_S) * 1000;
+    const paidBack = await payBack(this.invoicing, data, timeoutMs);
+    return { data: { ...data, ...paidBack } };
   }
 
   /** A refund of `amount` (in the session's currency) to the payer, from the escrow. */
@@ -132,8 +135,7 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     const data = input.data as SessionData;
     const invoice = await this.invoicing.status(data.paymentAddress);
     const amountRaw = rawShare(invoice.requiredRaw, decimalString(input.amount), data.amount);
-    const refund = await this.invoicing.refund(data.paymentAddress,
-      await this.invoicing.payer(invoice), amountRaw);
+    const refund = await this.invoicing.refund(data.paymentAddress, payer(invoice), amountRaw);
     const refunds = [...((data as { refunds?: unknown[] }).refunds ?? []), jsonSafe(refund)];
     return { data: { ...data, refunds } };
   }
@@ -195,10 +197,4 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
       if (!(error instanceof NotFound)) throw error;
     }
   }
-}
-
-/** Medusa stores session data as JSON: bigints as decimal strings. */
-function jsonSafe(value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value, (_, item) =>
-    typeof item === "bigint" ? String(item) : item));
 }

@@ -41,6 +41,8 @@ async function freePort(): Promise<number> {
 export type Call = (method: string, route: string, body?: object) => Promise<any>;
 
 export type MedusaServer = {
+  /** The server's base URL ("http://127.0.0.1:port"). */
+  url: string;
   /** An admin route, as the admin dashboard calls it (bearer token of the admin user). */
   admin: Call;
   /** A store route, as a storefront calls it (the publishable API key). */
@@ -98,6 +100,7 @@ export async function startMedusa(providerOptions: object): Promise<MedusaServer
     };
     const { token } = await call({})("POST", "/auth/user/emailpass", ADMIN);
     return {
+      url: base,
       admin: call({ authorization: `Bearer ${token}` }),
       store: (publishableKey) => call({ "x-publishable-api-key": publishableKey }),
       log: () => output,

@@ -131,3 +131,80 @@ describe("a session is a manual-capture invoice", () => {
     assert.equal((await provider.getPaymentStatus({ data })).status, "canceled");
   });
 });
+
+// Medusa cancels a payment it authorized moments ago (an order cancelled at once, a cart
+// whose completion failed after the authorization): the payer gets it back all the same.
+describe("a cancel pays the payer back, however soon after the payment", () => {
+  const balances = { balanceOf: (address: string) =>
+    tusd(ready, new JsonRpcProvider(ready.rpc_url)).balanceOf(address) as Promise<bigint> };
+
+  test("cancelled as the payment is mined, before the service records who paid: voided once it does", async () => {
+    const started = await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_race" },
+    });
+    const data = started.data as SessionData;
+    const wallet = anvilAccount(ready, 3);
+    const payer = await wallet.getAddress();
+    const start = await balances.balanceOf(payer);
+    const { requiredRaw } = await owner.invoices.status(data.paymentAddress);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, requiredRaw)).wait();
+    // Authorized at once (the status lookup re-reads the escrow), its payer not recorded yet.
+    assert.equal((await provider.authorizePayment({ data })).status, "authorized");
+    const seen = await owner.invoices.status(data.paymentAddress);
+    assert.equal(seen.payments ?? null, null, "the payer is recorded already: no race tested");
+
+    const cancelled = await provider.cancelPayment({ data });
+    assert.equal((cancelled.data as { status: string }).status, "cancelled");
+    assert.equal(typeof (cancelled.data as { void: { txHash: string } }).void.txHash, "string");
+    await receiver.event("invoice.voided", "payses_race");
+    assert.equal(await balances.balanceOf(payer), start);
+    assert.equal((await provider.getPaymentStatus({ data })).status, "canceled");
+    // A cancel again (Medusa retrying) changes nothing.
+    assert.deepEqual((await provider.cancelPayment({ data })).data, { ...data, status: "cancelled" });
+  });
+
+  test("a transfer that lands after the cancel call goes back with the payment", async () => {
+    const started = await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_late" },
+    });
+    const data = started.data as SessionData;
+    const wallet = anvilAccount(ready, 6);
+    const payer = await wallet.getAddress();
+    const start = await balances.balanceOf(payer);
+    const { requiredRaw } = await owner.invoices.status(data.paymentAddress);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, requiredRaw)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "authorized");
+
+    // The cancel is called; the payer's second transfer (1 TUSD more) is mined after the
+    // call, while it waits for the payer of record.
+    const cancelling = provider.cancelPayment({ data });
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, 1_000_000n)).wait();
+    const cancelled = await cancelling;
+    assert.equal(typeof (cancelled.data as { void: { txHash: string } }).void.txHash, "string");
+    await receiver.event("invoice.voided", "payses_late");
+    assert.equal(await balances.balanceOf(payer), start);
+  });
+
+  test("cancelled partly paid: the invoice is cancelled and the part paid goes back", async () => {
+    const started = await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_part" },
+    });
+    const data = started.data as SessionData;
+    const wallet = anvilAccount(ready, 4);
+    const payer = await wallet.getAddress();
+    const start = await balances.balanceOf(payer);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, 4_000_000n)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "requires_more");
+
+    const cancelled = await provider.cancelPayment({ data });
+    assert.equal((cancelled.data as { status: string }).status, "cancelled");
+    assert.equal(typeof (cancelled.data as { refund: { txHash: string } }).refund.txHash, "string");
+    await receiver.event("invoice.refunded", "payses_part");
+    assert.equal(await balances.balanceOf(payer), start);
+    const invoice = await owner.invoices.status(data.paymentAddress);
+    assert.equal(invoice.status, "cancelled");
+    assert.equal((await provider.getPaymentStatus({ data })).status, "canceled");
+    // A cancel again refunds nothing more.
+    assert.deepEqual((await provider.cancelPayment({ data })).data, { ...data, status: "cancelled" });
+  });
+});
