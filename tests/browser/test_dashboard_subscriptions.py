@@ -1,6 +1,7 @@
 """The dashboard's subscriptions in headless Chromium: the list, one subscription with its
-charge (period 0, charged at the payer's authorization on anvil), and its cancellation;
-axe-core on each page, screenshots at desktop and phone width (test-artifacts/)."""
+charge (period 0, charged at the payer's authorization on anvil), its webhook URL, and its
+cancellation; axe-core on each page, screenshots at desktop and phone width
+(test-artifacts/)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.support.withdrawals import settle_all
 
 pytestmark = pytest.mark.browser
 
+WEBHOOK_URL = "https://hooks.example.com/paid?plan=gold&from=subscriptions"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 812}
 
@@ -39,11 +41,26 @@ async def signed_in(app: RunningApp, page: Page, owner: str) -> None:
     await expect(page.locator("h1")).to_have_text("Overview")
 
 
+def _body(owner: str, dev: DevDeployment) -> dict[str, object]:
+    return {
+        "ownerAddress": owner,
+        "chainId": dev.chain_id,
+        "tokenAddress": dev.token,
+        "amount": "1",
+        "periodSeconds": 3600,
+    }
+
+
 async def test_the_list_a_subscription_its_charge_and_its_cancellation(
     browser: Browser, dash: RunningApp, dev: DevDeployment, evm: EvmClient, artifacts: Path
 ) -> None:
-    owner, _headers, payer, created = await subscribed(
-        dash, evm, dev, subscriptionId="plan-<b>gold</b>", periodSeconds=3600
+    owner, headers, payer, created = await subscribed(
+        dash,
+        evm,
+        dev,
+        subscriptionId="plan-<b>gold</b>",
+        periodSeconds=3600,
+        webhookUrl=WEBHOOK_URL,
     )
     await authorized(dash, payer, created)
     await settle_all(dash.services)
@@ -78,6 +95,7 @@ async def test_the_list_a_subscription_its_charge_and_its_cancellation(
             await expect(charge.locator("td").nth(3)).to_have_text("charged")
             assert (await find_subscription(dash.services.db, pk)).payer == payer.address
             await expect(page.locator("dl.facts")).to_contain_text(payer.address)
+            await expect(page.locator("#webhook-url")).to_have_text(WEBHOOK_URL)
             assert await axe_violations(page) == [], page.url
             await page.screenshot(
                 path=artifacts / f"dashboard-subscription-{name}.png", full_page=True
@@ -97,6 +115,15 @@ async def test_the_list_a_subscription_its_charge_and_its_cancellation(
         await expect(page.locator("#cancel-subscription")).to_have_count(0)
         assert (await find_subscription(dash.services.db, pk)).status == "cancelled"
         assert await axe_violations(page) == [], page.url
+
+        # One without a webhook URL says so.
+        body = {**_body(owner.address, dev), "subscriptionId": "plan-silver"}
+        plain = await dash.http.post("/integration/subscriptions", json=body, headers=headers)
+        assert plain.status_code == 201, plain.text
+        await page.goto(f"{dash.base_url}/dashboard/subscriptions/{plain.json()['id']}")
+        await expect(page.locator("#webhook-url")).to_have_text(
+            "none: no paid webhook (its events still reach your endpoints)"
+        )
 
         unknown = await page.goto(f"{dash.base_url}/dashboard/subscriptions/no-such-id")
         assert unknown is not None and unknown.status == 404

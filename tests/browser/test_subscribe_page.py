@@ -1,15 +1,19 @@
 """The subscription pages in headless Chromium with an injected wallet: a payer holding TUSD
 and no native coin subscribes with an EIP-2612 permit (no approve, no gas), the first period
 is charged, then the payer cancels from their own page with a signed cancellation. The
-subscription is cancelled on chain and a charge is refused after. Both pages are axe-clean
-in the eight languages, at desktop and phone width."""
+subscription is cancelled on chain and a charge is refused after. On a token the service
+knows no permit for, the payer approves the contract from the wallet (an on-chain
+transaction, their gas) and then signs. The pages are axe-clean in the eight languages, at
+desktop and phone width."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from eth_account import Account
 from eth_account.messages import encode_typed_data
@@ -22,18 +26,22 @@ from invoicing.chain.artifacts import SUBSCRIPTIONS
 from invoicing.chain.deploy import DevDeployment, subscriptions_address
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.reverts import decode_revert
+from invoicing.hashing import keccak256
 from invoicing.payments.subscriptions.service import find_subscription, terms_of
 from invoicing.tables.settlement import TxPurpose
+from invoicing.web.app import create_app
 from invoicing.web.page.i18n import LANGUAGES
 from tests.browser.conftest import axe_violations
-from tests.conftest import RunningApp
+from tests.conftest import MakeServices, RunningApp
 from tests.support.gasless import funded_payer
 from tests.support.payment_page import DESKTOP, PHONE, WALLET_JS, InjectedWallet
+from tests.support.server import serve
 from tests.support.subscription_payer import AMOUNT_RAW, allowance, offered, sent, token_balance
 
 pytestmark = pytest.mark.browser
 
 MAX_UINT = 2**256 - 1
+APPROVE_SELECTOR = keccak256(b"approve(address,uint256)")[:4].hex()
 RETURN_URL = "https://shop.example/thanks"
 
 
@@ -52,6 +60,9 @@ class PermitWallet(InjectedWallet):
             self.calls.append((method, params))
             raw = await self.evm.eth_call(params[0]["to"], bytes.fromhex(params[0]["data"][2:]))
             return {"result": "0x" + raw.hex()}
+        if method == "eth_getTransactionReceipt":
+            self.calls.append((method, params))
+            return {"result": await self.evm.call_rpc("eth_getTransactionReceipt", params)}
         return await super().handle(method, params_json)
 
 
@@ -146,3 +157,66 @@ async def test_a_payer_subscribes_with_a_permit_and_cancels_from_their_page(
     reason = decode_revert(refused.value.revert_data)
     assert reason is not None and reason.name == "SubscriptionCancelled"
     assert await evm.get_balance(payer.address) == 0  # the cancellation cost the payer nothing
+
+
+async def test_a_payer_approves_from_the_wallet_when_the_token_has_no_permit(
+    make_services: MakeServices,
+    browser: Browser,
+    evm: EvmClient,
+    dev: DevDeployment,
+    artifacts: Path,
+) -> None:
+    # TUSD listed without its EIP-712 domain: the service knows no permit for it.
+    services = await make_services(chain={"tokens": (replace(dev.token_config, eip3009=None),)})
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        _owner, _headers, created = await offered(
+            services, http, dev, redirectUrl=RETURN_URL, maxPeriods=3
+        )
+        payer: LocalAccount = await funded_payer(evm, dev, 10_000_000)
+        await evm.call_rpc("anvil_setBalance", [payer.address, hex(10**17)])  # the approve's gas
+        permits_before = await sent(services, TxPurpose.SUBSCRIPTION_PERMIT)
+        wallet = PermitWallet(evm, payer)
+        url = f"{base_url}/subscribe/{created['id']}"
+        context = await browser.new_context(viewport=DESKTOP)
+        try:
+            page = await context.new_page()
+            await page.expose_function("__walletRpc", wallet.handle)
+            await page.add_init_script(WALLET_JS)
+            assert await clean_in_every_language(page, url) == {}
+            await page.goto(f"{url}?lang=en")
+            await expect(page.locator("#subscribe-section ol.steps")).to_contain_text(
+                "Approve the subscriptions contract to take each period's amount."
+            )
+            await screenshots(page, artifacts, "subscribe-approve")
+
+            await page.click("#subscribe")
+
+            await expect(page.locator("#done-section")).to_be_visible()
+            await expect(page.locator("#status")).to_have_text("Active")
+            await expect(page.locator("#return-link")).to_have_attribute("href", RETURN_URL)
+            assert await axe_violations(page) == []
+            await screenshots(page, artifacts, "subscribed-approve")
+        finally:
+            await context.close()
+        methods = [method for method, _params in wallet.calls]
+        # Approved, the approve mined, then the subscription signed: no permit signed.
+        assert methods.index("eth_sendTransaction") < methods.index("eth_getTransactionReceipt")
+        assert methods.index("eth_getTransactionReceipt") < methods.index("eth_signTypedData_v4")
+        assert methods.count("eth_signTypedData_v4") == 1
+        (tx,) = [params[0] for method, params in wallet.calls if method == "eth_sendTransaction"]
+        contract = subscriptions_address()
+        assert tx["to"] == dev.token
+        assert tx["data"][2:10] == APPROVE_SELECTOR
+        assert int(tx["data"][10:74], 16) == int(contract, 16)  # the spender
+        assert int(tx["data"][74:], 16) == 3 * AMOUNT_RAW  # every period of the three
+        assert len(wallet.sent) == 1
+        assert (await evm.get_receipt(wallet.sent[0]) or {}).get("status") in (1, "0x1")
+        # The allowance covered the three periods; the first was charged at once.
+        assert await allowance(evm, dev, payer.address, contract) == 2 * AMOUNT_RAW
+        assert await token_balance(evm, dev, payer.address) == 10_000_000 - AMOUNT_RAW
+        assert await sent(services, TxPurpose.SUBSCRIPTION_PERMIT) == permits_before
+        sub = await find_subscription(services.db, created["id"])
+        assert sub.status == "active" and sub.payer == payer.address

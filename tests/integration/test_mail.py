@@ -14,6 +14,8 @@ from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
 from invoicing.notifications.mail import worker as mail_worker
 from invoicing.notifications.mail.choices import MailChoices, set_mail_choices
+from invoicing.payments.subscriptions.models import Subscription, SubscriptionEvent
+from invoicing.payments.subscriptions.service import record_event
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.mail import MailMessage
@@ -98,6 +100,38 @@ async def test_a_paid_invoice_mails_the_owner_within_seconds(
     assert f"Rechnung: {invoice.invoice_id}" in body.decode()
     (row,) = await messages(services)
     assert (row.status, row.attempts, row.event_type) == ("sent", 1, "invoice.paid")
+
+
+async def test_the_subscription_events_the_owner_chose_are_mailed(
+    services: Services, smtp: SmtpServer
+) -> None:
+    chosen = (SubscriptionEvent.CHARGED.value, SubscriptionEvent.CANCELLED.value)
+    owner = await owner_mailing(services, "owner@shop.example", chosen)
+    sub = Subscription(id="sub-7", owner_key=owner.lower(), status="active")
+    escrow = new_owner().address
+    async with services.db.transaction() as session:
+        await record_event(session, services, sub, SubscriptionEvent.ACTIVATED, {"payer": escrow})
+        charged = {"period": 3, "paymentAddress": escrow}
+        await record_event(session, services, sub, SubscriptionEvent.CHARGED, charged)
+    sub.status = "cancelled"
+    async with services.db.transaction() as session:
+        await record_event(session, services, sub, SubscriptionEvent.CANCELLED, {"by": "payer"})
+    await mail_worker.send_due(services, mail_worker.mailer_for(services.settings))  # type: ignore[arg-type]
+
+    assert sorted(row.event_type for row in await messages(services)) == sorted(chosen)
+    by_subject = {r.message["Subject"]: r.message for r in smtp.inbox.received}
+    assert set(by_subject) == {
+        "Abonnement sub-7: Zeitraum 3 wurde abgebucht",
+        "Abonnement sub-7 wurde gekündigt",
+    }
+    body = by_subject["Abonnement sub-7: Zeitraum 3 wurde abgebucht"].get_payload(decode=True)
+    assert isinstance(body, bytes)
+    assert body.decode().splitlines()[:4] == [
+        "Abonnement: sub-7",
+        "Status: active",
+        "Zeitraum: 3",
+        f"Zahlungsadresse: {escrow}",
+    ]
 
 
 async def test_events_the_owner_did_not_choose_are_not_mailed(

@@ -24,7 +24,8 @@ async def test_mail_settings_in_both_modes(app: RunningApp) -> None:
     owner = new_owner()
     headers = key_headers(await issue_api_key(app.services, owner))
     query = {"ownerAddress": owner.address}
-    body = {"email": "owner@shop.example", "events": ["invoice.paid", "invoice.expired"]}
+    events = ["invoice.paid", "invoice.expired", "subscription.charged"]
+    body = {"email": "owner@shop.example", "events": events}
 
     default = await app.http.get(MAIL, params=query, headers=headers)
     put = await app.http.put(
@@ -63,6 +64,7 @@ async def test_mail_settings_in_both_modes(app: RunningApp) -> None:
         {"email": "owner@shop.example"},
         {"events": ["invoice.paid"]},
         {"email": "owner@shop.example", "events": ["invoice.nope"]},
+        {"email": "owner@shop.example", "events": ["subscription.nope"]},
         {"email": "owner@shop.example\r\nBcc: x@evil.example", "events": []},
         {"email": "Owner <owner@shop.example>", "events": []},
         {"email": "owner@localhost", "events": []},

@@ -107,7 +107,7 @@ class InjectedWallet:
                 self.account.key.to_0x_hex(),
                 tx["to"],
                 bytes.fromhex(tx.get("data", "0x")[2:]),
-                value=int(tx["value"], 16),
+                value=int(tx.get("value", "0x0"), 16),
             )
             assert receipt["status"] == 1
             self.sent.append(receipt["transactionHash"])

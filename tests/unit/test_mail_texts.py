@@ -15,8 +15,10 @@ from invoicing.notifications.mail.texts import (
     LANGUAGE_CODES,
     MESSAGE_IDS,
     SUBJECTS,
+    SUBSCRIPTION_SUBJECTS,
     catalogue,
     subject_and_body,
+    subscription_subject_and_body,
 )
 from invoicing.settings import Settings
 from invoicing.web.page.i18n import LANGUAGES
@@ -31,6 +33,7 @@ def test_every_message_is_translated_with_the_same_placeholders(language: str) -
     translated = catalogue(language)
     assert set(translated) == set(MESSAGE_IDS)
     assert all(translated[subject] != subject for subject in SUBJECTS.values())
+    assert all(translated[subject] != subject for subject in SUBSCRIPTION_SUBJECTS.values())
     for message_id, text in translated.items():
         assert re.findall(r"%\((\w+)\)s", text) == re.findall(r"%\((\w+)\)s", message_id)
 
@@ -41,6 +44,24 @@ def test_every_subject_and_body_names_the_invoice_id(language: str, event_type: 
     subject, body = subject_and_body(event_type, language, {"invoiceId": "INV-42", "amount": "1"})
 
     assert "INV-42" in subject and "INV-42" in body
+
+
+@pytest.mark.parametrize("language", LANGUAGE_CODES)
+@pytest.mark.parametrize("event_type", sorted(SUBSCRIPTION_SUBJECTS))
+def test_every_subscription_message_names_the_subscription(language: str, event_type: str) -> None:
+    subscription = {"id": "SUB-42", "status": "active", "period": 7}
+    subject, body = subscription_subject_and_body(event_type, language, subscription)
+
+    assert "SUB-42" in subject and "SUB-42" in body and "7" in body
+    assert "%(" not in subject + body
+
+
+def test_a_subscription_message_leaves_out_what_its_event_does_not_carry() -> None:
+    _subject, body = subscription_subject_and_body(
+        "subscription.cancelled", "en", {"id": "SUB-1", "status": "cancelled"}
+    )
+
+    assert body.splitlines()[:3] == ["Subscription: SUB-1", "Status: cancelled", ""]
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """The mail outbox rows of a transaction's events: one message per event whose type its
-owner has mailed, and a payer's receipt with an ``invoice.paid`` event when the payer asked
-for one and the owner sends receipts; written with the events
-(``notifications.record.write_events``)."""
+owner has mailed (an invoice's or a subscription's), and a payer's receipt with an
+``invoice.paid`` event when the payer asked for one and the owner sends receipts; written
+with the events (``notifications.record.write_events``)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ async def queue_mail(session: AsyncSession, events: Sequence[Event], now_ms: int
     settings, one for receipt requests when an invoice was paid, one INSERT)."""
     owners = await mailed_owners(session, sorted({event.owner_key for event in events}))
     rows = [
-        _row(event, event.type, owner.email, owner.language, _invoice(event), now_ms)
+        _row(event, event.type, owner.email, owner.language, _shown(event), now_ms)
         for event in events
         if (owner := owners.get(event.owner_key)) is not None and event.type in owner.events
     ]
@@ -55,7 +55,8 @@ async def _receipts(
         request = asked.get(event.invoice_pk or "")
         if request is not None and request.owner_key == event.owner_key:
             shown = {k: v for k, v in _invoice(event).items() if k in RECEIPT_FIELDS}
-            rows.append(_row(event, RECEIPT, request.email, request.language, shown, now_ms))
+            data = {"invoice": shown}
+            rows.append(_row(event, RECEIPT, request.email, request.language, data, now_ms))
     return rows
 
 
@@ -64,12 +65,21 @@ def _invoice(event: Event) -> dict[str, Any]:
     return invoice if isinstance(invoice, dict) else {}
 
 
+def _shown(event: Event) -> dict[str, Any]:
+    """What the message tells: the event's subscription (a subscription event), else its
+    invoice."""
+    subscription = event.data.get("subscription")
+    if event.type.startswith("subscription.") and isinstance(subscription, dict):
+        return {"subscription": subscription}
+    return {"invoice": _invoice(event)}
+
+
 def _row(
     event: Event,
     kind: str,
     recipient: str,
     language: str,
-    invoice: dict[str, Any],
+    data: dict[str, Any],
     now_ms: int,
 ) -> dict[str, Any]:
     return {
@@ -79,7 +89,7 @@ def _row(
         "event_type": kind,
         "recipient": recipient,
         "language": language,
-        "data": {"invoice": invoice},
+        "data": data,
         "status": MailStatus.PENDING,
         "attempts": 0,
         "next_attempt_at": now_ms,

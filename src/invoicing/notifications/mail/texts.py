@@ -3,7 +3,8 @@
 The English text is the source; every other language has a catalogue here,
 ``locales/<locale>.po`` (read once per process, as the payment page reads its own). The
 languages are the payment page's (``web/page/i18n.py``; a test holds the two lists equal).
-A message names the invoice's ``invoiceId`` in its subject and body.
+A message names the invoice's ``invoiceId`` in its subject and body; a subscription event's
+names the subscription's ``id``.
 """
 
 from __future__ import annotations
@@ -39,6 +40,22 @@ SUBJECTS: dict[str, str] = {
     "invoice.completed": "Invoice %(invoice_id)s was completed",
     "invoice.refunded": "Invoice %(invoice_id)s was refunded",
 }
+# The subject of each subscription event type mailed, and the lines of its body (a line
+# whose value the event does not carry is left out).
+SUBSCRIPTION_SUBJECTS: dict[str, str] = {
+    "subscription.activated": "Subscription %(subscription_id)s is active",
+    "subscription.charged": "Subscription %(subscription_id)s: period %(period)s was charged",
+    "subscription.past_due": "Subscription %(subscription_id)s is past due",
+    "subscription.cancelled": "Subscription %(subscription_id)s was cancelled",
+    "subscription.finished": "Subscription %(subscription_id)s has finished",
+}
+SUBSCRIPTION_LINES = (
+    ("subscription_id", "Subscription: %(subscription_id)s"),
+    ("status", "Status: %(status)s"),
+    ("period", "Period: %(period)s"),
+    ("payer", "Payer: %(payer)s"),
+    ("payment_address", "Payment address: %(payment_address)s"),
+)
 # A payer's receipt (``RECEIPT``), mailed when the invoice is paid.
 RECEIPT = "receipt"
 RECEIPT_SUBJECT = "Receipt: your payment for invoice %(invoice_id)s has arrived"
@@ -56,13 +73,19 @@ FOOTER = (
     "your invoicing account."
 )
 RECEIPT_FOOTER = "You receive this receipt because you asked for it on the payment page."
-MESSAGE_IDS = (
-    *SUBJECTS.values(),
-    OTHER_SUBJECT,
-    *BODY_LINES,
-    FOOTER,
-    RECEIPT_SUBJECT,
-    RECEIPT_FOOTER,
+MESSAGE_IDS = tuple(
+    dict.fromkeys(
+        (
+            *SUBJECTS.values(),
+            OTHER_SUBJECT,
+            *BODY_LINES,
+            *SUBSCRIPTION_SUBJECTS.values(),
+            *(line for _name, line in SUBSCRIPTION_LINES),
+            FOOTER,
+            RECEIPT_SUBJECT,
+            RECEIPT_FOOTER,
+        )
+    )
 )
 
 
@@ -102,6 +125,28 @@ def subject_and_body(event_type: str, language: str, invoice: dict[str, Any]) ->
     lines = [translate(language, line) % values for line in BODY_LINES]
     footer = translate(language, RECEIPT_FOOTER if receipt else FOOTER)
     body = "\n".join([*lines, "", footer, ""])
+    return subject, body
+
+
+def subscription_subject_and_body(
+    event_type: str, language: str, subscription: dict[str, Any]
+) -> tuple[str, str]:
+    """The message telling of a subscription event, from the event's ``subscription``."""
+    values = {
+        "subscription_id": str(subscription.get("id", "")),
+        "status": str(subscription.get("status", "")),
+        "period": str(subscription.get("period", "")),
+        "payer": str(subscription.get("payer", "")),
+        "payment_address": str(subscription.get("paymentAddress", "")),
+    }
+    subject_id = SUBSCRIPTION_SUBJECTS.get(
+        event_type, SUBSCRIPTION_SUBJECTS["subscription.activated"]
+    )
+    subject = translate(language, subject_id) % values
+    lines = [
+        translate(language, line) % values for name, line in SUBSCRIPTION_LINES if values[name]
+    ]
+    body = "\n".join([*lines, "", translate(language, FOOTER), ""])
     return subject, body
 
 

@@ -27,7 +27,7 @@ from invoicing.notifications.mail.smtp import (
     SmtpMailer,
     SmtpServer,
 )
-from invoicing.notifications.mail.texts import subject_and_body
+from invoicing.notifications.mail.texts import subject_and_body, subscription_subject_and_body
 from invoicing.services import Services
 from invoicing.settings import Settings
 from invoicing.tables.mail import MailMessage, MailStatus
@@ -116,8 +116,11 @@ async def claim(services: Services) -> list[Claimed]:
 
 
 def _mail_of(row: MailMessage) -> OutgoingMail:
-    invoice = row.data.get("invoice", {})
-    subject, body = subject_and_body(row.event_type, row.language, invoice)
+    subscription = row.data.get("subscription")
+    if isinstance(subscription, dict):
+        subject, body = subscription_subject_and_body(row.event_type, row.language, subscription)
+    else:
+        subject, body = subject_and_body(row.event_type, row.language, row.data.get("invoice", {}))
     return OutgoingMail(row.recipient, subject, body, row.id)
 
 

@@ -3,8 +3,8 @@
 - ``GET /integration/settings/notifications`` (``notifications.get``): the address, the
   events and the language (no address and no events when never set).
 - ``PUT /integration/settings/notifications`` (``notifications.update``): ``email`` and
-  ``events`` (invoice event types; ``[]`` mails nothing), ``language`` optional (``en``),
-  ``receipts`` optional (``false``): whether payers may ask for a receipt.
+  ``events`` (invoice and subscription event types; ``[]`` mails nothing), ``language``
+  optional (``en``), ``receipts`` optional (``false``): whether payers may ask for a receipt.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from invoicing.notifications.mail.choices import (
     set_mail_choices,
 )
 from invoicing.notifications.mail.texts import LANGUAGE_CODES
+from invoicing.payments.subscriptions.models import SubscriptionEvent
 from invoicing.web.api.deps import authorized_body, authorized_query
 from invoicing.web.api.inputs import Address, OwnerQuery
 from invoicing.web.api.responses import WireModel
@@ -30,7 +31,7 @@ from invoicing.web.routedocs import BODY_ROUTE_ERRORS, OWNER_ROUTE_ERRORS, Answe
 
 router = APIRouter(prefix="/integration/settings", tags=["email"])
 
-MAILED_EVENTS = tuple(event.value for event in InvoiceEvent)
+MAILED_EVENTS = tuple(event.value for event in (*InvoiceEvent, *SubscriptionEvent))
 
 
 class MailBody(BaseModel):
@@ -40,7 +41,8 @@ class MailBody(BaseModel):
     email: str = Field(min_length=3, max_length=MAX_EMAIL_CHARS, description="A plain address.")
     events: list[str] = Field(
         max_length=len(MAILED_EVENTS),
-        description="Invoice event types to mail (`invoice.paid`, …); `[]` mails nothing.",
+        description="Event types to mail (`invoice.paid`, `subscription.charged`, …); `[]` "
+        "mails nothing.",
     )
     language: str = Field(
         default="en", max_length=16, description=f"One of {', '.join(LANGUAGE_CODES)}."

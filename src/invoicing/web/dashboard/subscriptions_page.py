@@ -89,8 +89,8 @@ def _tx_url(services: Services, chain_id: int, tx_hash: str | None) -> str | Non
 
 
 def detail_values(services: Services, view: SubscriptionView) -> dict[str, Any]:
-    """What the subscription's page shows: its facts, its charges, whether it may be
-    cancelled."""
+    """What the subscription's page shows: its facts, its webhook URL, its charges, whether
+    it may be cancelled."""
     sub = view.subscription
     max_periods = "no end" if sub.max_periods == 0 else str(sub.max_periods)
     facts = [
@@ -126,6 +126,8 @@ def detail_values(services: Services, view: SubscriptionView) -> dict[str, Any]:
         "charges": charges,
         "can_cancel": sub.status not in FINAL,
         "id": sub.id,
+        # Where each period's invoice sends its paid webhook (None: no paid webhook).
+        "webhook_url": sub.webhook_url,
     }
 
 
