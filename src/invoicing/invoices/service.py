@@ -81,8 +81,9 @@ _INVOICES = cast(Table, Invoice.__table__)
 def _find_statement() -> Any:
     """The batch lookup, built once: building the statement and its cache key for every
     batch cost about as much as the rest of the lookup's Python."""
-    wanted = bindparam("addresses", expanding=True)
-    return select(_INVOICES).where(_INVOICES.c.payment_address.in_(wanted))
+    return select(_INVOICES).where(
+        _INVOICES.c.payment_address.in_(bindparam("addresses", expanding=True))
+    )
 
 
 def _as_row(row: Any) -> InvoiceRow:
