@@ -200,3 +200,32 @@ async def test_odd_credential_header_values_get_401(
                 response = await app.http.post("/integration/invoices", json=body, headers=headers)
             assert response.status_code == 401, (name, value, response.text)
             assert response.json()["error"]["code"] in {"unauthorized", "timestamp_out_of_window"}
+
+
+@pytest.mark.parametrize(
+    ("raw_change", "prefix"),
+    [('"amount": "2"', ""), ('"metadata": {"k": 1, "k": 2}', ""), ('"description": "x"', "\ufeff")],
+)
+async def test_duplicate_keys_and_a_byte_order_mark_are_refused_and_create_nothing(
+    app: RunningApp, dev: DevDeployment, raw_change: str, prefix: str
+) -> None:
+    """A key sent twice (which value would be signed?) and a body that is not plain JSON."""
+    owner = new_owner()
+    key = await issue_api_key(app.services, owner)
+    raw = (
+        f'{prefix}{{"ownerAddress": "{owner.address}", "chainId": {dev.chain_id}, '
+        f'"amount": "1", {raw_change}}}'
+    )
+
+    response = await app.http.post(
+        "/integration/invoices",
+        content=raw.encode(),
+        headers={**key_headers(key), "content-type": "application/json"},
+    )
+    listed = await app.http.get(
+        "/integration/invoices", params={"ownerAddress": owner.address}, headers=key_headers(key)
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert listed.json()["total"] == 0

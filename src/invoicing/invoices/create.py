@@ -89,8 +89,11 @@ class NewInvoice:
             fields["currency"] = self.currency
         if self.capture != "automatic":  # so do automatic-capture ones
             fields["capture"] = self.capture
-        text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return hashlib.sha256(_HASH_ENCODER.encode(fields).encode()).hexdigest()
+
+
+# json.dumps(sort_keys=True, separators=(",", ":")), built once instead of at every create.
+_HASH_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)

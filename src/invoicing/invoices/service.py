@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, bindparam, func, select
 
 from invoicing.addresses import normalize_address
 from invoicing.coalescer import Coalescer
@@ -66,13 +66,24 @@ async def _find_batch(
     """The invoices at a batch of escrow addresses (one query; ``None`` where there is none).
     Rows of the table, not ORM objects: nothing to track for a read. Callers share them, so
     they must not change them."""
-    query = select(_INVOICES).where(_INVOICES.c.payment_address.in_(set(addresses)))
-    rows = await db.read_statement(lambda connection: connection.execute(query).all())
+    wanted = {"addresses": list(set(addresses))}
+    rows = await db.read_statement(
+        lambda connection: connection.execute(_find_statement(), wanted).all()
+    )
     found = {invoice.payment_address: invoice for invoice in map(_as_row, rows)}
     return [found.get(address) for address in addresses]
 
 
 _INVOICES = cast(Table, Invoice.__table__)
+
+
+@functools.cache
+def _find_statement() -> Any:
+    """The batch lookup, built once: building the statement and its cache key for every
+    batch cost about as much as the rest of the lookup's Python."""
+    return select(_INVOICES).where(
+        _INVOICES.c.payment_address.in_(bindparam("addresses", expanding=True))
+    )
 
 
 def _as_row(row: Any) -> InvoiceRow:
