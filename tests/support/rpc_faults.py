@@ -20,6 +20,9 @@ can also drop a connection without answering).
   transaction failed (status 0), and with ``signature_ok`` every ``eth_call`` answers the
   EIP-1271 magic value.
 
+Whatever the fault, a request that asks one of ``proxy.hanging`` (method names) waits
+``hang_s`` before it is answered: a node slow on one call, fast on the rest.
+
 ``proxy.methods`` counts the JSON-RPC methods it was asked (batch items one by one). It serves
 any path, so a test can give it a URL that carries a made-up provider key.
 """
@@ -70,6 +73,8 @@ class FaultyRpc:
         self.fail_receipts = False
         self.signature_ok = False
         self.lag = 0
+        self.hanging: set[str] = set()
+        self.hang_s = 60.0
         self.methods: Counter[str] = Counter()
         self.requests = 0  # HTTP requests received
         self.faulted = 0  # of those, answered with a fault (stale: any request)
@@ -116,6 +121,8 @@ class FaultyRpc:
         sent = json.loads(body)
         items = sent if isinstance(sent, list) else [sent]
         self.methods.update(str(item.get("method")) for item in items)
+        if self.hanging & {str(item.get("method")) for item in items}:
+            await asyncio.sleep(self.hang_s)
         if fault == "lag":
             head = (await self._http.post(self.node_url, json=_BLOCK_NUMBER)).json()["result"]
             self.stale_block = max(0, int(head, 16) - self.lag)
