@@ -172,10 +172,13 @@ async def test_a_stop_does_not_wait_for_a_records_run_held_up_by_the_node(
         try:
             await evm.transact(PAYER_KEY, invoice.payment_address, value=10**17)
 
-            async def asked_for_traces() -> bool:
-                return node.methods["trace_block"] > 0
+            async def seen_and_asked_for_traces() -> bool:
+                async with services.db.sessions() as session:
+                    row = await session.get(Invoice, invoice.id)
+                seen = row is not None and int(row.balance_raw) == 10**17
+                return seen and node.methods["trace_block"] > 0
 
-            await eventually(asked_for_traces, timeout_s=60, what="the records run")
+            await eventually(seen_and_asked_for_traces, timeout_s=60, what="the records run")
         finally:
             stop.set()
             stopping = time.monotonic()
