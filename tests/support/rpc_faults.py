@@ -17,8 +17,10 @@ can also drop a connection without answering).
   ``eth_blockNumber`` answers ``head_lead`` blocks more, ``eth_getTransactionCount``
   ``count_lead`` more, ``eth_chainId`` answers ``chain_id`` when set, with
   ``hide_receipts`` every receipt is null, with ``fail_receipts`` every receipt says the
-  transaction failed (status 0), and with ``signature_ok`` every ``eth_call`` answers the
-  EIP-1271 magic value.
+  transaction failed (status 0), with ``late_receipts`` the receipts of the head block are
+  null (a node that shows a new block's state before it serves its receipts, as anvil
+  under load does), and with ``signature_ok`` every ``eth_call`` answers the EIP-1271
+  magic value.
 
 Whatever the fault, a request that asks one of ``proxy.hanging`` (method names) waits
 ``hang_s`` before it is answered: a node slow on one call, fast on the rest.
@@ -71,6 +73,7 @@ class FaultyRpc:
         self.chain_id: int | None = None
         self.hide_receipts = False
         self.fail_receipts = False
+        self.late_receipts = False
         self.signature_ok = False
         self.lag = 0
         self.hanging: set[str] = set()
@@ -171,6 +174,10 @@ class FaultyRpc:
             answer["result"] = None
         elif method == "eth_getTransactionReceipt" and self.fail_receipts and result:
             answer["result"] = result | {"status": "0x0"}
+        elif method == "eth_getTransactionReceipt" and self.late_receipts and result:
+            head = (await self._http.post(self.node_url, json=_BLOCK_NUMBER)).json()["result"]
+            if int(result["blockNumber"], 16) >= int(head, 16):
+                answer["result"] = None
         elif method == "eth_call" and self.signature_ok:
             answer = {"jsonrpc": "2.0", "id": item.get("id"), "result": "0x" + MAGIC.hex()}
         return answer

@@ -341,8 +341,10 @@ class FakeChain:
         mined = self.mined_counts.get(address.lower(), 0)
         return self.pending_counts.get(address.lower(), mined) if block == "pending" else mined
 
-    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
-        self._check("nonce_use")
+    async def nonce_use(
+        self, address: str, nonce: int, hashes: Sequence[str], block: int
+    ) -> NonceUse:
+        self._check("nonce_use")  # the fake's mined counts hold at every block
         for tx_hash in hashes:
             if tx_hash in self.receipts:
                 return NonceUse(self.receipts[tx_hash], taken=False)
