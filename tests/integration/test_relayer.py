@@ -146,9 +146,10 @@ async def test_a_restart_after_sending_confirms_without_sweeping_again(
 
 
 async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases_it(
-    make_services: MakeServices, evm: EvmClient
+    make_services: MakeServices, evm: EvmClient, own_database: str
 ) -> None:
-    services = await make_services()
+    # A database of its own: the tracking follows every pending transaction it finds.
+    services = await make_services(database_url=own_database)
     owner = new_owner().address
     invoice = await paid_invoice(services, evm, owner, "0.006")
     chain, relayer = gateway(services), relayer_of(services)
