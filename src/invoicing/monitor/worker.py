@@ -212,9 +212,7 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
         # transaction that writes its records, so the next start reads it again.
         for task in (renewing, *recording):
             task.cancel()
-        for task in (renewing, *recording):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.gather(renewing, *recording, return_exceptions=True)
         with contextlib.suppress(SQLAlchemyError, OSError):
             await leases.release()
 
