@@ -195,7 +195,7 @@ async def test_a_sweep_mined_in_the_head_block_before_the_node_serves_its_receip
         (sent,) = await plan_withdrawals(
             services, chain, relayer, full=True, owner_key=owner.lower()
         )
-        assert await evm.get_receipt(sent.tx_hash) is not None  # mined, at the head
+        await evm.wait_for_receipt(sent.tx_hash)  # mined (anvil mines beside the send), at the head
 
         assert await track_pending(services, chain, relayer) == []
         await evm.call_rpc("evm_mine")
