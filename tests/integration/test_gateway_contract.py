@@ -241,7 +241,8 @@ async def test_a_sent_transaction_is_known_by_its_hash(world: World) -> None:
 async def test_a_nonce_nobody_used_is_neither_mined_nor_taken(world: World) -> None:
     unknown = "0x" + keccak256(os.urandom(32)).hex()
     fresh = new_address()
-    assert await world.gateway.nonce_use(fresh, 0, [unknown]) == NonceUse(None, taken=False)
+    head = await world.gateway.block_number()
+    assert await world.gateway.nonce_use(fresh, 0, [unknown], head) == NonceUse(None, taken=False)
 
 
 def _closed_port() -> int:
@@ -290,7 +291,7 @@ READS: list[tuple[str, tuple[Any, ...]]] = [
     ("transaction_count", ("0x" + "11" * 20,)),
     ("receipt", ("0x" + "22" * 32,)),
     ("is_known_transaction", ("0x" + "22" * 32,)),
-    ("nonce_use", ("0x" + "11" * 20, 0, ["0x" + "22" * 32])),
+    ("nonce_use", ("0x" + "11" * 20, 0, ["0x" + "22" * 32], 1)),
 ]
 
 

@@ -4,6 +4,8 @@ reorg that removes a transfer removes its record."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import httpx
@@ -13,15 +15,18 @@ from sqlalchemy import select
 
 from invoicing.addresses import normalize_address
 from invoicing.chain.abi import encode_call
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.artifacts import TEST_TOKEN
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.invoices.owner_view import owner_views
+from invoicing.monitor import worker as monitor_worker
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
+from invoicing.tables.records import PaymentScan
 from invoicing.web.app import create_app
+from invoicing.workers import STOP_GRACE_S, run_workers
 from tests.conftest import MakeServices
 from tests.support.api import issue_api_key, key_headers
 from tests.support.monitor_anvil import (
@@ -32,6 +37,7 @@ from tests.support.monitor_anvil import (
     pay_token,
     running_workers,
 )
+from tests.support.rpc_faults import faulty_rpc
 from tests.support.server import serve
 from tests.support.signing import new_owner
 
@@ -149,6 +155,44 @@ async def test_a_reorg_that_removes_a_transfer_removes_its_record(
 
     assert payments == [_native(kept, PAYER, 10**17)]
     assert await evm.get_receipt(dropped["transactionHash"]) is None
+
+
+async def test_a_stop_does_not_wait_for_a_records_run_held_up_by_the_node(
+    make_services: MakeServices, evm: EvmClient, anvil: AnvilProcess
+) -> None:
+    """The records run reads each block's traces; on a node that hangs on them (each call
+    then takes the RPC client's timeout, on every attempt) a stop, a user's Ctrl-C or the
+    app shutting down, is still prompt: the run is cut short, its scan stays queued."""
+    async with faulty_rpc(anvil.url) as node:
+        services = await make_services(chain={"rpc_url": node.url}, **FAST)
+        invoice = await open_invoice(services, new_owner(), "1", None)
+        node.hanging = {"trace_block"}
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_workers(services, stop, [monitor_worker.run]))
+        try:
+            await evm.transact(PAYER_KEY, invoice.payment_address, value=10**17)
+
+            async def seen_and_asked_for_traces() -> bool:
+                async with services.db.sessions() as session:
+                    row = await session.get(Invoice, invoice.id)
+                seen = row is not None and int(row.balance_raw) == 10**17
+                return seen and node.methods["trace_block"] > 0
+
+            await eventually(seen_and_asked_for_traces, timeout_s=60, what="the records run")
+        finally:
+            stop.set()
+            stopping = time.monotonic()
+            await asyncio.wait_for(task, 120)
+        stopped_s = time.monotonic() - stopping
+
+    # Well within the grace after which the workers' supervisor cancels a worker.
+    assert stopped_s < STOP_GRACE_S / 2, f"the monitor took {stopped_s:.1f} s to stop"
+    assert await payments_of(services, invoice) == []
+    async with services.db.sessions() as session:
+        queued = await session.scalar(
+            select(PaymentScan).where(PaymentScan.invoice_id == invoice.id)
+        )
+    assert queued is not None  # read again at the next start
 
 
 def _native(receipt: dict[str, Any], sender: str, amount: int) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from eth_account import Account
 from pydantic import SecretStr
 from sqlalchemy import select
 
-from invoicing.chain.anvil import DEV_PRIVATE_KEYS
+from invoicing.chain.anvil import DEV_PRIVATE_KEYS, AnvilProcess
 from invoicing.chain.evm import EvmClient
 from invoicing.clock import FakeClock
 from invoicing.settlement.relayer import Call
@@ -19,6 +19,7 @@ from invoicing.settlement.tracking import track_pending
 from invoicing.settlement.withdrawals import plan_withdrawals
 from invoicing.tables.settlement import RelayerTransaction, TxStatus, WithdrawalStatus
 from tests.conftest import MakeServices
+from tests.support.rpc_faults import faulty_rpc
 from tests.support.signing import new_owner
 from tests.support.withdrawals import (
     balance_of,
@@ -145,9 +146,10 @@ async def test_a_restart_after_sending_confirms_without_sweeping_again(
 
 
 async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases_it(
-    make_services: MakeServices, evm: EvmClient
+    make_services: MakeServices, evm: EvmClient, own_database: str
 ) -> None:
-    services = await make_services()
+    # A database of its own: the tracking follows every pending transaction it finds.
+    services = await make_services(database_url=own_database)
     owner = new_owner().address
     invoice = await paid_invoice(services, evm, owner, "0.006")
     chain, relayer = gateway(services), relayer_of(services)
@@ -158,6 +160,10 @@ async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases
     # Someone else uses the relayer key and its nonce before our transaction goes out.
     other = await evm.transact(DEV_PRIVATE_KEYS[0], new_owner().address, value=1)
     assert other["status"] == 1
+    # Not dropped while the nonce's taker is the head block (its node may not serve that
+    # block's receipts yet): once a block is over it.
+    assert await track_pending(services, chain, relayer) == []
+    await evm.call_rpc("evm_mine")
 
     finished = await track_pending(services, chain, relayer)
     assert [(row.id, row.status) for row in finished] == [(lost.id, TxStatus.DROPPED)]
@@ -171,6 +177,33 @@ async def test_a_nonce_taken_by_another_sender_drops_the_withdrawal_and_releases
     assert len(retry) == 1 and retry[0].nonce > lost.nonce
     assert (await reload(services, invoice.id)).status == "completed"
     assert await balance_of(evm, owner) == 6 * 10**15
+
+
+async def test_a_sweep_mined_in_the_head_block_before_the_node_serves_its_receipt_is_not_dropped(
+    make_services: MakeServices, evm: EvmClient, anvil: AnvilProcess, own_database: str
+) -> None:
+    """The node shows the head block's state (the relayer's nonce used) before it serves
+    that block's receipts, as anvil under load does for a moment: the sweep is not taken
+    for one whose nonce another transaction used; it confirms once the receipt is there."""
+    async with faulty_rpc(anvil.url) as node:
+        # A database of its own: the tracking below follows every pending transaction.
+        services = await make_services(chain={"rpc_url": node.url}, database_url=own_database)
+        owner = new_owner().address
+        invoice = await paid_invoice(services, evm, owner, "0.008")
+        chain, relayer = gateway(services), relayer_of(services)
+        node.fault, node.late_receipts = "lie", True
+        (sent,) = await plan_withdrawals(
+            services, chain, relayer, full=True, owner_key=owner.lower()
+        )
+        await evm.wait_for_receipt(sent.tx_hash)  # mined (anvil mines beside the send), at the head
+
+        assert await track_pending(services, chain, relayer) == []
+        await evm.call_rpc("evm_mine")
+        finished = await settle_all(services)
+
+    assert [(row.id, row.status) for row in finished] == [(sent.id, TxStatus.CONFIRMED)]
+    assert (await reload(services, invoice.id)).status == "completed"
+    assert await balance_of(evm, owner) == 8 * 10**15
 
 
 async def test_nonces_are_unique_and_gapless_across_processes(

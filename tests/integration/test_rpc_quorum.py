@@ -170,7 +170,8 @@ async def test_a_url_alone_while_the_other_rests_cannot_declare_a_nonce_taken(
         await chain.native_balance(relayer.address)  # the liar answers; the other fails
     honest.fault, liar.count_lead, liar.hide_receipts = None, 5, True
 
-    use = await chain.nonce_use(relayer.address, nonce, ["0x" + "ab" * 32])
+    head = await chain.block_number()
+    use = await chain.nonce_use(relayer.address, nonce, ["0x" + "ab" * 32], head)
 
     assert use.taken is False and use.receipt is None
     assert honest.methods["eth_getTransactionCount"] >= 2  # asked while resting

@@ -17,8 +17,13 @@ can also drop a connection without answering).
   ``eth_blockNumber`` answers ``head_lead`` blocks more, ``eth_getTransactionCount``
   ``count_lead`` more, ``eth_chainId`` answers ``chain_id`` when set, with
   ``hide_receipts`` every receipt is null, with ``fail_receipts`` every receipt says the
-  transaction failed (status 0), and with ``signature_ok`` every ``eth_call`` answers the
-  EIP-1271 magic value.
+  transaction failed (status 0), with ``late_receipts`` the receipts of the head block are
+  null (a node that shows a new block's state before it serves its receipts, as anvil
+  under load does), and with ``signature_ok`` every ``eth_call`` answers the EIP-1271
+  magic value.
+
+Whatever the fault, a request that asks one of ``proxy.hanging`` (method names) waits
+``hang_s`` before it is answered: a node slow on one call, fast on the rest.
 
 ``proxy.methods`` counts the JSON-RPC methods it was asked (batch items one by one). It serves
 any path, so a test can give it a URL that carries a made-up provider key.
@@ -68,8 +73,11 @@ class FaultyRpc:
         self.chain_id: int | None = None
         self.hide_receipts = False
         self.fail_receipts = False
+        self.late_receipts = False
         self.signature_ok = False
         self.lag = 0
+        self.hanging: set[str] = set()
+        self.hang_s = 60.0
         self.methods: Counter[str] = Counter()
         self.requests = 0  # HTTP requests received
         self.faulted = 0  # of those, answered with a fault (stale: any request)
@@ -116,6 +124,8 @@ class FaultyRpc:
         sent = json.loads(body)
         items = sent if isinstance(sent, list) else [sent]
         self.methods.update(str(item.get("method")) for item in items)
+        if self.hanging & {str(item.get("method")) for item in items}:
+            await asyncio.sleep(self.hang_s)
         if fault == "lag":
             head = (await self._http.post(self.node_url, json=_BLOCK_NUMBER)).json()["result"]
             self.stale_block = max(0, int(head, 16) - self.lag)
@@ -164,6 +174,10 @@ class FaultyRpc:
             answer["result"] = None
         elif method == "eth_getTransactionReceipt" and self.fail_receipts and result:
             answer["result"] = result | {"status": "0x0"}
+        elif method == "eth_getTransactionReceipt" and self.late_receipts and result:
+            head = (await self._http.post(self.node_url, json=_BLOCK_NUMBER)).json()["result"]
+            if int(result["blockNumber"], 16) >= int(head, 16):
+                answer["result"] = None
         elif method == "eth_call" and self.signature_ok:
             answer = {"jsonrpc": "2.0", "id": item.get("id"), "result": "0x" + MAGIC.hex()}
         return answer

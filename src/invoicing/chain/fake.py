@@ -141,8 +141,7 @@ class FakeChain:
     def record_transfer(
         self, to: str, sender: str, amount: int, token: str | None = None, source: str = "tx"
     ) -> Transfer:
-        """A transfer mined in the head block: paid into ``to`` and listed for the
-        transfer reads."""
+        """A transfer mined in the head block: paid into ``to``, listed for transfer reads."""
         self.pay(to, amount, token)
         number = self.block
         tx_hash = "0x" + keccak256(f"{len(self.transfers)}:{to}".encode()).hex()
@@ -341,12 +340,13 @@ class FakeChain:
         mined = self.mined_counts.get(address.lower(), 0)
         return self.pending_counts.get(address.lower(), mined) if block == "pending" else mined
 
-    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
-        self._check("nonce_use")
-        for tx_hash in hashes:
-            if tx_hash in self.receipts:
-                return NonceUse(self.receipts[tx_hash], taken=False)
-        return NonceUse(None, taken=self.mined_counts.get(address.lower(), 0) > nonce)
+    async def nonce_use(
+        self, address: str, nonce: int, hashes: Sequence[str], block: int
+    ) -> NonceUse:
+        self._check("nonce_use")  # the mined counts set by hand hold at every block
+        receipt = next((self.receipts[h] for h in hashes if h in self.receipts), None)
+        taken = receipt is None and self.mined_counts.get(address.lower(), 0) > nonce
+        return NonceUse(receipt, taken=taken)
 
     async def send_raw_transaction(self, raw: bytes) -> str:
         self._check("send_raw_transaction")

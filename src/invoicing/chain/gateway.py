@@ -271,8 +271,10 @@ class EvmGateway:
         at = block if isinstance(block, str) else hex(block)
         return await lowest_count(self.evm.rpc, address, at)
 
-    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
-        receipt, taken = await nonce_verdict(self.evm.rpc, address, nonce, hashes)
+    async def nonce_use(
+        self, address: str, nonce: int, hashes: Sequence[str], block: int
+    ) -> NonceUse:
+        receipt, taken = await nonce_verdict(self.evm.rpc, address, nonce, hashes, block)
         return NonceUse(receipt, taken)
 
     async def send_raw_transaction(self, raw: bytes) -> str:

@@ -85,11 +85,12 @@ async def receipt_of(rpc: JsonRpc, tx_hash: str) -> dict[str, Any] | None:
 
 
 async def nonce_verdict(
-    rpc: JsonRpc, address: str, nonce: int, hashes: Sequence[str]
+    rpc: JsonRpc, address: str, nonce: int, hashes: Sequence[str], block: int
 ) -> tuple[dict[str, Any] | None, bool]:
     """(a receipt of ``hashes`` that counts, or None; whether another transaction took
-    ``nonce``): each URL asked its mined count and the receipts in one batch."""
-    requests = [("eth_getTransactionCount", [address, "latest"])]
+    ``nonce`` by ``block``): each URL asked its count at ``block`` and the receipts in one
+    batch (a URL without that block answers no count)."""
+    requests = [("eth_getTransactionCount", [address, hex(block)])]
     requests += [("eth_getTransactionReceipt", [tx_hash]) for tx_hash in hashes]
     answers = [(i, a) for i, a in enumerate(await ask_every_url(rpc, requests)) if a]
     found = [(i, receipt) for i, (_, *receipts) in answers for receipt in receipts]

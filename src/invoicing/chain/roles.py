@@ -30,8 +30,8 @@ class NonceUse:
 
     receipt: dict[str, Any] | None  # one of its transactions' receipt that counts
     # No URL holds a receipt of them, and two URLs (the only one, on a chain with one) report
-    # the nonce mined in the same answer as they report no receipt: another transaction
-    # took the nonce.
+    # the nonce mined by the block asked about in the same answer as they report no receipt:
+    # another transaction took the nonce.
     taken: bool
 
 
@@ -188,11 +188,14 @@ class TransactionSender(Protocol):
         not believed)."""
         ...
 
-    async def nonce_use(self, address: str, nonce: int, hashes: Sequence[str]) -> NonceUse:
+    async def nonce_use(
+        self, address: str, nonce: int, hashes: Sequence[str], block: int
+    ) -> NonceUse:
         """Whether a transaction of ``hashes`` (one nonce's signed versions) was mined after
-        all, or another transaction took ``nonce``: asked of every URL (set-aside ones too),
-        each in one batch, so one URL that lags, hides or forges receipts cannot declare the
-        nonce taken (``chain.quorum``). ChainUnavailable when no URL answers."""
+        all, or another transaction took ``nonce`` by ``block`` (the account's count at that
+        block is past it): asked of every URL (set-aside ones too), each in one batch, so
+        one URL that lags, hides or forges receipts cannot declare the nonce taken
+        (``chain.quorum``). ChainUnavailable when no URL answers."""
         ...
 
     async def send_raw_transaction(self, raw: bytes) -> str:

@@ -11,7 +11,8 @@ seen within one block; then the due pass reads the shards no pass read within th
 check is due (``monitor.lifetime``), and the invoices paid since are given their rate at
 payment in their owner's reporting currency (``invoices.fiat``). Beside the passes, in a task
 of its own, the payments-of-record step (``monitor.records``) reads the transfers behind the
-balance changes the passes saw, once per new block.
+balance changes the passes saw, once per new block; a stop cancels a run under way rather
+than wait for it (what it had not written stays queued for the next start).
 
 On a chain whose blocks come at a steady pace (12 s on Ethereum) the head is not polled
 every ``monitor_poll_interval_s`` but once the next block is due (``HeadPacer``), so at rest
@@ -201,12 +202,17 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
     leases = ShardLeases(services, chain.config.chain_id)
     logs.annotate(chain_id=chain.config.chain_id)  # this loop runs in a task of its own
     renewing = asyncio.create_task(_renew_leases(leases, stop))
+    recording: set[asyncio.Task[None]] = set()  # the payments-of-record run under way
     try:
-        await _watch(services, chain, leases, stop)
+        await _watch(services, chain, leases, stop, recording)
     finally:
-        renewing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewing
+        # A stop does not wait for the records run: it may have hundreds of queued scans to
+        # read, a block (or more) per call, and a call that hangs takes the RPC client's
+        # timeout times its attempts. It is resumable: a scan leaves the queue only in the
+        # transaction that writes its records, so the next start reads it again.
+        for task in (renewing, *recording):
+            task.cancel()
+        await asyncio.gather(renewing, *recording, return_exceptions=True)
         with contextlib.suppress(SQLAlchemyError, OSError):
             await leases.release()
 
@@ -228,7 +234,11 @@ async def _renew_leases(leases: ShardLeases, stop: asyncio.Event) -> None:
 
 
 async def _watch(
-    services: Services, chain: ChainGateway, leases: ShardLeases, stop: asyncio.Event
+    services: Services,
+    chain: ChainGateway,
+    leases: ShardLeases,
+    stop: asyncio.Event,
+    recording: set[asyncio.Task[None]],
 ) -> None:
     poll_s = services.settings.monitor_poll_interval_s
     lifetime_poll_ms = services.settings.lifetime_poll_interval_s * 1000
@@ -237,7 +247,6 @@ async def _watch(
     last_block: int | None = None
     last_shards: tuple[int, ...] = ()
     last_lifetime_ms: int | None = None
-    recording: asyncio.Task[None] | None = None
     recorded_at: int | None = None
     recorded_s = 0.0
     interval_s = services.settings.monitor_interval_s
@@ -269,9 +278,11 @@ async def _watch(
             # queued).
             now_s = time.monotonic()
             due = changed or block != recorded_at or now_s - recorded_s >= interval_s
-            if due and (recording is None or recording.done()):
+            if due and not recording:
                 recorded_at, recorded_s, changed = block, now_s, False
-                recording = asyncio.create_task(_record_payments(services, chain, block))
+                run = asyncio.create_task(_record_payments(services, chain, block))
+                recording.add(run)
+                run.add_done_callback(recording.discard)
             now_ms = services.clock.now_ms()
             if last_lifetime_ms is None or now_ms - last_lifetime_ms >= lifetime_poll_ms:
                 with metrics.monitor_pass(chain_id, "lifetime"):
@@ -304,8 +315,6 @@ async def _watch(
             continue
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=delay)
-    if recording is not None:
-        await recording
 
 
 async def _record_payments(services: Services, chain: ChainGateway, block: int) -> None:

@@ -127,6 +127,13 @@ class Dispatcher:
             await self._run(stop)
         finally:
             bell.forget(self.queued)
+            # Cancelled (a stop past its grace, ``workers``): the attempts still in flight
+            # end with it rather than outlive the client; their claims lapse and they are
+            # attempted again, as after a crash.
+            late = list(self.in_flight)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
 
     async def _run(self, stop: asyncio.Event) -> None:
         poll_s = self.services.settings.webhook_poll_interval_s

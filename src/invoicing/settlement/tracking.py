@@ -4,7 +4,8 @@ Everything is read back from the database, so a restarted process resumes where 
 one stopped. Transactions of an earlier relayer key (before a rotation) are followed too, to
 the end: re-broadcast when a node forgot them, but never replaced (that needs their key).
 A transaction is final only at the chain's confirmation depth; what it then means is up to
-its purpose's handler (``settlement.finality``).
+its purpose's handler (``settlement.finality``). One is dropped when another transaction
+took its nonce, once that one has the confirmation depth and a block over it.
 """
 
 from __future__ import annotations
@@ -94,7 +95,13 @@ async def track_one(
     if row.nonce < mined_count:
         # Dropped only when no URL holds a receipt and one reports the nonce mined in the
         # same answer: a URL that lags or hides receipts never fails a mined refund or sweep.
-        use = await chain.nonce_use(row.sender, row.nonce, [str(h) for h in row.hashes])
+        # And mined by a block with ``confirmations`` blocks over it, not merely at the head:
+        # a node may show a new block's state before it serves the block's receipts (anvil
+        # under load answers the count past the nonce with no receipt, in one batch, for a
+        # transaction it is mining), and a mined sweep dropped is an invoice never completed.
+        under = max(0, head - chain.config.confirmations)
+        hashes = [str(h) for h in row.hashes]
+        use = await chain.nonce_use(row.sender, row.nonce, hashes, under)
         if use.receipt is not None:
             return await mined(services, chain, row, head, use.receipt)
         return await finalize(services, row.id, None) if use.taken else None
