@@ -37,6 +37,13 @@ ANY_TOKEN = "A" * 43
 FUNDER_KEY = DEV_PRIVATE_KEYS[8]
 
 
+@pytest.fixture
+def database_url(own_database: str) -> str:
+    """A database per test: the pay pages' limit counts each client address in the database,
+    and other files' tests on the run's shared database call them from the same address."""
+    return own_database
+
+
 async def expire(services: Services, invoice_id: str) -> None:
     async with services.db.transaction() as session:
         await session.execute(
