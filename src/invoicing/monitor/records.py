@@ -200,8 +200,18 @@ async def _record(
             if (invoice_id, t.tx_hash, t.source) not in known
         }
         if new:
+            # Only what this transaction inserted is announced: a pass recording the invoices
+            # it paid may run beside the step.
             insert = upsert(services.db.dialect, PaymentRecord).on_conflict_do_nothing()
-            await session.execute(insert, list(new.values()))
+            inserted = await session.execute(
+                insert.returning(
+                    PaymentRecord.invoice_id, PaymentRecord.tx_hash, PaymentRecord.source
+                ),
+                list(new.values()),
+            )
+            made = {(row[0], row[1], row[2]) for row in inserted}
+            new = {key: row for key, row in new.items() if key in made}
+        if new:
             await _announce(session, services, now_ms, {key[0] for key in new}, new)
         whole = [scan for scan in scans if _first_read(scan) == scan.from_block]
         covered = [
