@@ -56,7 +56,6 @@ from invoicing.monitor.check import (
     observe_detection,
     store_balances,
 )
-from invoicing.monitor.records import record_paid_now
 from invoicing.monitor.scan import INVOICES, LOUD, PASS_COLUMNS, rows_at
 from invoicing.monitor.shards import load_records, record_pass
 from invoicing.services import Services
@@ -212,7 +211,6 @@ async def _run(
         await batches.close()
     if counts.newly_paid:  # one header read for the pass's payments
         await observe_detection(services, chain_id, paid_from_block, counts.newly_paid)
-    await record_paid_now(services, chain, counts.newly_paid)
     await record_pass(services, chain_id, shards, status, started_ms)
     return PassResult(
         block=block,

@@ -27,13 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, and_, delete, or_, select, update
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.transfers import Transfer
 from invoicing.db import upsert
-from invoicing.errors import ChainUnavailable
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.notify import Occurrence, record_events
 from invoicing.invoices.payments import (
@@ -84,45 +82,28 @@ async def run_records_step(services: Services, chain: ChainGateway, head: int) -
     return RecordsResult(scanned, recorded, removed)
 
 
-async def record_paid_now(services: Services, chain: ChainGateway, paid: Sequence[Invoice]) -> None:
-    """Record the scans of the invoices a pass has just marked paid, at the pass's end (their
-    held paid webhooks go out with their ``payments``, not a run of the step later). When
-    the chain or the database fails here the step's next run does it."""
-    if not paid:
-        return
-    try:
-        await _scan(services, chain, [invoice.id for invoice in paid])
-    except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
-        log.info("payments of %d invoice(s) just paid not recorded yet (%s)", len(paid), exc)
-
-
-async def _scan(
-    services: Services, chain: ChainGateway, only: Sequence[str] | None = None
-) -> tuple[int, int]:
-    """One batch of the chain's queued scans (``only``: of these invoices): scans taken and
-    transfers recorded."""
-    query = (
-        select(
-            PaymentScan.invoice_id,
-            PaymentScan.from_block,
-            PaymentScan.to_block,
-            Invoice.payment_address,
-            Invoice.token_address,
-        )  # fmt: skip
-        .join(Invoice, Invoice.id == PaymentScan.invoice_id)
-        .where(PaymentScan.chain_id == chain.config.chain_id)
-        .order_by(PaymentScan.to_block)
-        .limit(SCAN_BATCH)
-    )
-    if only is not None:
-        query = query.where(PaymentScan.invoice_id.in_(list(only)))
+async def _scan(services: Services, chain: ChainGateway) -> tuple[int, int]:
+    chain_id = chain.config.chain_id
     async with services.db.sessions() as session:
-        scans = [_Scan(*row) for row in await session.execute(query)]
+        rows = await session.execute(
+            select(
+                PaymentScan.invoice_id,
+                PaymentScan.from_block,
+                PaymentScan.to_block,
+                Invoice.payment_address,
+                Invoice.token_address,
+            )  # fmt: skip
+            .join(Invoice, Invoice.id == PaymentScan.invoice_id)
+            .where(PaymentScan.chain_id == chain_id)
+            .order_by(PaymentScan.to_block)
+            .limit(SCAN_BATCH)
+        )
+        scans = [_Scan(*row) for row in rows]
     if not scans:
         return 0, 0
     found = await _transfers(chain, scans)
     times = {number: await chain.block_timestamp(number) * 1000 for number in _blocks(found)}
-    recorded = await _record(services, chain.config.chain_id, scans, found, times)
+    recorded = await _record(services, chain_id, scans, found, times)
     return len(scans), recorded
 
 
@@ -200,8 +181,8 @@ async def _record(
             if (invoice_id, t.tx_hash, t.source) not in known
         }
         if new:
-            # Only what this transaction inserted is announced: a pass recording the invoices
-            # it paid may run beside the step.
+            # Only what this transaction inserted is announced: the step of another monitor
+            # process may record the same transfers at the same time.
             insert = upsert(services.db.dialect, PaymentRecord).on_conflict_do_nothing()
             inserted = await session.execute(
                 insert.returning(
