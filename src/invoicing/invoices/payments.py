@@ -11,10 +11,10 @@ removed the block removes the record (the escrow is scanned again).
 The paid webhook carries the invoice's ``payments`` as the status lookup shows them: the
 transaction that marks an invoice paid and queues its scan writes the webhook held
 (``PAID_WEBHOOK_HOLD_MS``), and the step that records the scan's transfers releases it, due
-at once, with the records (``release_paid_webhooks``). The monitor records the scans of the
-invoices it has just marked paid right after that transaction, so the hold costs the paid
-webhook those few reads; only when they fail does the hold run out and the webhook go
-without the payments not recorded yet.
+at once, with the records (``release_paid_webhooks``). The monitor starts the step right
+after a pass that changed something, so the hold costs the paid webhook those few reads;
+only when they fail does the hold run out and the webhook go without the payments not
+recorded yet.
 """
 
 from __future__ import annotations
