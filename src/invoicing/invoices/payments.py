@@ -149,6 +149,6 @@ async def release_paid_webhooks(
     for row in held:
         mine = payments.get(row.invoice_pk or "")
         row.payload = {**row.payload, **({"payments": mine} if mine else {})}
-        row.next_attempt_at = now_ms
+        row.next_attempt_at = row.created_at  # due since it was written: its turn kept
     ring_after_commit(session)
     return len(held)
