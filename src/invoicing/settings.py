@@ -10,8 +10,6 @@ settings shows them; code that needs the value calls ``get_secret_value()``.
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -24,10 +22,14 @@ from invoicing.auth.admission import FILE_PREFIX, parse_owner_list
 from invoicing.chain.chains_file import load_chains_file
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.rpc import RpcPolicy
+from invoicing.setting_values import (
+    EXAMPLE_PLACEHOLDER,
+    parse_origins,
+    refuse_example_values,
+    trusted_networks,
+)
 
 PLACEHOLDER_SECRET = "dev-only-insecure-secret-change-me"
-# How the example settings file (deploy/systemd/invoicing.env.example) marks a value to fill.
-EXAMPLE_PLACEHOLDER = "replace-with-"
 DEVELOPMENT = "development"
 # Outside development INVOICING_SECRET must have at least this many bytes (UTF-8).
 MIN_SECRET_BYTES = 32
@@ -285,6 +287,13 @@ class Settings(BaseSettings):
                     f"INVOICING_SECRET must be at least {MIN_SECRET_BYTES} bytes outside "
                     "development (for example: openssl rand -hex 32)"
                 )
+            refuse_example_values(
+                {
+                    "INVOICING_DATABASE_URL": self.database_url,
+                    "INVOICING_METRICS_TOKEN": self.metrics_token,
+                    "INVOICING_SMTP_URL": self.smtp_url,
+                }
+            )
             if any(chain.relayer_key is not None for chain in self.chains):
                 raise ValueError(
                     "relayer keys in INVOICING_CHAINS are refused outside development: "
@@ -370,30 +379,3 @@ class Settings(BaseSettings):
                 else chain.relayer_min_balance
             ),
         )
-
-
-def parse_origins(value: str) -> frozenset[str]:
-    """A CORS setting: comma-separated origins (``https://shop.example``), or ``*``."""
-    origins = frozenset(part.strip().rstrip("/") for part in value.split(",") if part.strip())
-    for origin in origins - {"*"}:
-        if not re.fullmatch(r"https?://[^/\s]+", origin):
-            raise ValueError(f"CORS: not an origin (scheme://host[:port]): {origin!r}")
-    return origins
-
-
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-@functools.cache
-def trusted_networks(setting: str) -> tuple[IPNetwork, ...]:
-    """The CIDRs of ``INVOICING_TRUSTED_PROXIES`` (comma-separated); ValueError if one is bad."""
-    networks = []
-    for part in setting.split(","):
-        if part.strip():
-            try:
-                networks.append(ipaddress.ip_network(part.strip(), strict=False))
-            except ValueError:
-                raise ValueError(
-                    f"INVOICING_TRUSTED_PROXIES: {part.strip()!r} is not a CIDR"
-                ) from None
-    return tuple(networks)

@@ -13,11 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
+from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy import select, update
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications.worker import Dispatcher, client_for
 from invoicing.services import Services
 from invoicing.settlement.withdrawals import plan_withdrawals
@@ -30,12 +32,13 @@ from tests.support.receiver import Received, Receiver, receiver
 from tests.support.refunds import REFUND, refund_body
 from tests.support.server import serve
 from tests.support.signing import new_owner
-from tests.support.withdrawals import gateway, pay, relayer_of, settle_all
+from tests.support.withdrawals import PAYER_KEY, gateway, pay, relayer_of, settle_all
 
 pytestmark = pytest.mark.integration
 
 ETH = 10**18
 TUSD = 10**6
+PAYER = Account.from_key(PAYER_KEY).address
 
 
 class Shop:
@@ -180,14 +183,32 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
     partial = await shop.lookup(invoice)
     await pay(evm, invoice, 7 * ETH // 10)
     paid = await shop.lookup(invoice)
+    # The paid webhook waits for the payments of record: none is due before the monitor's
+    # step records the transfers.
+    await deliver_due(shop.services)
+    assert hooks.at(f"{shop.owner.address}/paid") == []
+    (chain,) = shop.services.chains.all()
+    await run_records_step(shop.services, chain, await chain.block_number())
+    recorded = await shop.lookup(invoice)
 
     got = by_type(await shop.received())
-    assert sorted(got) == ["invoice.overpaid", "invoice.paid", "invoice.partially_paid"]
+    assert sorted(got) == [
+        "invoice.overpaid",
+        "invoice.paid",
+        "invoice.partially_paid",
+        "invoice.payment_recorded",
+    ]
     assert got["invoice.partially_paid"]["data"] == {"invoice": partial}
     assert partial["balanceRaw"] == str(4 * ETH // 10) and partial["status"] == "pending"
     assert got["invoice.paid"]["data"] == got["invoice.overpaid"]["data"] == {"invoice": paid}
     assert (paid["status"], paid["balanceRaw"]) == ("paid", str(11 * ETH // 10))
-    assert [e["type"] for e in await shop.events()][2:] == ["invoice.partially_paid"]
+    payments = recorded["payments"]
+    assert [(p["from"], p["amountRaw"], p["tokenAddress"]) for p in payments] == [
+        (PAYER, str(4 * ETH // 10), None),
+        (PAYER, str(7 * ETH // 10), None),
+    ]
+    assert got["invoice.payment_recorded"]["data"]["payments"] == payments
+    assert [e["type"] for e in await shop.events()][3:] == ["invoice.partially_paid"]
     # The paid webhook, exactly as before: its payload, the API key, its own event id.
     (spec,) = hooks.at(f"{shop.owner.address}/paid")
     assert spec.body == {
@@ -206,6 +227,7 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
         "balanceRaw": str(11 * ETH // 10),
         "balance": 1.1,
         "updatedAt": paid["updatedAt"],
+        "payments": payments,
     }
     assert spec.headers["x-service-api-key"] == shop.api_key
     assert spec.headers["x-service-delivery-attempt"] == "1"
@@ -252,7 +274,7 @@ async def test_partial_then_overpayment_and_the_spec_webhook(
     )
     assert not_paid.status_code == 400
     assert not_paid.json()["error"]["code"] == "invalid_request"
-    assert len(hooks.at(shop.owner.address)) == 3  # nothing more to the endpoint
+    assert len(hooks.at(shop.owner.address)) == 4  # nothing more to the endpoint
 
 
 async def test_expiry_late_payment_and_cancel_go_to_an_endpoint_that_takes_them(

@@ -6,6 +6,8 @@ from typing import Any
 
 import httpx
 import pytest
+from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
@@ -13,8 +15,10 @@ from invoicing.monitor.passes import run_due_pass
 from invoicing.services import Services
 from invoicing.web.app import create_app
 from tests.conftest import MakeServices
+from tests.support.api import issue_api_key, key_headers
 from tests.support.monitor_anvil import (
     FAST,
+    PAYER_KEY,
     eventually,
     open_invoice,
     pay_native,
@@ -28,6 +32,21 @@ from tests.support.signing import new_owner, signed_headers
 
 pytestmark = pytest.mark.integration
 
+PAYER = Account.from_key(PAYER_KEY).address
+
+
+async def _status_of(services: Services, owner: LocalAccount, address: str) -> dict[str, Any]:
+    """The invoice as the status lookup answers its owner (API key mode)."""
+    headers = key_headers(await issue_api_key(services, owner))
+    where = {"ownerAddress": owner.address, "paymentAddress": address}
+    async with (
+        serve(create_app(services)) as base_url,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as http,
+    ):
+        answer = await http.get("/integration/invoices/status", params=where, headers=headers)
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json()["invoice"])
+
 
 async def test_native_payment_is_detected_and_the_webhook_delivered(
     make_services: MakeServices, evm: EvmClient, hooks: Receiver
@@ -37,12 +56,21 @@ async def test_native_payment_is_detected_and_the_webhook_delivered(
     invoice = await open_invoice(services, owner, "0.25", hooks.url("native"))
 
     async with running_workers(services):
-        await pay_native(evm, invoice.payment_address, 25 * 10**16)
+        receipt = await evm.transact(PAYER_KEY, invoice.payment_address, value=25 * 10**16)
         (request,) = await hooks.wait_for("native")
+        # Right after the webhook, the status lookup lists the same payments of record.
+        status = await _status_of(services, owner, invoice.payment_address)
 
     paid = await reload(services, invoice)
     (event,) = await events_of(services, invoice)
     assert (paid.status, paid.paid, paid.balance_raw) == ("paid", True, str(25 * 10**16))
+    payment = {
+        "txHash": receipt["transactionHash"],
+        "from": PAYER,
+        "amountRaw": str(25 * 10**16),
+        "tokenAddress": None,
+        "blockNumber": int(receipt["blockNumber"]),
+    }
     assert request.body == {
         "ownerAddress": owner.address,
         "chainId": invoice.chain_id,
@@ -59,7 +87,9 @@ async def test_native_payment_is_detected_and_the_webhook_delivered(
         "balanceRaw": str(25 * 10**16),
         "balance": 0.25,
         "updatedAt": paid.updated_at,
+        "payments": [payment],
     }
+    assert status["payments"] == [payment]
     assert request.headers["content-type"] == "application/json"
     assert request.headers["x-service-signature"] == "0x" + "ab" * 65
     assert request.headers["x-service-timestamp"] == "17"
@@ -72,7 +102,8 @@ async def test_erc20_partial_payment_then_top_up(
     make_services: MakeServices, evm: EvmClient, dev: DevDeployment, hooks: Receiver
 ) -> None:
     services = await make_services(**FAST)
-    invoice = await open_invoice(services, new_owner(), "12.5", hooks.url("erc20"), token=dev.token)
+    owner = new_owner()
+    invoice = await open_invoice(services, owner, "12.5", hooks.url("erc20"), token=dev.token)
 
     async with running_workers(services):
         await pay_token(evm, dev.token, invoice.payment_address, 10_000_000)
@@ -87,11 +118,21 @@ async def test_erc20_partial_payment_then_top_up(
 
         await pay_token(evm, dev.token, invoice.payment_address, 2_500_000)
         (request,) = await hooks.wait_for("erc20")
+        status = await _status_of(services, owner, invoice.payment_address)
 
     paid = await reload(services, invoice)
     assert (paid.status, paid.balance_raw, paid.required_raw) == ("paid", "12500000", "12500000")
     assert request.body["tokenAddress"] == dev.token
     assert (request.body["balanceRaw"], request.body["balance"]) == ("12500000", 12.5)
+    # Both transfers, the partial one and the top-up, in chain order, as the status lists them.
+    payments = request.body["payments"]
+    assert [(p["from"], p["amountRaw"], p["tokenAddress"]) for p in payments] == [
+        (PAYER, "10000000", dev.token),
+        (PAYER, "2500000", dev.token),
+    ]
+    receipts = [await evm.get_receipt(p["txHash"]) for p in payments]
+    assert [int(r["blockNumber"]) for r in receipts if r] == [p["blockNumber"] for p in payments]
+    assert status["payments"] == payments
 
 
 async def test_expired_invoice_is_paid_late_and_the_webhook_fires(

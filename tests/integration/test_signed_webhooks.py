@@ -20,6 +20,7 @@ from invoicing.auth.guard import Caller
 from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Outcome
 from invoicing.notifications.delivery import AttemptResult, record_results
@@ -73,8 +74,11 @@ async def worker(services: Services) -> AsyncIterator[None]:
 async def pay(services: Services, fake: FakeChain, owner: str, url: str, **kwargs: object) -> None:
     invoice = await new_invoice(services, fake, webhook_url=url, owner_address=owner, **kwargs)  # type: ignore[arg-type]
     fake.pay(invoice.payment_address, ETH)
-    # The block pass reads every pending invoice (a due pass skips shards read recently).
+    # The block pass reads every pending invoice (a due pass skips shards read recently);
+    # then, as the monitor does, the payments-of-record step, which releases the held paid
+    # webhook.
     await run_block_pass(services, fake, await fake.block_number())
+    await run_records_step(services, fake, await fake.block_number())
 
 
 async def attempts_recorded(services: Services, url: str, count: int) -> None:

@@ -26,7 +26,7 @@ from invoicing.tables.invoices import Invoice
 from invoicing.tables.notifications import Event
 from tests.conftest import RunningApp
 from tests.support.api import signed_get
-from tests.support.events import deliver_due
+from tests.support.events import record_then_deliver_due
 from tests.support.factory import sign_typed
 from tests.support.gasless import funded_payer
 from tests.support.receiver import Receiver
@@ -161,7 +161,7 @@ async def test_three_periods_into_three_escrows_then_the_payer_cancels_on_chain(
     assert await charges_sent(app, owner.address) == 3
     await each_charge_names_its_period(app, owner, headers, created, escrows)
     assert view["webhookUrl"] == hooks.url("/paid")
-    await deliver_due(app.services)
+    await record_then_deliver_due(app.services)
     await one_paid_webhook_per_period(hooks, headers, created["id"], escrows)
 
     # The payer cancels on chain: nothing is charged after, whoever asks.
@@ -310,7 +310,7 @@ async def test_a_signed_subscriptions_charge_repeats_its_creation_signature(
         {"ownerAddress": owner.address, "paymentAddress": charge["paymentAddress"]},
     )
     assert seen.json()["invoice"]["status"] == "paid", seen.text
-    await deliver_due(app.services)
+    await record_then_deliver_due(app.services)
 
     [paid] = hooks.at("/signed")
     assert paid.body["subscription"] == {"id": created["id"], "period": 0}

@@ -18,6 +18,7 @@ from invoicing.auth.secrets import ServerSecrets
 from invoicing.chain.fake import FakeChain
 from invoicing.db import Database
 from invoicing.monitor.passes import run_block_pass
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import Delivery, FakeWebhookClient, Outcome
 from invoicing.notifications.delivery import AttemptResult, record_results
@@ -47,8 +48,11 @@ async def services(own_database: str, fake: FakeChain) -> AsyncIterator[Services
 async def paid_invoice(services: Services, fake: FakeChain, **kwargs: object) -> Invoice:
     invoice = await new_invoice(services, fake, **kwargs)  # type: ignore[arg-type]
     fake.pay(invoice.payment_address, ETH)
-    # The block pass reads every pending invoice (a due pass skips shards read recently).
+    # The block pass reads every pending invoice (a due pass skips shards read recently);
+    # then, as the monitor does, the payments-of-record step, which releases the held paid
+    # webhook.
     await run_block_pass(services, fake, await fake.block_number())
+    await run_records_step(services, fake, await fake.block_number())
     return invoice
 
 

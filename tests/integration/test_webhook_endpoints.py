@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications import worker
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import WebhookClient
@@ -48,6 +49,7 @@ async def paid_event(
     invoice: Invoice = await new_invoice(services, fake, webhook_url=url, owner_address=owner)
     fake.pay(invoice.payment_address, 10**18)
     await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
+    await run_records_step(services, fake, await fake.block_number())  # releases the webhooks
     clock_of(services).advance(1)
     (event,) = await events_of(services, invoice)
     return event.id

@@ -14,6 +14,7 @@ from sqlalchemy import delete, select
 
 from invoicing.chain.fake import FakeChain
 from invoicing.monitor.passes import run_block_pass
+from invoicing.monitor.records import run_records_step
 from invoicing.notifications.client import FakeWebhookClient, HttpWebhookClient, Outcome
 from invoicing.notifications.worker import Dispatcher
 from invoicing.services import Services
@@ -113,6 +114,7 @@ async def paid(services: Services, fake: FakeChain, url: str) -> str:
     invoice = await new_invoice(services, fake, webhook_url=url)
     fake.pay(invoice.payment_address, ETH)
     await run_block_pass(services, fake, await fake.block_number())  # reads every pending one
+    await run_records_step(services, fake, await fake.block_number())  # releases the webhooks
     (event,) = await events_of(services, invoice)
     clock_of(services).advance(1)  # claims go oldest first: in the order made here
     return event.id

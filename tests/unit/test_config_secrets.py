@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,59 @@ def test_a_refused_configuration_does_not_show_the_secret() -> None:
 def test_outside_development_the_secret_must_be_real_and_32_bytes(secret: str, reason: str) -> None:
     with pytest.raises(ValidationError, match=reason):
         Settings(environment="production", secret=secret)
+
+
+ENV_EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "systemd" / "invoicing.env.example"
+
+
+def example_value(name: str) -> str:
+    """The value the example settings file gives ``name``, as shipped."""
+    (value,) = re.findall(rf"^{name}=(.*)$", ENV_EXAMPLE.read_text(), re.MULTILINE)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("INVOICING_DATABASE_URL", "database_url"),
+        ("INVOICING_METRICS_TOKEN", "metrics_token"),
+    ],
+)
+def test_outside_development_the_example_files_placeholders_are_refused(
+    name: str, field: str
+) -> None:
+    placeholder = example_value(name)
+    assert "replace-with-" in placeholder  # the file still marks it so
+
+    with pytest.raises(ValidationError) as refused:
+        Settings(environment="production", secret=SECRET, **{field: placeholder})
+
+    assert f"{name} still holds the example settings file's placeholder" in str(refused.value)
+    assert placeholder not in str(refused.value)
+    assert Settings(environment="development", **{field: placeholder})
+
+
+def test_every_placeholder_left_is_named_at_once_and_real_values_start() -> None:
+    left = {
+        "database_url": example_value("INVOICING_DATABASE_URL"),
+        "metrics_token": example_value("INVOICING_METRICS_TOKEN"),
+        "smtp_url": "smtp://mail:replace-with-the-password@mail.example:587?starttls=1",
+    }
+    with pytest.raises(ValidationError) as refused:
+        Settings(environment="production", secret=SECRET, **left)
+    assert "INVOICING_DATABASE_URL, INVOICING_METRICS_TOKEN, INVOICING_SMTP_URL still hold" in str(
+        refused.value
+    )
+
+    # As the deploy guide fills them in: a generated password and token.
+    real = Settings(
+        environment="production",
+        secret=SECRET,
+        database_url="postgresql://invoicing:3f9c1d2e8a7b6c5d@127.0.0.1/invoicing",
+        metrics_token=METRICS_TOKEN,
+    )
+    assert real.metrics_token is not None
+    assert real.metrics_token.get_secret_value() == METRICS_TOKEN
 
 
 def test_a_32_byte_secret_is_enough_and_development_takes_any() -> None:

@@ -1,7 +1,8 @@
 """The bottom floors of the package import only what lies below them, counting imports made
 inside functions and under ``TYPE_CHECKING``: the metrics and the database import nothing of
 the service's, the chain package stands on the addresses, errors, hashing, metrics and the
-registry, the settings on the chain package and the owners-list parser, and the services on
+registry, the settings on the chain package, the owners-list parser and the setting values
+parsers (which import nothing of the service's), and the services on
 those (the floors of the whole package, and its circles: ``test_structure``)."""
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ FLOORS: dict[str, tuple[str, ...]] = {
         "invoicing.metrics",
         "invoicing.registry",
     ),
-    "settings.py": ("invoicing.chain", "invoicing.auth.admission"),
+    "setting_values.py": (),
+    "settings.py": ("invoicing.chain", "invoicing.auth.admission", "invoicing.setting_values"),
     "services.py": ("invoicing.chain", "invoicing.clock", "invoicing.db", "invoicing.settings"),
 }
 

@@ -31,6 +31,15 @@ BODY = json.dumps(
         "balanceRaw": "250000000000000000",
         "balance": 0.25,
         "updatedAt": 1795463933262,
+        "payments": [
+            {
+                "txHash": "0x" + "ab" * 32,
+                "from": "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
+                "amountRaw": "250000000000000000",
+                "tokenAddress": None,
+                "blockNumber": 16,
+            }
+        ],
     },
     separators=(",", ":"),
 ).encode()
@@ -53,6 +62,11 @@ def test_a_signed_delivery_verifies_and_gives_the_event() -> None:
         "order-1", 25 * 10**16, 25 * 10**16,
     )  # fmt: skip
     assert event.event_id == "ev-1"
+    assert event.payments is not None
+    (payment,) = event.payments
+    assert (payment.from_, payment.amount_raw, payment.block_number) == (
+        "0x976EA74026E726554dB657fA54763abd0C3a0aa9", 25 * 10**16, 16,
+    )  # fmt: skip
     assert webhooks.signature_header("whsec_a", BODY, NOW) == (
         f"t={NOW},v1={v1('whsec_a', NOW, BODY)}"
     )

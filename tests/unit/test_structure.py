@@ -42,6 +42,7 @@ FLOORS: list[set[str]] = [
         "outbound",
         "registry",
         "runtime",
+        "setting_values",
     },
     {"addresses", "migrate", "outage", "tables"},
     {"auth", "brand", "chain", "ratelimit"},

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from invoicing.chain.config import x402_tokens
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.owner_view import owner_views
+from invoicing.invoices.payments import PAID_WEBHOOK_HOLD_MS
 from invoicing.invoices.views import webhook_payload
 from invoicing.notifications.outbox import webhook_url_row
 from invoicing.notifications.record import new_event, write_events
@@ -31,12 +32,15 @@ from invoicing.tables.notifications import Event
 class Occurrence:
     """What one move of one invoice writes: its events, whether the paid webhook goes
     out (``notify_paid``, the ``NOTIFY_PAID`` effect) and anything the events' ``data``
-    carries besides the invoice (the refund of ``invoice.refunded``)."""
+    carries besides the invoice (the refund of ``invoice.refunded``). ``hold_paid``: the
+    paid webhook waits for the payments of record of a scan queued with the move
+    (``invoices.payments.release_paid_webhooks``)."""
 
     invoice: Invoice
     types: Sequence[str]
     notify_paid: bool = False
     extra: dict[str, Any] | None = None
+    hold_paid: bool = False
 
 
 async def record_events(
@@ -61,7 +65,7 @@ async def record_events(
             if event_type == InvoiceEvent.PAID:
                 paid_event_of[occurrence.invoice.id] = event.id
     paid_webhooks = [
-        paid_webhook_row(o.invoice, now_ms, paid_event_of.get(o.invoice.id))
+        paid_webhook_row(o.invoice, now_ms, paid_event_of.get(o.invoice.id), held=o.hold_paid)
         for o in occurrences
         if o.notify_paid and o.invoice.webhook_url
     ]
@@ -69,11 +73,17 @@ async def record_events(
     return events
 
 
-def paid_webhook_row(invoice: Invoice, now_ms: int, event_id: str | None) -> dict[str, Any]:
+def paid_webhook_row(
+    invoice: Invoice, now_ms: int, event_id: str | None, *, held: bool = False
+) -> dict[str, Any]:
     """The paid webhook to the invoice's webhookUrl, due now; ``event_id`` is its
-    ``invoice.paid`` event."""
+    ``invoice.paid`` event. A ``held`` one is due only ``PAID_WEBHOOK_HOLD_MS`` later: the
+    step that records the invoice's payments releases it sooner, with its ``payments``."""
     assert invoice.webhook_url is not None
     payload = webhook_payload(invoice)
-    return webhook_url_row(
+    row = webhook_url_row(
         invoice.owner_key, invoice.id, invoice.webhook_url, payload, now_ms, event_id
     )
+    if held:
+        row["next_attempt_at"] = now_ms + PAID_WEBHOOK_HOLD_MS
+    return row

@@ -7,19 +7,32 @@ transaction that stores the reading, and a step of its own (``monitor.records``)
 transfers later, so recording never delays marking paid. A record keeps its block's hash:
 while the block is not yet ``final`` the step checks the hash again, and a reorg that
 removed the block removes the record (the escrow is scanned again).
+
+The paid webhook carries the invoice's ``payments`` as the status lookup shows them: the
+transaction that marks an invoice paid and queues its scan writes the webhook held
+(``PAID_WEBHOOK_HOLD_MS``), and the step that records the scan's transfers releases it, due
+at once, with the records (``release_paid_webhooks``). The monitor starts the step right
+after a pass that changed something, so the hold costs the paid webhook those few reads;
+only when they fail does the hold run out and the webhook go without the payments not
+recorded yet.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from invoicing.db import upsert
+from invoicing.notifications.outbox import ring_after_commit
+from invoicing.tables.notifications import EventStatus, WebhookEvent
 from invoicing.tables.records import PaymentRecord, PaymentScan
+
+# How long a paid webhook waits for its invoice's payments of record at most.
+PAID_WEBHOOK_HOLD_MS = 60_000
 
 
 async def payments_in(
@@ -90,3 +103,52 @@ async def queue_scans(session: AsyncSession, dialect: str, scans: Sequence[dict[
         ),
         list(scans),
     )
+
+
+async def release_paid_webhooks(
+    session: AsyncSession, read_to: Mapping[str, int], now_ms: int
+) -> int:
+    """Make the held paid webhooks of the invoices of ``read_to`` (invoice id → the newest
+    block of its escrow just searched for transfers) due now, each with its invoice's
+    ``payments`` (as the invoice object lists them: absent when there are none), in the
+    caller's transaction; an invoice whose scan was widened meanwhile by a newer change
+    (its queued scan reaches past the block read) keeps its webhook held. Returns the
+    webhooks released."""
+    if not read_to:
+        return 0
+    queued = await session.execute(
+        select(PaymentScan.invoice_id, PaymentScan.to_block).where(
+            PaymentScan.invoice_id.in_(list(read_to))
+        )
+    )
+    waiting = {invoice_id for invoice_id, to_block in queued if to_block > read_to[invoice_id]}
+    ready = sorted(set(read_to) - waiting)
+    if not ready:
+        return 0
+    held = [
+        row
+        for row in await session.scalars(
+            select(WebhookEvent)
+            .where(
+                WebhookEvent.invoice_pk.in_(ready),
+                WebhookEvent.endpoint_id.is_(None),
+                WebhookEvent.status == EventStatus.PENDING,
+                WebhookEvent.attempts == 0,
+                WebhookEvent.next_attempt_at > now_ms,
+            )
+            .order_by(WebhookEvent.id)
+            .with_for_update()
+        )
+        if row.payload.get("status") == "paid" and "payments" not in row.payload
+    ]
+    if not held:
+        return 0
+    payments = await payments_in(
+        session, sorted({row.invoice_pk for row in held if row.invoice_pk})
+    )
+    for row in held:
+        mine = payments.get(row.invoice_pk or "")
+        row.payload = {**row.payload, **({"payments": mine} if mine else {})}
+        row.next_attempt_at = row.created_at  # due since it was written: its turn kept
+    ring_after_commit(session)
+    return len(held)

@@ -128,7 +128,9 @@ async def store_balances(
     ``paid_from_block``: the first block a payment found now can be in (the detection lag
     of each invoice marked paid is measured from its timestamp). Each changed balance queues
     a scan for its transfers (``invoices.payments``; ``first_unread``: the first block the
-    pass that read it had not read, when known), recorded later by ``monitor.records``."""
+    pass that read it had not read, when known), recorded later by ``monitor.records``; the
+    paid webhook of an invoice marked paid with its scan waits for that step, which sends it
+    with the invoice's ``payments``."""
     now_ms = services.clock.now_ms()
     newly_paid: list[Invoice] = []
     async with services.db.transaction() as session:
@@ -148,7 +150,8 @@ async def store_balances(
             stored.append(invoice)
             if invoice.balance_block > block:
                 continue
-            if balance_raw != int(invoice.balance_raw):
+            scanned = balance_raw != int(invoice.balance_raw)
+            if scanned:
                 scan = scan_of(
                     invoice.id, invoice.chain_id, invoice.balance_block, block, first_unread
                 )
@@ -161,7 +164,8 @@ async def store_balances(
             events = apply_step(invoice, step, now_ms, balance_raw)
             notify = Effect.NOTIFY_PAID in step.effects
             if events or notify:
-                occurred.append(Occurrence(invoice, events, notify_paid=notify))
+                held = notify and scanned  # until the scan's transfers are recorded
+                occurred.append(Occurrence(invoice, events, notify_paid=notify, hold_paid=held))
             if Effect.MARK_PAID in step.effects:
                 newly_paid.append(invoice)
         await record_events(session, services.settings, now_ms, occurred)

@@ -9,7 +9,8 @@ step runs beside them, never before them, so marking paid never waits for it. Ea
    read with its traces per block (``chain.transfers``), and each block's time once for the
    blocks transfers were found in; records what it found (a transfer
    already recorded is left as it is), emits ``invoice.payment_recorded`` with the new
-   records, and drops the scans it covered;
+   records, drops the scans it covered and releases the held paid webhooks of their
+   invoices with their ``payments`` (``invoices.payments.release_paid_webhooks``);
 2. checks the hash of every block that holds records not yet final: a record whose block is
    no longer on the chain (a reorg) is deleted and its escrow scanned again from that block;
    a record ``FINAL_BLOCKS`` below the head is final and no longer checked.
@@ -33,7 +34,12 @@ from invoicing.chain.transfers import Transfer
 from invoicing.db import upsert
 from invoicing.invoices.lifecycle import InvoiceEvent
 from invoicing.invoices.notify import Occurrence, record_events
-from invoicing.invoices.payments import payment_view, queue_scans, scan_of
+from invoicing.invoices.payments import (
+    payment_view,
+    queue_scans,
+    release_paid_webhooks,
+    scan_of,
+)
 from invoicing.services import Services
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.records import PaymentRecord, PaymentScan
@@ -45,8 +51,9 @@ SCAN_BATCH = 200
 # Blocks under the head after which a record's block is final (no reorg goes deeper on the
 # chains the service runs on; a chain's confirmations add to it).
 FINAL_BLOCKS = 64
-# The newest blocks of a scan searched for native transfers (one block read each): a change
-# seen later than this after it happened keeps only the transfers of these blocks.
+# Blocks of a scan searched for native transfers per run (one block read each), newest
+# first: a longer scan (a late transfer first seen by the sweep, long after the invoice's
+# last reading) is narrowed to the blocks still unread and goes on at the next runs.
 NATIVE_SCAN_BLOCKS = 512
 # Blocks per eth_getLogs call (within what public RPC providers allow).
 LOG_RANGE_BLOCKS = 5000
@@ -125,11 +132,18 @@ def _blocks(found: Sequence[tuple[str, Transfer]]) -> list[int]:
     return sorted({transfer.block_number for _, transfer in found})
 
 
+def _first_read(scan: _Scan) -> int:
+    """The first block of ``scan`` this run reads: all of a token's, the newest
+    ``NATIVE_SCAN_BLOCKS`` of the native coin's."""
+    if scan.token is not None:
+        return scan.from_block
+    return max(scan.from_block, scan.to_block - NATIVE_SCAN_BLOCKS + 1)
+
+
 async def _native(chain: ChainGateway, scans: Sequence[_Scan]) -> list[Transfer]:
     escrows_at: dict[int, set[str]] = defaultdict(set)
     for scan in scans:
-        start = max(scan.from_block, scan.to_block - NATIVE_SCAN_BLOCKS + 1)
-        for block in range(start, scan.to_block + 1):
+        for block in range(_first_read(scan), scan.to_block + 1):
             escrows_at[block].add(scan.escrow)
     found: list[Transfer] = []
     for block in sorted(escrows_at):
@@ -145,7 +159,8 @@ async def _record(
     times: dict[int, int],
 ) -> int:
     """Write the transfers found (those not recorded yet), their events, and drop the scans
-    covered (a scan widened meanwhile by a newer change stays)."""
+    covered (a scan widened meanwhile by a newer change stays); a native scan read only in
+    part is narrowed to its blocks still unread."""
     now_ms = services.clock.now_ms()
     token_of = {scan.invoice_id: scan.token for scan in scans}
     async with services.db.transaction() as session:
@@ -166,18 +181,43 @@ async def _record(
             if (invoice_id, t.tx_hash, t.source) not in known
         }
         if new:
+            # Only what this transaction inserted is announced: the step of another monitor
+            # process may record the same transfers at the same time.
             insert = upsert(services.db.dialect, PaymentRecord).on_conflict_do_nothing()
-            await session.execute(insert, list(new.values()))
+            inserted = await session.execute(
+                insert.returning(
+                    PaymentRecord.invoice_id, PaymentRecord.tx_hash, PaymentRecord.source
+                ),
+                list(new.values()),
+            )
+            made = {(row[0], row[1], row[2]) for row in inserted}
+            new = {key: row for key, row in new.items() if key in made}
+        if new:
             await _announce(session, services, now_ms, {key[0] for key in new}, new)
+        whole = [scan for scan in scans if _first_read(scan) == scan.from_block]
         covered = [
             and_(
                 PaymentScan.invoice_id == scan.invoice_id,
                 PaymentScan.from_block >= scan.from_block,
                 PaymentScan.to_block <= scan.to_block,
             )
-            for scan in scans
+            for scan in whole
         ]
-        await session.execute(delete(PaymentScan).where(or_(*covered)))
+        if covered:
+            await session.execute(delete(PaymentScan).where(or_(*covered)))
+        for scan in scans:
+            if scan not in whole:
+                await session.execute(
+                    update(PaymentScan)
+                    .where(
+                        PaymentScan.invoice_id == scan.invoice_id,
+                        PaymentScan.from_block == scan.from_block,
+                        PaymentScan.to_block == scan.to_block,
+                    )
+                    .values(to_block=_first_read(scan) - 1)
+                )
+        read = {scan.invoice_id: scan.to_block for scan in scans}
+        await release_paid_webhooks(session, read, now_ms)
     return len(new)
 
 

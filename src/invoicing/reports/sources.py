@@ -18,7 +18,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
-from sqlalchemy import func, select, tuple_
+from sqlalchemy import Select, select, tuple_
 
 from invoicing.db import Database
 from invoicing.invoices.amounts import to_decimal_string
@@ -33,7 +33,9 @@ NATIVE = "native"
 # A row's key: its record's primary key, joined by a character none of its parts holds.
 KEY_SEPARATOR = " "
 
-_PAID_AT = func.coalesce(PaymentRecord.block_time, PaymentRecord.created_at)
+# A record's paid time; the report's window and order read its index
+# (``ix_payment_records_block_time``).
+_PAID_AT = PaymentRecord.block_time
 
 
 class PaymentsOfRecord:
@@ -42,25 +44,9 @@ class PaymentsOfRecord:
     async def page(
         self, db: Database, query: ReportQuery, after: Cursor | None, limit: int
     ) -> list[PaymentRow]:
-        order = (_PAID_AT, PaymentRecord.invoice_id, PaymentRecord.tx_hash, PaymentRecord.source)
-        statement = (
-            select(PaymentRecord, Invoice, _PAID_AT)
-            .join(Invoice, Invoice.id == PaymentRecord.invoice_id)
-            .where(
-                Invoice.owner_key == query.owner_key,
-                _PAID_AT >= query.date_from,
-                _PAID_AT < query.date_to,
-            )
-            .order_by(*order)
-            .limit(limit)
-        )
-        if query.currency is not None:
-            statement = statement.where(Invoice.currency == query.currency)
-        if after is not None:
-            key = split_key(after[1])
-            if key is None:
-                return []
-            statement = statement.where(tuple_(*order) > tuple_(after[0], *key))
+        statement = page_statement(query, after, limit)
+        if statement is None:
+            return []
         async with db.sessions() as session:
             found = list(await session.execute(statement))
             invoices = list({invoice.id: invoice for _, invoice, _ in found}.values())
@@ -78,6 +64,33 @@ class PaymentsOfRecord:
 
 
 PAYMENTS_OF_RECORD = PaymentsOfRecord()
+
+
+def page_statement(
+    query: ReportQuery, after: Cursor | None, limit: int
+) -> Select[PaymentRecord, Invoice, int] | None:
+    """The records of a page: ``limit`` of ``query``'s window after ``after``, in order
+    (None: a cursor that names no record)."""
+    order = (_PAID_AT, PaymentRecord.invoice_id, PaymentRecord.tx_hash, PaymentRecord.source)
+    statement = (
+        select(PaymentRecord, Invoice, _PAID_AT)
+        .join(Invoice, Invoice.id == PaymentRecord.invoice_id)
+        .where(
+            Invoice.owner_key == query.owner_key,
+            _PAID_AT >= query.date_from,
+            _PAID_AT < query.date_to,
+        )
+        .order_by(*order)
+        .limit(limit)
+    )
+    if query.currency is not None:
+        statement = statement.where(Invoice.currency == query.currency)
+    if after is not None:
+        key = split_key(after[1])
+        if key is None:
+            return None
+        statement = statement.where(tuple_(*order) > tuple_(after[0], *key))
+    return statement
 
 
 def split_key(key: str) -> tuple[str, str, str] | None:

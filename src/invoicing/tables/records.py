@@ -19,6 +19,8 @@ class PaymentRecord(Base):
         Index("ix_payment_records_from", "from_address"),
         Index("ix_payment_records_tx", "tx_hash"),
         Index("ix_payment_records_unfinal", "chain_id", "final", "block_number"),
+        # The payments report: a month's records in its order (``reports.sources``).
+        Index("ix_payment_records_block_time", "block_time", "invoice_id", "tx_hash", "source"),
     )
 
     invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), primary_key=True)
@@ -30,9 +32,9 @@ class PaymentRecord(Base):
     amount_raw: Mapped[str] = mapped_column(RAW)
     block_number: Mapped[int] = mapped_column(BigInteger)
     block_hash: Mapped[str] = mapped_column(String(66))
-    # The block's timestamp (unix ms); None on records made before it was kept (the report
-    # then takes ``created_at``).
-    block_time: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # The block's timestamp (unix ms); on records made before it was kept, when they were
+    # recorded. The payments report's window and order.
+    block_time: Mapped[int] = mapped_column(BigInteger)
     # The block is deep enough that the step no longer checks its hash.
     final: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[int] = mapped_column(BigInteger)

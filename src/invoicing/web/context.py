@@ -16,7 +16,7 @@ import ipaddress
 from starlette.requests import HTTPConnection
 
 from invoicing.services import Services
-from invoicing.settings import IPNetwork, trusted_networks
+from invoicing.setting_values import IPNetwork, trusted_networks
 
 
 def services_of(connection: HTTPConnection) -> Services:

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from invoicing.auth.guard import API_KEY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
-from invoicing.settings import parse_origins
+from invoicing.setting_values import parse_origins
 
 ANY = "*"
 MAX_AGE_S = 600

@@ -16,7 +16,7 @@ knows of its own create request) and ``WebhookEvent`` (the paid webhook's body).
 from __future__ import annotations
 
 from invoicing_client._generated.models import *  # noqa: F403
-from invoicing_client._generated.models import Invoice, _Model
+from invoicing_client._generated.models import Invoice, Payment, _Model
 
 
 class CreatedInvoice(Invoice):
@@ -37,7 +37,8 @@ class WebhookEvent(_Model):
     ``webhooks.verify``.
 
     ``balance`` is the one JSON number of the body, kept as the service sent it; use
-    ``balance_raw`` (an exact integer) for arithmetic."""
+    ``balance_raw`` (an exact integer) for arithmetic. ``payments``: the transfers that paid
+    the invoice, as its status lookup lists them (None when none was found)."""
 
     owner_address: str
     chain_id: int
@@ -53,5 +54,6 @@ class WebhookEvent(_Model):
     balance_raw: int
     balance: float | int | str
     updated_at: int
+    payments: list[Payment] | None = None
     # Set from the headers: stable across retries of one event, for de-duplication.
     event_id: str | None = None
