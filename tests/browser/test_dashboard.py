@@ -209,6 +209,10 @@ async def test_sign_in_create_pay_live_and_refund_with_the_wallet(
             ("webhooks", "/dashboard/webhooks"),
             ("api-keys", "/dashboard/api-keys"),
             ("settings", "/dashboard/settings"),
+            ("reports", "/dashboard/reports"),
+            ("team", "/dashboard/team"),
+            ("email", "/dashboard/email"),
+            ("brand", "/dashboard/brand"),
         ):
             await page.goto(dash.base_url + path)
             await no_serious_axe(page)

@@ -29,10 +29,11 @@ from invoicing.monitor.check import recheck_invoice
 from invoicing.services import Services
 from invoicing.settlement import worker as settlement_worker
 from invoicing.settlement.backoff import Backoff
+from invoicing.settlement.claims import sweep_counts
 from invoicing.settlement.parking import parked_escrows
 from invoicing.settlement.relayer import Relayer
 from invoicing.settlement.tracking import track_pending
-from invoicing.settlement.withdrawals import plan_withdrawals
+from invoicing.settlement.withdrawals import Planning, park_escrows, plan_withdrawals
 from invoicing.tables.invoices import Invoice
 from invoicing.tables.settlement import (
     ParkedEscrow,
@@ -292,6 +293,30 @@ async def test_a_paid_escrow_emptied_outside_the_service_is_parked_not_read_ever
         ("completed", True, str(2 * ETH)),
     ]
     assert world.fake.native[owner.lower()] == 3 * ETH
+
+
+async def test_an_escrow_another_process_swept_after_this_pass_read_it_is_not_parked(
+    make_world: MakeWorld,
+) -> None:
+    """Two processes sweep at once: this pass read the paid invoice, then the other claimed,
+    swept and settled it before this pass counted its withdrawals and read its (now empty)
+    balance. The counts match what this pass saw, yet the escrow is not parked as emptied
+    outside the service."""
+    world = await make_world()
+    read_by_this_pass = await world.paid(new_owner().address, "1")
+    await world.plan()  # the other process
+    await world.settle()
+    async with world.services.db.sessions() as session:
+        seen = await sweep_counts(session, [read_by_this_pass.id])
+    planning = Planning(
+        world.services, world.fake, world.relayer, world.clock.now_ms(), seen, {}, {}
+    )
+    planning.balances[read_by_this_pass.id] = 0
+
+    await park_escrows(planning, planning.stale_paid([read_by_this_pass]))
+
+    assert await world.parked() == []
+    assert await states(world.services, [read_by_this_pass]) == [("completed", True, str(ETH))]
 
 
 async def test_an_unreadable_balance_is_never_swept_and_an_unreadable_result_uses_the_event(

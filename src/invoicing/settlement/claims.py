@@ -12,6 +12,7 @@ refund of a claimed escrow is in flight.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -41,6 +42,31 @@ async def sweep_counts(session: AsyncSession, ids: list[str]) -> dict[str, int]:
         .group_by(WithdrawalItem.invoice_id)
     )
     return {invoice_id: int(count) for invoice_id, count in rows}
+
+
+async def taken_since(
+    session: AsyncSession, invoices: Sequence[Invoice], seen: dict[str, int]
+) -> set[str]:
+    """The ids of ``invoices`` that another process took since a pass read them (their copies
+    here) and their withdrawal counts (``seen``): held by a pending withdrawal, part of one
+    more, or swept or no longer in the state read. The counts alone miss a sweep claimed
+    between the pass's read of its candidates and its read of the counts."""
+    ids = [invoice.id for invoice in invoices]
+    held = set(await session.scalars(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids))))
+    counts = await sweep_counts(session, ids)
+    now = {
+        row.id: (row.status, row.swept_raw)
+        for row in await session.execute(
+            select(Invoice.id, Invoice.status, Invoice.swept_raw).where(Invoice.id.in_(ids))
+        )
+    }
+    return {
+        i.id
+        for i in invoices
+        if i.id in held
+        or counts.get(i.id) != seen.get(i.id)
+        or now.get(i.id) != (i.status, i.swept_raw)
+    }
 
 
 async def claim_invoices(

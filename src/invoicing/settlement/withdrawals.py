@@ -39,7 +39,6 @@ from invoicing.settlement.budget import (
 from invoicing.settlement.candidates import (
     Batch,
     by_owner_and_token,
-    claimed_ids,
     escrow_balances,
     group_batches,
     max_batch,
@@ -47,7 +46,7 @@ from invoicing.settlement.candidates import (
     settled_candidates,
     waiting_candidates,
 )
-from invoicing.settlement.claims import AlreadyClaimed, claim_invoices, sweep_counts
+from invoicing.settlement.claims import AlreadyClaimed, claim_invoices, sweep_counts, taken_since
 from invoicing.settlement.finality import on_final
 from invoicing.settlement.gas import TX_GAS_CAP
 from invoicing.settlement.parking import is_due, park, parked_of
@@ -59,7 +58,6 @@ from invoicing.tables.settlement import (
     ParkKind,
     RelayerTransaction,
     TxPurpose,
-    WithdrawalItem,
 )
 
 log = logging.getLogger(__name__)
@@ -328,12 +326,10 @@ async def park_escrows(planning: Planning, parks: Sequence[tuple[Invoice, str, s
     """Park escrows, each (invoice, ``ParkKind``, reason), in one transaction; one that
     another process swept, claimed or parked since this pass read it is left alone."""
     services = planning.services
-    ids = [invoice.id for invoice, _, _ in parks]
     async with services.db.transaction() as session:
-        held = set(await session.scalars(claimed_ids().where(WithdrawalItem.invoice_id.in_(ids))))
-        counts = await sweep_counts(session, ids)
+        taken = await taken_since(session, [invoice for invoice, _, _ in parks], planning.seen)
         for invoice, kind, reason in parks:
-            if invoice.id in held or counts.get(invoice.id) != planning.seen.get(invoice.id):
+            if invoice.id in taken:
                 continue
             await park(
                 session,
