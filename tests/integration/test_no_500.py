@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from invoicing.chain.deploy import DevDeployment
@@ -140,21 +141,7 @@ async def test_lone_surrogates_and_non_finite_numbers_are_refused_and_create_not
     app: RunningApp, dev: DevDeployment, raw_change: str
 ) -> None:
     """Neither has a form to store in PostgreSQL or to sign: refused as the body is read."""
-    owner = new_owner()
-    key = await issue_api_key(app.services, owner)
-    raw = (
-        f'{{"ownerAddress": "{owner.address}", "chainId": {dev.chain_id}, "amount": "1", '
-        f"{raw_change}}}"
-    )
-
-    response = await app.http.post(
-        "/integration/invoices",
-        content=raw.encode(),
-        headers={**key_headers(key), "content-type": "application/json"},
-    )
-    listed = await app.http.get(
-        "/integration/invoices", params={"ownerAddress": owner.address}, headers=key_headers(key)
-    )
+    response, listed = await create_raw(app, dev, raw_change)
 
     assert response.status_code == 400, response.text
     assert response.json()["error"]["code"] == "invalid_request"
@@ -210,13 +197,24 @@ async def test_duplicate_keys_and_a_byte_order_mark_are_refused_and_create_nothi
     app: RunningApp, dev: DevDeployment, raw_change: str, prefix: str
 ) -> None:
     """A key sent twice (which value would be signed?) and a body that is not plain JSON."""
+    response, listed = await create_raw(app, dev, raw_change, prefix)
+
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert listed.json()["total"] == 0
+
+
+async def create_raw(
+    app: RunningApp, dev: DevDeployment, raw_change: str, prefix: str = ""
+) -> tuple[httpx.Response, httpx.Response]:
+    """A create whose body is written by hand (``prefix``, then a valid body with
+    ``raw_change`` added), and the owner's invoice list after it."""
     owner = new_owner()
     key = await issue_api_key(app.services, owner)
     raw = (
         f'{prefix}{{"ownerAddress": "{owner.address}", "chainId": {dev.chain_id}, '
         f'"amount": "1", {raw_change}}}'
     )
-
     response = await app.http.post(
         "/integration/invoices",
         content=raw.encode(),
@@ -225,7 +223,4 @@ async def test_duplicate_keys_and_a_byte_order_mark_are_refused_and_create_nothi
     listed = await app.http.get(
         "/integration/invoices", params={"ownerAddress": owner.address}, headers=key_headers(key)
     )
-
-    assert response.status_code == 400, response.text
-    assert response.json()["error"]["code"] == "invalid_request"
-    assert listed.json()["total"] == 0
+    return response, listed
