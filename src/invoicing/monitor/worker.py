@@ -48,6 +48,8 @@ from invoicing.services import Services
 
 log = logging.getLogger(__name__)
 
+RECORDS_STOP_WAIT_S = 1.0  # how long a stop waits for a records run under way
+
 MAX_BACKOFF_S = 30.0
 # The wait after a failed read of the chain grows to this, no further: the head read is the
 # cheapest call there is and the node's return must be noticed at once (payments made
@@ -206,10 +208,14 @@ async def watch_chain(services: Services, chain: ChainGateway, stop: asyncio.Eve
     try:
         await _watch(services, chain, leases, stop, recording)
     finally:
-        # A stop does not wait for the records run: it may have hundreds of queued scans to
-        # read, a block (or more) per call, and a call that hangs takes the RPC client's
-        # timeout times its attempts. It is resumable: a scan leaves the queue only in the
-        # transaction that writes its records, so the next start reads it again.
+        # A stop waits for the records run only briefly: it may have hundreds of queued
+        # scans to read, a block (or more) per call, and a call that hangs takes the RPC
+        # client's timeout times its attempts. A run that writes finishes within the wait
+        # (a cancelled write could leave SQLite's write lock taken); one held up by the node
+        # is cancelled. It is resumable: a scan leaves the queue only in the transaction
+        # that writes its records, so the next start reads it again.
+        if recording:
+            await asyncio.wait(set(recording), timeout=RECORDS_STOP_WAIT_S)
         for task in (renewing, *recording):
             task.cancel()
         await asyncio.gather(renewing, *recording, return_exceptions=True)
