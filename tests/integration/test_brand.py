@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import statistics
 import time
 from typing import Any
 
@@ -228,5 +229,7 @@ async def test_a_decode_past_its_limits_is_a_400_and_the_api_answers_meanwhile(
     assert error["details"] == {"field": "logo", "reason": "decode_time"}
     assert error["message"].startswith("logo took more than ")
     assert after == before
-    assert len(health_s) >= 5 and max(health_s) < 1
+    # Answered all along: a decode on the event loop would hold every answer for its seconds
+    # of CPU, so there would be one or two. A busy machine may delay one answer now and then.
+    assert len(health_s) >= 5 and statistics.median(health_s) < 0.25
     assert accepted.status_code == 200 and accepted.json()["logoUrl"] != before["logoUrl"]
