@@ -66,7 +66,7 @@ async def test_lookups_that_never_answer_do_not_delay_the_loops_default_executor
     waited_s = time.monotonic() - started
     outcomes = await sending
 
-    assert answer == 42 and waited_s < 0.1  # not behind the 16 lookups
+    assert answer == 42 and waited_s < 0.25  # not behind the lookups (each waits 0.3 s)
     assert dead.asked == ["h0", "h1"]  # the resolver's 2 threads, nothing more
     timed_out, busy = outcomes[:2], outcomes[2:]
     assert [o.error for o in timed_out] == [
