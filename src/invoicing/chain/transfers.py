@@ -52,6 +52,17 @@ def _address(value: Any) -> str | None:
         return None
 
 
+def _by_lower(escrows: set[str]) -> dict[str, str]:
+    """The escrows by their lower-case text (a call's recipient is matched without computing
+    its checksum: a block holds many calls, few to an escrow)."""
+    return {escrow.lower(): escrow for escrow in escrows}
+
+
+def _recipient(value: Any, wanted: dict[str, str]) -> str | None:
+    """The escrow of ``wanted`` that ``value`` (an address as a node wrote it) names."""
+    return wanted.get(value.lower()) if isinstance(value, str) and value[:2] == "0x" else None
+
+
 def _topic_address(value: Any) -> str | None:
     if not isinstance(value, str) or len(value) != 66 or not value.startswith("0x"):
         return None
@@ -109,6 +120,7 @@ def parse_parity_traces(traces: Any, escrows: set[str], block_hash: str) -> list
     a transaction included: its trace address is empty)."""
     if not isinstance(traces, list):
         return []
+    wanted = _by_lower(escrows)
     failed: set[tuple[str, tuple[int, ...]]] = set()
     found = []
     for trace in traces:
@@ -130,10 +142,12 @@ def parse_parity_traces(traces: Any, escrows: set[str], block_hash: str) -> list
         action = trace["action"]
         if trace.get("type") != "call" or action.get("callType") not in ("call", None):
             continue
-        to, sender, value = _address(action.get("to")), _address(action.get("from")), None
-        value = _quantity(action.get("value"))
+        to = _recipient(action.get("to"), wanted)
+        if to is None:
+            continue
+        sender, value = _address(action.get("from")), _quantity(action.get("value"))
         number = _quantity(trace.get("blockNumber"))
-        if to not in escrows or sender is None or not value or number is None:
+        if sender is None or not value or number is None:
             continue
         source = "tx" if not where else "trace:" + ",".join(map(str, where))
         found.append(Transfer(to, tx_hash, source, sender, value, number, block_hash))
@@ -153,7 +167,7 @@ def parse_call_frames(
             continue
         tx_hash = _hash(entry.get("txHash"))
         if tx_hash is not None:
-            _walk(entry["result"], (), tx_hash, escrows, number, block_hash, found)
+            _walk(entry["result"], (), tx_hash, _by_lower(escrows), number, block_hash, found)
     return found
 
 
@@ -161,22 +175,23 @@ def _walk(
     frame: dict[str, Any],
     where: tuple[int, ...],
     tx_hash: str,
-    escrows: set[str],
+    wanted: dict[str, str],
     number: int,
     block_hash: str,
     found: list[Transfer],
 ) -> None:
     if frame.get("error") is not None:
         return  # it and everything under it moved nothing
-    to, sender = _address(frame.get("to")), _address(frame.get("from"))
-    value = _quantity(frame.get("value", "0x0"))
-    if frame.get("type") == "CALL" and to in escrows and sender is not None and value:
-        source = "tx" if not where else "trace:" + ",".join(map(str, where))
-        found.append(Transfer(to, tx_hash, source, sender, value, number, block_hash))
+    to = _recipient(frame.get("to"), wanted)
+    if to is not None and frame.get("type") == "CALL":
+        sender, value = _address(frame.get("from")), _quantity(frame.get("value", "0x0"))
+        if sender is not None and value:
+            source = "tx" if not where else "trace:" + ",".join(map(str, where))
+            found.append(Transfer(to, tx_hash, source, sender, value, number, block_hash))
     calls = frame.get("calls")
     for index, child in enumerate(calls if isinstance(calls, list) else []):
         if isinstance(child, dict):
-            _walk(child, (*where, index), tx_hash, escrows, number, block_hash, found)
+            _walk(child, (*where, index), tx_hash, wanted, number, block_hash, found)
 
 
 def parse_block_transactions(block: Any, escrows: set[str]) -> list[Transfer]:
@@ -186,13 +201,17 @@ def parse_block_transactions(block: Any, escrows: set[str]) -> list[Transfer]:
     block_hash, number = _hash(block.get("hash")), _quantity(block.get("number"))
     if block_hash is None or number is None:
         return []
+    wanted = _by_lower(escrows)
     found = []
     for tx in block["transactions"]:
         if not isinstance(tx, dict):
             continue
-        to, sender = _address(tx.get("to")), _address(tx.get("from"))
+        to = _recipient(tx.get("to"), wanted)
+        if to is None:
+            continue
+        sender = _address(tx.get("from"))
         value, tx_hash = _quantity(tx.get("value")), _hash(tx.get("hash"))
-        if to in escrows and sender is not None and value and tx_hash is not None:
+        if sender is not None and value and tx_hash is not None:
             found.append(Transfer(to, tx_hash, "tx", sender, value, number, block_hash))
     return found
 

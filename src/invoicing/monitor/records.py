@@ -4,13 +4,16 @@
 The passes queue a scan for every escrow whose balance they saw change (and only those); this
 step runs beside them, never before them, so marking paid never waits for it. Each run:
 
-1. takes up to ``SCAN_BATCH`` queued scans of the chain; for each token one ``eth_getLogs``
-   over the scans' blocks (``Transfer`` logs to those escrows), for the native coin one block
-   read with its traces per block (``chain.transfers``), and each block's time once for the
-   blocks transfers were found in; records what it found (a transfer
-   already recorded is left as it is), emits ``invoice.payment_recorded`` with the new
-   records, drops the scans it covered and releases the held paid webhooks of their
-   invoices with their ``payments`` (``invoices.payments.release_paid_webhooks``);
+1. takes up to ``SCAN_BATCH`` queued scans of the chain, of the invoices in the shards the
+   worker holds (two workers do not read the same transfers); for each token one
+   ``eth_getLogs`` over the scans' blocks (``Transfer`` logs to those escrows), for the
+   native coin one block read with its traces per block (``chain.transfers``), and each
+   block's time once for the blocks transfers were found in; records what it found (a
+   transfer already recorded is left as it is), emits ``invoice.payment_recorded`` with the
+   new records, drops the scans it covered and releases the held paid webhooks of their
+   invoices with their ``payments`` (``invoices.payments.release_paid_webhooks``); while a
+   batch is full it takes the next, up to ``RUN_BATCHES``, so that a burst of payments is
+   recorded and its webhooks released in one run, not a batch per trigger;
 2. checks the hash of every block that holds records not yet final: a record whose block is
    no longer on the chain (a reorg) is deleted and its escrow scanned again from that block;
    a record ``FINAL_BLOCKS`` below the head is final and no longer checked.
@@ -46,8 +49,13 @@ from invoicing.tables.records import PaymentRecord, PaymentScan
 
 log = logging.getLogger(__name__)
 
-# Scans taken per run (the rest wait for the next run).
-SCAN_BATCH = 200
+# Scans taken per batch (each its own transaction: the first webhooks of a burst go out
+# while the rest are being recorded; each batch reads the blocks of its scans once). At
+# most a few hundred: dropping the covered scans is an OR of a condition per scan, and
+# SQLite allows expressions 1,000 deep.
+SCAN_BATCH = 250
+# Batches per run at most (the rest wait for the next run).
+RUN_BATCHES = 40
 # Blocks under the head after which a record's block is final (no reorg goes deeper on the
 # chains the service runs on; a chain's confirmations add to it).
 FINAL_BLOCKS = 64
@@ -75,30 +83,42 @@ class RecordsResult:
     removed: int = 0
 
 
-async def run_records_step(services: Services, chain: ChainGateway, head: int) -> RecordsResult:
-    """One run of the step on ``chain`` (``head``: the block the monitor last read at)."""
-    scanned, recorded = await _scan(services, chain)
+async def run_records_step(
+    services: Services, chain: ChainGateway, head: int, shards: Sequence[int] | None = None
+) -> RecordsResult:
+    """One run of the step on ``chain`` (``head``: the block the monitor last read at) for
+    the invoices of ``shards`` (None: every invoice of the chain)."""
+    scanned = recorded = 0
+    for _ in range(RUN_BATCHES):
+        taken, made = await _scan(services, chain, shards)
+        scanned, recorded = scanned + taken, recorded + made
+        if taken < SCAN_BATCH:
+            break
     removed = await _recheck(services, chain, head)
     return RecordsResult(scanned, recorded, removed)
 
 
-async def _scan(services: Services, chain: ChainGateway) -> tuple[int, int]:
+async def _scan(
+    services: Services, chain: ChainGateway, shards: Sequence[int] | None
+) -> tuple[int, int]:
     chain_id = chain.config.chain_id
+    query = (
+        select(
+            PaymentScan.invoice_id,
+            PaymentScan.from_block,
+            PaymentScan.to_block,
+            Invoice.payment_address,
+            Invoice.token_address,
+        )  # fmt: skip
+        .join(Invoice, Invoice.id == PaymentScan.invoice_id)
+        .where(PaymentScan.chain_id == chain_id)
+        .order_by(PaymentScan.to_block)
+        .limit(SCAN_BATCH)
+    )
+    if shards is not None:
+        query = query.where(Invoice.shard.in_(shards))
     async with services.db.sessions() as session:
-        rows = await session.execute(
-            select(
-                PaymentScan.invoice_id,
-                PaymentScan.from_block,
-                PaymentScan.to_block,
-                Invoice.payment_address,
-                Invoice.token_address,
-            )  # fmt: skip
-            .join(Invoice, Invoice.id == PaymentScan.invoice_id)
-            .where(PaymentScan.chain_id == chain_id)
-            .order_by(PaymentScan.to_block)
-            .limit(SCAN_BATCH)
-        )
-        scans = [_Scan(*row) for row in rows]
+        scans = [_Scan(*row) for row in await session.execute(query)]
     if not scans:
         return 0, 0
     found = await _transfers(chain, scans)

@@ -30,6 +30,7 @@ import itertools
 import logging
 import statistics
 import time
+from collections.abc import Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -286,7 +287,7 @@ async def _watch(
             due = changed or block != recorded_at or now_s - recorded_s >= interval_s
             if due and not recording:
                 recorded_at, recorded_s, changed = block, now_s, False
-                run = asyncio.create_task(_record_payments(services, chain, block))
+                run = asyncio.create_task(_record_payments(services, chain, block, shards))
                 recording.add(run)
                 run.add_done_callback(recording.discard)
             now_ms = services.clock.now_ms()
@@ -323,10 +324,12 @@ async def _watch(
             await asyncio.wait_for(stop.wait(), timeout=delay)
 
 
-async def _record_payments(services: Services, chain: ChainGateway, block: int) -> None:
+async def _record_payments(
+    services: Services, chain: ChainGateway, block: int, shards: Sequence[int]
+) -> None:
     """One run of the payments-of-record step (``monitor.records``); a failure is logged and
     the scans wait for the next run."""
     try:
-        await run_records_step(services, chain, block)
+        await run_records_step(services, chain, block, shards)
     except (ChainUnavailable, SQLAlchemyError, OSError) as exc:
         log.warning("payments of record on chain %s not read (%s)", chain.config.chain_id, exc)
