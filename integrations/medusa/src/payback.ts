@@ -4,7 +4,9 @@
 // who paid (the payment of record a void is addressed to) only seconds later, and a
 // refund signed meanwhile by another caller of the same owner takes the factory nonce. Each
 // attempt reads the invoice again and does what its state asks; what the service answers
-// "not yet" to is tried again, backing off, until it is accepted or the time is up.
+// "not yet" to is tried again, backing off, until it is accepted or the time is up. A session
+// Medusa deletes, and the old invoice of one it re-prices, are paid back here too: the
+// payer's transfer may have landed before Medusa dropped the session.
 import {
   ChainUnavailable, DatabaseUnavailable, InternalError, InvoiceNotPaid, InvoiceVoided,
   NoPayerOfRecord, NonceMismatch, RateLimited, ServiceUnreachable, SweepInProgress,
