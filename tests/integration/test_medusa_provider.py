@@ -38,7 +38,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "integrations" / "medusa"
-TEST_COUNT = 12
+TEST_COUNT = 13
 
 
 def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:

@@ -20,7 +20,7 @@ import { randomUUID } from "node:crypto";
 import { decimalString, rawShare } from "./amounts.js";
 import { Invoicing } from "./invoicing.js";
 import { type InvoicingOptions, validateOptions } from "./options.js";
-import { jsonSafe, type PaidBack, payBack, payer } from "./payback.js";
+import { jsonSafe, type PaidBack, payBack, type PayBackOptions, payer } from "./payback.js";
 
 // How long a cancel keeps trying to pay the payer back, unless the options say otherwise.
 const DEFAULT_CANCEL_TIMEOUT_S = 120;
@@ -94,8 +94,9 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     // is cancelled. An old one the payer paid (all or part) is paid back instead, and the
     // session is not re-priced but canceled: a new invoice would ask the payer to pay again
     // for a payment they think is made. Medusa stores the status; a new session is checkout
-    // again.
-    const paidBack = await this.#dropInvoice(current);
+    // again. An untouched invoice costs one status read and the cancel, as a re-price must
+    // stay quick.
+    const paidBack = await this.#dropInvoice(current, { rereadsAfterCancel: false });
     if (paidBack.void || paidBack.refund) {
       return { data: { ...current, ...paidBack }, status: PaymentSessionStatus.CANCELED };
     }
@@ -200,16 +201,18 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
 
   /** The invoice cancelled and its payer paid back, trying again for up to cancelTimeoutS
    * (src/payback.ts). An unpaid one: a status read, the cancel, a read again. */
-  async #payBack(data: SessionData): Promise<PaidBack> {
+  async #payBack(data: SessionData,
+    options: Omit<PayBackOptions, "timeoutMs"> = {}): Promise<PaidBack> {
     const timeoutMs = (this.options.cancelTimeoutS ?? DEFAULT_CANCEL_TIMEOUT_S) * 1000;
-    return payBack(this.invoicing, data, timeoutMs);
+    return payBack(this.invoicing, data, { ...options, timeoutMs });
   }
 
   /** The payback of a session Medusa drops; an invoice the service does not know has nothing
    * to cancel or pay back. */
-  async #dropInvoice(data: SessionData): Promise<PaidBack> {
+  async #dropInvoice(data: SessionData,
+    options: Omit<PayBackOptions, "timeoutMs"> = {}): Promise<PaidBack> {
     try {
-      return await this.#payBack(data);
+      return await this.#payBack(data, options);
     } catch (error) {
       if (error instanceof NotFound) return { status: "cancelled" };
       throw error;

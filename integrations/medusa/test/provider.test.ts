@@ -266,6 +266,24 @@ describe("a session dropped or re-priced after its payment pays the payer back",
     assert.deepEqual(await invoicesOf("payses_repriced_paid"), ["cancelled"]);
   });
 
+  test("re-priced partly paid: the part goes back, the session canceled", async () => {
+    const data = (await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_repriced_part" },
+    })).data as SessionData;
+    const wallet = anvilAccount(ready, 7);
+    const payer = await wallet.getAddress();
+    const start = await balanceOf(payer);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, 4_000_000n)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "requires_more");
+
+    const updated = await provider.updatePayment({ data, amount: 12, currency_code: "usd" });
+    assert.equal(updated.status, "canceled");
+    assert.equal(typeof (updated.data as { refund: { txHash: string } }).refund.txHash, "string");
+    await receiver.event("invoice.refunded", "payses_repriced_part");
+    assert.equal(await balanceOf(payer), start);
+    assert.deepEqual(await invoicesOf("payses_repriced_part"), []);
+  });
+
   test("unpaid: a delete cancels the invoice; a new total is a new invoice, the old cancelled", async () => {
     const dropped = (await provider.initiatePayment({
       amount: 10, currency_code: "usd", data: { session_id: "payses_deleted_unpaid" },
