@@ -3,7 +3,9 @@ TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: th
 called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the service's
 signed event deliveries verified; a cancel moments after the payment, before the service
 records who paid, voided once it does, with a transfer mined after the cancel call; a partly
-paid one's part refunded), and inside a real Medusa server (`medusa start` on PostgreSQL)
+paid one's part refunded; a session deleted or re-priced after its payment paid back, the
+re-priced one canceled with no second invoice to pay; an unpaid one cancelled, or re-priced
+to a new invoice), and inside a real Medusa server (`medusa start` on PostgreSQL)
 through its HTTP API: a storefront's cart, payment session and checkout on the store routes,
 paid on anvil, completed into an authorized order; captured and a second order cancelled
 (voided) on the admin routes; the service's webhooks delivered to Medusa's webhook route
