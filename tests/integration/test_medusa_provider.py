@@ -52,7 +52,7 @@ def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
 
 
 # `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine; seconds once its lock
-# file's packages are in this machine's cache), the compile, then the suites: about 10 s
+# file's packages are in this machine's cache), the compile, then the suites: about 20 s
 # direct, 70 s for the Medusa server (its migrations take half a minute, two more boots 10 s:
 # `medusa user`, `medusa start`; the webhook route's deliveries are processed after Medusa's
 # 5 s delay).

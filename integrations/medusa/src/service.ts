@@ -22,7 +22,8 @@ import { Invoicing } from "./invoicing.js";
 import { type InvoicingOptions, validateOptions } from "./options.js";
 import { jsonSafe, type PaidBack, payBack, type PayBackOptions, payer } from "./payback.js";
 
-// How long a cancel keeps trying to pay the payer back, unless the options say otherwise.
+// How long a cancel (and a delete or re-price of a paid session) keeps trying to pay the
+// payer back, unless the options say otherwise.
 const DEFAULT_CANCEL_TIMEOUT_S = 120;
 
 /** What a session keeps of its invoice (Medusa stores it as the session's data). */
