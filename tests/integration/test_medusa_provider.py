@@ -3,7 +3,9 @@ TypeScript compiled by that folder's own tsc, against a real `invoicing dev`: th
 called directly (sessions paid in TUSD on anvil, captured, refunded and voided; the service's
 signed event deliveries verified; a cancel moments after the payment, before the service
 records who paid, voided once it does, with a transfer mined after the cancel call; a partly
-paid one's part refunded), and inside a real Medusa server (`medusa start` on PostgreSQL)
+paid one's part refunded; a session deleted or re-priced after its payment paid back, the
+re-priced one canceled with no second invoice to pay; an unpaid one cancelled, or re-priced
+to a new invoice), and inside a real Medusa server (`medusa start` on PostgreSQL)
 through its HTTP API: a storefront's cart, payment session and checkout on the store routes,
 paid on anvil, completed into an authorized order; captured and a second order cancelled
 (voided) on the admin routes; the service's webhooks delivered to Medusa's webhook route
@@ -38,7 +40,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "integrations" / "medusa"
-TEST_COUNT = 9
+TEST_COUNT = 13
 
 
 def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
@@ -50,7 +52,7 @@ def _run(command: list[str], env: dict[str, str], timeout_s: int) -> str:
 
 
 # `npm ci` of about 720 MB (a few minutes on a loaded 2-core machine; seconds once its lock
-# file's packages are in this machine's cache), the compile, then the suites: about 10 s
+# file's packages are in this machine's cache), the compile, then the suites: about 20 s
 # direct, 70 s for the Medusa server (its migrations take half a minute, two more boots 10 s:
 # `medusa user`, `medusa start`; the webhook route's deliveries are processed after Medusa's
 # 5 s delay).

@@ -21,8 +21,9 @@ export type InvoicingOptions = {
   cancelUrl?: string;
   /** Seconds a signed webhook's timestamp may be off (default 300). */
   webhookToleranceS?: number;
-  /** Seconds a cancel keeps trying to pay the payer back while the service answers "not
-   * yet" (the payer not recorded yet, a nonce just taken) before it fails (default 120). */
+  /** Seconds a cancel, or the delete or re-price of a paid session, keeps trying to pay the
+   * payer back while the service answers "not yet" (the payer not recorded yet, a nonce just
+   * taken) before it fails (default 120). */
   cancelTimeoutS?: number;
 };
 

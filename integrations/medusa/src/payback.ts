@@ -4,7 +4,9 @@
 // who paid (the payment of record a void is addressed to) only seconds later, and a
 // refund signed meanwhile by another caller of the same owner takes the factory nonce. Each
 // attempt reads the invoice again and does what its state asks; what the service answers
-// "not yet" to is tried again, backing off, until it is accepted or the time is up.
+// "not yet" to is tried again, backing off, until it is accepted or the time is up. A session
+// Medusa deletes, and the old invoice of one it re-prices, are paid back here too: the
+// payer's transfer may have landed before Medusa dropped the session.
 import {
   ChainUnavailable, DatabaseUnavailable, InternalError, InvoiceNotPaid, InvoiceVoided,
   NoPayerOfRecord, NonceMismatch, RateLimited, ServiceUnreachable, SweepInProgress,
@@ -35,16 +37,25 @@ const MAX_DELAY_MS = 4_000;
 
 export type Cancellable = { chainId: number; invoiceId: string; paymentAddress: string };
 
+export type PayBackOptions = {
+  timeoutMs: number;
+  /** Whether an unpaid invoice is read again after its cancel (default true): one the
+   * service marked paid as the cancel came stays paid, and is voided. A re-price, which
+   * must stay quick, skips it for an invoice that had received nothing: one status read and
+   * the cancel. */
+  rereadsAfterCancel?: boolean;
+};
+
 /** What the payer got back: the void's or refund's transaction, or nothing to pay back. */
 export type PaidBack = { status: "cancelled"; void?: unknown; refund?: unknown };
 
 /** Cancel the invoice and pay its payer back, trying again for up to `timeoutMs`. */
 export async function payBack(invoicing: Invoicing, invoice: Cancellable,
-  timeoutMs: number): Promise<PaidBack> {
+  { timeoutMs, rereadsAfterCancel = true }: PayBackOptions): Promise<PaidBack> {
   const deadline = Date.now() + timeoutMs;
   for (let delayMs = FIRST_DELAY_MS; ; delayMs = Math.min(delayMs * 2, MAX_DELAY_MS)) {
     try {
-      return await attempt(invoicing, invoice);
+      return await attempt(invoicing, invoice, rereadsAfterCancel);
     } catch (error) {
       // A void of it is in flight (an earlier attempt's, whose answer was lost).
       if (error instanceof InvoiceVoided) return { status: "cancelled" };
@@ -56,13 +67,15 @@ export async function payBack(invoicing: Invoicing, invoice: Cancellable,
   }
 }
 
-async function attempt(invoicing: Invoicing, cancellable: Cancellable): Promise<PaidBack> {
+async function attempt(invoicing: Invoicing, cancellable: Cancellable,
+  rereadsAfterCancel: boolean): Promise<PaidBack> {
   let invoice = await invoicing.status(cancellable.paymentAddress);
   if (invoice.status === "pending" || invoice.status === "expired") {
     // Unpaid: cancelled, so that its page takes no payment any more. One the service marked
     // paid before the cancel took keeps the invoice paid (a paid invoice is not cancelled):
-    // read it again.
+    // read it again, unless the caller cannot wait for that and nothing had arrived.
     await invoicing.client.invoices.delete(cancellable.chainId, cancellable.invoiceId);
+    if (!rereadsAfterCancel && invoice.balanceRaw === 0n) return { status: "cancelled" };
     invoice = await invoicing.status(cancellable.paymentAddress);
   }
   if (invoice.voidedAt) return { status: "cancelled" };

@@ -2,7 +2,8 @@
 // payment session. Paid is authorized (the funds wait in the invoice's escrow), a capture on
 // fulfilment releases them to the owner, a cancel voids the payment back to the payer (trying
 // again until the service has recorded who paid: src/payback.ts), and a refund is relayed
-// from the escrow, signed by the owner's refund delegate.
+// from the escrow, signed by the owner's refund delegate. A session deleted or re-priced goes
+// through the same payback as a cancel: a payment that landed first goes back to the payer.
 import { Client, NotFound, webhooks } from "@invoicing/client";
 import type { Invoice } from "@invoicing/client";
 import { AbstractPaymentProvider, PaymentActions, PaymentSessionStatus } from "@medusajs/framework/utils";
@@ -19,9 +20,10 @@ import { randomUUID } from "node:crypto";
 import { decimalString, rawShare } from "./amounts.js";
 import { Invoicing } from "./invoicing.js";
 import { type InvoicingOptions, validateOptions } from "./options.js";
-import { jsonSafe, payBack, payer } from "./payback.js";
+import { jsonSafe, type PaidBack, payBack, type PayBackOptions, payer } from "./payback.js";
 
-// How long a cancel keeps trying to pay the payer back, unless the options say otherwise.
+// How long a cancel (and a delete or re-price of a paid session) keeps trying to pay the
+// payer back, unless the options say otherwise.
 const DEFAULT_CANCEL_TIMEOUT_S = 120;
 
 /** What a session keeps of its invoice (Medusa stores it as the session's data). */
@@ -89,8 +91,16 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     const amount = decimalString(input.amount);
     const currency = input.currency_code.toUpperCase();
     if (current.amount === amount && current.currency === currency) return { data: current };
-    // An invoice's price is locked at creation: a new total is a new invoice.
-    await this.#deleteIfPending(current);
+    // An invoice's price is locked at creation: a new total is a new invoice, once the old one
+    // is cancelled. An old one the payer paid (all or part) is paid back instead, and the
+    // session is not re-priced but canceled: a new invoice would ask the payer to pay again
+    // for a payment they think is made. Medusa stores the status; a new session is checkout
+    // again. An untouched invoice costs one status read and the cancel, as a re-price must
+    // stay quick.
+    const paidBack = await this.#dropInvoice(current, { rereadsAfterCancel: false });
+    if (paidBack.void || paidBack.refund) {
+      return { data: { ...current, ...paidBack }, status: PaymentSessionStatus.CANCELED };
+    }
     const data = await this.#createInvoice(current.session_id,
       `${current.session_id}.${randomUUID()}`, input);
     return { data, status: PaymentSessionStatus.PENDING };
@@ -125,9 +135,7 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
    */
   async cancelPayment(input: CancelPaymentInput): Promise<CancelPaymentOutput> {
     const data = input.data as SessionData;
-    const timeoutMs = (this.options.cancelTimeoutS ?? DEFAULT_CANCEL_TIMEOUT_S) * 1000;
-    const paidBack = await payBack(this.invoicing, data, timeoutMs);
-    return { data: { ...data, ...paidBack } };
+    return { data: { ...data, ...await this.#payBack(data) } };
   }
 
   /** A refund of `amount` (in the session's currency) to the payer, from the escrow. */
@@ -140,10 +148,14 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     return { data: { ...data, refunds } };
   }
 
+  /**
+   * The session is dropped (the customer chose another provider, or the cart's total changed):
+   * its invoice is cancelled, and a payment that landed first goes back to the payer, as on a
+   * cancel. A throw keeps the session in Medusa.
+   */
   async deletePayment(input: DeletePaymentInput): Promise<DeletePaymentOutput> {
     const data = input.data as SessionData;
-    await this.#deleteIfPending(data);
-    return { data };
+    return { data: { ...data, ...await this.#dropInvoice(data) } };
   }
 
   /** Verify the signed delivery, then say what it means for the session it names. */
@@ -188,13 +200,23 @@ export class InvoicingPaymentProvider extends AbstractPaymentProvider<InvoicingO
     };
   }
 
-  async #deleteIfPending(data: SessionData): Promise<void> {
+  /** The invoice cancelled and its payer paid back, trying again for up to cancelTimeoutS
+   * (src/payback.ts). An unpaid one: a status read, the cancel, a read again. */
+  async #payBack(data: SessionData,
+    options: Omit<PayBackOptions, "timeoutMs"> = {}): Promise<PaidBack> {
+    const timeoutMs = (this.options.cancelTimeoutS ?? DEFAULT_CANCEL_TIMEOUT_S) * 1000;
+    return payBack(this.invoicing, data, { ...options, timeoutMs });
+  }
+
+  /** The payback of a session Medusa drops; an invoice the service does not know has nothing
+   * to cancel or pay back. */
+  async #dropInvoice(data: SessionData,
+    options: Omit<PayBackOptions, "timeoutMs"> = {}): Promise<PaidBack> {
     try {
-      const invoice = await this.invoicing.status(data.paymentAddress);
-      if (invoice.status !== "pending" && invoice.status !== "expired") return;
-      await this.invoicing.client.invoices.delete(data.chainId, data.invoiceId);
+      return await this.#payBack(data, options);
     } catch (error) {
-      if (!(error instanceof NotFound)) throw error;
+      if (error instanceof NotFound) return { status: "cancelled" };
+      throw error;
     }
   }
 }

@@ -208,3 +208,102 @@ describe("a cancel pays the payer back, however soon after the payment", () => {
     assert.deepEqual((await provider.cancelPayment({ data })).data, { ...data, status: "cancelled" });
   });
 });
+
+// Medusa drops a session whose invoice the payer may have paid already: the customer chose
+// another provider, the cart was abandoned, or its total changed (a new price is a new
+// invoice). What the payer paid goes back to them, and nobody is asked to pay twice.
+describe("a session dropped or re-priced after its payment pays the payer back", () => {
+  const balanceOf = (address: string) =>
+    tusd(ready, new JsonRpcProvider(ready.rpc_url)).balanceOf(address) as Promise<bigint>;
+
+  /** A 10 USD session paid in full by anvil account `payerIndex`, the transfer just mined
+   * (the service may not have recorded who paid yet), and the payer's balance before it. */
+  async function paidAtOnce(sessionId: string, payerIndex: number) {
+    const started = await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: sessionId },
+    });
+    const data = started.data as SessionData;
+    const wallet = anvilAccount(ready, payerIndex);
+    const payer = await wallet.getAddress();
+    const start = await balanceOf(payer);
+    const { requiredRaw } = await owner.invoices.status(data.paymentAddress);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, requiredRaw)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "authorized");
+    return { data, payer, start };
+  }
+
+  /** The status of each invoice the owner has for the session (deleted ones left out). */
+  async function invoicesOf(sessionId: string): Promise<string[]> {
+    const statuses: string[] = [];
+    for await (const invoice of owner.invoices.list()) {
+      if (invoice.metadata?.medusa_session_id === sessionId) statuses.push(invoice.status);
+    }
+    return statuses;
+  }
+
+  test("deleted after the payment: voided, the payer has the whole amount back", async () => {
+    const { data, payer, start } = await paidAtOnce("payses_deleted_paid", 7);
+
+    const deleted = await provider.deletePayment({ data });
+    assert.equal(typeof (deleted.data as { void: { txHash: string } }).void.txHash, "string");
+    await receiver.event("invoice.voided", "payses_deleted_paid");
+    assert.equal(await balanceOf(payer), start);
+    assert.equal((await provider.getPaymentStatus({ data })).status, "canceled");
+    // A delete again (Medusa retrying) pays nothing twice.
+    assert.deepEqual((await provider.deletePayment({ data })).data, { ...data, status: "cancelled" });
+  });
+
+  test("re-priced after the payment: voided, the session canceled, no second invoice to pay", async () => {
+    const { data, payer, start } = await paidAtOnce("payses_repriced_paid", 8);
+
+    const updated = await provider.updatePayment({ data, amount: 12, currency_code: "usd" });
+    assert.equal(updated.status, "canceled");
+    const kept = updated.data as SessionData & { void: { txHash: string } };
+    assert.equal(kept.paymentAddress, data.paymentAddress);
+    assert.equal(typeof kept.void.txHash, "string");
+    await receiver.event("invoice.voided", "payses_repriced_paid");
+    assert.equal(await balanceOf(payer), start);
+    assert.deepEqual(await invoicesOf("payses_repriced_paid"), ["cancelled"]);
+  });
+
+  test("re-priced partly paid: the part goes back, the session canceled", async () => {
+    const data = (await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_repriced_part" },
+    })).data as SessionData;
+    const wallet = anvilAccount(ready, 7);
+    const payer = await wallet.getAddress();
+    const start = await balanceOf(payer);
+    await (await tusd(ready, wallet).transfer(data.paymentAddress, 4_000_000n)).wait();
+    assert.equal((await provider.authorizePayment({ data })).status, "requires_more");
+
+    const updated = await provider.updatePayment({ data, amount: 12, currency_code: "usd" });
+    assert.equal(updated.status, "canceled");
+    assert.equal(typeof (updated.data as { refund: { txHash: string } }).refund.txHash, "string");
+    await receiver.event("invoice.refunded", "payses_repriced_part");
+    assert.equal(await balanceOf(payer), start);
+    assert.deepEqual(await invoicesOf("payses_repriced_part"), []);
+  });
+
+  test("unpaid: a delete cancels the invoice; a new total is a new invoice, the old cancelled", async () => {
+    const dropped = (await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_deleted_unpaid" },
+    })).data as SessionData;
+    assert.deepEqual((await provider.deletePayment({ data: dropped })).data,
+      { ...dropped, status: "cancelled" });
+    const cancelled = await owner.invoices.status(dropped.paymentAddress);
+    assert.equal(cancelled.status, "cancelled");
+    assert.equal(cancelled.voidedAt ?? null, null);
+
+    const data = (await provider.initiatePayment({
+      amount: 10, currency_code: "usd", data: { session_id: "payses_repriced_unpaid" },
+    })).data as SessionData;
+    const updated = await provider.updatePayment({ data, amount: 12, currency_code: "usd" });
+    assert.equal(updated.status, "pending");
+    const repriced = updated.data as SessionData;
+    assert.notEqual(repriced.paymentAddress, data.paymentAddress);
+    assert.equal(repriced.amount, "12");
+    assert.equal((await owner.invoices.status(repriced.paymentAddress)).fiat?.amount, "12");
+    assert.equal((await owner.invoices.status(data.paymentAddress)).status, "cancelled");
+    assert.deepEqual(await invoicesOf("payses_repriced_unpaid"), ["pending"]);
+  });
+});
