@@ -160,3 +160,23 @@ async def test_a_secret_under_another_server_secret_is_skipped_and_logged(
     assert options == {owner.lower(): WebhookOptions(secrets=(readable,))}
     assert f"webhook secret of {owner.lower()} cannot be decrypted" in caplog.text
     assert readable.get_secret_value() not in caplog.text
+
+
+async def test_a_secret_read_once_stays_unreadable_under_another_server_secret(
+    db: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Opened secrets are kept per process, by the stored token and the server secrets that
+    # opened it: the same token read under other server secrets is opened again (and fails).
+    owner = new_owner().address
+    _id, secret = await create(db, owner)
+    another = ServerSecrets(SecretStr("another-" * 5))
+
+    async with db.sessions() as session:
+        first = await webhook_options_by_owner(session, [owner], SERVER_SECRET)
+    with caplog.at_level("WARNING", logger="invoicing.notifications.signing"):
+        async with db.sessions() as session:
+            then = await webhook_options_by_owner(session, [owner], another)
+
+    assert first == {owner.lower(): WebhookOptions(secrets=(SecretStr(secret),))}
+    assert then == {owner.lower(): WebhookOptions(secrets=())}
+    assert f"webhook secret of {owner.lower()} cannot be decrypted" in caplog.text

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from invoicing.auth.api_keys import API_KEY
@@ -49,6 +51,23 @@ def test_a_known_vector() -> None:
     assert signature_header(secrets("whsec_test"), 1_700_000_000, b"{}") == (
         "t=1700000000,v1=35495024f4ef3f94e5a93e22221544c4b75e9a42300cd965ab81cb85cd994e91"
     )
+
+
+@given(
+    st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=5),
+    st.lists(st.tuples(st.integers(0, 2**40), st.binary(max_size=300)), min_size=1, max_size=4),
+)
+def test_every_message_is_signed_on_its_own(
+    values: list[str], messages: list[tuple[int, bytes]]
+) -> None:
+    # Each secret's key is set up once per process: signing one message after another, in
+    # any order and with secrets shared between calls, must give each message's own HMAC.
+    for timestamp, body in messages + messages[::-1]:
+        header = signature_header(secrets(*values), timestamp, body)
+
+        assert header == f"t={timestamp}," + ",".join(
+            f"v1={expected(value, timestamp, body)}" for value in values
+        )
 
 
 def test_no_secrets_no_header() -> None:

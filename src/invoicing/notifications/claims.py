@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import SecretStr
@@ -129,9 +129,7 @@ def signed_delivery(event: ClaimedEvent, now_ms: int) -> Delivery:
     header = signature_header(event.signing_secrets, now_ms // 1000, event.delivery.body)
     if header is None:
         return event.delivery
-    return replace(
-        event.delivery, headers={**event.delivery.headers, WEBHOOK_SIGNATURE_HEADER: header}
-    )
+    return event.delivery.with_header(WEBHOOK_SIGNATURE_HEADER, header)
 
 
 @dataclass(frozen=True)

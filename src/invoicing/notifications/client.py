@@ -69,6 +69,11 @@ class Delivery:
     headers: dict[str, str]
     owner: str = ""  # whose delivery it is (the connection pool's per-owner bound)
 
+    def with_header(self, name: str, value: str) -> Delivery:
+        """The same delivery with one more header (cheaper than ``dataclasses.replace``:
+        it is made for every signed attempt)."""
+        return Delivery(self.url, self.body, {**self.headers, name: value}, self.owner)
+
 
 @dataclass(frozen=True)
 class Outcome:

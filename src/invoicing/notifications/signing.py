@@ -76,11 +76,20 @@ def signature_header(secrets: Sequence[SecretStr], timestamp: int, body: bytes) 
     if not secrets:
         return None
     message = b"%d.%s" % (timestamp, body)
-    signatures = (
-        hmac.new(secret.get_secret_value().encode(), message, hashlib.sha256).hexdigest()
-        for secret in secrets
-    )
-    return f"t={timestamp}," + ",".join(f"v1={signature}" for signature in signatures)
+    parts = [f"t={timestamp}"]
+    for secret in secrets:
+        mac = _keyed(secret.get_secret_value()).copy()
+        mac.update(message)
+        parts.append("v1=" + mac.hexdigest())
+    return ",".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _keyed(secret: str) -> hmac.HMAC:
+    """HMAC-SHA256 keyed with ``secret`` (as UTF-8) and fed nothing yet: the key is set up
+    once per process, and each message is signed on a ``copy()``. Which secrets sign a
+    delivery is always what the database said for its batch; an entry only saves the work."""
+    return hmac.new(secret.encode(), digestmod=hashlib.sha256)
 
 
 # ---- the secrets ------------------------------------------------------------------------
@@ -95,7 +104,7 @@ async def active_secrets(
 
 
 def _readable(owner_key: str, encrypted: str, server_secret: ServerSecrets) -> SecretStr | None:
-    secret = WEBHOOK_SECRET.unseal(encrypted, server_secret)
+    secret = _unsealed(encrypted, server_secret)
     if secret is None:
         # Stored under another INVOICING_SECRET: this owner's deliveries go out without it.
         log.warning(
@@ -150,6 +159,15 @@ async def revoke_secret(
     return await revoke_owned(
         session, WEBHOOK_SECRET, WebhookSecret, owner.lower(), secret_id, now_ms
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _unsealed(encrypted: str, server_secret: ServerSecrets) -> SecretStr | None:
+    """``WEBHOOK_SECRET.unseal``, kept per process: each claimed batch reads its owners'
+    sealed secrets, and opening the same token under the same server secrets always gives
+    the same secret. Keyed by the stored token itself, as the batch query read it: a revoked
+    secret is no longer read, a resealed one is a new token."""
+    return WEBHOOK_SECRET.unseal(encrypted, server_secret)
 
 
 # ---- owner settings ---------------------------------------------------------------------
