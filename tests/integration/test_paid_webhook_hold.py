@@ -14,8 +14,8 @@ import pytest
 from invoicing.chain.fake import FakeChain
 from invoicing.errors import ChainUnavailable
 from invoicing.invoices.payments import PAID_WEBHOOK_HOLD_MS
-from invoicing.monitor.passes import run_block_pass
 from invoicing.monitor import records
+from invoicing.monitor.passes import run_block_pass
 from invoicing.monitor.records import run_records_step
 from invoicing.notifications.claims import claim_events
 from invoicing.notifications.client import FakeWebhookClient
