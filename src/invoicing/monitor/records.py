@@ -280,10 +280,12 @@ async def _announce(
     invoices = await session.scalars(
         select(Invoice).where(Invoice.id.in_(invoice_ids)).order_by(Invoice.id)
     )
+    made: dict[str, list[PaymentRecord]] = defaultdict(list)
+    for (invoice_id, _, _), row in new.items():
+        made[invoice_id].append(PaymentRecord(**row))
     occurrences = []
     for invoice in invoices:
-        mine = [PaymentRecord(**row) for key, row in new.items() if key[0] == invoice.id]
-        mine.sort(key=lambda r: (r.block_number, r.tx_hash, r.source))
+        mine = sorted(made[invoice.id], key=lambda r: (r.block_number, r.tx_hash, r.source))
         extra = {"payments": [payment_view(record) for record in mine]}
         occurrences.append(Occurrence(invoice, [InvoiceEvent.PAYMENT_RECORDED], extra=extra))
     await record_events(session, services.settings, now_ms, occurrences)
