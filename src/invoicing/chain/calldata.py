@@ -215,11 +215,13 @@ class PackedAccounts(Sequence[str]):
 
     def words(self) -> bytes:
         """The addresses as 32-byte ABI words (the previous reader's and ``balancesOf``'s
-        calldata): one hex pass, not a step per address in bytes."""
-        digits = self.packed.hex()
-        return bytes.fromhex(
-            "".join([_WORD_PAD + digits[i : i + 40] for i in range(0, len(digits), 40)])
-        )
+        calldata): byte ``j`` of every address copied at once (a strided slice), 20 copies
+        in all, not a step per address."""
+        count = len(self)
+        words = bytearray(32 * count)
+        for j in range(20):
+            words[12 + j :: 32] = self.packed[j : 20 * count : 20]
+        return bytes(words)
 
 
 _UNREADABLE_WORD = UNREADABLE.to_bytes(32, "big")
