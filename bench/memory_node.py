@@ -50,10 +50,13 @@ READ_V1_SELECTOR = keccak256(b"read(address[],uint256[],address[])")[:4].hex()
 READ_V2_SELECTOR = keccak256(b"read(address[],uint256[],bytes)")[:4].hex()
 
 
-def _reader_codes() -> dict[str, str]:
-    """The runtime code of each reader version the package ships, by address."""
+READERS = ("EscrowReader", "EscrowReaderV1")
+
+
+def reader_codes(names: tuple[str, ...] = READERS) -> dict[str, str]:
+    """The runtime code of each reader version of ``names`` the package ships, by address."""
     codes = {}
-    for name in ("EscrowReader", "EscrowReaderV1"):
+    for name in names:
         try:
             artifact = load_artifact(name)
         except FileNotFoundError:  # a package from before version 2
@@ -64,7 +67,6 @@ def _reader_codes() -> dict[str, str]:
     return codes
 
 
-READER_CODES = _reader_codes()
 ZERO_WORD = bytes(32)
 _ZERO_HEX = "0" * 64
 BALANCE_OF = "0x70a08231"  # ERC-20 balanceOf(address)
@@ -122,7 +124,9 @@ def _without_data(raw: bytes) -> tuple[str | None, Any]:
 class MemoryNode:
     """Balances by lower-case address: ``native``, and ``tokens[token]`` per token."""
 
-    def __init__(self, chain_id: int, factory: str, block: int = 100) -> None:
+    def __init__(
+        self, chain_id: int, factory: str, block: int = 100, readers: tuple[str, ...] = READERS
+    ) -> None:
         self.chain_id = chain_id
         self.factory = factory.lower()
         self.block = block
@@ -130,7 +134,7 @@ class MemoryNode:
         self.tokens: dict[str, dict[str, int]] = {}
         self.calls = 0
         self.cpu_s = 0.0  # spent answering (the handler; not its HTTP server's)
-        self.reader_codes = dict(READER_CODES)
+        self.reader_codes = reader_codes(readers)  # the reader versions this chain holds
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._task: asyncio.Task[None] | None = None
@@ -270,11 +274,13 @@ class MemoryNode:
         return b"".join(words)
 
 
-def _serve(chain_id: int, factory: str, block: int, pipe: Connection) -> None:
+def _serve(
+    chain_id: int, factory: str, block: int, readers: tuple[str, ...], pipe: Connection
+) -> None:
     """A process of its own: serve a MemoryNode until the parent says stop."""
 
     async def serve() -> None:
-        async with MemoryNode(chain_id, factory, block) as node:
+        async with MemoryNode(chain_id, factory, block, readers) as node:
             pipe.send(node.url)
             await asyncio.to_thread(pipe.recv)  # the parent's stop
 
@@ -285,8 +291,10 @@ class MemoryNodeProcess:
     """A MemoryNode in a process of its own (``spawn``): its HTTP server and handler do not
     run in the caller's process, and ``cpu_s`` is all of that process's CPU time."""
 
-    def __init__(self, chain_id: int, factory: str, block: int = 100) -> None:
-        self.args = (chain_id, factory, block)
+    def __init__(
+        self, chain_id: int, factory: str, block: int = 100, readers: tuple[str, ...] = READERS
+    ) -> None:
+        self.args = (chain_id, factory, block, readers)
         self.url = ""
         self._pipe: Connection | None = None
         self._process: Any = None

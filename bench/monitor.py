@@ -28,9 +28,9 @@ once, at its first pass: load its shards' watched set (``monitor.changes``; ``ch
 escrows it holds); each pass then reads only what changed since. Above ``--baseline-max``
 invoices the baseline is timed on that many and scaled linearly (the line then says
 ``baseline_measured=<count>``). Exits 1 when a pass misses a goal: at most 500 MB (1 GB at
-10M); at 100k at most 20 RPC calls (and 5 s on the in-process node); at 1M at most 150
-calls (and 12 s, one Ethereum block, on the in-process node); at 10M at most 1,000 calls
-(and 3 s on the in-process node).
+10M); at 100k at most 20 RPC calls (and 5 s on the memory node); at 1M at most 150
+calls (and 12 s, one Ethereum block, on the memory node); at 10M at most 1,000 calls
+(and 3 s on the memory node).
 
 ``--keep`` keeps each size's seeded database (``bench_monitor_keep_<n>``, or a file of that
 name in the temporary directory on SQLite) and reuses it on the next run with ``--keep``
@@ -44,7 +44,7 @@ rebuilt after (a million rows in about a minute).
     .venv/bin/python bench/monitor.py [--sizes 10000,100000] [--million]
         [--nodes anvil,memory] [--baseline-max 20000]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--keep]
-        [--node-in-process]
+        [--node-in-process] [--readers EscrowReaderV1]
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ from invoicing.tables.invoices import Invoice
 from invoicing.tables.monitor import MonitorShard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from memory_node import MemoryNode, MemoryNodeProcess  # noqa: E402
+from memory_node import READERS, MemoryNode, MemoryNodeProcess  # noqa: E402
 
 SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
 
@@ -344,7 +344,7 @@ class ShiftedClock(SystemClock):
 
 @dataclass(frozen=True)
 class Node:
-    """Where the passes read: anvil, or the in-process node answering from memory."""
+    """Where the passes read: anvil, or the memory node answering from memory."""
 
     name: str
     url: str
@@ -375,7 +375,7 @@ async def timed(
     memory: MemoryNode | MemoryNodeProcess | None = None,
 ) -> Timed:
     """Run a pass: its wall time, RPC calls and the process's peak resident memory (and
-    the in-process node's CPU time, part of the process's)."""
+    the memory node's CPU time: its process's, or its handler's when it runs in this one)."""
     calls_before = gateway.evm.rpc.calls
     node_before = memory.cpu_s if memory else 0.0
     peak = rss_mb()
@@ -477,7 +477,7 @@ class Line:
 
     def print(self, run: Timed) -> bool:
         """Print the pass's line; whether it met its goals: RPC calls and memory on every
-        node, time on the in-process node (anvil's EVM time is the node's, not ours)."""
+        node, time on the memory node (anvil's EVM time is the node's, not ours)."""
         measured = f" baseline_measured={self.measured}" if self.measured < self.n else ""
         print(
             f"monitor db={self.db} node={self.node} kind={run.kind} n={self.n} "
@@ -506,6 +506,7 @@ async def run(
     server: str | None,
     keep: bool,
     in_process: bool = False,
+    readers: tuple[str, ...] = READERS,
 ) -> bool:
     ok = True
     with AnvilProcess() as anvil:
@@ -513,7 +514,7 @@ async def run(
         dev = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
         await evm.aclose()
         kind = MemoryNode if in_process else MemoryNodeProcess
-        async with kind(dev.chain_id, dev.factory) as memory:
+        async with kind(dev.chain_id, dev.factory, readers=readers) as memory:
             choices = {
                 "anvil": Node("anvil", anvil.url),
                 "memory": Node("memory", memory.url, memory),
@@ -548,6 +549,12 @@ def main() -> None:
         action="store_true",
         help="run the memory node in this process (its CPU then counts in cpu_s)",
     )
+    parser.add_argument(
+        "--readers",
+        default=",".join(READERS),
+        help="the EscrowReader versions the memory node holds (EscrowReaderV1 alone: a chain "
+        "deployed before version 2)",
+    )
     parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
     if args.smoke:
@@ -555,7 +562,15 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
     nodes = args.nodes.split(",")
     met = asyncio.run(
-        run(sizes, nodes, args.baseline_max, args.database_url, args.keep, args.node_in_process)
+        run(
+            sizes,
+            nodes,
+            args.baseline_max,
+            args.database_url,
+            args.keep,
+            args.node_in_process,
+            tuple(args.readers.split(",")),
+        )
     )
     sys.exit(0 if met or args.smoke else 1)
 
