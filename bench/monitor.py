@@ -1,7 +1,8 @@
 """Monitor: one pass over N watched invoices, against one eth_getBalance per invoice.
 
-Starts its own anvil and deploys the dev contracts, and starts a minimal JSON-RPC node in
-this process that answers ``balancesOf`` from memory (``memory_node.py``). For each size and
+Starts its own anvil and deploys the dev contracts, and starts a minimal JSON-RPC node in a
+process of its own that answers the reads from memory (``memory_node.py``; with
+``--node-in-process`` in this process, as the bench did before). For each size and
 node it inserts N pending invoices (80% native, 20% TUSD; a few of them funded) into a
 fresh database, then times the two passes of the monitor over all of them: the block pass
 (every pending invoice read at one block, only changes written: what runs on every new
@@ -15,18 +16,21 @@ eth_call instead). Prints one line per pass, size and node::
         rss_mb=170 checked=99990 paid=0 baseline_s=380.1 ...
 
 ``node=anvil`` includes the node's EVM work;
-``node=memory`` is the service's own time. ``cpu_s`` is this process's CPU time in the pass
-(the in-process node's included; ``node_cpu_s`` is the node's handler's share of it, its
-HTTP server's not counted), ``rss_mb`` its peak resident memory. The block pass runs
-first and finds the funded invoices paid; the due pass then checks the rest (``checked``
-says how many). Before them a ``kind=load`` line times what a worker does once, at its
-first pass: load its shards' watched set (``monitor.changes``; ``checked`` is how many
+``node=memory`` is the service's own time. ``cpu_s`` is this process's CPU time in the pass:
+the service's alone when the memory node runs in its own process (``node_proc=own``, the
+default), and then ``node_cpu_s`` is all of the node process's CPU time in the pass (its HTTP
+server's and its handler's), not part of ``cpu_s``; with ``--node-in-process``
+(``node_proc=in``) ``cpu_s`` includes the node's, and ``node_cpu_s`` is its handler's share
+of it (its HTTP server's not counted). ``rss_mb`` is this process's peak resident memory.
+The block pass runs first and finds the funded invoices paid; the due pass then checks the
+rest (``checked`` says how many). Before them a ``kind=load`` line times what a worker does
+once, at its first pass: load its shards' watched set (``monitor.changes``; ``checked`` is how many
 escrows it holds); each pass then reads only what changed since. Above ``--baseline-max``
 invoices the baseline is timed on that many and scaled linearly (the line then says
 ``baseline_measured=<count>``). Exits 1 when a pass misses a goal: at most 500 MB (1 GB at
-10M); at 100k at most 20 RPC calls (and 5 s on the in-process node); at 1M at most 150
-calls (and 12 s, one Ethereum block, on the in-process node); at 10M at most 1,000 calls
-(and 3 s on the in-process node).
+10M); at 100k at most 20 RPC calls (and 5 s on the memory node); at 1M at most 150
+calls (and 12 s, one Ethereum block, on the memory node); at 10M at most 1,000 calls
+(and 3 s on the memory node).
 
 ``--keep`` keeps each size's seeded database (``bench_monitor_keep_<n>``, or a file of that
 name in the temporary directory on SQLite) and reuses it on the next run with ``--keep``
@@ -40,6 +44,7 @@ rebuilt after (a million rows in about a minute).
     .venv/bin/python bench/monitor.py [--sizes 10000,100000] [--million]
         [--nodes anvil,memory] [--baseline-max 20000]
         [--database-url postgresql://postgres@127.0.0.1:5432/postgres] [--keep]
+        [--node-in-process] [--readers EscrowReaderV1]
 """
 
 from __future__ import annotations
@@ -78,7 +83,7 @@ from invoicing.tables.invoices import Invoice
 from invoicing.tables.monitor import MonitorShard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from memory_node import MemoryNode  # noqa: E402
+from memory_node import READERS, MemoryNode, MemoryNodeProcess  # noqa: E402
 
 SMOKE_HELP = "tiny sizes, seconds in all: that the bench runs, its goals not enforced"
 
@@ -308,7 +313,16 @@ async def reuse(services: Services, n: int, dev: DevDeployment) -> list[FundedRo
         await session.execute(
             update(Invoice)
             .where(Invoice.chain_id == dev.chain_id, Invoice.invoice_id.in_(wanted))
-            .values(status="pending", paid=False, paid_at=None, balance_raw="0", watch=True)
+            .values(
+                status="pending",
+                paid=False,
+                paid_at=None,
+                balance_raw="0",
+                # A reading from a run on another node (the memory node's block 100) would
+                # hold back anvil's lower blocks.
+                balance_block=0,
+                watch=True,
+            )
         )
         funded = await session.execute(
             select(Invoice.payment_address, Invoice.token_address).where(
@@ -330,11 +344,11 @@ class ShiftedClock(SystemClock):
 
 @dataclass(frozen=True)
 class Node:
-    """Where the passes read: anvil, or the in-process node answering from memory."""
+    """Where the passes read: anvil, or the memory node answering from memory."""
 
     name: str
     url: str
-    memory: MemoryNode | None = None
+    memory: MemoryNode | MemoryNodeProcess | None = None
 
 
 @dataclass(frozen=True)
@@ -358,10 +372,10 @@ async def timed(
     kind: str,
     gateway: EvmGateway,
     run: Callable[[], Awaitable[PassResult]],
-    memory: MemoryNode | None = None,
+    memory: MemoryNode | MemoryNodeProcess | None = None,
 ) -> Timed:
     """Run a pass: its wall time, RPC calls and the process's peak resident memory (and
-    the in-process node's CPU time, part of the process's)."""
+    the memory node's CPU time: its process's, or its handler's when it runs in this one)."""
     calls_before = gateway.evm.rpc.calls
     node_before = memory.cpu_s if memory else 0.0
     peak = rss_mb()
@@ -405,18 +419,16 @@ async def _measure(n: int, node: Node, dev: DevDeployment, baseline_max: int, ur
             await fund(gateway.evm, funded)
         else:
             for row in funded:
-                address = row.payment_address.lower()
-                if row.token_address is None:
-                    node.memory.native[address] = 10**18
-                else:
-                    node.memory.tokens.setdefault(row.token_address.lower(), {})[address] = 10**6
+                value = 10**18 if row.token_address is None else 10**6
+                await node.memory.fund(row.token_address, row.payment_address, value)
         block = await confirmed_block(gateway)
         sample = await baseline_sample(services, dev.chain_id, baseline_max)
         base_s, base_calls = await baseline(gateway.evm, sample, block)
         if len(sample) < n:
             base_s, base_calls = base_s * n / len(sample), n
         db = url.split(":")[0].split("+")[0]
-        line = Line(db, node.name, n, base_s, base_calls, len(sample), seed_s)
+        proc = "in" if isinstance(node.memory, MemoryNode) else "own"
+        line = Line(db, node.name, n, base_s, base_calls, len(sample), seed_s, proc)
 
         # The worker loads its shards once, at its first pass: timed apart.
         memory = node.memory
@@ -461,14 +473,16 @@ class Line:
     base_calls: int
     measured: int
     seed_s: float
+    node_proc: str
 
     def print(self, run: Timed) -> bool:
         """Print the pass's line; whether it met its goals: RPC calls and memory on every
-        node, time on the in-process node (anvil's EVM time is the node's, not ours)."""
+        node, time on the memory node (anvil's EVM time is the node's, not ours)."""
         measured = f" baseline_measured={self.measured}" if self.measured < self.n else ""
         print(
             f"monitor db={self.db} node={self.node} kind={run.kind} n={self.n} "
             f"pass_s={run.seconds:.2f} cpu_s={run.cpu_s:.2f} node_cpu_s={run.node_cpu_s:.2f} "
+            f"node_proc={self.node_proc} "
             f"rpc_calls={run.calls} "
             f"rss_mb={run.rss_mb:.0f} "
             f"checked={run.result.checked} paid={run.result.paid} "
@@ -486,14 +500,21 @@ class Line:
 
 
 async def run(
-    sizes: list[int], nodes: list[str], baseline_max: int, server: str | None, keep: bool
+    sizes: list[int],
+    nodes: list[str],
+    baseline_max: int,
+    server: str | None,
+    keep: bool,
+    in_process: bool = False,
+    readers: tuple[str, ...] = READERS,
 ) -> bool:
     ok = True
     with AnvilProcess() as anvil:
         evm = EvmClient.connect(anvil.url)
         dev = await deploy_dev_contracts(evm, DEV_PRIVATE_KEYS[0])
         await evm.aclose()
-        async with MemoryNode(dev.chain_id, dev.factory) as memory:
+        kind = MemoryNode if in_process else MemoryNodeProcess
+        async with kind(dev.chain_id, dev.factory, readers=readers) as memory:
             choices = {
                 "anvil": Node("anvil", anvil.url),
                 "memory": Node("memory", memory.url, memory),
@@ -523,13 +544,34 @@ def main() -> None:
         action="store_true",
         help="keep each size's seeded database (bench_monitor_keep_<n>) and reuse it next time",
     )
+    parser.add_argument(
+        "--node-in-process",
+        action="store_true",
+        help="run the memory node in this process (its CPU then counts in cpu_s)",
+    )
+    parser.add_argument(
+        "--readers",
+        default=",".join(READERS),
+        help="the EscrowReader versions the memory node holds (EscrowReaderV1 alone: a chain "
+        "deployed before version 2)",
+    )
     parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
     if args.smoke:
         args.sizes, args.million, args.baseline_max = "50", False, 50
     sizes = [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
     nodes = args.nodes.split(",")
-    met = asyncio.run(run(sizes, nodes, args.baseline_max, args.database_url, args.keep))
+    met = asyncio.run(
+        run(
+            sizes,
+            nodes,
+            args.baseline_max,
+            args.database_url,
+            args.keep,
+            args.node_in_process,
+            tuple(args.readers.split(",")),
+        )
+    )
     sys.exit(0 if met or args.smoke else 1)
 
 

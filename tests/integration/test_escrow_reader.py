@@ -1,6 +1,7 @@
 """The EscrowReader on a real anvil: every asset of many escrows in one call, at one block
 that the answer names; a hostile token unreadable for its own accounts only; calls cut by
-gas and answers cut short by a node's low gas cap read in full at the same block."""
+gas and answers cut short by a node's low gas cap read in full at the same block; a chain
+that holds only the previous version read with it, one that holds none per asset."""
 
 from __future__ import annotations
 
@@ -12,20 +13,13 @@ from eth_account import Account
 
 from invoicing.chain.abi import encode_call
 from invoicing.chain.anvil import DEV_PRIVATE_KEYS
-from invoicing.chain.artifacts import ESCROW_READER, TEST_TOKEN
+from invoicing.chain.artifacts import ESCROW_READER, ESCROW_READER_V1, TEST_TOKEN, load_artifact
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.deploy import DevDeployment
 from invoicing.chain.evm import EvmClient
 from invoicing.chain.gateway import EvmGateway
-from invoicing.chain.reader import (
-    ASK_AGAIN,
-    CALL_GAS,
-    account_gas,
-    decode_read,
-    encode_read,
-    read_groups,
-    reader_address,
-)
+from invoicing.chain.reader import ASK_AGAIN, CALL_GAS, account_gas, read_groups, reader_address
+from invoicing.chain.reader_codec import READER, READER_V1
 from invoicing.errors import ChainUnavailable
 from tests.support.chain import CappedEvm, read_view
 from tests.support.factory import deploy_test_contract, send
@@ -65,14 +59,23 @@ async def test_one_call_reads_every_asset_and_names_its_block(
     looping = await deploy_test_contract(evm, "HostileToken", ("uint256", LOOPS))
     reverting = await deploy_test_contract(evm, "HostileToken", ("uint256", REVERTS))
     block = await evm.block_number()
-    groups = [(None, native), (looping, tokens), (dev.token, tokens), (reverting, native)]
+    empty = fresh(3)
+    groups = [
+        (None, native + empty),
+        (looping, tokens),
+        (dev.token, tokens + empty),
+        (reverting, native),
+    ]
 
-    answer = decode_read(await evm.eth_call(reader_address(), encode_read(groups), block))
+    raw = await evm.eth_call(reader_address(), READER.encode(groups), block)
+    answer = READER.decode(raw, 14)
+    # The six escrows that hold nothing are not in the answer: eight pairs after the head.
+    assert len(raw) == 32 * 5 + 64 * 8
 
     assert answer.block == block
     assert answer.parent_hash.hex() == (await evm.get_block(block))["parentHash"][2:]
     # A looping and a reverting token are unreadable for their own accounts only.
-    assert answer.values == [1, 2, None, None, 3, 4, None, None]
+    assert answer.values == [1, 2, 0, 0, 0, None, None, 3, 4, 0, 0, 0, None, None]
     assert await read_view(evm, reader_address(), ESCROW_READER, "BALANCE_OF_GAS") == 30_000
 
 
@@ -101,14 +104,14 @@ async def test_calls_cut_by_gas_and_short_answers_read_everything_at_one_block(
     # A node that runs each call with 300k gas: each answer is cut short, the rest is read
     # in further calls, at the same block.
     capped = CappedEvm(evm.rpc, cap=300_000)
-    values = await read_groups(capped, reader_address(), groups, block, dev.chain_id)
+    values = await read_groups(capped, READER, groups, block, dev.chain_id)
     assert values == [[1, 2], [None] * 30, [3, 4]]
     assert 4 <= capped.calls <= 8
 
     # Calls sized by the estimate: room for two native escrows or one token escrow each.
     sized = CappedEvm(evm.rpc, cap=50_000_000)
     budget = CALL_GAS + 2 * account_gas(None)
-    values = await read_groups(sized, reader_address(), groups[::2], block, dev.chain_id, budget)
+    values = await read_groups(sized, READER, groups[::2], block, dev.chain_id, budget)
     assert values == [[1, 2], [3, 4]]
     assert sized.calls == 3
 
@@ -192,15 +195,11 @@ async def test_an_answer_at_another_block_is_asked_again_then_fails_the_read(
         lying = EvmClient.connect(url)
         try:
             if lies <= ASK_AGAIN:
-                values = await read_groups(
-                    lying, reader_address(), [(None, native)], block, dev.chain_id
-                )
+                values = await read_groups(lying, READER, [(None, native)], block, dev.chain_id)
                 assert values == [[1, 2]]
             else:
                 with pytest.raises(ChainUnavailable, match=f"asked at {block}"):
-                    await read_groups(
-                        lying, reader_address(), [(None, native)], block, dev.chain_id
-                    )
+                    await read_groups(lying, READER, [(None, native)], block, dev.chain_id)
         finally:
             await lying.aclose()
     assert [method for method, _params in log.calls].count("eth_call") == min(lies, ASK_AGAIN) + 1
@@ -227,5 +226,63 @@ async def test_a_chain_without_the_reader_is_read_per_asset_and_says_so_once(
     assert at_head == (await evm.block_number(), [[1, 2]])  # the head, then balancesOf
     assert counting.calls == 4  # one balancesOf per asset and read
     assert [r.message.split(":")[0] for r in caplog.records] == [
-        f"chain {dev.chain_id} has no EscrowReader at {reader_address()}"
+        f"chain {dev.chain_id} has no EscrowReader at {reader_address()} (nor version 1 at "
+        f"{READER_V1.address})"
+    ]
+
+
+async def test_a_chain_with_the_previous_reader_only_is_read_with_it_and_says_so(
+    anvil: Any, evm: EvmClient, dev: DevDeployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A deployment from before version 2: the reader's new address holds nothing, the
+    previous version's holds version 1 (its runtime code, as `invoicing deploy` left it)."""
+    native, tokens = await funded(evm, dev)
+    looping = await deploy_test_contract(evm, "HostileToken", ("uint256", LOOPS))
+    block = await evm.block_number()
+    code = await evm.get_code(READER.address)
+    previous = "0x" + load_artifact(ESCROW_READER_V1).deployed_bytecode.hex()
+    await evm.call_rpc("anvil_setCode", [READER.address, "0x"])
+    await evm.call_rpc("anvil_setCode", [READER_V1.address, previous])
+    try:
+        async with recording_proxy(anvil.url) as (url, log):
+            client = EvmClient.connect(url)
+            try:
+                gateway = gateway_of(dev, client)
+                with caplog.at_level(logging.INFO, logger="invoicing.chain.reader"):
+                    values = await gateway.read_escrows(
+                        [(None, native), (dev.token, tokens), (looping, tokens)], block
+                    )
+            finally:
+                await client.aclose()
+    finally:
+        await evm.call_rpc("anvil_setCode", [READER.address, "0x" + code.hex()])
+        await evm.call_rpc("anvil_setCode", [READER_V1.address, "0x"])
+
+    assert values == [[1, 2], [3, 4], [None, None]]
+    asked = [
+        (method, (params[0] if method == "eth_getCode" else params[0]["to"]).lower())
+        for method, params in log.calls
+    ]
+    # Which reader: the new one's code, then the previous one's; then one call reads all.
+    assert asked == [
+        ("eth_getCode", READER.address.lower()),
+        ("eth_getCode", READER_V1.address.lower()),
+        ("eth_call", READER_V1.address.lower()),
+    ]
+    assert [r.message.split(":")[0] for r in caplog.records] == [
+        f"chain {dev.chain_id} reads escrows with the previous EscrowReader (version 1) at "
+        f"{READER_V1.address}"
+    ]
+
+
+async def test_the_chain_with_the_reader_says_so_once(
+    evm: EvmClient, dev: DevDeployment, caplog: pytest.LogCaptureFixture
+) -> None:
+    native, _ = await funded(evm, dev)
+    gateway = gateway_of(dev, evm)
+    with caplog.at_level(logging.INFO, logger="invoicing.chain.reader"):
+        await gateway.read_escrows([(None, native)], await evm.block_number())
+        await gateway.read_escrows_at_head([(None, native)])
+    assert [r.message for r in caplog.records] == [
+        f"chain {dev.chain_id} reads escrows with the EscrowReader at {READER.address}"
     ]

@@ -1,5 +1,5 @@
 """What a worker holds of its watched escrows (``monitor.watched``), the reads it sends of them
-(``AccountWords``, ``chain.rpc_body``) and the answers it decodes: each the same as the plain
+(``PackedAccounts``, ``chain.rpc_body``) and the answers it decodes: each the same as the plain
 form it replaces."""
 
 from __future__ import annotations
@@ -11,30 +11,32 @@ from eth_abi.abi import encode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from invoicing.chain.calldata import UNREADABLE, AccountWords
-from invoicing.chain.reader import decode_read, encode_read
+from invoicing.chain.calldata import UNREADABLE, PackedAccounts
+from invoicing.chain.reader_codec import decode_read_v1, encode_read, encode_read_v1
 from invoicing.chain.rpc_body import SPLICE_MIN, HexData, decode_answer, encode_request
-from invoicing.monitor.watched import AssetSet, ShardSet, address_word
+from invoicing.monitor.watched import AssetSet, ShardSet, address_key
 
 raw_addresses = st.binary(min_size=20, max_size=20)
 PARENT = bytes(range(32))
 
 
-def words_of(raws: list[bytes]) -> AccountWords:
-    return AccountWords(b"".join(bytes(12) + raw for raw in raws))
+def packed_of(raws: list[bytes]) -> PackedAccounts:
+    return PackedAccounts(b"".join(raws))
 
 
 @given(st.lists(raw_addresses, max_size=40), st.integers(-45, 45), st.integers(-45, 45))
-def test_account_words_read_and_slice_like_the_list_of_addresses(
+def test_packed_accounts_read_and_slice_like_the_list_of_addresses(
     raws: list[bytes], start: int, stop: int
 ) -> None:
     listed = ["0x" + raw.hex() for raw in raws]
-    held = words_of(raws)
+    held = packed_of(raws)
 
     assert len(held) == len(listed)
     assert list(held) == listed
     assert list(held[start:stop]) == listed[start:stop]
+    assert held.words() == b"".join(bytes(12) + raw for raw in raws)
     assert encode_read([(None, held)]) == encode_read([(None, listed)])
+    assert encode_read_v1([(None, held)]) == encode_read_v1([(None, listed)])
 
 
 @settings(deadline=None)  # large examples; a loaded machine is slow
@@ -49,7 +51,9 @@ def test_account_words_read_and_slice_like_the_list_of_addresses(
 def test_long_answers_of_mostly_zeros_read_as_the_abi_encoding(
     block: int, values: list[int]
 ) -> None:
-    answer = decode_read(encode(["uint256", "bytes32", "uint256[]"], [block, PARENT, values]))
+    answer = decode_read_v1(
+        encode(["uint256", "bytes32", "uint256[]"], [block, PARENT, values]), len(values)
+    )
 
     assert answer.values == [None if value == UNREADABLE else value for value in values]
 
@@ -67,9 +71,8 @@ def test_an_asset_set_holds_what_a_dict_would_through_puts_and_drops(
 ) -> None:
     """Chunks of 4 (split at 8): every insert, update and removal crosses chunk bounds."""
     held = AssetSet.of(None, ["0x" + a.hex() for a in loaded], list(loaded.values()), chunk=4)
-    model = {bytes(12) + address: expiry for address, expiry in loaded.items()}
-    for put, address, expiry in moves:
-        word = bytes(12) + address
+    model = dict(loaded)
+    for put, word, expiry in moves:
         if put:
             held.put(word, expiry)
             model[word] = expiry
@@ -78,7 +81,7 @@ def test_an_asset_set_holds_what_a_dict_would_through_puts_and_drops(
             model.pop(word, None)
 
     pairs = [
-        (chunk.words[32 * i : 32 * i + 32], chunk.expires[i])
+        (bytes(chunk.packed[20 * i : 20 * i + 20]), chunk.expires[i])
         for chunk in held.chunks
         for i in range(len(chunk))
     ]
@@ -88,7 +91,7 @@ def test_an_asset_set_holds_what_a_dict_would_through_puts_and_drops(
     assert all(held.expiry(word) == expiry for word, expiry in model.items())
 
 
-def test_a_shard_set_hands_its_escrows_over_as_account_words() -> None:
+def test_a_shard_set_hands_its_escrows_over_packed() -> None:
     shard = ShardSet()
     shard.put(None, "0x" + "AB" * 20, 7)
     shard.put("0x" + "7e" * 20, "0x" + "01" * 20, -1)
@@ -101,7 +104,7 @@ def test_a_shard_set_hands_its_escrows_over_as_account_words() -> None:
         ("0x" + "7e" * 20, ["0x" + "01" * 20], [-1]),
     ]
     shard.drop(None, "0x" + "ab" * 20)
-    assert len(shard) == 1 and address_word("0x" + "01" * 20) in shard.assets["0x" + "7e" * 20]
+    assert len(shard) == 1 and address_key("0x" + "01" * 20) in shard.assets["0x" + "7e" * 20]
 
 
 json_values = st.recursive(

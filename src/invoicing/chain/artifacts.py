@@ -19,6 +19,8 @@ PAYMENT_FACTORY_V1 = "PaymentFactoryV1"
 ESCROW = "Escrow"
 # Reads many escrows in every asset in one eth_call (``chain.reader``).
 ESCROW_READER = "EscrowReader"
+# The reader's previous version, kept for the chains that hold it (``chain.reader_codec``).
+ESCROW_READER_V1 = "EscrowReaderV1"
 TEST_TOKEN = "TestToken"
 # Charges each period of a payer's signed subscription into that period's invoice escrow.
 SUBSCRIPTIONS = "Subscriptions"

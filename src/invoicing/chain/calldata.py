@@ -181,37 +181,47 @@ def _text_word(text: str, index: int, what: str) -> int:
     return int.from_bytes(word, "big")
 
 
-class AccountWords(Sequence[str]):
-    """Addresses held as their 32-byte ABI words, one after the other (12 zero bytes, then
-    the address): what a read's calldata carries, copied into it without a step per
-    address. A monitor worker keeps its watched escrows this way (``monitor.watched``);
-    an address read out of it is lower-case hex."""
+class PackedAccounts(Sequence[str]):
+    """Addresses held packed, 20 bytes each, one after the other: what the EscrowReader's
+    calldata carries (``chain.reader_codec``), copied into it without a step per address. A
+    monitor worker keeps its watched escrows this way (``monitor.watched``); an address read
+    out of it is lower-case hex."""
 
-    __slots__ = ("words",)
+    __slots__ = ("packed",)
 
-    def __init__(self, words: bytes | bytearray) -> None:
-        self.words = words
+    def __init__(self, packed: bytes | bytearray) -> None:
+        self.packed = packed
 
     def __len__(self) -> int:
-        return len(self.words) // 32
+        return len(self.packed) // 20
 
     @overload
     def __getitem__(self, index: int) -> str: ...
 
     @overload
-    def __getitem__(self, index: slice) -> AccountWords: ...
+    def __getitem__(self, index: slice) -> PackedAccounts: ...
 
-    def __getitem__(self, index: int | slice) -> str | AccountWords:
+    def __getitem__(self, index: int | slice) -> str | PackedAccounts:
         if isinstance(index, slice):
             start, stop, step = index.indices(len(self))
             if step != 1:
-                raise ValueError("AccountWords slices are contiguous")
-            return AccountWords(self.words[32 * start : 32 * max(start, stop)])
+                raise ValueError("PackedAccounts slices are contiguous")
+            return PackedAccounts(self.packed[20 * start : 20 * max(start, stop)])
         if index < 0:
             index += len(self)
         if not 0 <= index < len(self):
             raise IndexError(index)
-        return "0x" + self.words[32 * index + 12 : 32 * index + 32].hex()
+        return "0x" + self.packed[20 * index : 20 * index + 20].hex()
+
+    def words(self) -> bytes:
+        """The addresses as 32-byte ABI words (the previous reader's and ``balancesOf``'s
+        calldata): byte ``j`` of every address copied at once (a strided slice), 20 copies
+        in all, not a step per address."""
+        count = len(self)
+        words = bytearray(32 * count)
+        for j in range(20):
+            words[12 + j :: 32] = self.packed[j : 20 * count : 20]
+        return bytes(words)
 
 
 _UNREADABLE_WORD = UNREADABLE.to_bytes(32, "big")

@@ -28,7 +28,8 @@ from invoicing.chain.quorum import (
     reported_chain_id,
     signature_accepted,
 )
-from invoicing.chain.reader import Group, find_reader, read_groups, read_groups_at_head
+from invoicing.chain.reader import find_reader, read_groups, read_groups_at_head
+from invoicing.chain.reader_codec import Group, ReaderVersion
 from invoicing.chain.roles import ChainGateway, NonceUse
 from invoicing.chain.transfers import Transfer, TransferReader
 from invoicing.chain.versions import escrow_factory
@@ -50,7 +51,9 @@ class EvmGateway:
         self._factory_bytes = address_bytes(self.factory)
         self._init_code_hash = init_code_hash
         self.highest_block = 0  # the highest head any URL reported to this gateway
-        self._reader: str | None = None  # the EscrowReader's address, "" if not deployed
+        # The EscrowReader version the chain holds (None: none), once asked.
+        self._reader: ReaderVersion | None = None
+        self._reader_asked = False
         self._transfers = TransferReader(evm)
 
     async def aclose(self) -> None:
@@ -97,9 +100,10 @@ class EvmGateway:
             values.extend(part)
         return values
 
-    async def _escrow_reader(self) -> str:  # asked of the chain once
-        if self._reader is None:
+    async def _escrow_reader(self) -> ReaderVersion | None:  # asked of the chain once
+        if not self._reader_asked:
             self._reader = await find_reader(self.evm, self.config.chain_id)
+            self._reader_asked = True
         return self._reader
 
     async def read_escrows(self, groups: Sequence[Group], block: int) -> list[list[int | None]]:

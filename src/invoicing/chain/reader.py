@@ -6,7 +6,9 @@ deterministic deployment proxy, so its address is the same on every chain
 its group (the zero address is native coin), with the factory's isolation from hostile
 tokens (a 30,000-gas ``staticcall`` per ``balanceOf``, ``UNREADABLE`` when it fails), and
 answers the number and parent hash of the block it read. A pass over a chain with native and
-token invoices is thus one call, not one per asset.
+token invoices is thus one call, not one per asset. Version 2 takes the accounts packed and
+answers only the values that are not zero; a chain that holds only version 1 is read with it
+(``chain.reader_codec``; ``find_reader`` says in one log line which version a chain uses).
 
 Calls are sized by a gas estimate, not a count of accounts: a chunk holds the accounts whose
 estimated cost (calldata and the read itself, a cold account each) fits ``READ_GAS``, the
@@ -29,17 +31,13 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from eth_abi.exceptions import DecodingError
 
-from invoicing.addresses import ZERO_ADDRESS, address_bytes
-from invoicing.chain.abi import abi_function
 from invoicing.chain.answers import RpcError
-from invoicing.chain.artifacts import ESCROW_READER, load_artifact
-from invoicing.chain.calldata import AccountWords, decode_balance_array, decode_balance_text
-from invoicing.chain.deploy import deterministic_address
+from invoicing.chain.artifacts import load_artifact
 from invoicing.chain.evm import EvmClient
+from invoicing.chain.reader_codec import READER, READER_V1, READERS, Group, ReaderVersion
 from invoicing.chain.versions import same_runtime_code
 from invoicing.errors import ChainUnavailable
 
@@ -58,42 +56,46 @@ ACCOUNT_CALLDATA_GAS = 12 * 4 + 20 * 16 + 16
 NATIVE_ACCOUNT_GAS = 2_700
 TOKEN_ACCOUNT_GAS = 5_500
 
-# One group of a read: a token (None = native coin) and the escrows to read in it.
-Group = tuple[str | None, Sequence[str]]
-
-
-@dataclass(frozen=True)
-class ReaderAnswer:
-    """One ``read`` call's answer: the block it read, its parent's hash, and one value per
-    account read (None = unreadable), fewer than asked when the call's gas ran low."""
-
-    block: int
-    parent_hash: bytes
-    values: list[int | None]
-
 
 def reader_address() -> str:
-    """The EscrowReader address of the shipped artifact, the same on every chain."""
-    return deterministic_address(load_artifact(ESCROW_READER).bytecode)
+    """The address of the EscrowReader ``invoicing deploy`` deploys, the same on every
+    chain."""
+    return READER.address
 
 
-async def find_reader(evm: EvmClient, chain_id: int) -> str:
-    """The reader's address when the chain holds the shipped reader there, else "" (a node
-    that refuses ``eth_getCode`` too, said in one log line): reads then go per token through
-    the factory's ``balancesOf``."""
-    try:
-        code = await evm.get_code(reader_address())
-    except RpcError:
-        code = b""
-    if same_runtime_code(code, load_artifact(ESCROW_READER)):
-        return reader_address()
+async def find_reader(evm: EvmClient, chain_id: int) -> ReaderVersion | None:
+    """The newest EscrowReader version the chain holds at its address (one log line says
+    which), else None (a node that refuses ``eth_getCode`` too): reads then go per token
+    through the factory's ``balancesOf``."""
+    for version in READERS:
+        try:
+            code = await evm.get_code(version.address)
+        except RpcError:
+            code = b""
+        if not same_runtime_code(code, load_artifact(version.artifact)):
+            continue
+        if version is READER:
+            log.info("chain %s reads escrows with the EscrowReader at %s", chain_id, READER.address)
+        else:
+            log.warning(
+                "chain %s reads escrows with the previous EscrowReader (version %s) at %s: "
+                "`invoicing deploy` deploys version %s at %s (a third of the bytes per read)",
+                chain_id,
+                version.version,
+                version.address,
+                READER.version,
+                READER.address,
+            )
+        return version
     log.warning(
-        "chain %s has no EscrowReader at %s: escrow balances are read with one call per asset "
-        "(`invoicing deploy` deploys it)",
+        "chain %s has no EscrowReader at %s (nor version %s at %s): escrow balances are read "
+        "with one call per asset (`invoicing deploy` deploys it)",
         chain_id,
-        reader_address(),
+        READER.address,
+        READER_V1.version,
+        READER_V1.address,
     )
-    return ""
+    return None
 
 
 def account_gas(token: str | None) -> int:
@@ -129,70 +131,16 @@ def chunk_groups(groups: Sequence[Group], budget: int = READ_GAS) -> list[list[G
     return calls
 
 
-def encode_read(groups: Sequence[Group]) -> bytes:
-    """``read(tokens, counts, accounts)`` calldata, written by hand like ``balancesOf``'s (a
-    pass encodes every watched escrow): three dynamic arrays after their offsets."""
-    tokens = [bytes(12) + address_bytes(token or ZERO_ADDRESS) for token, _ in groups]
-    counts = [len(accounts).to_bytes(32, "big") for _, accounts in groups]
-    words = b"".join(_words(accounts) for _, accounts in groups)
-    total = sum(len(accounts) for _, accounts in groups)
-    if len(words) != 32 * total:
-        raise ValueError("read accounts must be 20-byte hex addresses")
-    tokens_at = 96
-    counts_at = tokens_at + 32 * (1 + len(groups))
-    accounts_at = counts_at + 32 * (1 + len(groups))
-    return b"".join(
-        [
-            _READ_SELECTOR,
-            tokens_at.to_bytes(32, "big"),
-            counts_at.to_bytes(32, "big"),
-            accounts_at.to_bytes(32, "big"),
-            len(groups).to_bytes(32, "big"),
-            *tokens,
-            len(groups).to_bytes(32, "big"),
-            *counts,
-            total.to_bytes(32, "big"),
-            words,
-        ]
-    )
-
-
-def _words(accounts: Sequence[str]) -> bytes | bytearray:
-    """The accounts' ABI words; those of ``AccountWords`` as they are held."""
-    if isinstance(accounts, AccountWords):
-        return accounts.words
-    return bytes.fromhex("".join([_WORD_PAD + account.removeprefix("0x") for account in accounts]))
-
-
-def decode_read(data: bytes | str) -> ReaderAnswer:
-    """The answer of ``read``: ``(uint256, bytes32, uint256[])`` read by hand, with None for
-    ``UNREADABLE``; DecodingError when it is malformed. ``data`` is the answer's bytes, or
-    its hex text as the node sent it (without ``0x``, ``EvmClient.eth_call_text``)."""
-    if isinstance(data, str):
-        values = decode_balance_text(data, 3, "read")
-        try:
-            head = bytes.fromhex(data[:128])
-        except ValueError as exc:
-            raise DecodingError("read answer is not hex") from exc
-        if len(head) != 64:
-            raise DecodingError("read answer is not hex")
-        return ReaderAnswer(int.from_bytes(head[:32], "big"), head[32:64], values)
-    if len(data) < 128:
-        raise DecodingError(f"read answer too short: {len(data)} bytes")
-    values = decode_balance_array(data, 3, "read")
-    return ReaderAnswer(int.from_bytes(data[:32], "big"), data[32:64], values)
-
-
 async def read_groups(
     evm: EvmClient,
-    reader: str,
+    reader: ReaderVersion,
     groups: Sequence[Group],
     block: int,
     chain_id: int,
     budget: int = READ_GAS,
 ) -> list[list[int | None]]:
-    """The values of ``groups`` (one list per group, in order) read by the reader at
-    ``reader`` at ``block``: the calls of ``chunk_groups`` (``budget`` gas each) at once,
+    """The values of ``groups`` (one list per group, in order) read by ``reader`` at
+    ``block``: the calls of ``chunk_groups`` (``budget`` gas each) at once,
     each continued at the same block while its answers are cut short. ChainUnavailable when
     a call fails, answers malformed, at another block (after ``ASK_AGAIN`` more tries), or
     with another parent hash than the others."""
@@ -205,8 +153,10 @@ async def read_groups(
         while rest:
             wanted = sum(len(accounts) for _, accounts in rest)
             try:
-                raw = await evm.eth_call_text(reader, encode_read(rest), block, gas=READ_GAS)
-                answer = decode_read(raw)
+                raw = await evm.eth_call_text(
+                    reader.address, reader.encode(rest), block, gas=READ_GAS
+                )
+                answer = reader.decode(raw, wanted)
             except (RpcError, DecodingError) as exc:
                 raise ChainUnavailable(f"escrow read failed on chain {chain_id}") from exc
             if answer.block != block and asked_again < ASK_AGAIN:
@@ -238,7 +188,7 @@ async def read_groups(
 
 async def read_groups_at_head(
     evm: EvmClient,
-    reader: str,
+    reader: ReaderVersion,
     groups: Sequence[Group],
     chain_id: int,
     floor: int = 0,
@@ -249,11 +199,10 @@ async def read_groups_at_head(
     call's gas, or cut short), or names a block below ``floor`` (a lagging URL behind a head
     already seen), the values are read by ``read_groups`` at the higher block."""
     chunks = chunk_groups(groups, budget)
+    first = chunks[0] if chunks else []
     try:
-        raw = await evm.eth_call_text(
-            reader, encode_read(chunks[0] if chunks else []), "latest", gas=READ_GAS
-        )
-        answer = decode_read(raw)
+        raw = await evm.eth_call_text(reader.address, reader.encode(first), "latest", gas=READ_GAS)
+        answer = reader.decode(raw, sum(len(accounts) for _, accounts in first))
     except (RpcError, DecodingError) as exc:
         raise ChainUnavailable(f"escrow read failed on chain {chain_id}") from exc
     wanted = sum(len(accounts) for _, accounts in groups)
@@ -281,7 +230,3 @@ def remaining(groups: Sequence[Group], answered: int) -> list[Group]:
         rest.append((token, accounts[answered:]))
         answered = 0
     return rest
-
-
-_READ_SELECTOR = abi_function(ESCROW_READER, "read").selector
-_WORD_PAD = "00" * 12

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from invoicing.chain.config import ChainConfig
 from invoicing.chain.evm import BlockRef
 from invoicing.chain.feeds import FeedRound
-from invoicing.chain.reader import Group
+from invoicing.chain.reader_codec import Group
 from invoicing.chain.transfers import Transfer
 
 

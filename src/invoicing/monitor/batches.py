@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-from invoicing.chain.calldata import AccountWords
+from invoicing.chain.calldata import PackedAccounts
 from invoicing.chain.gateway import ChainGateway
 from invoicing.chain.reader import CALL_GAS, READ_GAS, account_gas
 from invoicing.monitor.check import PARALLEL_READS
@@ -20,9 +20,9 @@ Segment = tuple[str | None, Sequence[str], Sequence[Any]]
 
 
 def joined(parts: Sequence[Sequence[str]]) -> Sequence[str]:
-    """Addresses one after the other; ``AccountWords`` stay words (no step per address)."""
-    if all(isinstance(part, AccountWords) for part in parts):
-        return AccountWords(b"".join(cast(AccountWords, part).words for part in parts))
+    """Addresses one after the other; ``PackedAccounts`` stay packed (no step per address)."""
+    if all(isinstance(part, PackedAccounts) for part in parts):
+        return PackedAccounts(b"".join(cast(PackedAccounts, part).packed for part in parts))
     return [address for part in parts for address in part]
 
 

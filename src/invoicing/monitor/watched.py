@@ -10,9 +10,10 @@ that can change something is decided on the invoice's row, under its lock
 (``monitor.check.store_balances``), never on what is held here.
 
 An asset's escrows are held sorted by address in chunks of a few thousand (``AssetSet``):
-the addresses as the 32-byte words a read's calldata carries (``AccountWords``, copied into
-the call whole), the expiries in an array beside them. Ten million escrows take about 500 MB,
-and an insert, an update or a removal moves at most one chunk's bytes.
+the addresses packed, 20 bytes each, as the EscrowReader's calldata carries them
+(``PackedAccounts``, copied into the call whole), the expiries in an array beside them. Ten
+million escrows take about 400 MB, and an insert, an update or a removal moves at most one
+chunk's bytes.
 """
 
 from __future__ import annotations
@@ -22,48 +23,49 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from invoicing.chain.calldata import AccountWords
+from invoicing.chain.calldata import PackedAccounts
 
 # Entries per chunk after a load or a split; a chunk splits at twice as many.
 CHUNK = 2048
-_PAD = bytes(12)
+# Bytes of an escrow's key: its address.
+_SIZE = 20
 
 
-def address_word(address: str) -> bytes:
-    """An address's 32-byte ABI word (the key of the set)."""
-    return _PAD + bytes.fromhex(address.removeprefix("0x"))
+def address_key(address: str) -> bytes:
+    """An address's 20 bytes (the key of the set)."""
+    return bytes.fromhex(address.removeprefix("0x"))
 
 
 @dataclass
 class Chunk:
-    """Escrows sorted by word, and their expiries."""
+    """Escrows sorted by address (packed), and their expiries."""
 
-    words: bytearray
+    packed: bytearray
     expires: array[int]
 
     def __len__(self) -> int:
         return len(self.expires)
 
-    def find(self, word: bytes) -> tuple[int, bool]:
-        """Where ``word`` is, or would be inserted, and whether it is there."""
-        index = bisect.bisect_left(_Words(self.words), word)
-        found = index < len(self) and self.words[32 * index : 32 * index + 32] == word
+    def find(self, key: bytes) -> tuple[int, bool]:
+        """Where ``key`` is, or would be inserted, and whether it is there."""
+        index = bisect.bisect_left(_Keys(self.packed), key)
+        found = index < len(self) and self.packed[_SIZE * index : _SIZE * index + _SIZE] == key
         return index, found
 
 
-class _Words:
-    """A chunk's words as a sequence to bisect."""
+class _Keys:
+    """A chunk's keys as a sequence to bisect."""
 
-    __slots__ = ("words",)
+    __slots__ = ("packed",)
 
-    def __init__(self, words: bytearray) -> None:
-        self.words = words
+    def __init__(self, packed: bytearray) -> None:
+        self.packed = packed
 
     def __len__(self) -> int:
-        return len(self.words) // 32
+        return len(self.packed) // _SIZE
 
     def __getitem__(self, index: int) -> bytes:
-        return bytes(self.words[32 * index : 32 * index + 32])
+        return bytes(self.packed[_SIZE * index : _SIZE * index + _SIZE])
 
 
 class AssetSet:
@@ -73,7 +75,7 @@ class AssetSet:
         self.token = token
         self.chunk = chunk
         self.chunks: list[Chunk] = []
-        self._firsts: list[bytes] = []  # each chunk's first word, to find the chunk
+        self._firsts: list[bytes] = []  # each chunk's first key, to find the chunk
 
     @classmethod
     def of(
@@ -84,66 +86,66 @@ class AssetSet:
         made = cls(token, chunk)
         for start in range(0, len(keyed), chunk):
             part = keyed[start : start + chunk]
-            words = bytearray.fromhex("".join(["00" * 12 + key for key, _ in part]))
-            made.chunks.append(Chunk(words, array("q", [expiry for _, expiry in part])))
-            made._firsts.append(bytes(words[:32]))
+            packed = bytearray.fromhex("".join([key for key, _ in part]))
+            made.chunks.append(Chunk(packed, array("q", [expiry for _, expiry in part])))
+            made._firsts.append(bytes(packed[:_SIZE]))
         return made
 
     def __len__(self) -> int:
         return sum(len(chunk) for chunk in self.chunks)
 
-    def __contains__(self, word: object) -> bool:
-        return isinstance(word, bytes) and self.expiry(word) is not None
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and self.expiry(key) is not None
 
-    def expiry(self, word: bytes) -> int | None:
-        """The expiry held for ``word``, or None when it is not held."""
+    def expiry(self, key: bytes) -> int | None:
+        """The expiry held for ``key``, or None when it is not held."""
         if not self.chunks:
             return None
-        chunk = self.chunks[self._chunk_of(word)]
-        index, found = chunk.find(word)
+        chunk = self.chunks[self._chunk_of(key)]
+        index, found = chunk.find(key)
         return chunk.expires[index] if found else None
 
-    def put(self, word: bytes, expiry: int) -> None:
-        """Hold ``word`` with ``expiry`` (added, or its expiry replaced)."""
+    def put(self, key: bytes, expiry: int) -> None:
+        """Hold ``key`` with ``expiry`` (added, or its expiry replaced)."""
         if not self.chunks:
-            self.chunks.append(Chunk(bytearray(word), array("q", [expiry])))
-            self._firsts.append(word)
+            self.chunks.append(Chunk(bytearray(key), array("q", [expiry])))
+            self._firsts.append(key)
             return
-        at = self._chunk_of(word)
+        at = self._chunk_of(key)
         chunk = self.chunks[at]
-        index, found = chunk.find(word)
+        index, found = chunk.find(key)
         if found:
             chunk.expires[index] = expiry
             return
-        chunk.words[32 * index : 32 * index] = word
+        chunk.packed[_SIZE * index : _SIZE * index] = key
         chunk.expires.insert(index, expiry)
         if index == 0:
-            self._firsts[at] = word
+            self._firsts[at] = key
         if len(chunk) >= 2 * self.chunk:
             half = len(chunk) // 2
-            upper = Chunk(chunk.words[32 * half :], chunk.expires[half:])
-            del chunk.words[32 * half :], chunk.expires[half:]
+            upper = Chunk(chunk.packed[_SIZE * half :], chunk.expires[half:])
+            del chunk.packed[_SIZE * half :], chunk.expires[half:]
             self.chunks.insert(at + 1, upper)
-            self._firsts.insert(at + 1, bytes(upper.words[:32]))
+            self._firsts.insert(at + 1, bytes(upper.packed[:_SIZE]))
 
-    def drop(self, word: bytes) -> bool:
-        """Stop holding ``word``; whether it was held."""
+    def drop(self, key: bytes) -> bool:
+        """Stop holding ``key``; whether it was held."""
         if not self.chunks:
             return False
-        at = self._chunk_of(word)
+        at = self._chunk_of(key)
         chunk = self.chunks[at]
-        index, found = chunk.find(word)
+        index, found = chunk.find(key)
         if not found:
             return False
-        del chunk.words[32 * index : 32 * index + 32], chunk.expires[index]
+        del chunk.packed[_SIZE * index : _SIZE * index + _SIZE], chunk.expires[index]
         if not len(chunk):
             del self.chunks[at], self._firsts[at]
         elif index == 0:
-            self._firsts[at] = bytes(chunk.words[:32])
+            self._firsts[at] = bytes(chunk.packed[:_SIZE])
         return True
 
-    def _chunk_of(self, word: bytes) -> int:
-        return max(0, bisect.bisect_right(self._firsts, word) - 1)
+    def _chunk_of(self, key: bytes) -> int:
+        return max(0, bisect.bisect_right(self._firsts, key) - 1)
 
 
 @dataclass
@@ -154,18 +156,18 @@ class ShardSet:
 
     def put(self, token: str | None, address: str, expiry: int) -> None:
         """Hold an escrow (an invoice's asset never changes)."""
-        self.assets.setdefault(token, AssetSet(token)).put(address_word(address), expiry)
+        self.assets.setdefault(token, AssetSet(token)).put(address_key(address), expiry)
 
     def drop(self, token: str | None, address: str) -> None:
         held = self.assets.get(token)
         if held is not None:
-            held.drop(address_word(address))
+            held.drop(address_key(address))
 
     def __len__(self) -> int:
         return sum(len(held) for held in self.assets.values())
 
-    def pieces(self) -> Iterator[tuple[str | None, AccountWords, array[int]]]:
+    def pieces(self) -> Iterator[tuple[str | None, PackedAccounts, array[int]]]:
         """Every chunk of every asset: the token, the escrows and their expiries."""
         for token, held in self.assets.items():
             for chunk in held.chunks:
-                yield token, AccountWords(chunk.words), chunk.expires
+                yield token, PackedAccounts(chunk.packed), chunk.expires
