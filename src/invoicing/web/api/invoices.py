@@ -46,6 +46,7 @@ from invoicing.web.api.invoice_views import owner_views
 from invoicing.web.api.responses import DeleteResult, InvoiceList, InvoiceStatusResult
 from invoicing.web.api.responses import Invoice as InvoiceOut
 from invoicing.web.context import services_of
+from invoicing.web.requestroute import RequestRoute
 from invoicing.web.routedocs import (
     BODY_ROUTE_ERRORS,
     OWNER_ROUTE_ERRORS,
@@ -54,7 +55,7 @@ from invoicing.web.routedocs import (
     documented,
 )
 
-router = APIRouter(prefix="/integration/invoices", tags=["invoices"])
+router = APIRouter(prefix="/integration/invoices", tags=["invoices"], route_class=RequestRoute)
 
 MAX_METADATA_BYTES = 16 * 1024
 
