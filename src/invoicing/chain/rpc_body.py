@@ -22,6 +22,9 @@ JSON_HEADERS = {"content-type": "application/json"}
 SPLICE_MIN = 4096
 _MARK = "\x00calldata\x00"
 _MARK_JSON = json.dumps(_MARK)
+# json.dumps(separators=(",", ":"), allow_nan=False), built once: ``json.dumps`` with options
+# builds an encoder at every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 class HexData(str):
@@ -45,10 +48,10 @@ def encode_request(body: Any) -> bytes:
         return value
 
     marked = mark(body)
-    text = json.dumps(marked, separators=(",", ":"), allow_nan=False)
+    text = _COMPACT.encode(marked)
     parts = text.split(_MARK_JSON)
     if not spliced or len(parts) != len(spliced) + 1:
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        return _COMPACT.encode(body).encode()
     pieces = [parts[0]]
     for data, after in zip(spliced, parts[1:], strict=True):
         pieces += ['"', data, '"', after]

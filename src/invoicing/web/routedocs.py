@@ -33,9 +33,11 @@ route.
 The model that documents a route's success is also what writes it: a handler returns
 ``Answer(Model(...))`` and is annotated ``-> Answer[Model]`` (mypy holds the two together;
 tests/unit/test_wire_shapes.py holds the annotation to ``ok=``), so each resource has one wire
-shape. The invoice routes (the hot paths) return ``Answer(Written[Model](content))`` instead:
+shape. The invoice routes (the hot paths) return ``Answer(Written(content))`` instead:
 content built in the model's wire form from the row, not built into the model and dumped
-again; the same test holds that content to the bytes the model writes.
+again; the same test holds that content to the bytes the model writes. Their ``Written``
+takes its model from the handler's annotation (mypy infers it): spelled out,
+``Written[Model](...)`` goes through typing's generic alias at every call (about 1 µs).
 """
 
 from __future__ import annotations
