@@ -50,10 +50,32 @@ class ReaderAnswer:
     values: list[int | None]
 
 
-def _head(groups: Sequence[Group]) -> tuple[list[bytes], list[bytes], int]:
+def _total(groups: Sequence[Group]) -> int:
+    return sum(len(accounts) for _, accounts in groups)
+
+
+def _encode(selector: bytes, groups: Sequence[Group], accounts: list[bytes]) -> bytes:
+    """``selector``'s ``read(tokens, counts, accounts)`` calldata: the groups' tokens and
+    counts as two arrays, then ``accounts`` (its length word and data), after the three
+    offsets."""
     tokens = [bytes(12) + address_bytes(token or ZERO_ADDRESS) for token, _ in groups]
     counts = [len(accounts).to_bytes(32, "big") for _, accounts in groups]
-    return tokens, counts, sum(len(accounts) for _, accounts in groups)
+    tokens_at = 96
+    counts_at = tokens_at + 32 * (1 + len(groups))
+    accounts_at = counts_at + 32 * (1 + len(groups))
+    return b"".join(
+        [
+            selector,
+            tokens_at.to_bytes(32, "big"),
+            counts_at.to_bytes(32, "big"),
+            accounts_at.to_bytes(32, "big"),
+            len(groups).to_bytes(32, "big"),
+            *tokens,
+            len(groups).to_bytes(32, "big"),
+            *counts,
+            *accounts,
+        ]
+    )
 
 
 def _packed(accounts: Sequence[str]) -> bytes | bytearray:
@@ -66,28 +88,11 @@ def _packed(accounts: Sequence[str]) -> bytes | bytearray:
 def encode_read(groups: Sequence[Group]) -> bytes:
     """Version 2's ``read(tokens, counts, accounts)``: two arrays and the packed accounts
     (``bytes``, padded to a whole word), after their offsets."""
-    tokens, counts, total = _head(groups)
     packed = b"".join(_packed(accounts) for _, accounts in groups)
-    if len(packed) != 20 * total:
+    if len(packed) != 20 * _total(groups):
         raise ValueError("read accounts must be 20-byte hex addresses")
-    tokens_at = 96
-    counts_at = tokens_at + 32 * (1 + len(groups))
-    accounts_at = counts_at + 32 * (1 + len(groups))
-    return b"".join(
-        [
-            _READ_SELECTOR,
-            tokens_at.to_bytes(32, "big"),
-            counts_at.to_bytes(32, "big"),
-            accounts_at.to_bytes(32, "big"),
-            len(groups).to_bytes(32, "big"),
-            *tokens,
-            len(groups).to_bytes(32, "big"),
-            *counts,
-            len(packed).to_bytes(32, "big"),
-            packed,
-            bytes(-len(packed) % 32),
-        ]
-    )
+    tail = [len(packed).to_bytes(32, "big"), packed, bytes(-len(packed) % 32)]
+    return _encode(_READ_SELECTOR, groups, tail)
 
 
 def decode_read(data: bytes | str, wanted: int) -> ReaderAnswer:
@@ -131,27 +136,11 @@ def decode_read(data: bytes | str, wanted: int) -> ReaderAnswer:
 def encode_read_v1(groups: Sequence[Group]) -> bytes:
     """Version 1's ``read(tokens, counts, accounts)``: three dynamic arrays after their
     offsets, the accounts as 32-byte words."""
-    tokens, counts, total = _head(groups)
+    total = _total(groups)
     words = b"".join(_words(accounts) for _, accounts in groups)
     if len(words) != 32 * total:
         raise ValueError("read accounts must be 20-byte hex addresses")
-    tokens_at = 96
-    counts_at = tokens_at + 32 * (1 + len(groups))
-    accounts_at = counts_at + 32 * (1 + len(groups))
-    return b"".join(
-        [
-            _READ_V1_SELECTOR,
-            tokens_at.to_bytes(32, "big"),
-            counts_at.to_bytes(32, "big"),
-            accounts_at.to_bytes(32, "big"),
-            len(groups).to_bytes(32, "big"),
-            *tokens,
-            len(groups).to_bytes(32, "big"),
-            *counts,
-            total.to_bytes(32, "big"),
-            words,
-        ]
-    )
+    return _encode(_READ_V1_SELECTOR, groups, [total.to_bytes(32, "big"), words])
 
 
 def _words(accounts: Sequence[str]) -> bytes:
