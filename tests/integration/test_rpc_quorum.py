@@ -197,7 +197,9 @@ async def test_readyz_checks_the_chain_id_of_every_url(
     make_services: MakeServices, honest: FaultyRpc, liar: FaultyRpc, dev: DevDeployment
 ) -> None:
     liar.chain_id = 1
-    services = await services_over(make_services, honest.url, liar.url)
+    # Time for both URLs to answer on a loaded machine (the 0.5 s of the failover tests once
+    # left neither answered: chain_unavailable).
+    services = await services_over(make_services, honest.url, liar.url, rpc_timeout_s=5.0)
     async with (
         serve(create_app(services)) as base_url,
         httpx.AsyncClient(base_url=base_url, timeout=30) as http,
