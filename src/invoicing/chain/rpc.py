@@ -218,13 +218,15 @@ class JsonRpc:
             metrics.rpc_request(self.chain_id, method, outcome, time.perf_counter() - started)
 
     async def _exchange(self, url: str, body: Any) -> Any:
+        content = encode_request(body)
         try:
-            response = await self._http.post(
-                url, content=encode_request(body), headers=JSON_HEADERS
-            )
+            response = await self._http.post(url, content=content, headers=JSON_HEADERS)
         except httpx.TimeoutException as exc:
             raise _Retry(f"timed out ({type(exc).__name__})", kind="timeout") from exc
-        except httpx.HTTPError as exc:
+        # httpcore asks a connection's socket for its peer as it opens; a node that closes
+        # the connection at once leaves no socket, and anyio raises AttributeError there
+        # (seen when a node goes away mid-call): a failed connection like any other.
+        except (httpx.HTTPError, AttributeError) as exc:
             raise _Retry(f"connection failed ({type(exc).__name__})", kind="connect_error") from exc
         if response.status_code == 429:
             cap = self.policy.retry_after_max_s
